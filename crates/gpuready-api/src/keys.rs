@@ -1,0 +1,86 @@
+//! Every name gpuready writes or reads by contract, in one place: field managers,
+//! label/annotation/taint keys, condition types and reasons.
+
+/// Field manager for server-side apply of labels, node conditions and profile status.
+pub const FIELD_MANAGER: &str = "gpuready";
+/// Field manager for the optimistic-lock merge patches of `spec.taints`. Kept apart
+/// from [`FIELD_MANAGER`] so the apply set never claims the atomic taint list.
+pub const TAINT_FIELD_MANAGER: &str = "gpuready-taints";
+
+/// API group of gpuready's own resources.
+pub const GROUP: &str = "gpuready.io";
+/// Prefix of every label, annotation and taint key gpuready owns.
+pub const KEY_PREFIX: &str = "gpuready.io/";
+
+/// Default readiness taint key.
+pub const DEFAULT_TAINT_KEY: &str = "gpuready.io/not-ready";
+/// Default readiness taint value.
+pub const DEFAULT_TAINT_VALUE: &str = "true";
+
+/// `true` or `false`: the node's overall GPU verdict.
+pub const LABEL_READY: &str = "gpuready.io/ready";
+/// Name of the GpuNodeProfile that governs the node.
+pub const LABEL_PROFILE: &str = "gpuready.io/profile";
+/// UntilFirstReady marker: RFC 3339 time the taint was first released. Written in
+/// the same request that removes the taint, so a crash cannot separate the two.
+pub const ANNOTATION_RELEASED: &str = "gpuready.io/released-at";
+
+/// Node condition carrying the overall verdict.
+pub const CONDITION_GPU_READY: &str = "GpuReady";
+/// Prefix of the optional per-layer node conditions (`GpuReadyDriver`, ...).
+pub const CONDITION_LAYER_PREFIX: &str = "GpuReady";
+
+/// Profile condition: every governed node is ready (kstatus `Ready`).
+pub const CONDITION_READY: &str = "Ready";
+/// Profile condition: new taints are held back because too many nodes failed at once.
+pub const CONDITION_SAFETY_BRAKE: &str = "SafetyBrake";
+/// Profile condition: state of the NFD CRDs in the cluster.
+pub const CONDITION_NFD_CRDS: &str = "NfdCrds";
+
+/// Reasons shared by the engine, the controller and the CLI.
+pub mod reasons {
+    pub const READY: &str = "Ready";
+    pub const CONFLICT: &str = "Conflict";
+    pub const MALFORMED_LABEL: &str = "MalformedLabel";
+    pub const NODE_NOT_READY: &str = "NodeNotReady";
+    pub const NO_NODES: &str = "NoMatchingNodes";
+    pub const NODES_NOT_READY: &str = "NodesNotReady";
+}
+
+/// Labels published by GPU Feature Discovery, the GPU operator and the device plugin.
+pub mod nvidia {
+    pub const GPU_PRESENT: &str = "nvidia.com/gpu.present";
+    pub const GPU_PRODUCT: &str = "nvidia.com/gpu.product";
+    pub const GPU_MEMORY: &str = "nvidia.com/gpu.memory";
+    pub const GPU_COUNT: &str = "nvidia.com/gpu.count";
+    pub const GPU_FAMILY: &str = "nvidia.com/gpu.family";
+    pub const GPU_COMPUTE_MAJOR: &str = "nvidia.com/gpu.compute.major";
+    pub const GPU_COMPUTE_MINOR: &str = "nvidia.com/gpu.compute.minor";
+    pub const GPU_REPLICAS: &str = "nvidia.com/gpu.replicas";
+    pub const GFD_TIMESTAMP: &str = "nvidia.com/gfd.timestamp";
+    pub const MIG_STRATEGY: &str = "nvidia.com/mig.strategy";
+    pub const DRIVER_FULL: &str = "nvidia.com/cuda.driver-version.full";
+    pub const DRIVER_MAJOR: &str = "nvidia.com/cuda.driver-version.major";
+    pub const DRIVER_MINOR: &str = "nvidia.com/cuda.driver-version.minor";
+    pub const DRIVER_REVISION: &str = "nvidia.com/cuda.driver-version.revision";
+    pub const DRIVER_MAJOR_OLD: &str = "nvidia.com/cuda.driver.major";
+    pub const DRIVER_MINOR_OLD: &str = "nvidia.com/cuda.driver.minor";
+    pub const DRIVER_REV_OLD: &str = "nvidia.com/cuda.driver.rev";
+    pub const RUNTIME_FULL: &str = "nvidia.com/cuda.runtime-version.full";
+    pub const RUNTIME_MAJOR: &str = "nvidia.com/cuda.runtime-version.major";
+    pub const RUNTIME_MINOR: &str = "nvidia.com/cuda.runtime-version.minor";
+    pub const RUNTIME_MAJOR_OLD: &str = "nvidia.com/cuda.runtime.major";
+    pub const RUNTIME_MINOR_OLD: &str = "nvidia.com/cuda.runtime.minor";
+    /// Default extended resource of the device plugin.
+    pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
+    /// Prefix of MIG extended resources under the `mixed` strategy.
+    pub const MIG_RESOURCE_PREFIX: &str = "nvidia.com/mig-";
+}
+
+/// Labels published by Node Feature Discovery.
+pub mod nfd {
+    pub const LABEL_PREFIX: &str = "feature.node.kubernetes.io/";
+    pub const PCI_PREFIX: &str = "feature.node.kubernetes.io/pci-";
+    pub const PCI_SUFFIX: &str = ".present";
+    pub const NVIDIA_VENDOR: &str = "10de";
+}

@@ -1,0 +1,61 @@
+//! The readiness layers, bottom-up: the order in which a person debugs a GPU node.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// One layer of the GPU stack. Declaration order is evaluation order (bottom-up).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+pub enum Layer {
+    /// kubelet reports the node Ready.
+    Node,
+    /// An NVIDIA PCI device is visible (NFD PCI labels or `nvidia.com/gpu.present`).
+    Hardware,
+    /// The driver version is known and at least the profile's minimum.
+    Driver,
+    /// The device plugin advertises enough allocatable GPUs.
+    DevicePlugin,
+    /// GPU Feature Discovery labels are present and fresh.
+    FeatureDiscovery,
+    /// The GPU matches the profile: product, memory, compute capability, family, count.
+    Profile,
+    /// The declared CUDA version fits the card and the driver.
+    Compatibility,
+}
+
+impl Layer {
+    /// Every layer, bottom-up.
+    pub const ALL: [Layer; 7] = [
+        Layer::Node,
+        Layer::Hardware,
+        Layer::Driver,
+        Layer::DevicePlugin,
+        Layer::FeatureDiscovery,
+        Layer::Profile,
+        Layer::Compatibility,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Layer::Node => "Node",
+            Layer::Hardware => "Hardware",
+            Layer::Driver => "Driver",
+            Layer::DevicePlugin => "DevicePlugin",
+            Layer::FeatureDiscovery => "FeatureDiscovery",
+            Layer::Profile => "Profile",
+            Layer::Compatibility => "Compatibility",
+        }
+    }
+
+    /// Condition type used for this layer on a GpuNodeProfile (and, when enabled, on Nodes).
+    pub fn condition_type(self) -> String {
+        format!("{}{}", crate::keys::CONDITION_LAYER_PREFIX, self.as_str())
+    }
+}
+
+impl std::fmt::Display for Layer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}

@@ -1,0 +1,368 @@
+//! The GpuNodeProfile custom resource: what a set of GPU nodes must have, and the
+//! aggregated verdict over them.
+//!
+//! Validation lives in the schema (bounds, enums, CEL rules with messages a person
+//! can act on) so the API server refuses a bad profile at admission; `validate.rs`
+//! repeats the same rules for offline use by `gpuready check`.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, LabelSelector};
+use kube::{CustomResource, KubeSchema};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+use crate::keys;
+use crate::layer::Layer;
+
+/// Upper bound of the not-ready summary kept in status. Per-node detail lives on
+/// the Node itself, so a 5,000-node profile stays a few KiB.
+pub const MAX_NOT_READY_SUMMARY: usize = 20;
+
+/// What a set of GPU nodes must have to be called ready, and what gpuready does
+/// about nodes that are not.
+#[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[kube(
+    group = "gpuready.io",
+    version = "v1alpha1",
+    kind = "GpuNodeProfile",
+    plural = "gpunodeprofiles",
+    shortname = "gnp",
+    category = "gpuready",
+    doc = "GpuNodeProfile declares what a set of GPU nodes must have (product, memory, compute capability, count, driver and CUDA) and how gpuready gates them until they are ready.",
+    status = "GpuNodeProfileStatus",
+    printcolumn(name = "Mode", type_ = "string", json_path = ".spec.mode"),
+    printcolumn(name = "Matched", type_ = "integer", json_path = ".status.matchedNodes"),
+    printcolumn(name = "Ready", type_ = "integer", json_path = ".status.readyNodes"),
+    printcolumn(name = "Not-Ready", type_ = "integer", json_path = ".status.notReadyNodes"),
+    printcolumn(
+        name = "Status",
+        type_ = "string",
+        json_path = ".status.conditions[?(@.type==\"Ready\")].reason"
+    ),
+    printcolumn(
+        name = "Product",
+        type_ = "string",
+        priority = 1,
+        json_path = ".spec.gpu.products"
+    ),
+    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+)]
+#[serde(rename_all = "camelCase")]
+pub struct GpuNodeProfileSpec {
+    /// Which nodes this profile governs. A node matched by two profiles is reported
+    /// as a Conflict and left as it is.
+    pub node_selector: LabelSelector,
+
+    /// The GPU every governed node must carry.
+    #[serde(default)]
+    pub gpu: GpuExpectation,
+
+    /// Minimum NVIDIA driver version, e.g. `580.65.06` or `570.26`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self.matches('^[0-9]+\\\\.[0-9]+(\\\\.[0-9]+)?$')").message("minDriverVersion must look like 580.65.06 or 570.26"))]
+    #[schemars(length(max = 32))]
+    pub min_driver_version: Option<String>,
+
+    /// CUDA version the workloads are built for, e.g. `12.4` or `13.0`. Checked
+    /// against the card's compute capability, the driver's minimum for that CUDA
+    /// release and the CUDA version the driver reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self.matches('^[0-9]+\\\\.[0-9]+$')").message("cudaVersion must look like 12.4 or 13.0"))]
+    #[schemars(length(max = 16))]
+    pub cuda_version: Option<String>,
+
+    /// Layers whose verdict gates readiness. Default: all of them. A layer left out
+    /// is still evaluated and reported, but cannot hold the node back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 7))]
+    #[x_kube(validation = Rule::new("self.all(l, self.exists_one(m, m == l))").message("gatingLayers must not repeat a layer"))]
+    pub gating_layers: Option<Vec<Layer>>,
+
+    /// Extended resources the device plugin must advertise as allocatable, with the
+    /// minimum quantity, e.g. `{"nvidia.com/mig-1g.10gb": 7}`. Default:
+    /// `nvidia.com/gpu` at `gpu.count` (or 1), or any `nvidia.com/mig-*` resource
+    /// when the node runs the MIG `mixed` strategy.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = 16))]
+    #[x_kube(validation = Rule::new("self.all(k, k.matches('^[a-z0-9.-]+/[A-Za-z0-9._-]+$') && self[k] >= 1)").message("resources must map a domain-qualified resource name (like nvidia.com/gpu) to a quantity of at least 1"))]
+    pub resources: BTreeMap<String, u32>,
+
+    /// Oldest acceptable `nvidia.com/gfd.timestamp`, in seconds. 0 disables the
+    /// check. GFD refreshes its labels every minute by default.
+    #[serde(default = "default_max_label_age")]
+    #[schemars(range(min = 0, max = 604800))]
+    pub max_label_age_seconds: u32,
+
+    /// `Enforce` taints and labels nodes; `Observe` only reports (zero node writes).
+    #[serde(default)]
+    pub mode: Mode,
+
+    /// `Continuous` keeps the taint in step with readiness; `UntilFirstReady`
+    /// releases it once and never re-taints the node.
+    #[serde(default)]
+    pub taint_policy: TaintPolicy,
+
+    /// The taint held on a node until its GPU stack is ready.
+    #[serde(default)]
+    pub taint: TaintSpec,
+
+    /// Labels put on nodes once they are ready (and removed when they are not).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = 16))]
+    #[x_kube(validation = Rule::new("self.all(k, !k.startsWith('gpuready.io/ready') && !k.startsWith('gpuready.io/profile'))").message("readyLabels must not set gpuready.io/ready or gpuready.io/profile: gpuready writes those itself"))]
+    #[x_kube(validation = Rule::new("self.all(k, k.size() <= 253 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))").message("readyLabels keys must be valid label keys, like example.com/gpu-pool"))]
+    #[x_kube(validation = Rule::new("self.all(k, self[k].size() <= 63 && self[k].matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'))").message("readyLabels values must be valid label values: at most 63 characters of letters, digits, '-', '_' or '.'"))]
+    pub ready_labels: BTreeMap<String, String>,
+
+    /// Also write one node condition per layer (`GpuReadyDriver`, ...) besides
+    /// `GpuReady`. Off by default to keep `kubectl describe node` short.
+    #[serde(default)]
+    pub per_layer_node_conditions: bool,
+}
+
+fn default_max_label_age() -> u32 {
+    3600
+}
+
+/// The GPU expected on every governed node. Every field is optional; an absent
+/// field is not checked.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct GpuExpectation {
+    /// Accepted `nvidia.com/gpu.product` values: exact names or glob patterns
+    /// (`*`, `?`, `[...]`), case-insensitive. The `NVIDIA-` prefix older drivers
+    /// omit and the `-SHARED` suffix of time-slicing/MPS are tolerated on both sides.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    #[x_kube(validation = Rule::new("self.all(p, p.size() >= 1 && p.size() <= 128)").message("each product must be 1 to 128 characters"))]
+    pub products: Vec<String>,
+
+    /// Minimum `nvidia.com/gpu.memory`, in MiB (e.g. 24576 for a 24 GiB card).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 16777216))]
+    pub min_memory_mib: Option<u32>,
+
+    /// Minimum compute capability as `major.minor`, e.g. `8.6`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 8))]
+    #[x_kube(validation = Rule::new("self.matches('^[0-9]{1,2}\\\\.[0-9]$')").message("minComputeCapability must look like 8.6 (major.minor)"))]
+    pub min_compute_capability: Option<String>,
+
+    /// Allowed architecture families. Empty: any.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 12))]
+    pub families: Vec<Family>,
+
+    /// Families that must not be used (e.g. `maxwell` for a fleet moving to CUDA 13).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 12))]
+    pub excluded_families: Vec<Family>,
+
+    /// GPUs per node: at least this many in `nvidia.com/gpu.count` and allocatable.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1024))]
+    pub count: Option<u32>,
+}
+
+/// GPU architecture family, as GFD spells it in `nvidia.com/gpu.family`.
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "kebab-case")]
+pub enum Family {
+    Tesla,
+    Fermi,
+    Kepler,
+    Maxwell,
+    Pascal,
+    Volta,
+    Turing,
+    Ampere,
+    AdaLovelace,
+    Hopper,
+    Blackwell,
+    Rubin,
+}
+
+impl Family {
+    pub const ALL: [Family; 12] = [
+        Family::Tesla,
+        Family::Fermi,
+        Family::Kepler,
+        Family::Maxwell,
+        Family::Pascal,
+        Family::Volta,
+        Family::Turing,
+        Family::Ampere,
+        Family::AdaLovelace,
+        Family::Hopper,
+        Family::Blackwell,
+        Family::Rubin,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Family::Tesla => "tesla",
+            Family::Fermi => "fermi",
+            Family::Kepler => "kepler",
+            Family::Maxwell => "maxwell",
+            Family::Pascal => "pascal",
+            Family::Volta => "volta",
+            Family::Turing => "turing",
+            Family::Ampere => "ampere",
+            Family::AdaLovelace => "ada-lovelace",
+            Family::Hopper => "hopper",
+            Family::Blackwell => "blackwell",
+            Family::Rubin => "rubin",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Family> {
+        Family::ALL.into_iter().find(|f| f.as_str() == s)
+    }
+}
+
+impl std::fmt::Display for Family {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Whether gpuready acts on nodes or only reports.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum Mode {
+    /// Taint, label and condition nodes.
+    #[default]
+    Enforce,
+    /// Report only: status, events and metrics, zero node writes.
+    Observe,
+}
+
+/// When the readiness taint is applied.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum TaintPolicy {
+    /// Taint whenever the node is not ready.
+    #[default]
+    Continuous,
+    /// Taint only until the node is first ready; never re-taint afterwards.
+    UntilFirstReady,
+}
+
+/// The readiness taint.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!self.key.matches('^([^/]*\\\\.)?(kubernetes\\\\.io|k8s\\\\.io)/')").message("taint.key must not be in the kubernetes.io/ or k8s.io/ namespaces: those belong to Kubernetes"))]
+pub struct TaintSpec {
+    /// Taint key. Default `gpuready.io/not-ready`.
+    #[serde(default = "default_taint_key")]
+    #[schemars(length(min = 1, max = 316))]
+    #[x_kube(validation = Rule::new("self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')").message("taint.key must be a qualified name like gpuready.io/not-ready"))]
+    pub key: String,
+
+    /// Taint value. Default `true`.
+    #[serde(default = "default_taint_value")]
+    #[schemars(length(max = 63))]
+    #[x_kube(validation = Rule::new("self.matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$')").message("taint.value must be a valid label value (letters, digits, '-', '_', '.')"))]
+    pub value: String,
+
+    /// Taint effect: `NoSchedule` (default), `PreferNoSchedule` or `NoExecute`.
+    #[serde(default)]
+    pub effect: TaintEffect,
+}
+
+fn default_taint_key() -> String {
+    keys::DEFAULT_TAINT_KEY.to_owned()
+}
+
+fn default_taint_value() -> String {
+    keys::DEFAULT_TAINT_VALUE.to_owned()
+}
+
+impl Default for TaintSpec {
+    fn default() -> Self {
+        TaintSpec {
+            key: default_taint_key(),
+            value: default_taint_value(),
+            effect: TaintEffect::default(),
+        }
+    }
+}
+
+/// Kubernetes taint effect.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum TaintEffect {
+    #[default]
+    NoSchedule,
+    PreferNoSchedule,
+    NoExecute,
+}
+
+impl TaintEffect {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TaintEffect::NoSchedule => "NoSchedule",
+            TaintEffect::PreferNoSchedule => "PreferNoSchedule",
+            TaintEffect::NoExecute => "NoExecute",
+        }
+    }
+}
+
+/// Aggregated verdict over the profile's nodes. Per-node detail is on each Node's
+/// `GpuReady` condition.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct GpuNodeProfileStatus {
+    /// The `metadata.generation` this status was computed from.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed_generation: Option<i64>,
+    /// Nodes the selector matches (conflicting nodes included).
+    #[serde(default)]
+    pub matched_nodes: i32,
+    /// Matched nodes whose gating layers are all Ready.
+    #[serde(default)]
+    pub ready_nodes: i32,
+    /// Matched nodes that are not ready (conflicts included).
+    #[serde(default)]
+    pub not_ready_nodes: i32,
+    /// kstatus-compatible conditions: `Ready`, one per layer (`GpuReadyDriver`, ...),
+    /// `SafetyBrake` and `NfdCrds`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["type"]))]
+    pub conditions: Vec<Condition>,
+    /// Up to 20 not-ready nodes (sorted by name) with their first failing layer.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 20))]
+    pub not_ready_summary: Vec<NotReadyNode>,
+}
+
+/// One entry of the bounded not-ready summary.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NotReadyNode {
+    /// Node name.
+    pub name: String,
+    /// First failing gating layer (bottom-up), or `Conflict`.
+    pub layer: String,
+    /// Machine-readable reason.
+    pub reason: String,
+}
+
+impl GpuNodeProfileSpec {
+    /// The layers that gate readiness (all of them unless the profile narrows it).
+    pub fn gating(&self) -> Vec<Layer> {
+        match &self.gating_layers {
+            Some(layers) => Layer::ALL
+                .into_iter()
+                .filter(|l| layers.contains(l))
+                .collect(),
+            None => Layer::ALL.to_vec(),
+        }
+    }
+
+    pub fn is_gating(&self, layer: Layer) -> bool {
+        self.gating_layers
+            .as_ref()
+            .is_none_or(|layers| layers.contains(&layer))
+    }
+}

@@ -1,0 +1,194 @@
+//! Offline validation of a GpuNodeProfile: the same rules the CRD schema enforces
+//! at admission, so `gpuready check` rejects what the API server would.
+
+use crate::profile::GpuNodeProfileSpec;
+
+/// One rule a profile breaks: the field path and a message a person can act on.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{field}: {message}")]
+pub struct FieldError {
+    pub field: String,
+    pub message: String,
+}
+
+fn is_version(s: &str, min_parts: usize, max_parts: usize) -> bool {
+    let parts: Vec<&str> = s.split('.').collect();
+    (min_parts..=max_parts).contains(&parts.len())
+        && parts
+            .iter()
+            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+fn is_dns_subdomain(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 253
+        && s.split('.').all(|part| {
+            !part.is_empty()
+                && part
+                    .bytes()
+                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && !part.starts_with('-')
+                && !part.ends_with('-')
+        })
+}
+
+fn is_label_name(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_' || b == b'.')
+        && s.as_bytes()[0].is_ascii_alphanumeric()
+        && s.as_bytes()[s.len() - 1].is_ascii_alphanumeric()
+}
+
+/// A Kubernetes qualified name: `[prefix/]name`.
+pub fn is_qualified_name(key: &str) -> bool {
+    match key.split_once('/') {
+        Some((prefix, name)) => is_dns_subdomain(prefix) && is_label_name(name),
+        None => is_label_name(key),
+    }
+}
+
+/// A Kubernetes label value (may be empty).
+pub fn is_label_value(value: &str) -> bool {
+    value.is_empty() || is_label_name(value)
+}
+
+fn in_kubernetes_namespace(key: &str) -> bool {
+    key.split_once('/').is_some_and(|(prefix, _)| {
+        ["kubernetes.io", "k8s.io"]
+            .iter()
+            .any(|d| prefix == *d || prefix.ends_with(&format!(".{d}")))
+    })
+}
+
+impl GpuNodeProfileSpec {
+    /// Every rule the profile breaks, in field order. Empty when valid.
+    pub fn validate(&self) -> Vec<FieldError> {
+        let mut errors = Vec::new();
+        let mut fail = |field: &str, message: String| {
+            errors.push(FieldError {
+                field: format!("spec.{field}"),
+                message,
+            })
+        };
+
+        if let Some(v) = &self.min_driver_version
+            && !is_version(v, 2, 3)
+        {
+            fail(
+                "minDriverVersion",
+                format!("{v:?} must look like 580.65.06 or 570.26"),
+            );
+        }
+        if let Some(v) = &self.cuda_version
+            && !is_version(v, 2, 2)
+        {
+            fail("cudaVersion", format!("{v:?} must look like 12.4 or 13.0"));
+        }
+        if let Some(layers) = &self.gating_layers {
+            let mut seen = std::collections::BTreeSet::new();
+            for l in layers {
+                if !seen.insert(l) {
+                    fail("gatingLayers", format!("layer {l} is listed twice"));
+                }
+            }
+        }
+        for (name, qty) in &self.resources {
+            if !name.contains('/') || !is_qualified_name(name) || *qty < 1 {
+                fail(
+                    "resources",
+                    format!(
+                        "{name:?}: {qty} must map a domain-qualified resource name (like nvidia.com/gpu) to a quantity of at least 1"
+                    ),
+                );
+            }
+        }
+        if self.max_label_age_seconds > 604_800 {
+            fail(
+                "maxLabelAgeSeconds",
+                format!("{} must be at most 604800 (7 days)", self.max_label_age_seconds),
+            );
+        }
+
+        let gpu = &self.gpu;
+        if gpu.products.len() > 32 {
+            fail("gpu.products", "at most 32 entries".into());
+        }
+        for p in &gpu.products {
+            if p.is_empty() || p.len() > 128 {
+                fail("gpu.products", format!("{p:?}: each product must be 1 to 128 characters"));
+            } else if let Err(e) = glob::Pattern::new(p) {
+                fail("gpu.products", format!("{p:?} is not a valid glob pattern: {e}"));
+            }
+        }
+        if let Some(m) = gpu.min_memory_mib
+            && m < 1
+        {
+            fail("gpu.minMemoryMib", "must be at least 1".into());
+        }
+        if let Some(cc) = &gpu.min_compute_capability {
+            let ok = cc.split_once('.').is_some_and(|(maj, min)| {
+                (1..=2).contains(&maj.len())
+                    && maj.bytes().all(|b| b.is_ascii_digit())
+                    && min.len() == 1
+                    && min.bytes().all(|b| b.is_ascii_digit())
+            });
+            if !ok {
+                fail(
+                    "gpu.minComputeCapability",
+                    format!("{cc:?} must look like 8.6 (major.minor)"),
+                );
+            }
+        }
+        if let Some(c) = gpu.count
+            && !(1..=1024).contains(&c)
+        {
+            fail("gpu.count", format!("{c} must be between 1 and 1024"));
+        }
+
+        let t = &self.taint;
+        if !is_qualified_name(&t.key) {
+            fail(
+                "taint.key",
+                format!("{:?} must be a qualified name like gpuready.io/not-ready", t.key),
+            );
+        }
+        if in_kubernetes_namespace(&t.key) {
+            fail(
+                "taint.key",
+                format!(
+                    "{:?} must not be in the kubernetes.io/ or k8s.io/ namespaces: those belong to Kubernetes",
+                    t.key
+                ),
+            );
+        }
+        if !is_label_value(&t.value) {
+            fail(
+                "taint.value",
+                format!("{:?} must be a valid label value (letters, digits, '-', '_', '.')", t.value),
+            );
+        }
+
+        for (k, v) in &self.ready_labels {
+            if k.starts_with(crate::keys::LABEL_READY) || k.starts_with(crate::keys::LABEL_PROFILE) {
+                fail(
+                    "readyLabels",
+                    format!("{k:?} is written by gpuready itself and must not be set"),
+                );
+            } else if !is_qualified_name(k) {
+                fail(
+                    "readyLabels",
+                    format!("{k:?} must be a valid label key, like example.com/gpu-pool"),
+                );
+            }
+            if !is_label_value(v) {
+                fail(
+                    "readyLabels",
+                    format!("{k}={v:?}: values must be valid label values (at most 63 characters of letters, digits, '-', '_' or '.')"),
+                );
+            }
+        }
+        errors
+    }
+}
