@@ -1,19 +1,27 @@
 //! CRD manifests generated from the Rust types: the only source of gpuready's CRD
 //! YAML. The committed copies are compared with this output by a test.
 
-use kube::CustomResourceExt;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::CustomResourceExt;
 
 use crate::profile::GpuNodeProfile;
 
 /// Where the generated GpuNodeProfile CRD is committed, relative to the repo root.
-pub const COMMITTED_GPUREADY_CRD_PATHS: &[&str] = &[
-    "deploy/crds/gpunodeprofiles.gpuready.io.yaml",
-];
+pub const COMMITTED_GPUREADY_CRD_PATHS: &[&str] = &["deploy/crds/gpunodeprofiles.gpuready.io.yaml"];
 
 /// The GpuNodeProfile CRD.
 pub fn gpu_node_profile_crd() -> CustomResourceDefinition {
     GpuNodeProfile::crd()
+}
+
+/// Where the generated NFD CRDs are committed, relative to the repo root.
+pub const COMMITTED_NFD_CRDS_PATH: &str = "deploy/crds/nfd-crds.yaml";
+
+/// The NFD CRDs gpuready installs or upgrades (NodeFeature, NodeFeatureGroup,
+/// NodeFeatureRule), generated from the types in [`crate::nfd`] and annotated
+/// with their [`crate::nfd::NfdCrdRelease`].
+pub fn nfd_crds() -> Vec<CustomResourceDefinition> {
+    crate::nfd::generate()
 }
 
 /// Renders CRDs as one multi-document YAML stream with a generated-file header.

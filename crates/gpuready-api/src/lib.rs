@@ -4,6 +4,7 @@
 pub mod crd;
 pub mod keys;
 pub mod layer;
+pub mod nfd;
 pub mod profile;
 pub mod validate;
 

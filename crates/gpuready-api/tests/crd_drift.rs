@@ -29,3 +29,27 @@ fn committed_gpuready_crd_matches_types() {
         }
     }
 }
+
+#[test]
+fn committed_nfd_crds_match_types() {
+    let generated = crd::to_yaml(&crd::nfd_crds()).expect("render NFD CRDs");
+    let rel = crd::COMMITTED_NFD_CRDS_PATH;
+    let path = repo_root().join(rel);
+    if std::env::var_os("UPDATE_CRDS").is_some() {
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let committed = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+        panic!("{rel}: {e}; run `UPDATE_CRDS=1 cargo test -p gpuready-api --test crd_drift`")
+    });
+    if committed != generated {
+        let diff = similar::TextDiff::from_lines(&committed, &generated)
+            .unified_diff()
+            .header(rel, "generated")
+            .to_string();
+        panic!(
+            "{rel} differs from the Rust types in gpuready-api/src/nfd; run \
+             `UPDATE_CRDS=1 cargo test -p gpuready-api --test crd_drift`.\n{diff}"
+        );
+    }
+}
