@@ -1,1 +1,16 @@
-//! Pure readiness engine.
+//! gpuready's pure readiness engine: Node → facts → per-layer verdict → planned
+//! node changes. Synchronous, no client, no clock: time is an input.
+
+pub mod assess;
+pub mod compat;
+pub mod evaluate;
+pub mod facts;
+pub mod plan;
+pub mod product;
+pub mod select;
+pub mod version;
+
+pub use assess::{assess, GovernanceKind, NodeAssessment};
+pub use evaluate::{evaluate, LayerReport, LayerResult, Status};
+pub use facts::NodeFacts;
+pub use plan::{NodeChanges, PlanOptions, TaintChange};

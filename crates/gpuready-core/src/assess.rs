@@ -1,0 +1,113 @@
+//! One node, all profiles, one instant: which profile governs it, every layer's
+//! verdict, and the changes gpuready would make. Shared by `gpuready check`, the
+//! controller and the tests.
+
+use gpuready_api::keys::reasons;
+use gpuready_api::GpuNodeProfile;
+use jiff::Timestamp;
+use kube_core::{ResourceExt, Selector};
+use serde::Serialize;
+
+use crate::evaluate::{evaluate, LayerReport, LayerResult};
+use crate::facts::NodeFacts;
+use crate::plan::{self, NodeChanges, PlanOptions};
+use crate::select::{govern, Governance};
+
+/// How the node relates to the profiles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum GovernanceKind {
+    Governed,
+    Ungoverned,
+    Conflict,
+}
+
+/// Everything gpuready concludes about one node.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct NodeAssessment {
+    pub name: String,
+    /// The governing profile; `None` when ungoverned or in conflict.
+    pub profile: Option<String>,
+    pub governance: GovernanceKind,
+    /// Profiles that all select the node (only for conflicts).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub conflicting_profiles: Vec<String>,
+    /// `None` for an ungoverned node: there is nothing to be ready for.
+    pub ready: Option<bool>,
+    /// First failing gating layer's reason, `Ready`, `Conflict` or `Ungoverned`.
+    pub reason: String,
+    pub message: String,
+    pub layers: Vec<LayerResult>,
+    pub changes: NodeChanges,
+    /// The governing profile is in Observe mode: `changes` stays empty.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub observe: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub recheck_after_seconds: Option<u64>,
+}
+
+/// Assesses one node against the profiles (each with its parsed selector).
+pub fn assess(
+    facts: &NodeFacts,
+    profiles: &[(&GpuNodeProfile, &Selector)],
+    opts: &PlanOptions,
+) -> NodeAssessment {
+    match govern(&facts.labels, profiles) {
+        Governance::Governed(profile) => assess_governed(facts, profile, opts.now, opts),
+        Governance::Conflict(names) => NodeAssessment {
+            name: facts.name.clone(),
+            profile: None,
+            governance: GovernanceKind::Conflict,
+            ready: Some(false),
+            reason: reasons::CONFLICT.to_owned(),
+            message: format!(
+                "selected by {} GpuNodeProfiles ({}): narrow their nodeSelectors so exactly one selects the node",
+                names.len(),
+                names.join(", ")
+            ),
+            changes: plan::plan_conflict(facts, &names, opts),
+            conflicting_profiles: names,
+            observe: false,
+            layers: vec![],
+            recheck_after_seconds: None,
+        },
+        Governance::Ungoverned => NodeAssessment {
+            name: facts.name.clone(),
+            profile: None,
+            governance: GovernanceKind::Ungoverned,
+            conflicting_profiles: vec![],
+            ready: None,
+            reason: "Ungoverned".to_owned(),
+            message: "no GpuNodeProfile selects this node".to_owned(),
+            layers: vec![],
+            changes: plan::plan_release(facts),
+            observe: false,
+            recheck_after_seconds: None,
+        },
+    }
+}
+
+fn assess_governed(
+    facts: &NodeFacts,
+    profile: &GpuNodeProfile,
+    now: Timestamp,
+    opts: &PlanOptions,
+) -> NodeAssessment {
+    let report: LayerReport = evaluate(&profile.spec, facts, now);
+    let changes = plan::plan_governed(profile, facts, &report, opts);
+    let ready = report.ready();
+    let (_, reason, message) = plan::gpu_ready_condition(&profile.name_any(), &report);
+    NodeAssessment {
+        name: facts.name.clone(),
+        profile: Some(profile.name_any()),
+        governance: GovernanceKind::Governed,
+        conflicting_profiles: vec![],
+        ready: Some(ready),
+        reason,
+        message,
+        recheck_after_seconds: report.recheck_after_seconds,
+        observe: profile.spec.mode == gpuready_api::Mode::Observe,
+        layers: report.layers,
+        changes,
+    }
+}

@@ -1,0 +1,526 @@
+//! What a Node object says about its GPU stack, parsed once into typed facts.
+//! Parsing never fails: a value that is absent or malformed is recorded as such,
+//! with the offending key, so the layer that needs it can say why.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use gpuready_api::keys::{self, nfd, nvidia};
+use gpuready_api::Family;
+use k8s_openapi::api::core::v1::{Node, NodeCondition, Taint};
+
+use crate::version::{parse_number, DriverVersion, MajorMinor};
+
+/// A value read from a label (or resource quantity).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Field<T> {
+    /// The key is not on the node.
+    Absent,
+    /// The key is there but its value cannot be used.
+    Malformed(Malformed),
+    Present(T),
+}
+
+/// Where and why a value could not be parsed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Malformed {
+    pub key: String,
+    pub value: String,
+    pub why: String,
+}
+
+impl std::fmt::Display for Malformed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}={:?}: {}", self.key, self.value, self.why)
+    }
+}
+
+impl<T> Field<T> {
+    pub fn present(&self) -> Option<&T> {
+        match self {
+            Field::Present(v) => Some(v),
+            _ => None,
+        }
+    }
+
+    pub fn malformed(&self) -> Option<&Malformed> {
+        match self {
+            Field::Malformed(m) => Some(m),
+            _ => None,
+        }
+    }
+
+    pub fn is_absent(&self) -> bool {
+        matches!(self, Field::Absent)
+    }
+}
+
+/// Status of a node condition as the API spells it, plus "not reported at all".
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConditionStatus {
+    True,
+    False,
+    Unknown,
+    Missing,
+}
+
+/// kubelet's `Ready` condition.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KubeletReady {
+    pub status: ConditionStatus,
+    pub reason: String,
+    pub message: String,
+}
+
+/// The architecture family as labelled by GFD.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FamilyLabel {
+    Known(Family),
+    /// GFD writes `undefined` for compute capabilities it has no name for (and for
+    /// Ada/Blackwell on GFD releases that predate those names).
+    Undefined,
+}
+
+/// Everything GPU Feature Discovery published on the node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GfdFacts {
+    /// At least one GFD-written label is present.
+    pub seen: bool,
+    pub product: Option<String>,
+    pub memory_mib: Field<u64>,
+    pub compute: Field<MajorMinor>,
+    pub family: Field<FamilyLabel>,
+    pub count: Field<u32>,
+    pub driver: Field<DriverVersion>,
+    pub cuda_runtime: Field<MajorMinor>,
+    pub timestamp: Field<i64>,
+    pub mig_strategy: Option<String>,
+}
+
+impl GfdFacts {
+    /// The family from the compute capability (authoritative: older GFD releases
+    /// label Ada as `ampere` and Blackwell as `undefined`), else from the label.
+    pub fn effective_family(&self) -> Option<Family> {
+        if let Some(cc) = self.compute.present()
+            && let Some(f) = crate::compat::family_of(*cc)
+        {
+            return Some(f);
+        }
+        match self.family.present() {
+            Some(FamilyLabel::Known(f)) => Some(*f),
+            _ => None,
+        }
+    }
+
+    /// Every malformed GFD value, in key order.
+    pub fn malformed(&self) -> Vec<&Malformed> {
+        [
+            self.memory_mib.malformed(),
+            self.compute.malformed(),
+            self.family.malformed(),
+            self.count.malformed(),
+            self.driver.malformed(),
+            self.cuda_runtime.malformed(),
+            self.timestamp.malformed(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+}
+
+/// Evidence of an NVIDIA PCI device.
+#[derive(Clone, Debug, PartialEq)]
+pub struct HardwareFacts {
+    /// NFD PCI labels naming vendor 10de with value `true`.
+    pub nvidia_pci_labels: Vec<String>,
+    /// Any `feature.node.kubernetes.io/` label: NFD has labelled this node.
+    pub nfd_seen: bool,
+    /// `nvidia.com/gpu.present`, written by the GPU operator.
+    pub gpu_present: Field<bool>,
+}
+
+/// What gpuready itself last wrote to the node.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct OwnedState {
+    /// Label keys owned by gpuready's server-side apply (from managedFields).
+    pub labels: BTreeSet<String>,
+    /// Node condition types owned by gpuready's server-side apply of status.
+    pub conditions: BTreeSet<String>,
+    /// `gpuready.io/taint`: the `key:effect` of the taint gpuready applied.
+    pub taint: Option<(String, String)>,
+    /// `gpuready.io/released-at`: UntilFirstReady marker.
+    pub released_at: Option<String>,
+}
+
+/// Everything the engine reads from one Node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct NodeFacts {
+    pub name: String,
+    pub labels: BTreeMap<String, String>,
+    pub kubelet: KubeletReady,
+    pub taints: Vec<Taint>,
+    pub capacity: BTreeMap<String, Field<u64>>,
+    pub allocatable: BTreeMap<String, Field<u64>>,
+    /// Node conditions gpuready writes (GpuReady*), as they are now.
+    pub gpu_conditions: Vec<NodeCondition>,
+    pub gfd: GfdFacts,
+    pub hardware: HardwareFacts,
+    pub owned: OwnedState,
+}
+
+/// Annotation recording the taint gpuready applied, so cleanup can remove exactly
+/// it even after the profile that named it is gone.
+pub const ANNOTATION_TAINT: &str = "gpuready.io/taint";
+
+impl NodeFacts {
+    pub fn from_node(node: &Node) -> NodeFacts {
+        let name = node.metadata.name.clone().unwrap_or_default();
+        let labels = node.metadata.labels.clone().unwrap_or_default();
+        let annotations = node.metadata.annotations.as_ref();
+        let status = node.status.as_ref();
+        let conditions = status.and_then(|s| s.conditions.as_deref()).unwrap_or(&[]);
+
+        let kubelet = conditions
+            .iter()
+            .find(|c| c.type_ == "Ready")
+            .map(|c| KubeletReady {
+                status: match c.status.as_str() {
+                    "True" => ConditionStatus::True,
+                    "False" => ConditionStatus::False,
+                    _ => ConditionStatus::Unknown,
+                },
+                reason: c.reason.clone().unwrap_or_default(),
+                message: c.message.clone().unwrap_or_default(),
+            })
+            .unwrap_or(KubeletReady {
+                status: ConditionStatus::Missing,
+                reason: String::new(),
+                message: String::new(),
+            });
+
+        let quantities = |q: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>| {
+            q.map(|m| {
+                m.iter()
+                    .filter(|(k, _)| k.starts_with("nvidia.com/") || k.contains('/'))
+                    .map(|(k, v)| (k.clone(), parse_quantity(k, &v.0)))
+                    .collect()
+            })
+            .unwrap_or_default()
+        };
+
+        NodeFacts {
+            gfd: parse_gfd(&labels),
+            hardware: parse_hardware(&labels),
+            kubelet,
+            taints: node
+                .spec
+                .as_ref()
+                .and_then(|s| s.taints.clone())
+                .unwrap_or_default(),
+            capacity: quantities(status.and_then(|s| s.capacity.as_ref())),
+            allocatable: quantities(status.and_then(|s| s.allocatable.as_ref())),
+            gpu_conditions: conditions
+                .iter()
+                .filter(|c| c.type_.starts_with(keys::CONDITION_GPU_READY))
+                .cloned()
+                .collect(),
+            owned: OwnedState {
+                labels: owned_keys(node, "f:metadata", "f:labels", None),
+                conditions: owned_keys(node, "f:status", "f:conditions", Some("status")),
+                taint: annotations
+                    .and_then(|a| a.get(ANNOTATION_TAINT))
+                    .and_then(|v| v.split_once(':'))
+                    .map(|(k, e)| (k.to_owned(), e.to_owned())),
+                released_at: annotations.and_then(|a| a.get(keys::ANNOTATION_RELEASED)).cloned(),
+            },
+            name,
+            labels,
+        }
+    }
+}
+
+/// Keys gpuready's apply owns under `fieldsV1.<outer>.<inner>`: label keys
+/// (`f:<key>`) or condition types (`k:{"type":"<type>"}`).
+fn owned_keys(node: &Node, outer: &str, inner: &str, subresource: Option<&str>) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for entry in node.metadata.managed_fields.iter().flatten() {
+        if entry.manager.as_deref() != Some(keys::FIELD_MANAGER)
+            || entry.operation.as_deref() != Some("Apply")
+            || entry.subresource.as_deref() != subresource
+        {
+            continue;
+        }
+        let Some(fields) = entry
+            .fields_v1
+            .as_ref()
+            .and_then(|f| f.0.get(outer))
+            .and_then(|o| o.get(inner))
+            .and_then(|i| i.as_object())
+        else {
+            continue;
+        };
+        for k in fields.keys() {
+            if let Some(label) = k.strip_prefix("f:") {
+                out.insert(label.to_owned());
+            } else if let Some(json) = k.strip_prefix("k:")
+                && let Ok(serde_json::Value::Object(m)) = serde_json::from_str(json)
+                && let Some(serde_json::Value::String(t)) = m.get("type")
+            {
+                out.insert(t.clone());
+            }
+        }
+    }
+    out
+}
+
+/// Extended resources are whole numbers; anything with a unit or fraction is not
+/// something a device plugin writes.
+fn parse_quantity(key: &str, value: &str) -> Field<u64> {
+    match parse_number::<u64>(value) {
+        Ok(n) => Field::Present(n),
+        Err(why) => Field::Malformed(Malformed {
+            key: key.to_owned(),
+            value: value.to_owned(),
+            why,
+        }),
+    }
+}
+
+fn field<T>(
+    labels: &BTreeMap<String, String>,
+    key: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Field<T> {
+    match labels.get(key) {
+        None => Field::Absent,
+        Some(v) => match parse(v) {
+            Ok(t) => Field::Present(t),
+            Err(why) => Field::Malformed(Malformed {
+                key: key.to_owned(),
+                value: v.clone(),
+                why,
+            }),
+        },
+    }
+}
+
+fn parse_gfd(labels: &BTreeMap<String, String>) -> GfdFacts {
+    let seen = labels.keys().any(|k| {
+        k == nvidia::GFD_TIMESTAMP
+            || k.starts_with("nvidia.com/cuda.")
+            || (k.starts_with("nvidia.com/gpu.") && k != nvidia::GPU_PRESENT && !k.starts_with("nvidia.com/gpu.deploy."))
+    });
+    GfdFacts {
+        seen,
+        product: labels.get(nvidia::GPU_PRODUCT).cloned(),
+        memory_mib: field(labels, nvidia::GPU_MEMORY, |v| {
+            parse_number(v).map_err(|e| format!("{e}: expected MiB as a whole number, e.g. 24576"))
+        }),
+        compute: parse_compute(labels),
+        family: field(labels, nvidia::GPU_FAMILY, |v| {
+            if v == "undefined" {
+                Ok(FamilyLabel::Undefined)
+            } else {
+                Family::parse(v)
+                    .map(FamilyLabel::Known)
+                    .ok_or_else(|| "not a GPU family GFD knows".to_owned())
+            }
+        }),
+        count: field(labels, nvidia::GPU_COUNT, parse_number),
+        driver: parse_driver(labels),
+        cuda_runtime: parse_cuda_runtime(labels),
+        timestamp: field(labels, nvidia::GFD_TIMESTAMP, |v| {
+            parse_number(v).map_err(|e| format!("{e}: expected Unix seconds"))
+        }),
+        mig_strategy: labels.get(nvidia::MIG_STRATEGY).cloned(),
+    }
+}
+
+fn parse_compute(labels: &BTreeMap<String, String>) -> Field<MajorMinor> {
+    let major = field(labels, nvidia::GPU_COMPUTE_MAJOR, parse_number::<u32>);
+    let minor = field(labels, nvidia::GPU_COMPUTE_MINOR, parse_number::<u32>);
+    match (major, minor) {
+        (Field::Absent, Field::Absent) => Field::Absent,
+        (Field::Present(major), Field::Present(minor)) => Field::Present(MajorMinor { major, minor }),
+        (Field::Malformed(m), _) | (_, Field::Malformed(m)) => Field::Malformed(m),
+        (Field::Absent, _) => Field::Malformed(Malformed {
+            key: nvidia::GPU_COMPUTE_MAJOR.into(),
+            value: String::new(),
+            why: format!("missing while {} is set", nvidia::GPU_COMPUTE_MINOR),
+        }),
+        (_, Field::Absent) => Field::Malformed(Malformed {
+            key: nvidia::GPU_COMPUTE_MINOR.into(),
+            value: String::new(),
+            why: format!("missing while {} is set", nvidia::GPU_COMPUTE_MAJOR),
+        }),
+    }
+}
+
+/// Prefers `cuda.driver-version.full`; falls back to the split keys, new spelling
+/// first, then the deprecated `cuda.driver.*`. A split revision of `""` is GFD's
+/// spelling of a 2-part version such as `570.26`.
+fn parse_driver(labels: &BTreeMap<String, String>) -> Field<DriverVersion> {
+    if labels.contains_key(nvidia::DRIVER_FULL) {
+        return field(labels, nvidia::DRIVER_FULL, DriverVersion::parse);
+    }
+    for (maj_key, min_key, rev_key) in [
+        (nvidia::DRIVER_MAJOR, nvidia::DRIVER_MINOR, nvidia::DRIVER_REVISION),
+        (nvidia::DRIVER_MAJOR_OLD, nvidia::DRIVER_MINOR_OLD, nvidia::DRIVER_REV_OLD),
+    ] {
+        let Some(major) = labels.get(maj_key) else {
+            continue;
+        };
+        let Some(minor) = labels.get(min_key) else {
+            return Field::Malformed(Malformed {
+                key: min_key.into(),
+                value: String::new(),
+                why: format!("missing while {maj_key}={major:?} is set"),
+            });
+        };
+        let joined = match labels.get(rev_key).map(String::as_str) {
+            None | Some("") => format!("{major}.{minor}"),
+            Some(rev) => format!("{major}.{minor}.{rev}"),
+        };
+        return match DriverVersion::parse(&joined) {
+            Ok(v) => Field::Present(v),
+            Err(why) => Field::Malformed(Malformed {
+                key: maj_key.into(),
+                value: joined,
+                why: format!("driver version from {maj_key}/{min_key}/{rev_key}: {why}"),
+            }),
+        };
+    }
+    Field::Absent
+}
+
+fn parse_cuda_runtime(labels: &BTreeMap<String, String>) -> Field<MajorMinor> {
+    if labels.contains_key(nvidia::RUNTIME_FULL) {
+        return field(labels, nvidia::RUNTIME_FULL, MajorMinor::parse);
+    }
+    for (maj_key, min_key) in [
+        (nvidia::RUNTIME_MAJOR, nvidia::RUNTIME_MINOR),
+        (nvidia::RUNTIME_MAJOR_OLD, nvidia::RUNTIME_MINOR_OLD),
+    ] {
+        if let Some(major) = labels.get(maj_key) {
+            let minor = labels.get(min_key).map(String::as_str).unwrap_or("");
+            let joined = format!("{major}.{minor}");
+            return match MajorMinor::parse(&joined) {
+                Ok(v) => Field::Present(v),
+                Err(why) => Field::Malformed(Malformed {
+                    key: maj_key.into(),
+                    value: joined,
+                    why: format!("CUDA version from {maj_key}/{min_key}: {why}"),
+                }),
+            };
+        }
+    }
+    Field::Absent
+}
+
+/// NFD names PCI labels by the configured fields in a fixed order (class, vendor,
+/// device, ...). Vendor 10de is the first field when the class is not configured
+/// (`pci-10de`), else the second (`pci-0300_10de`, `pci-0302_10de`).
+pub fn is_nvidia_pci_label(key: &str) -> bool {
+    let Some(fields) = key
+        .strip_prefix(nfd::PCI_PREFIX)
+        .and_then(|k| k.strip_suffix(nfd::PCI_SUFFIX))
+    else {
+        return false;
+    };
+    let parts: Vec<&str> = fields.split('_').collect();
+    let is_class = |p: &str| p.len() == 4 && p.bytes().all(|b| b.is_ascii_hexdigit());
+    parts.first() == Some(&nfd::NVIDIA_VENDOR)
+        || (parts.len() >= 2 && is_class(parts[0]) && parts[1] == nfd::NVIDIA_VENDOR)
+}
+
+fn parse_hardware(labels: &BTreeMap<String, String>) -> HardwareFacts {
+    HardwareFacts {
+        nvidia_pci_labels: labels
+            .iter()
+            .filter(|(k, v)| is_nvidia_pci_label(k) && v.as_str() == "true")
+            .map(|(k, _)| k.clone())
+            .collect(),
+        nfd_seen: labels.keys().any(|k| k.starts_with(nfd::LABEL_PREFIX)),
+        gpu_present: field(labels, nvidia::GPU_PRESENT, |v| match v {
+            "true" => Ok(true),
+            "false" => Ok(false),
+            _ => Err("expected true or false".into()),
+        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+    }
+
+    #[test]
+    fn pci_label_forms() {
+        assert!(is_nvidia_pci_label("feature.node.kubernetes.io/pci-10de.present"));
+        assert!(is_nvidia_pci_label("feature.node.kubernetes.io/pci-0300_10de.present"));
+        assert!(is_nvidia_pci_label("feature.node.kubernetes.io/pci-0302_10de.present"));
+        assert!(is_nvidia_pci_label("feature.node.kubernetes.io/pci-0302_10de_2335.present"));
+        assert!(!is_nvidia_pci_label("feature.node.kubernetes.io/pci-0300_1002.present"));
+        assert!(!is_nvidia_pci_label("feature.node.kubernetes.io/pci-10de.sriov.capable"));
+        assert!(!is_nvidia_pci_label("feature.node.kubernetes.io/pci-0300_8086_10de.present"));
+    }
+
+    #[test]
+    fn driver_from_new_old_and_full_spellings() {
+        let full = parse_driver(&labels(&[(nvidia::DRIVER_FULL, "580.159.04")]));
+        assert_eq!(full.present().unwrap().as_str(), "580.159.04");
+        let new = parse_driver(&labels(&[
+            (nvidia::DRIVER_MAJOR, "550"),
+            (nvidia::DRIVER_MINOR, "90"),
+            (nvidia::DRIVER_REVISION, "07"),
+        ]));
+        assert_eq!(new.present().unwrap().patch, Some(7));
+        let old_two_part = parse_driver(&labels(&[
+            (nvidia::DRIVER_MAJOR_OLD, "570"),
+            (nvidia::DRIVER_MINOR_OLD, "26"),
+            (nvidia::DRIVER_REV_OLD, ""),
+        ]));
+        assert_eq!(old_two_part.present().unwrap().as_str(), "570.26");
+        let bad = parse_driver(&labels(&[(nvidia::DRIVER_FULL, "580")]));
+        assert_eq!(bad.malformed().unwrap().key, nvidia::DRIVER_FULL);
+        let no_minor = parse_driver(&labels(&[(nvidia::DRIVER_MAJOR_OLD, "570"), (nvidia::DRIVER_REV_OLD, "")]));
+        assert_eq!(no_minor.malformed().unwrap().key, nvidia::DRIVER_MINOR_OLD);
+    }
+
+    #[test]
+    fn cuda_runtime_spellings() {
+        let full = parse_cuda_runtime(&labels(&[(nvidia::RUNTIME_FULL, "13.0")]));
+        assert_eq!(full, Field::Present(MajorMinor::new(13, 0)));
+        let old = parse_cuda_runtime(&labels(&[(nvidia::RUNTIME_MAJOR_OLD, "12"), (nvidia::RUNTIME_MINOR_OLD, "4")]));
+        assert_eq!(old, Field::Present(MajorMinor::new(12, 4)));
+        let bad = parse_cuda_runtime(&labels(&[(nvidia::RUNTIME_MAJOR, "12")]));
+        assert!(bad.malformed().is_some());
+    }
+
+    #[test]
+    fn malformed_gfd_values_name_their_key() {
+        let gfd = parse_gfd(&labels(&[
+            (nvidia::GPU_MEMORY, "24GB"),
+            (nvidia::GPU_COMPUTE_MAJOR, "x"),
+            (nvidia::GPU_COMPUTE_MINOR, "6"),
+            (nvidia::GPU_FAMILY, "undefined"),
+        ]));
+        let keys: Vec<&str> = gfd.malformed().iter().map(|m| m.key.as_str()).collect();
+        assert_eq!(keys, [nvidia::GPU_MEMORY, nvidia::GPU_COMPUTE_MAJOR]);
+        assert_eq!(gfd.family, Field::Present(FamilyLabel::Undefined));
+        assert!(gfd.seen);
+    }
+
+    #[test]
+    fn effective_family_prefers_compute_capability() {
+        let gfd = parse_gfd(&labels(&[
+            (nvidia::GPU_COMPUTE_MAJOR, "8"),
+            (nvidia::GPU_COMPUTE_MINOR, "9"),
+            (nvidia::GPU_FAMILY, "ampere"),
+        ]));
+        assert_eq!(gfd.effective_family(), Some(Family::AdaLovelace));
+    }
+}

@@ -1,0 +1,250 @@
+//! `gpuready check`: the engine over node dumps (or, later, a live cluster,
+//! read-only), printed as a table, JSON or YAML.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+
+use gpuready_api::GpuNodeProfile;
+use gpuready_core::{assess, GovernanceKind, NodeAssessment, NodeFacts, PlanOptions};
+use jiff::Timestamp;
+use kube::core::Selector;
+use serde::Serialize;
+
+use crate::input::{self, InputError};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Output {
+    Table,
+    Json,
+    Yaml,
+}
+
+#[derive(Debug, clap::Args)]
+pub struct CheckArgs {
+    /// Node dumps: what `kubectl get nodes -o json` (or `-o yaml`) prints. Several
+    /// files may follow one flag.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub nodes: Vec<PathBuf>,
+    /// GpuNodeProfile YAML (multi-document allowed). Repeat for several files.
+    #[arg(long, value_name = "FILE", num_args = 1.., required_unless_present = "live")]
+    pub profiles: Vec<PathBuf>,
+    /// Output format.
+    #[arg(long, short, value_enum, default_value_t = Output::Table)]
+    pub output: Output,
+    /// Evaluate as of this instant (RFC 3339) instead of now: reproducible runs
+    /// over saved dumps, whose GFD timestamps age otherwise.
+    #[arg(long, value_name = "RFC3339")]
+    pub now: Option<Timestamp>,
+    /// Read nodes and profiles from the cluster in the current kubeconfig context (read-only).
+    #[arg(long, hide = true)]
+    pub live: bool,
+}
+
+/// The whole report, as `--output json|yaml` prints it.
+#[derive(Debug, Serialize)]
+pub struct CheckReport {
+    pub now: String,
+    pub nodes: Vec<NodeAssessment>,
+    pub summary: Summary,
+}
+
+#[derive(Debug, Default, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    pub governed: usize,
+    pub ready: usize,
+    pub not_ready: usize,
+    pub conflicts: usize,
+    pub ungoverned: usize,
+}
+
+impl CheckReport {
+    /// 0 when every governed node is ready, 1 otherwise.
+    pub fn exit_code(&self) -> u8 {
+        u8::from(self.summary.not_ready > 0 || self.summary.conflicts > 0)
+    }
+}
+
+/// Assesses every node against the profiles.
+pub fn run_engine(
+    nodes: &[k8s_openapi::api::core::v1::Node],
+    profiles: &[GpuNodeProfile],
+    now: Timestamp,
+) -> Result<CheckReport, InputError> {
+    let selectors: Vec<Selector> = profiles
+        .iter()
+        .map(|p| {
+            gpuready_core::select::profile_selector(p).map_err(|e| InputError::Field {
+                path: PathBuf::from("<profiles>"),
+                doc: 0,
+                what: format!(" (GpuNodeProfile {})", e.profile),
+                field: "spec.nodeSelector".into(),
+                message: e.message,
+            })
+        })
+        .collect::<Result<_, _>>()?;
+    let pairs: Vec<(&GpuNodeProfile, &Selector)> = profiles.iter().zip(selectors.iter()).collect();
+    let opts = PlanOptions {
+        now,
+        heartbeat_seconds: i64::MAX,
+        hold_new_taints: false,
+    };
+    let mut out: Vec<NodeAssessment> = nodes
+        .iter()
+        .map(|n| assess(&NodeFacts::from_node(n), &pairs, &opts))
+        .collect();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    let mut summary = Summary::default();
+    for a in &out {
+        match (a.governance, a.ready) {
+            (GovernanceKind::Ungoverned, _) => summary.ungoverned += 1,
+            (GovernanceKind::Conflict, _) => summary.conflicts += 1,
+            (GovernanceKind::Governed, Some(true)) => {
+                summary.governed += 1;
+                summary.ready += 1;
+            }
+            (GovernanceKind::Governed, _) => {
+                summary.governed += 1;
+                summary.not_ready += 1;
+            }
+        }
+    }
+    Ok(CheckReport {
+        now: now.to_string(),
+        nodes: out,
+        summary,
+    })
+}
+
+/// Offline check over files.
+pub fn check_files(args: &CheckArgs) -> Result<CheckReport, InputError> {
+    let mut nodes = Vec::new();
+    for n in &args.nodes {
+        nodes.extend(input::read_nodes(n)?);
+    }
+    let mut profiles = Vec::new();
+    for p in &args.profiles {
+        profiles.extend(input::read_profiles(p)?);
+    }
+    run_engine(&nodes, &profiles, args.now.unwrap_or_else(Timestamp::now))
+}
+
+pub fn render(report: &CheckReport, output: Output) -> Result<String, serde_json::Error> {
+    Ok(match output {
+        Output::Json => serde_json::to_string_pretty(report)? + "\n",
+        Output::Yaml => serde_yaml_ng::to_string(report).map_err(serde::ser::Error::custom)?,
+        Output::Table => render_table(report),
+    })
+}
+
+fn yes_no(ready: Option<bool>) -> &'static str {
+    match ready {
+        Some(true) => "yes",
+        Some(false) => "NO",
+        None => "-",
+    }
+}
+
+fn describe_changes(a: &NodeAssessment) -> Vec<String> {
+    let c = &a.changes;
+    let mut out = Vec::new();
+    if let Some(t) = &c.taint {
+        let ours: Vec<String> = t
+            .taints
+            .iter()
+            .filter(|t| t.key.starts_with(gpuready_api::keys::KEY_PREFIX))
+            .map(|t| format!("{}={}:{}", t.key, t.value.as_deref().unwrap_or(""), t.effect))
+            .collect();
+        out.push(match t.summary.as_str() {
+            "remove" => "remove the readiness taint".to_owned(),
+            "marker" => "mark the node released (UntilFirstReady)".to_owned(),
+            s => format!("{s} taint {}", ours.join(", ")),
+        });
+    }
+    if c.taint_held_by_brake {
+        out.push("taint held back by the safety brake".to_owned());
+    }
+    if let Some(l) = &c.labels {
+        if l.is_empty() {
+            out.push("remove gpuready's labels".to_owned());
+        } else {
+            let kv: Vec<String> = l.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            out.push(format!("set labels {}", kv.join(",")));
+        }
+    }
+    if let Some(conds) = &c.conditions {
+        if conds.is_empty() {
+            out.push("remove gpuready's node conditions".to_owned());
+        } else {
+            let s: Vec<String> = conds.iter().map(|c| format!("{}={}", c.type_, c.status)).collect();
+            out.push(format!("set condition {}", s.join(", ")));
+        }
+    }
+    out
+}
+
+fn render_table(report: &CheckReport) -> String {
+    let mut s = String::new();
+    let w_node = report.nodes.iter().map(|n| n.name.len()).max().unwrap_or(4).max(4);
+    let w_prof = report
+        .nodes
+        .iter()
+        .map(|n| n.profile.as_deref().map_or(1, str::len))
+        .max()
+        .unwrap_or(7)
+        .max(7);
+    let _ = writeln!(s, "{:w_node$}  {:w_prof$}  READY  REASON", "NODE", "PROFILE");
+    for n in &report.nodes {
+        let profile = match n.governance {
+            GovernanceKind::Conflict => "(conflict)",
+            GovernanceKind::Ungoverned => "(none)",
+            GovernanceKind::Governed => n.profile.as_deref().unwrap_or("-"),
+        };
+        let _ = writeln!(s, "{:w_node$}  {:w_prof$}  {:5}  {}", n.name, profile, yes_no(n.ready), n.reason);
+    }
+    for n in &report.nodes {
+        let _ = writeln!(s);
+        match n.governance {
+            GovernanceKind::Ungoverned => {
+                let _ = writeln!(s, "{}: ungoverned — {}", n.name, n.message);
+            }
+            GovernanceKind::Conflict => {
+                let _ = writeln!(s, "{}: CONFLICT — {}", n.name, n.message);
+            }
+            GovernanceKind::Governed => {
+                let verdict = if n.ready == Some(true) { "READY" } else { "NOT READY" };
+                let observe = if n.observe { " (Observe mode: no writes)" } else { "" };
+                let _ = writeln!(
+                    s,
+                    "{}: {verdict} under GpuNodeProfile {}{observe}",
+                    n.name,
+                    n.profile.as_deref().unwrap_or("-")
+                );
+                let w_reason = n.layers.iter().map(|l| l.reason.len()).max().unwrap_or(6).max(6);
+                let _ = writeln!(s, "  {:16}  {:8}  {:w_reason$}  MESSAGE", "LAYER", "STATUS", "REASON");
+                for l in &n.layers {
+                    let gate = if l.gating { "" } else { " (not gating)" };
+                    let _ = writeln!(
+                        s,
+                        "  {:16}  {:8}  {:w_reason$}  {}{gate}",
+                        l.layer.as_str(),
+                        l.status.as_str(),
+                        l.reason,
+                        l.message
+                    );
+                }
+            }
+        }
+        let changes = describe_changes(n);
+        if !changes.is_empty() {
+            let _ = writeln!(s, "  would: {}", changes.join("; "));
+        }
+    }
+    let m = &report.summary;
+    let _ = writeln!(
+        s,
+        "\n{} governed node(s): {} ready, {} not ready; {} conflict(s); {} ungoverned (as of {})",
+        m.governed, m.ready, m.not_ready, m.conflicts, m.ungoverned, report.now
+    );
+    s
+}

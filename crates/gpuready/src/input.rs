@@ -1,0 +1,144 @@
+//! Reading node dumps and profile files, with errors that name the file, the
+//! document and the field.
+
+use std::path::{Path, PathBuf};
+
+use gpuready_api::GpuNodeProfile;
+use k8s_openapi::api::core::v1::Node;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+/// Input that cannot be used. Always maps to exit code 2.
+#[derive(Debug, thiserror::Error)]
+pub enum InputError {
+    #[error("{path}: {source}")]
+    Read {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{path}: document {doc}: not valid YAML or JSON: {message}")]
+    Syntax {
+        path: PathBuf,
+        doc: usize,
+        message: String,
+    },
+    #[error("{path}: document {doc}{what}: {field}: {message}")]
+    Field {
+        path: PathBuf,
+        doc: usize,
+        what: String,
+        field: String,
+        message: String,
+    },
+    #[error("{path}: no {expected} objects found")]
+    Empty { path: PathBuf, expected: &'static str },
+}
+
+/// Splits a file into documents: one JSON value, or a YAML stream.
+fn documents(path: &Path) -> Result<Vec<Value>, InputError> {
+    let text = std::fs::read_to_string(path).map_err(|source| InputError::Read {
+        path: path.to_owned(),
+        source,
+    })?;
+    if text.trim_start().starts_with('{') || text.trim_start().starts_with('[') {
+        return serde_json::from_str::<Value>(&text)
+            .map(|v| vec![v])
+            .map_err(|e| InputError::Syntax {
+                path: path.to_owned(),
+                doc: 1,
+                message: e.to_string(),
+            });
+    }
+    let mut docs = Vec::new();
+    for (i, de) in serde_yaml_ng::Deserializer::from_str(&text).enumerate() {
+        let v = serde::Deserialize::deserialize(de).map_err(|e: serde_yaml_ng::Error| InputError::Syntax {
+            path: path.to_owned(),
+            doc: i + 1,
+            message: e.to_string(),
+        })?;
+        if !matches!(v, Value::Null) {
+            docs.push(v);
+        }
+    }
+    Ok(docs)
+}
+
+/// Objects of one kind from a file: single objects, `List`s (`items`), or both.
+/// `check` runs on each parsed object and returns (field, message) on failure.
+fn objects<T: DeserializeOwned>(
+    path: &Path,
+    api_version: Option<&str>,
+    kind: &'static str,
+    check: impl Fn(&T) -> Result<(), (String, String)>,
+) -> Result<Vec<T>, InputError> {
+    let mut out = Vec::new();
+    for (i, doc) in documents(path)?.into_iter().enumerate() {
+        let doc_no = i + 1;
+        let items: Vec<(String, Value)> = match doc.get("items") {
+            Some(Value::Array(items)) => items
+                .iter()
+                .enumerate()
+                .map(|(j, v)| (format!(", items[{j}]"), v.clone()))
+                .collect(),
+            _ => vec![(String::new(), doc)],
+        };
+        for (at, item) in items {
+            let name = item
+                .pointer("/metadata/name")
+                .and_then(Value::as_str)
+                .map(|n| format!(" ({kind} {n})"))
+                .unwrap_or_default();
+            let what = format!("{at}{name}");
+            let fail = |field: String, message: String| InputError::Field {
+                path: path.to_owned(),
+                doc: doc_no,
+                what: what.clone(),
+                field,
+                message,
+            };
+            let found_kind = item.get("kind").and_then(Value::as_str).unwrap_or("");
+            let found_api = item.get("apiVersion").and_then(Value::as_str).unwrap_or("");
+            if found_kind != kind || api_version.is_some_and(|a| a != found_api) {
+                return Err(fail(
+                    "kind".into(),
+                    format!(
+                        "expected {}{kind}, found {found_api} {found_kind}",
+                        api_version.map(|a| format!("{a} ")).unwrap_or_default()
+                    ),
+                ));
+            }
+            if name.is_empty() {
+                return Err(fail("metadata.name".into(), "required".into()));
+            }
+            let obj: T = serde_path_to_error::deserialize(item)
+                .map_err(|e| fail(e.path().to_string(), e.inner().to_string()))?;
+            check(&obj).map_err(|(field, message)| fail(field, message))?;
+            out.push(obj);
+        }
+    }
+    if out.is_empty() {
+        return Err(InputError::Empty {
+            path: path.to_owned(),
+            expected: kind,
+        });
+    }
+    Ok(out)
+}
+
+/// Nodes as `kubectl get nodes -o json` (or `-o yaml`) prints them.
+pub fn read_nodes(path: &Path) -> Result<Vec<Node>, InputError> {
+    objects(path, None, "Node", |_| Ok(()))
+}
+
+/// Profiles, checked with the same rules the API server applies at admission.
+pub fn read_profiles(path: &Path) -> Result<Vec<GpuNodeProfile>, InputError> {
+    objects(path, Some("gpuready.io/v1alpha1"), "GpuNodeProfile", |p: &GpuNodeProfile| {
+        if let Some(e) = p.spec.validate().into_iter().next() {
+            return Err((e.field, e.message));
+        }
+        gpuready_core::select::profile_selector(p)
+            .map(|_| ())
+            .map_err(|e| ("spec.nodeSelector".to_owned(), e.message))
+    })
+}
