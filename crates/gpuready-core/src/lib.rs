@@ -14,3 +14,5 @@ pub use assess::{assess, GovernanceKind, NodeAssessment};
 pub use evaluate::{evaluate, LayerReport, LayerResult, Status};
 pub use facts::NodeFacts;
 pub use plan::{NodeChanges, PlanOptions, TaintChange};
+
+pub mod nfd_crds;

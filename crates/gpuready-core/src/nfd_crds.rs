@@ -1,0 +1,684 @@
+//! Pure classification of the NFD CRDs installed in a cluster against the set
+//! gpuready carries: what to create or upgrade by server-side apply, what to leave.
+//!
+//! Helm installs CRDs once and never upgrades them, so clusters keep whatever
+//! NFD release first installed them. gpuready upgrades older sets and creates
+//! missing CRDs, but never downgrades: a CRD with anything gpuready's lacks is
+//! left alone and reported, because applying ours would drop fields that a newer
+//! NFD writes (the API server would then prune them from stored objects).
+//!
+//! No client and no I/O: the caller reads the CRDs and applies the plan.
+
+use std::fmt;
+
+use gpuready_api::nfd::compare::{Difference, diff, normalize_crd};
+use gpuready_api::nfd::{NFD_CRD_RELEASE_ANNOTATION, NfdCrdRelease};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use serde_json::Value;
+
+/// How many differences a message lists before it says "and N more".
+const MAX_LISTED: usize = 5;
+
+/// The state of one installed CRD relative to gpuready's.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CrdClass {
+    /// Not installed: create it.
+    Missing,
+    /// Installed, and lacks part of gpuready's API: apply gpuready's.
+    Older {
+        /// Release recognised from the installed set's schemas, if any.
+        installed_release: Option<NfdCrdRelease>,
+        /// What gpuready's CRD adds or changes, one line each (capped).
+        changes: Vec<String>,
+    },
+    /// Same API as gpuready's (descriptions and server-added fields aside):
+    /// no write.
+    Current,
+    /// Has something gpuready's lacks, or differs where the API server allows
+    /// no change: leave it alone and report why.
+    Newer { reason: String },
+}
+
+impl CrdClass {
+    /// Whether the plan applies gpuready's CRD (Missing or Older).
+    pub fn needs_apply(&self) -> bool {
+        matches!(self, CrdClass::Missing | CrdClass::Older { .. })
+    }
+}
+
+/// The verdict on one of gpuready's CRDs.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CrdVerdict {
+    /// `metadata.name` of the CRD, e.g. `nodefeaturerules.nfd.k8s-sigs.io`.
+    pub name: String,
+    pub class: CrdClass,
+}
+
+/// What to do with the NFD CRDs, one verdict per CRD gpuready carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NfdCrdPlan {
+    /// The release gpuready's CRDs belong to.
+    pub carried: NfdCrdRelease,
+    /// The release recognised from the installed CRDs, if any are installed.
+    pub installed_release: Option<NfdCrdRelease>,
+    /// In the order of the desired CRDs.
+    pub verdicts: Vec<CrdVerdict>,
+}
+
+impl NfdCrdPlan {
+    /// Names of the CRDs to server-side apply (Missing or Older), in order.
+    pub fn to_apply(&self) -> impl Iterator<Item = &str> {
+        self.verdicts
+            .iter()
+            .filter(|v| v.class.needs_apply())
+            .map(|v| v.name.as_str())
+    }
+
+    /// CRDs left alone because the installed one is newer, with the reason.
+    pub fn newer(&self) -> impl Iterator<Item = (&str, &str)> {
+        self.verdicts.iter().filter_map(|v| match &v.class {
+            CrdClass::Newer { reason } => Some((v.name.as_str(), reason.as_str())),
+            _ => None,
+        })
+    }
+
+    /// True when every CRD is Current: nothing to write, nothing to report.
+    pub fn is_noop(&self) -> bool {
+        self.verdicts.iter().all(|v| v.class == CrdClass::Current)
+    }
+}
+
+impl fmt::Display for NfdCrdPlan {
+    /// One line per CRD, for logs and condition messages.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let installed = self
+            .installed_release
+            .map_or_else(|| "none recognised".to_owned(), |r| r.to_string());
+        write!(
+            f,
+            "NFD CRDs: gpuready carries {} ({}), installed: {installed}",
+            self.carried,
+            self.carried.nfd_releases()
+        )?;
+        for v in &self.verdicts {
+            match &v.class {
+                CrdClass::Missing => write!(f, "\n{}: missing, will create", v.name)?,
+                CrdClass::Older { changes, .. } => write!(
+                    f,
+                    "\n{}: older, will upgrade ({} change(s))",
+                    v.name,
+                    changes.len()
+                )?,
+                CrdClass::Current => write!(f, "\n{}: current", v.name)?,
+                CrdClass::Newer { reason } => write!(f, "\n{}: left alone: {reason}", v.name)?,
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Classifies every desired CRD against what is installed.
+///
+/// `installed` holds the CRDs found in the cluster, matched to the desired ones
+/// by `metadata.name`; other CRDs may be among them and are ignored (so the
+/// `Option` per name from a get-or-none read can be passed as
+/// `results.iter().flatten()`). They may be passed exactly as read from the API
+/// server: metadata, status and server defaults are not compared.
+pub fn plan<'a>(
+    desired: &[CustomResourceDefinition],
+    installed: impl IntoIterator<Item = &'a CustomResourceDefinition>,
+) -> NfdCrdPlan {
+    let desired_names: Vec<&str> = desired
+        .iter()
+        .filter_map(|c| c.metadata.name.as_deref())
+        .collect();
+    let installed: Vec<&CustomResourceDefinition> = installed
+        .into_iter()
+        .filter(|c| {
+            c.metadata
+                .name
+                .as_deref()
+                .is_some_and(|n| desired_names.contains(&n))
+        })
+        .collect();
+    let installed_release = NfdCrdRelease::fingerprint(installed.iter().copied());
+    let verdicts = desired
+        .iter()
+        .map(|want| {
+            let name = want.metadata.name.clone().unwrap_or_default();
+            let have = installed
+                .iter()
+                .copied()
+                .find(|c| c.metadata.name.as_deref() == Some(name.as_str()));
+            let class = classify(want, have, installed_release);
+            CrdVerdict { name, class }
+        })
+        .collect();
+    NfdCrdPlan {
+        carried: NfdCrdRelease::CARRIED,
+        installed_release,
+        verdicts,
+    }
+}
+
+/// Classifies one CRD. `installed_release` is the release recognised for the
+/// whole installed set (see [`NfdCrdRelease::fingerprint`]): it is reported with
+/// Older, and a release newer than the carried one makes the CRD Newer.
+pub fn classify(
+    desired: &CustomResourceDefinition,
+    installed: Option<&CustomResourceDefinition>,
+    installed_release: Option<NfdCrdRelease>,
+) -> CrdClass {
+    let Some(installed) = installed else {
+        return CrdClass::Missing;
+    };
+
+    // A CRD written by a newer gpuready names its release; trust that over the
+    // schema, which may differ only in ways this build cannot interpret.
+    if let Some(mark) = installed
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(NFD_CRD_RELEASE_ANNOTATION))
+    {
+        match NfdCrdRelease::parse(mark) {
+            Some(r) if r > NfdCrdRelease::CARRIED => {
+                return CrdClass::Newer {
+                    reason: format!(
+                        "written for NFD CRD release {r}, newer than {} carried here",
+                        NfdCrdRelease::CARRIED
+                    ),
+                };
+            }
+            Some(_) => {}
+            None => {
+                return CrdClass::Newer {
+                    reason: format!(
+                        "annotated {NFD_CRD_RELEASE_ANNOTATION}={mark}, a release this gpuready does not know"
+                    ),
+                };
+            }
+        }
+    }
+    if let Some(r) = installed_release.filter(|r| *r > NfdCrdRelease::CARRIED) {
+        return CrdClass::Newer {
+            reason: format!(
+                "installed NFD CRDs are release {r}, newer than {} carried here",
+                NfdCrdRelease::CARRIED
+            ),
+        };
+    }
+
+    // The API server refuses a CRD whose spec drops a version still listed in
+    // status.storedVersions, so such a CRD cannot take ours anyway.
+    let desired_versions: Vec<&str> = desired
+        .spec
+        .versions
+        .iter()
+        .map(|v| v.name.as_str())
+        .collect();
+    let stored_elsewhere: Vec<&str> = installed
+        .status
+        .iter()
+        .flat_map(|s| s.stored_versions.iter().flatten())
+        .map(String::as_str)
+        .filter(|v| !desired_versions.contains(v))
+        .collect();
+    if !stored_elsewhere.is_empty() {
+        return CrdClass::Newer {
+            reason: format!(
+                "objects are stored as {}, a version gpuready's CRD does not have",
+                stored_elsewhere.join(", ")
+            ),
+        };
+    }
+
+    let diffs = diff(&normal_form(installed), &normal_form(desired));
+    if diffs.is_empty() {
+        return CrdClass::Current;
+    }
+
+    let immutable: Vec<&Difference> = diffs.iter().filter(|d| is_immutable(d)).collect();
+    if !immutable.is_empty() {
+        return CrdClass::Newer {
+            reason: format!(
+                "differs where the API server allows no change: {}",
+                listing(immutable.into_iter())
+            ),
+        };
+    }
+    let extra: Vec<&Difference> = diffs.iter().filter(|d| is_extra(d)).collect();
+    if !extra.is_empty() {
+        return CrdClass::Newer {
+            reason: format!(
+                "has what gpuready's CRD lacks: {}",
+                listing(extra.into_iter())
+            ),
+        };
+    }
+    CrdClass::Older {
+        installed_release,
+        changes: diffs
+            .iter()
+            .take(MAX_LISTED)
+            .map(|d| d.render("installed", "gpuready"))
+            .chain(
+                (diffs.len() > MAX_LISTED)
+                    .then(|| format!("and {} more", diffs.len() - MAX_LISTED)),
+            )
+            .collect(),
+    }
+}
+
+fn normal_form(crd: &CustomResourceDefinition) -> Value {
+    // Serializing k8s-openapi types to a JSON value cannot fail (string keys
+    // only); Null would compare as "everything differs", never as Current.
+    serde_json::to_value(crd)
+        .map(|v| normalize_crd(&v))
+        .unwrap_or(Value::Null)
+}
+
+/// Something the installed CRD has and gpuready's lacks: a property, an enum
+/// value, a version, a subresource, a short name, a keyword. Applying ours
+/// would remove it, so it marks the installed CRD as newer.
+///
+/// The exception is `required`: an installed-only required entry is a
+/// restriction that a later release lifted (v0.14 required `matchExpressions`),
+/// so ours is the newer one there.
+fn is_extra(d: &Difference) -> bool {
+    match d {
+        Difference::OnlyLeft { .. } => d.key() != "required",
+        Difference::Set { .. } => d.key() != "required" && !d.only_left_members().is_empty(),
+        Difference::OnlyRight { .. } | Difference::Changed { .. } => false,
+    }
+}
+
+/// Fields the API server refuses to change on an existing CRD.
+fn is_immutable(d: &Difference) -> bool {
+    matches!(d.path(), "spec.scope" | "spec.group" | "spec.names.plural")
+}
+
+fn listing<'a>(diffs: impl ExactSizeIterator<Item = &'a Difference>) -> String {
+    let total = diffs.len();
+    let mut parts: Vec<String> = diffs
+        .take(MAX_LISTED)
+        .map(|d| d.render("installed", "gpuready"))
+        .collect();
+    if total > MAX_LISTED {
+        parts.push(format!("and {} more", total - MAX_LISTED));
+    }
+    parts.join("; ")
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::path::PathBuf;
+
+    use gpuready_api::crd::nfd_crds;
+    use gpuready_api::nfd::{NODE_FEATURE_CRD, NODE_FEATURE_GROUP_CRD, NODE_FEATURE_RULE_CRD};
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+        CustomResourceConversion, CustomResourceDefinitionStatus, JSON, JSONSchemaProps,
+        JSONSchemaPropsOrArray,
+    };
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, Time};
+    use serde::Deserialize;
+
+    use super::*;
+
+    /// Upstream NFD CRD files from `shared/data/nfd-crds` beside the repo
+    /// (`GPUREADY_SHARED_DIR` overrides `shared/`). Missing data fails the test.
+    fn upstream(tag: &str) -> Vec<CustomResourceDefinition> {
+        let shared = std::env::var_os("GPUREADY_SHARED_DIR").map_or_else(
+            || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+            PathBuf::from,
+        );
+        let path = shared.join(format!("data/nfd-crds/{tag}.yaml"));
+        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!(
+                "upstream NFD CRDs not found at {} ({e}): the repo is expected next to \
+                 shared/ (or set GPUREADY_SHARED_DIR)",
+                path.display()
+            )
+        });
+        serde_yaml_ng::Deserializer::from_str(&text)
+            .map(|doc| CustomResourceDefinition::deserialize(doc).expect("CRD"))
+            .collect()
+    }
+
+    /// What the API server returns for a CRD it stores: ids, timestamps,
+    /// managedFields, an extra annotation, default conversion, status.
+    fn as_read_back(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
+        let m = &mut crd.metadata;
+        m.uid = Some("6c1f0b9e-0000-4000-8000-000000000001".into());
+        m.resource_version = Some("4242".into());
+        m.generation = Some(3);
+        m.creation_timestamp = Some(Time(Default::default()));
+        m.managed_fields = Some(vec![ManagedFieldsEntry {
+            manager: Some("helm".into()),
+            operation: Some("Update".into()),
+            ..Default::default()
+        }]);
+        m.annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert("meta.helm.sh/release-name".into(), "gpu-operator".into());
+        crd.spec.conversion = Some(CustomResourceConversion {
+            strategy: "None".into(),
+            webhook: None,
+        });
+        crd.spec.names.list_kind = Some(format!("{}List", crd.spec.names.kind));
+        crd.spec.names.singular = Some(crd.spec.names.kind.to_lowercase());
+        crd.status = Some(CustomResourceDefinitionStatus {
+            accepted_names: Some(crd.spec.names.clone()),
+            conditions: Some(vec![]),
+            stored_versions: Some(vec!["v1alpha1".into()]),
+        });
+        crd
+    }
+
+    fn class_of<'a>(plan: &'a NfdCrdPlan, name: &str) -> &'a CrdClass {
+        &plan
+            .verdicts
+            .iter()
+            .find(|v| v.name == name)
+            .expect("verdict")
+            .class
+    }
+
+    fn rule_root(crd: &mut CustomResourceDefinition) -> &mut JSONSchemaProps {
+        crd.spec.versions[0]
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+            .expect("schema")
+    }
+
+    fn get<'a>(
+        crds: &'a mut [CustomResourceDefinition],
+        name: &str,
+    ) -> &'a mut CustomResourceDefinition {
+        crds.iter_mut()
+            .find(|c| c.metadata.name.as_deref() == Some(name))
+            .expect("crd")
+    }
+
+    #[test]
+    fn nothing_installed_means_all_missing() {
+        let plan = plan(&nfd_crds(), []);
+        assert_eq!(plan.installed_release, None);
+        assert!(plan.verdicts.iter().all(|v| v.class == CrdClass::Missing));
+        assert_eq!(
+            plan.to_apply().collect::<Vec<_>>(),
+            [
+                NODE_FEATURE_CRD,
+                NODE_FEATURE_GROUP_CRD,
+                NODE_FEATURE_RULE_CRD
+            ]
+        );
+    }
+
+    #[test]
+    fn older_releases_are_upgraded() {
+        let cases = [
+            ("v0.14.6", NfdCrdRelease::V0_14, true),
+            ("v0.15.7", NfdCrdRelease::V0_15, true),
+            ("v0.16.9", NfdCrdRelease::V0_16_17, false),
+            ("v0.17.4", NfdCrdRelease::V0_16_17, false),
+        ];
+        for (tag, release, nfg_missing) in cases {
+            let installed: Vec<_> = upstream(tag).into_iter().map(as_read_back).collect();
+            let plan = plan(&nfd_crds(), &installed);
+            assert_eq!(plan.installed_release, Some(release), "{tag}");
+            // NodeFeature has not changed since v0.14.
+            assert_eq!(
+                class_of(&plan, NODE_FEATURE_CRD),
+                &CrdClass::Current,
+                "{tag}"
+            );
+            match class_of(&plan, NODE_FEATURE_RULE_CRD) {
+                CrdClass::Older {
+                    installed_release,
+                    changes,
+                } => {
+                    assert_eq!(*installed_release, Some(release), "{tag}");
+                    assert!(!changes.is_empty(), "{tag}");
+                }
+                other => panic!("{tag}: NodeFeatureRule is {other:?}"),
+            }
+            let nfg = class_of(&plan, NODE_FEATURE_GROUP_CRD);
+            if nfg_missing {
+                assert_eq!(nfg, &CrdClass::Missing, "{tag}");
+            } else {
+                assert!(matches!(nfg, CrdClass::Older { .. }), "{tag}: {nfg:?}");
+            }
+            assert_eq!(plan.newer().count(), 0, "{tag}");
+            assert!(!plan.is_noop());
+        }
+    }
+
+    #[test]
+    fn older_lists_what_gpuready_adds() {
+        let installed = upstream("v0.17.4");
+        let plan = plan(&nfd_crds(), &installed);
+        let CrdClass::Older { changes, .. } = class_of(&plan, NODE_FEATURE_GROUP_CRD) else {
+            panic!("expected Older");
+        };
+        let text = changes.join("\n");
+        assert!(text.contains("(only gpuready: [Ge, GeLe, Le])"), "{text}");
+        assert!(
+            text.contains("and "),
+            "more than {MAX_LISTED} changes are capped: {text}"
+        );
+    }
+
+    #[test]
+    fn v0_14_required_match_expressions_is_not_mistaken_for_newer() {
+        // v0.14 requires `matchExpressions`, which later releases made optional:
+        // an installed-only `required` entry is a lifted restriction, not an
+        // extra capability.
+        let installed = upstream("v0.14.6");
+        let want = nfd_crds();
+        let find = |crds: &[CustomResourceDefinition]| {
+            crds.iter()
+                .find(|c| c.metadata.name.as_deref() == Some(NODE_FEATURE_RULE_CRD))
+                .cloned()
+                .expect("rule CRD")
+        };
+        let (have, want) = (find(&installed), find(&want));
+        let diffs = diff(&normal_form(&have), &normal_form(&want));
+        assert!(
+            diffs
+                .iter()
+                .any(|d| d.key() == "required" && !d.only_left_members().is_empty()),
+            "the v0.14 file should require more than ours"
+        );
+        assert!(matches!(
+            classify(&want, Some(&have), None),
+            CrdClass::Older { .. }
+        ));
+    }
+
+    #[test]
+    fn current_releases_need_no_write() {
+        for tag in ["v0.18.3", "v0.19.0"] {
+            let installed: Vec<_> = upstream(tag).into_iter().map(as_read_back).collect();
+            let plan = plan(&nfd_crds(), &installed);
+            assert!(plan.is_noop(), "{tag}: {plan}");
+            assert_eq!(plan.to_apply().count(), 0);
+            assert_eq!(plan.installed_release, Some(NfdCrdRelease::V0_18_19));
+        }
+        // Ours, read back after we applied them.
+        let ours: Vec<_> = nfd_crds().into_iter().map(as_read_back).collect();
+        assert!(plan(&nfd_crds(), &ours).is_noop());
+    }
+
+    #[test]
+    fn other_crds_are_ignored() {
+        let mut installed = upstream("v0.19.0");
+        let mut stranger = installed[0].clone();
+        stranger.metadata.name = Some("widgets.example.com".into());
+        stranger.spec.group = "example.com".into();
+        installed.push(stranger);
+        let plan = plan(&nfd_crds(), &installed);
+        assert!(plan.is_noop());
+        assert_eq!(plan.verdicts.len(), 3);
+    }
+
+    #[test]
+    fn extra_version_is_newer() {
+        let mut installed = upstream("v0.19.0");
+        let rule = get(&mut installed, NODE_FEATURE_RULE_CRD);
+        let mut v2 = rule.spec.versions[0].clone();
+        v2.name = "v1alpha2".into();
+        v2.storage = false;
+        rule.spec.versions.push(v2);
+        let plan = plan(&nfd_crds(), &installed);
+        let CrdClass::Newer { reason } = class_of(&plan, NODE_FEATURE_RULE_CRD) else {
+            panic!("expected Newer: {plan}");
+        };
+        assert!(reason.contains("spec.versions[v1alpha2]"), "{reason}");
+        assert_eq!(plan.to_apply().count(), 0);
+        assert_eq!(plan.newer().count(), 1);
+    }
+
+    #[test]
+    fn extra_field_is_newer_even_if_other_parts_are_older() {
+        // A v0.17 rule CRD (lacks Ge, type) that also has a field ours lacks.
+        let mut installed = upstream("v0.17.4");
+        let rule = get(&mut installed, NODE_FEATURE_RULE_CRD);
+        let spec = rule_root(rule)
+            .properties
+            .as_mut()
+            .and_then(|p| p.get_mut("spec"))
+            .expect("spec");
+        spec.properties.get_or_insert_with(BTreeMap::new).insert(
+            "priority".into(),
+            JSONSchemaProps {
+                type_: Some("integer".into()),
+                ..Default::default()
+            },
+        );
+        let plan = plan(&nfd_crds(), &installed);
+        let CrdClass::Newer { reason } = class_of(&plan, NODE_FEATURE_RULE_CRD) else {
+            panic!("expected Newer: {plan}");
+        };
+        assert!(
+            reason.contains("properties.spec.properties.priority"),
+            "{reason}"
+        );
+        // The others are still planned independently.
+        assert!(matches!(
+            class_of(&plan, NODE_FEATURE_GROUP_CRD),
+            CrdClass::Older { .. }
+        ));
+    }
+
+    #[test]
+    fn extra_enum_value_is_newer() {
+        let mut installed = upstream("v0.19.0");
+        let group = get(&mut installed, NODE_FEATURE_GROUP_CRD);
+        // Add a hypothetical operator to the top-level matchName op enum.
+        let op = rule_root(group)
+            .properties
+            .as_mut()
+            .and_then(|p| p.get_mut("spec"))
+            .and_then(|s| s.properties.as_mut())
+            .and_then(|p| p.get_mut("featureGroupRules"))
+            .and_then(|r| match r.items.as_mut() {
+                Some(JSONSchemaPropsOrArray::Schema(s)) => Some(s),
+                _ => None,
+            })
+            .and_then(|i| i.properties.as_mut())
+            .and_then(|p| p.get_mut("matchFeatures"))
+            .and_then(|m| match m.items.as_mut() {
+                Some(JSONSchemaPropsOrArray::Schema(s)) => Some(s),
+                _ => None,
+            })
+            .and_then(|t| t.properties.as_mut())
+            .and_then(|p| p.get_mut("matchName"))
+            .and_then(|n| n.properties.as_mut())
+            .and_then(|p| p.get_mut("op"))
+            .expect("op");
+        op.enum_
+            .get_or_insert_with(Vec::new)
+            .push(JSON(Value::String("Matches".into())));
+        let plan = plan(&nfd_crds(), &installed);
+        let CrdClass::Newer { reason } = class_of(&plan, NODE_FEATURE_GROUP_CRD) else {
+            panic!("expected Newer: {plan}");
+        };
+        assert!(reason.contains("(only installed: [Matches])"), "{reason}");
+        assert_eq!(class_of(&plan, NODE_FEATURE_RULE_CRD), &CrdClass::Current);
+    }
+
+    #[test]
+    fn newer_gpuready_annotation_is_respected() {
+        let mut installed = nfd_crds();
+        for crd in &mut installed {
+            crd.metadata
+                .annotations
+                .get_or_insert_with(BTreeMap::new)
+                .insert(NFD_CRD_RELEASE_ANNOTATION.into(), "v0.21".into());
+        }
+        let plan = plan(&nfd_crds(), &installed);
+        assert_eq!(plan.newer().count(), 3, "{plan}");
+
+        // An older mark on a schema equal to ours is not worth a write.
+        let mut installed = nfd_crds();
+        for crd in &mut installed {
+            crd.metadata
+                .annotations
+                .get_or_insert_with(BTreeMap::new)
+                .insert(NFD_CRD_RELEASE_ANNOTATION.into(), "v0.16".into());
+        }
+        assert!(plan_is_noop(&installed));
+    }
+
+    fn plan_is_noop(installed: &[CustomResourceDefinition]) -> bool {
+        plan(&nfd_crds(), installed).is_noop()
+    }
+
+    #[test]
+    fn stored_version_we_lack_is_newer() {
+        let mut installed: Vec<_> = upstream("v0.19.0").into_iter().map(as_read_back).collect();
+        let nf = get(&mut installed, NODE_FEATURE_CRD);
+        if let Some(status) = nf.status.as_mut() {
+            status.stored_versions = Some(vec!["v1alpha1".into(), "v1beta1".into()]);
+        }
+        let plan = plan(&nfd_crds(), &installed);
+        assert!(
+            matches!(class_of(&plan, NODE_FEATURE_CRD), CrdClass::Newer { reason } if reason.contains("v1beta1")),
+            "{plan}"
+        );
+    }
+
+    #[test]
+    fn immutable_difference_is_left_alone() {
+        let mut installed = upstream("v0.16.9");
+        get(&mut installed, NODE_FEATURE_RULE_CRD).spec.scope = "Namespaced".into();
+        let plan = plan(&nfd_crds(), &installed);
+        assert!(
+            matches!(class_of(&plan, NODE_FEATURE_RULE_CRD), CrdClass::Newer { reason } if reason.contains("spec.scope")),
+            "{plan}"
+        );
+    }
+
+    #[test]
+    fn display_names_every_crd() {
+        let installed = upstream("v0.15.7");
+        let text = plan(&nfd_crds(), &installed).to_string();
+        assert!(
+            text.starts_with(
+                "NFD CRDs: gpuready carries v0.18 (NFD v0.18.x-v0.19.x), installed: v0.15"
+            ),
+            "{text}"
+        );
+        assert!(
+            text.contains("nodefeaturegroups.nfd.k8s-sigs.io: missing, will create"),
+            "{text}"
+        );
+        assert!(
+            text.contains("nodefeatures.nfd.k8s-sigs.io: current"),
+            "{text}"
+        );
+    }
+}
