@@ -2,17 +2,18 @@
 //! node changes. Synchronous, no client, no clock: time is an input.
 
 pub mod assess;
+pub mod brake;
 pub mod compat;
 pub mod evaluate;
 pub mod facts;
+pub mod nfd_crds;
 pub mod plan;
 pub mod product;
 pub mod select;
+pub mod status;
 pub mod version;
 
 pub use assess::{assess, GovernanceKind, NodeAssessment};
 pub use evaluate::{evaluate, LayerReport, LayerResult, Status};
 pub use facts::NodeFacts;
 pub use plan::{NodeChanges, PlanOptions, TaintChange};
-
-pub mod nfd_crds;

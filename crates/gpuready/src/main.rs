@@ -1,12 +1,13 @@
 //! The `gpuready` command: `check`, `crd`, and (in-cluster) `run`.
 
-mod check;
-mod input;
-
 use std::io::Write as _;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
+use gpuready::check;
+use gpuready::controller::{self, config::LogFormat, Health, Metrics, RunArgs};
+use tokio_util::sync::CancellationToken;
 
 /// Tells, node by node and layer by layer, whether a GPU node is really ready.
 #[derive(Debug, Parser)]
@@ -23,6 +24,8 @@ enum Command {
     /// Exit code: 0 when every governed node is ready, 1 when one is not (or is
     /// in conflict), 2 for input that cannot be used.
     Check(check::CheckArgs),
+    /// Run the controller (in-cluster, or out-of-cluster with KUBECONFIG).
+    Run(RunArgs),
     /// Print the GpuNodeProfile CRD generated from gpuready's types.
     Crd {
         /// Write the committed copies in the repository instead of printing.
@@ -36,7 +39,93 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check(args) => run_check(&args),
         Command::Crd { write } => run_crd(write),
+        Command::Run(args) => run_controller(args),
     }
+}
+
+fn init_tracing(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube=warn"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    match format {
+        LogFormat::Json => builder.json().init(),
+        LogFormat::Text => builder.init(),
+    }
+}
+
+fn run_controller(args: RunArgs) -> ExitCode {
+    init_tracing(args.log_format);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("error: starting the async runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    runtime.block_on(async move {
+        let stop = CancellationToken::new();
+        tokio::spawn(shutdown_on_signal(stop.clone()));
+        let metrics = Arc::new(Metrics::default());
+        let health = Arc::new(Health::default());
+        let config = match kube::Config::infer().await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(error = %e, "no Kubernetes configuration: run in-cluster or set KUBECONFIG");
+                return ExitCode::from(2);
+            }
+        };
+        let client = match controller::requests::counted_client(config, metrics.clone()) {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::error!(error = %e, "building the Kubernetes client");
+                return ExitCode::from(2);
+            }
+        };
+        let server = match controller::http::serve(args.http_addr, metrics.clone(), health.clone(), stop.clone()).await {
+            Ok((addr, task)) => {
+                tracing::info!(%addr, "serving /metrics, /healthz, /readyz");
+                task
+            }
+            Err(e) => {
+                tracing::error!(error = %e, addr = %args.http_addr, "binding the HTTP server");
+                return ExitCode::from(2);
+            }
+        };
+        let result = controller::run(client, args, metrics, health, stop.clone()).await;
+        stop.cancel();
+        let _ = server.await;
+        match result {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(e) => {
+                tracing::error!(error = %e, "gpuready stopped");
+                ExitCode::from(1)
+            }
+        }
+    })
+}
+
+/// First SIGTERM/SIGINT: stop taking work, finish in-flight reconciles, release
+/// the lease. A second one exits at once.
+async fn shutdown_on_signal(stop: CancellationToken) {
+    let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::error!(error = %e, "installing the SIGTERM handler");
+            return;
+        }
+    };
+    tokio::select! {
+        _ = term.recv() => {},
+        _ = tokio::signal::ctrl_c() => {},
+    }
+    tracing::info!("shutting down: finishing in-flight reconciles");
+    stop.cancel();
+    tokio::select! {
+        _ = term.recv() => {},
+        _ = tokio::signal::ctrl_c() => {},
+    }
+    tracing::warn!("second signal: exiting now");
+    std::process::exit(130);
 }
 
 fn run_check(args: &check::CheckArgs) -> ExitCode {

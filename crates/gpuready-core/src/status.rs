@@ -1,0 +1,203 @@
+//! A GpuNodeProfile's status from the assessments of the nodes it matches: counts,
+//! kstatus-compatible conditions and a bounded not-ready summary.
+
+use std::collections::BTreeMap;
+
+use gpuready_api::keys::{self, reasons};
+use gpuready_api::profile::MAX_NOT_READY_SUMMARY;
+use gpuready_api::{GpuNodeProfileStatus, Layer, NotReadyNode};
+use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
+
+use crate::assess::{GovernanceKind, NodeAssessment};
+use crate::evaluate::Status;
+
+/// Condition kstatus reads as "needs a human": nodes in conflict.
+pub const CONDITION_STALLED: &str = "Stalled";
+
+/// How many node names a profile condition message lists.
+const MAX_NAMES_IN_MESSAGE: usize = 5;
+
+fn condition(type_: &str, status: bool, reason: &str, message: String, generation: Option<i64>, now: Timestamp) -> Condition {
+    Condition {
+        type_: type_.to_owned(),
+        status: if status { "True" } else { "False" }.to_owned(),
+        reason: reason.to_owned(),
+        message,
+        observed_generation: generation,
+        last_transition_time: Time(now),
+    }
+}
+
+fn names_message(names: &[String]) -> String {
+    let shown: Vec<&str> = names.iter().take(MAX_NAMES_IN_MESSAGE).map(String::as_str).collect();
+    let more = names.len().saturating_sub(MAX_NAMES_IN_MESSAGE);
+    if more > 0 {
+        format!("{} and {more} more", shown.join(", "))
+    } else {
+        shown.join(", ")
+    }
+}
+
+/// Extra conditions the controller contributes (safety brake, NFD CRDs).
+#[derive(Clone, Debug, Default)]
+pub struct ExtraConditions {
+    pub brake: Option<(bool, String, String)>,
+    pub nfd_crds: Option<(bool, String, String)>,
+}
+
+/// The status for a profile whose matched nodes were assessed as `nodes`
+/// (governed by it, or in conflict involving it).
+pub fn profile_status(
+    profile_name: &str,
+    generation: Option<i64>,
+    nodes: &[&NodeAssessment],
+    extra: &ExtraConditions,
+    previous: Option<&GpuNodeProfileStatus>,
+    now: Timestamp,
+) -> GpuNodeProfileStatus {
+    let mut sorted: Vec<&NodeAssessment> = nodes.to_vec();
+    sorted.sort_by(|a, b| a.name.cmp(&b.name));
+    let matched = sorted.len();
+    let ready: Vec<&&NodeAssessment> = sorted.iter().filter(|n| n.ready == Some(true)).collect();
+    let not_ready: Vec<&&NodeAssessment> = sorted.iter().filter(|n| n.ready != Some(true)).collect();
+    let conflicts: Vec<String> = sorted
+        .iter()
+        .filter(|n| n.governance == GovernanceKind::Conflict)
+        .map(|n| n.name.clone())
+        .collect();
+
+    let mut conditions = Vec::new();
+    let ready_cond = if matched == 0 {
+        condition(
+            keys::CONDITION_READY,
+            true,
+            reasons::NO_NODES,
+            format!("the nodeSelector of {profile_name} matches no node"),
+            generation,
+            now,
+        )
+    } else if not_ready.is_empty() {
+        condition(
+            keys::CONDITION_READY,
+            true,
+            reasons::READY,
+            format!("all {matched} node(s) are ready"),
+            generation,
+            now,
+        )
+    } else {
+        let names: Vec<String> = not_ready.iter().map(|n| format!("{} ({})", n.name, n.reason)).collect();
+        condition(
+            keys::CONDITION_READY,
+            false,
+            reasons::NODES_NOT_READY,
+            format!("{}/{matched} node(s) not ready: {}", not_ready.len(), names_message(&names)),
+            generation,
+            now,
+        )
+    };
+    conditions.push(ready_cond);
+
+    for layer in Layer::ALL {
+        let failing: Vec<(&str, &str)> = sorted
+            .iter()
+            .filter_map(|n| {
+                n.layers
+                    .iter()
+                    .find(|l| l.layer == layer && l.status != Status::Ready)
+                    .map(|l| (n.name.as_str(), l.reason.as_str()))
+            })
+            .collect();
+        let governed = sorted.iter().filter(|n| n.governance == GovernanceKind::Governed).count();
+        let c = if failing.is_empty() {
+            condition(
+                &layer.condition_type(),
+                true,
+                reasons::READY,
+                format!("{layer} is Ready on all {governed} governed node(s)"),
+                generation,
+                now,
+            )
+        } else {
+            let mut by_reason: BTreeMap<&str, usize> = BTreeMap::new();
+            for (_, r) in &failing {
+                *by_reason.entry(r).or_default() += 1;
+            }
+            let top = by_reason
+                .iter()
+                .max_by_key(|(_, n)| **n)
+                .map(|(r, _)| *r)
+                .unwrap_or("NotReady");
+            let names: Vec<String> = failing.iter().map(|(n, r)| format!("{n} ({r})")).collect();
+            condition(
+                &layer.condition_type(),
+                false,
+                top,
+                format!("{}/{governed} node(s): {}", failing.len(), names_message(&names)),
+                generation,
+                now,
+            )
+        };
+        conditions.push(c);
+    }
+
+    conditions.push(if conflicts.is_empty() {
+        condition(CONDITION_STALLED, false, "NoConflicts", "no node is selected by another profile too".into(), generation, now)
+    } else {
+        condition(
+            CONDITION_STALLED,
+            true,
+            reasons::CONFLICT,
+            format!(
+                "{} node(s) also selected by another GpuNodeProfile, left as they are: {}",
+                conflicts.len(),
+                names_message(&conflicts)
+            ),
+            generation,
+            now,
+        )
+    });
+    if let Some((engaged, reason, message)) = &extra.brake {
+        conditions.push(condition(keys::CONDITION_SAFETY_BRAKE, *engaged, reason, message.clone(), generation, now));
+    }
+    if let Some((ok, reason, message)) = &extra.nfd_crds {
+        conditions.push(condition(keys::CONDITION_NFD_CRDS, *ok, reason, message.clone(), generation, now));
+    }
+
+    // Keep each condition's lastTransitionTime while its status holds.
+    if let Some(prev) = previous {
+        for c in &mut conditions {
+            if let Some(p) = prev.conditions.iter().find(|p| p.type_ == c.type_ && p.status == c.status) {
+                c.last_transition_time = p.last_transition_time.clone();
+            }
+        }
+    }
+
+    GpuNodeProfileStatus {
+        observed_generation: generation,
+        matched_nodes: i32::try_from(matched).unwrap_or(i32::MAX),
+        ready_nodes: i32::try_from(ready.len()).unwrap_or(i32::MAX),
+        not_ready_nodes: i32::try_from(not_ready.len()).unwrap_or(i32::MAX),
+        conditions,
+        not_ready_summary: not_ready
+            .iter()
+            .take(MAX_NOT_READY_SUMMARY)
+            .map(|n| NotReadyNode {
+                name: n.name.clone(),
+                layer: n
+                    .layers
+                    .iter()
+                    .find(|l| l.gating && l.status != Status::Ready)
+                    .map(|l| l.layer.to_string())
+                    .unwrap_or_else(|| n.reason.clone()),
+                reason: n.reason.clone(),
+            })
+            .collect(),
+    }
+}
+
+/// Whether writing `new` over `current` changes anything a reader would see.
+pub fn status_differs(current: Option<&GpuNodeProfileStatus>, new: &GpuNodeProfileStatus) -> bool {
+    current != Some(new)
+}

@@ -1,0 +1,130 @@
+//! Everything an operator tunes on `gpuready run`, as flags with env fallbacks.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use gpuready_core::brake::BrakeConfig;
+
+/// Parses `30s`, `5m`, `1h30m` (jiff's friendly duration format).
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let d: jiff::SignedDuration = s
+        .parse()
+        .map_err(|e| format!("{s:?} is not a duration like 30s, 5m or 1h: {e}"))?;
+    d.try_into()
+        .map_err(|_| format!("{s:?} must not be negative"))
+}
+
+/// What gpuready does about the NFD CRDs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum NfdCrdMode {
+    /// Install missing and upgrade older NFD CRDs (never downgrade or delete).
+    Apply,
+    /// Report what Apply would change; write nothing.
+    Check,
+    /// Leave NFD CRDs alone.
+    Off,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+#[derive(Clone, Debug, clap::Args)]
+pub struct RunArgs {
+    /// Address of the HTTP server for /metrics, /healthz and /readyz.
+    #[arg(long, env = "GPUREADY_HTTP_ADDR", default_value = "0.0.0.0:8080")]
+    pub http_addr: SocketAddr,
+
+    /// Nodes reconciled in parallel.
+    #[arg(long, env = "GPUREADY_CONCURRENCY", default_value_t = 8)]
+    pub concurrency: u16,
+
+    /// Rewrite unchanged node conditions after this long, so a reader can tell a
+    /// live verdict from one left behind by a stopped gpuready.
+    #[arg(long, env = "GPUREADY_HEARTBEAT", default_value = "5m", value_parser = parse_duration)]
+    pub heartbeat: Duration,
+
+    /// Only watch nodes matching this label selector (e.g. `nvidia.com/gpu.present=true`)
+    /// to keep memory small on large mixed clusters. Nodes outside it are never touched.
+    #[arg(long, env = "GPUREADY_NODE_SELECTOR")]
+    pub node_selector: Option<String>,
+
+    /// Safety brake: share (0..1) of a profile's nodes that must turn not-ready
+    /// within --brake-window to stop adding taints. 1 disables the brake.
+    #[arg(long, env = "GPUREADY_BRAKE_THRESHOLD", default_value_t = 0.5)]
+    pub brake_threshold: f64,
+
+    /// Safety brake window.
+    #[arg(long, env = "GPUREADY_BRAKE_WINDOW", default_value = "5m", value_parser = parse_duration)]
+    pub brake_window: Duration,
+
+    /// Safety brake: fewer turns than this never engage it (small pools).
+    #[arg(long, env = "GPUREADY_BRAKE_MIN_NODES", default_value_t = 3)]
+    pub brake_min_nodes: usize,
+
+    /// Run leader election on a coordination.k8s.io Lease; only the leader writes.
+    #[arg(long, env = "GPUREADY_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+
+    /// Name of the Lease.
+    #[arg(long, env = "GPUREADY_LEASE_NAME", default_value = "gpuready")]
+    pub lease_name: String,
+
+    /// Namespace of the Lease (the pod's namespace in-cluster).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
+    pub lease_namespace: String,
+
+    /// Lease duration in seconds: how long a dead leader blocks a successor.
+    #[arg(long, env = "GPUREADY_LEASE_DURATION", default_value_t = 15)]
+    pub lease_duration_seconds: u64,
+
+    /// This replica's identity in the Lease and in Events (the pod name in-cluster).
+    #[arg(long, env = "POD_NAME")]
+    pub identity: Option<String>,
+
+    /// What to do about the NFD CRDs Helm never upgrades.
+    #[arg(long, env = "GPUREADY_NFD_CRDS", value_enum, default_value_t = NfdCrdMode::Apply)]
+    pub nfd_crds: NfdCrdMode,
+
+    /// Log format.
+    #[arg(long, env = "GPUREADY_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+impl RunArgs {
+    pub fn brake(&self) -> BrakeConfig {
+        BrakeConfig {
+            threshold: self.brake_threshold,
+            window_seconds: i64::try_from(self.brake_window.as_secs()).unwrap_or(i64::MAX),
+            min_nodes: self.brake_min_nodes,
+        }
+    }
+
+    pub fn identity(&self) -> String {
+        self.identity.clone().unwrap_or_else(|| {
+            std::env::var("HOSTNAME").unwrap_or_else(|_| format!("gpuready-{}", std::process::id()))
+        })
+    }
+
+    /// Defaults, for tests and embedding.
+    pub fn for_tests() -> Self {
+        RunArgs {
+            http_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            concurrency: 4,
+            heartbeat: Duration::from_secs(300),
+            node_selector: None,
+            brake_threshold: 0.5,
+            brake_window: Duration::from_secs(300),
+            brake_min_nodes: 3,
+            leader_elect: false,
+            lease_name: "gpuready".into(),
+            lease_namespace: "default".into(),
+            lease_duration_seconds: 15,
+            identity: None,
+            nfd_crds: NfdCrdMode::Off,
+            log_format: LogFormat::Text,
+        }
+    }
+}

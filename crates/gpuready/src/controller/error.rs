@@ -1,0 +1,44 @@
+//! The controller's error type: what failed, and a short kind for metrics.
+
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("Kubernetes API: {0}")]
+    Kube(#[from] kube::Error),
+    #[error("the GpuNodeProfile CRD is not installed or not established: {0}")]
+    CrdMissing(String),
+    #[error("waiting for the profile cache: {0}")]
+    CacheNotReady(String),
+    #[error("node {0}: gave up after {1} resourceVersion conflicts")]
+    TooManyConflicts(String, usize),
+    #[error("serializing a patch: {0}")]
+    Serialize(#[from] serde_json::Error),
+    #[error("leader election: {0}")]
+    Lease(#[from] kube_lease_manager::LeaseManagerError),
+    #[error("lost the leader lease")]
+    LostLeadership,
+    #[error("HTTP server: {0}")]
+    Http(#[from] std::io::Error),
+}
+
+impl Error {
+    /// A stable label for the `gpuready_reconcile_errors_total` metric.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::Kube(kube::Error::Api(s)) if s.code == 409 => "conflict",
+            Error::Kube(kube::Error::Api(s)) if s.code == 403 => "forbidden",
+            Error::Kube(kube::Error::Api(_)) => "api",
+            Error::Kube(_) => "client",
+            Error::CrdMissing(_) => "crd_missing",
+            Error::CacheNotReady(_) => "cache",
+            Error::TooManyConflicts(..) => "conflict_retries",
+            Error::Serialize(_) => "serialize",
+            Error::Lease(_) | Error::LostLeadership => "lease",
+            Error::Http(_) => "http",
+        }
+    }
+}
+
+/// True for a resourceVersion precondition failure.
+pub fn is_conflict(e: &kube::Error) -> bool {
+    matches!(e, kube::Error::Api(s) if s.code == 409)
+}

@@ -1,0 +1,287 @@
+//! `gpuready run`: watches Nodes and GpuNodeProfiles and keeps each node's
+//! taint, labels and conditions in step with its verdict; aggregates profile
+//! status; serves metrics and health; elects a leader so only one replica writes.
+
+pub mod config;
+pub mod error;
+pub mod http;
+pub mod leader;
+pub mod metrics;
+pub mod node;
+pub mod prune;
+pub mod requests;
+pub mod status;
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use futures::StreamExt;
+use gpuready_api::keys;
+use gpuready_api::GpuNodeProfile;
+use gpuready_core::brake::BrakeState;
+use gpuready_core::{GovernanceKind, NodeAssessment, NodeFacts};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::Api;
+use kube::runtime::controller::{Action, Config as ControllerConfig};
+use kube::runtime::events::{Recorder, Reporter};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::utils::WatchStreamExt;
+use kube::runtime::{watcher, Controller, PredicateConfig};
+use kube::{Client, ResourceExt};
+use kube::core::SelectorExt;
+use tokio::sync::Notify;
+use tokio_util::sync::CancellationToken;
+use tracing::{error, info, warn};
+
+pub use config::RunArgs;
+pub use error::Error;
+pub use metrics::Metrics;
+
+/// Shared state of one running controller.
+pub struct Context {
+    pub client: Client,
+    pub args: RunArgs,
+    pub metrics: Arc<Metrics>,
+    pub recorder: Recorder,
+    pub profiles: Store<GpuNodeProfile>,
+    pub nodes: Store<Node>,
+    /// Wakes the status aggregator after node reconciles.
+    pub status_dirty: Notify,
+    brakes: Mutex<BTreeMap<String, BrakeState>>,
+    /// The NFD CRD condition every profile carries (set by the NFD reconciler).
+    pub nfd: Mutex<Option<(bool, String, String)>>,
+}
+
+impl Context {
+    pub fn brake_engaged(&self, profile: &str) -> bool {
+        self.brakes
+            .lock()
+            .map(|b| b.get(profile).is_some_and(BrakeState::engaged))
+            .unwrap_or(false)
+    }
+
+    /// Notes a node that was labelled ready and no longer is (the brake's input).
+    pub fn record_turn(&self, facts: &NodeFacts, a: &NodeAssessment, now: Timestamp) {
+        let (Some(profile), GovernanceKind::Governed) = (&a.profile, a.governance) else {
+            return;
+        };
+        let Ok(mut brakes) = self.brakes.lock() else {
+            return;
+        };
+        let b = brakes.entry(profile.clone()).or_default();
+        if a.ready == Some(true) {
+            b.forget(&facts.name);
+        } else if facts.labels.get(keys::LABEL_READY).map(String::as_str) == Some("true") {
+            b.record_turn(&facts.name, now);
+            // Engage at once on a burst; the aggregator refines with fresh counts.
+            let matched = self
+                .profiles
+                .find(|p| p.name_any() == *profile)
+                .and_then(|p| p.status.as_ref().map(|s| usize::try_from(s.matched_nodes).unwrap_or(0)))
+                .unwrap_or(0);
+            let not_ready = b.recent_turns();
+            b.update(&self.args.brake(), matched, not_ready, now);
+        }
+    }
+
+    pub fn update_brake(&self, profile: &str, matched: usize, not_ready: usize, now: Timestamp) -> bool {
+        let cfg = self.args.brake();
+        self.brakes
+            .lock()
+            .map(|mut b| b.entry(profile.to_owned()).or_default().update(&cfg, matched, not_ready, now))
+            .unwrap_or(false)
+    }
+
+    pub fn nfd_condition(&self) -> Option<(bool, String, String)> {
+        self.nfd.lock().ok().and_then(|n| n.clone())
+    }
+}
+
+/// Readiness of this replica, served on /readyz.
+#[derive(Default)]
+pub struct Health {
+    pub crd_established: AtomicBool,
+    pub caches_synced: AtomicBool,
+    pub standby: AtomicBool,
+}
+
+impl Health {
+    pub fn ready(&self) -> Result<(), &'static str> {
+        if !self.crd_established.load(Ordering::Relaxed) {
+            return Err("the GpuNodeProfile CRD is not established yet");
+        }
+        if self.standby.load(Ordering::Relaxed) || self.caches_synced.load(Ordering::Relaxed) {
+            Ok(())
+        } else {
+            Err("caches are not synced yet")
+        }
+    }
+}
+
+/// Waits until the GpuNodeProfile CRD exists and is Established.
+pub async fn wait_for_crd(client: &Client, stop: &CancellationToken) -> Result<(), Error> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let name = "gpunodeprofiles.gpuready.io";
+    let mut warned = false;
+    loop {
+        let established = api.get_opt(name).await?.is_some_and(|crd| {
+            crd.status
+                .and_then(|s| s.conditions)
+                .into_iter()
+                .flatten()
+                .any(|c| c.type_ == "Established" && c.status == "True")
+        });
+        if established {
+            return Ok(());
+        }
+        if !warned {
+            warn!("CRD {name} is not installed or not established: install it with `gpuready crd | kubectl apply --server-side -f -` or the Helm chart; waiting");
+            warned = true;
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return Err(Error::CrdMissing(name.into())),
+            _ = tokio::time::sleep(Duration::from_secs(2)) => {},
+        }
+    }
+}
+
+/// Runs the controller until `stop` is cancelled: waits for the CRD, takes the
+/// lease (if enabled), then reconciles. Returns `LostLeadership` if the lease
+/// is lost, so the process restarts and rejoins as a candidate.
+pub async fn run(client: Client, args: RunArgs, metrics: Arc<Metrics>, health: Arc<Health>, stop: CancellationToken) -> Result<(), Error> {
+    wait_for_crd(&client, &stop).await?;
+    health.crd_established.store(true, Ordering::Relaxed);
+    if !args.leader_elect {
+        metrics.leader.set(1);
+        return run_controllers(client, args, metrics, health, stop).await;
+    }
+    health.standby.store(true, Ordering::Relaxed);
+    let Some(lease) = leader::acquire(&client, &args, &stop).await? else {
+        return Ok(());
+    };
+    metrics.leader.set(1);
+    health.standby.store(false, Ordering::Relaxed);
+    let work = stop.child_token();
+    let lost = tokio::spawn(leader::watch_loss(lease.receiver.clone(), work.clone()));
+    let result = run_controllers(client, args, metrics.clone(), health, work.clone()).await;
+    let lost_it = !stop.is_cancelled() && work.is_cancelled();
+    lost.abort();
+    metrics.leader.set(0);
+    lease.release().await;
+    match result {
+        Ok(()) if lost_it => Err(Error::LostLeadership),
+        other => other,
+    }
+}
+
+async fn run_controllers(client: Client, args: RunArgs, metrics: Arc<Metrics>, health: Arc<Health>, stop: CancellationToken) -> Result<(), Error> {
+    let identity = args.identity();
+    let recorder = Recorder::new(
+        client.clone(),
+        Reporter {
+            controller: "gpuready".into(),
+            instance: Some(identity),
+        },
+    );
+
+    let (profile_reader, profile_writer) = reflector::store::<GpuNodeProfile>();
+    let profile_stream = watcher(Api::<GpuNodeProfile>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
+        .reflect(profile_writer)
+        .touched_objects();
+
+    let mut node_cfg = watcher::Config::default();
+    if let Some(sel) = &args.node_selector {
+        node_cfg = node_cfg.labels(sel);
+    }
+    let (node_reader, node_writer) = reflector::store::<Node>();
+    let node_stream = watcher(Api::<Node>::all(client.clone()), node_cfg)
+        .default_backoff()
+        .modify(prune::prune_node)
+        .reflect(node_writer)
+        .applied_objects()
+        .predicate_filter(prune::node_relevance, PredicateConfig::default());
+
+    let ctx = Arc::new(Context {
+        client: client.clone(),
+        args: args.clone(),
+        metrics: metrics.clone(),
+        recorder,
+        profiles: profile_reader.clone(),
+        nodes: node_reader.clone(),
+        status_dirty: Notify::new(),
+        brakes: Mutex::default(),
+        nfd: Mutex::default(),
+    });
+
+    let synced = {
+        let (p, n, health) = (profile_reader.clone(), node_reader.clone(), health.clone());
+        tokio::spawn(async move {
+            if p.wait_until_ready().await.is_ok() && n.wait_until_ready().await.is_ok() {
+                health.caches_synced.store(true, Ordering::Relaxed);
+                info!("caches synced");
+            }
+        })
+    };
+    let aggregator = tokio::spawn(status::run(ctx.clone(), stop.clone()));
+
+    let nodes_for_profile = node_reader.clone();
+    let stop_fut = {
+        let stop = stop.clone();
+        async move { stop.cancelled().await }
+    };
+    info!(concurrency = args.concurrency, "controller starting");
+    Controller::for_stream(node_stream, node_reader)
+        .watches_stream(profile_stream, move |profile: GpuNodeProfile| {
+            nodes_of_profile(&nodes_for_profile, &profile)
+        })
+        .with_config(ControllerConfig::default().concurrency(args.concurrency))
+        .graceful_shutdown_on(stop_fut)
+        .run(node::reconcile, error_policy, ctx.clone())
+        .for_each(|r| async move {
+            if let Err(e) = r {
+                match e {
+                    kube::runtime::controller::Error::ObjectNotFound(_) => {}
+                    e => warn!(error = %e, "controller"),
+                }
+            }
+        })
+        .await;
+    synced.abort();
+    aggregator.abort();
+    // A last status pass so the profile reflects the final writes.
+    if let Err(e) = status::pass(&ctx).await {
+        warn!(error = %e, "final status pass failed");
+    }
+    info!("controller stopped");
+    Ok(())
+}
+
+/// The nodes a profile change can affect: those its selector matches now, and
+/// those labelled with its name (which it may have just stopped selecting).
+fn nodes_of_profile(nodes: &Store<Node>, profile: &GpuNodeProfile) -> Vec<ObjectRef<Node>> {
+    let name = profile.name_any();
+    let selector = gpuready_core::select::profile_selector(profile).ok();
+    nodes
+        .state()
+        .iter()
+        .filter(|n| {
+            let labels = n.labels();
+            labels.get(keys::LABEL_PROFILE) == Some(&name) || selector.as_ref().is_some_and(|s| s.matches(labels))
+        })
+        .map(|n| ObjectRef::from_obj(n.as_ref()))
+        .collect()
+}
+
+fn error_policy(node: Arc<Node>, err: &Error, _ctx: Arc<Context>) -> Action {
+    error!(node = %node.name_any(), error = %err, "reconcile failed");
+    let delay = match err {
+        Error::Kube(kube::Error::Api(s)) if s.code == 403 => Duration::from_secs(60),
+        _ => Duration::from_secs(5),
+    };
+    Action::requeue(delay)
+}
