@@ -1,0 +1,281 @@
+//! The NFD CRDs against a real kube-apiserver: the committed set installs as
+//! structural and Established, upgrades a Helm-era (NFD v0.15) set in place with
+//! its objects kept, and the classification in `gpuready-core` reads the API
+//! server's own copies correctly (older → apply, after the apply → zero writes,
+//! a newer CRD → left alone).
+//!
+//! NFD's CRDs are cluster-wide with fixed names, so the whole story is one test
+//! on this binary's own control plane. Needs `tests/control-plane/build.sh` and
+//! the upstream files in `shared/data/nfd-crds` (`GPUREADY_SHARED_DIR` overrides).
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use gpuready_api::crd::{self, COMMITTED_NFD_CRDS_PATH};
+use gpuready_api::nfd::{
+    NODE_FEATURE_CRD, NODE_FEATURE_GROUP_CRD, NODE_FEATURE_RULE_CRD, NfdCrdRelease,
+};
+use gpuready_core::nfd_crds::{CrdClass, NfdCrdPlan, plan};
+use gpuready_testenv::TestEnv;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps,
+};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use kube::runtime::wait::{await_condition, conditions};
+use serde_json::{Value, json};
+
+const NAMES: [&str; 3] = [
+    NODE_FEATURE_CRD,
+    NODE_FEATURE_GROUP_CRD,
+    NODE_FEATURE_RULE_CRD,
+];
+const MANAGER: &str = "gpuready-tests";
+
+fn yaml_crds(path: &Path) -> Vec<CustomResourceDefinition> {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|doc| {
+            let v = <Value as serde::Deserialize>::deserialize(doc).expect("YAML");
+            serde_json::from_value(v).expect("a CustomResourceDefinition")
+        })
+        .collect()
+}
+
+fn upstream(tag: &str) -> Vec<CustomResourceDefinition> {
+    let shared = std::env::var_os("GPUREADY_SHARED_DIR").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
+        PathBuf::from,
+    );
+    let path = shared.join(format!("data/nfd-crds/{tag}.yaml"));
+    assert!(
+        path.is_file(),
+        "{} not found: the repo is expected next to shared/ (or set GPUREADY_SHARED_DIR)",
+        path.display()
+    );
+    yaml_crds(&path)
+}
+
+async fn established(crds: &Api<CustomResourceDefinition>, name: &str) {
+    let cond = await_condition(crds.clone(), name, conditions::is_crd_established());
+    match tokio::time::timeout(Duration::from_secs(30), cond).await {
+        Ok(Ok(_)) => {}
+        other => {
+            let status = crds.get_status(name).await.map(|c| c.status);
+            panic!("{name} not Established ({other:?}): {status:?}");
+        }
+    }
+    let crd = crds.get(name).await.expect("get CRD");
+    let bad: Vec<_> = crd
+        .status
+        .iter()
+        .flat_map(|s| s.conditions.iter().flatten())
+        .filter(|c| c.status == "True" && c.type_ == "NonStructuralSchema")
+        .collect();
+    assert!(bad.is_empty(), "{name}: {bad:?}");
+}
+
+/// What the controller does: read each CRD (or nothing) and plan.
+async fn read_plan(crds: &Api<CustomResourceDefinition>) -> NfdCrdPlan {
+    let mut found = Vec::new();
+    for name in NAMES {
+        found.push(crds.get_opt(name).await.expect("get CRD"));
+    }
+    plan(&crd::nfd_crds(), found.iter().flatten())
+}
+
+fn class<'a>(plan: &'a NfdCrdPlan, name: &str) -> &'a CrdClass {
+    &plan
+        .verdicts
+        .iter()
+        .find(|v| v.name == name)
+        .expect("verdict")
+        .class
+}
+
+fn api(client: &kube::Client, kind: &str, namespace: Option<&str>) -> Api<DynamicObject> {
+    let gvk = GroupVersionKind::gvk("nfd.k8s-sigs.io", "v1alpha1", kind);
+    let ar = ApiResource::from_gvk(&gvk);
+    match namespace {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    }
+}
+
+fn object(kind: &str, name: &str, spec: Value) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
+        "kind": kind,
+        "metadata": {"name": name},
+        "spec": spec,
+    }))
+    .expect("object")
+}
+
+#[tokio::test]
+async fn helm_era_crds_are_upgraded_and_then_left_alone() {
+    let env = TestEnv::shared().await.expect("test control plane");
+    let client = env.client().expect("client");
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+
+    // 1. NFD v0.15 as Helm leaves it: created once, no NodeFeatureGroup.
+    for crd in upstream("v0.15.7") {
+        let name = crd.metadata.name.clone().expect("name");
+        crds.create(&PostParams::default(), &crd)
+            .await
+            .expect("create v0.15 CRD");
+        established(&crds, &name).await;
+    }
+    let rules = api(&client, "NodeFeatureRule", None);
+    rules
+        .create(
+            &PostParams::default(),
+            &object(
+                "NodeFeatureRule",
+                "helm-era",
+                json!({"rules": [{"name": "nvidia", "labels": {"example.com/gpu": "true"},
+                    "matchFeatures": [{"feature": "pci.device",
+                        "matchExpressions": {"vendor": {"op": "In", "value": ["10de"]}}}]}]}),
+            ),
+        )
+        .await
+        .expect("a v0.15 rule");
+    // The stale CRD refuses the v0.18 operators.
+    let ge_rule = object(
+        "NodeFeatureRule",
+        "driver-at-least",
+        json!({"rules": [{"name": "driver", "labels": {"example.com/driver-ok": "true"},
+            "matchFeatures": [{"feature": "kernel.version",
+                "matchExpressions": {"full": {"op": "Ge", "value": ["6.8.0"], "type": "version"}}}]}]}),
+    );
+    assert!(
+        rules
+            .create(&PostParams::default(), &ge_rule)
+            .await
+            .is_err(),
+        "a v0.15 CRD should refuse op Ge"
+    );
+
+    // 2. The API server's copies classify as expected.
+    let before = read_plan(&crds).await;
+    assert_eq!(
+        before.installed_release,
+        Some(NfdCrdRelease::V0_15),
+        "{before}"
+    );
+    assert_eq!(
+        class(&before, NODE_FEATURE_CRD),
+        &CrdClass::Current,
+        "{before}"
+    );
+    assert_eq!(
+        class(&before, NODE_FEATURE_GROUP_CRD),
+        &CrdClass::Missing,
+        "{before}"
+    );
+    assert!(
+        matches!(
+            class(&before, NODE_FEATURE_RULE_CRD),
+            CrdClass::Older {
+                installed_release: Some(NfdCrdRelease::V0_15),
+                ..
+            }
+        ),
+        "{before}"
+    );
+
+    // 3. Apply what the plan says, from the committed file (what users get).
+    let committed = yaml_crds(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("../..")
+            .join(COMMITTED_NFD_CRDS_PATH),
+    );
+    for name in before.to_apply() {
+        let crd = committed
+            .iter()
+            .find(|c| c.metadata.name.as_deref() == Some(name))
+            .expect("committed CRD");
+        crds.patch(
+            name,
+            &PatchParams::apply(MANAGER).force(),
+            &Patch::Apply(crd),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("the API server refused {name}: {e}"));
+        established(&crds, name).await;
+    }
+
+    // 4. Next pass: nothing to do.
+    let after = read_plan(&crds).await;
+    assert!(after.is_noop(), "{after}");
+    assert_eq!(after.installed_release, Some(NfdCrdRelease::V0_18_19));
+
+    // 5. The old object survived, and the new API works without pruning.
+    rules.get("helm-era").await.expect("v0.15 rule kept");
+    rules
+        .create(&PostParams::default(), &ge_rule)
+        .await
+        .expect("op Ge accepted after the upgrade");
+    let stored = rules.get("driver-at-least").await.expect("get");
+    assert_eq!(
+        stored
+            .data
+            .pointer("/spec/rules/0/matchFeatures/0/matchExpressions/full/type"),
+        Some(&json!("version")),
+        "`type` must not be pruned"
+    );
+    let ns = env.create_namespace("nfd").await.expect("namespace");
+    let groups = api(&client, "NodeFeatureGroup", Some(&ns));
+    groups
+        .create(
+            &PostParams::default(),
+            &object(
+                "NodeFeatureGroup",
+                "gpus",
+                json!({"featureGroupRules": [{"name": "nvidia", "vars": {"gpu": "true"},
+                    "matchFeatures": [{"feature": "pci.device",
+                        "matchName": {"op": "In", "value": ["10de"]}}]}]}),
+            ),
+        )
+        .await
+        .expect("NodeFeatureGroup accepted");
+    let group = groups.get("gpus").await.expect("get group");
+    assert_eq!(
+        group.data.pointer("/spec/featureGroupRules/0/vars/gpu"),
+        Some(&json!("true"))
+    );
+
+    // 6. A CRD that has something ours lacks (say, from a newer NFD) is left alone.
+    let mut future = crds.get(NODE_FEATURE_CRD).await.expect("get");
+    future.metadata.managed_fields = None;
+    future.metadata.resource_version = None;
+    future.status = None;
+    let spec = future.spec.versions[0]
+        .schema
+        .as_mut()
+        .and_then(|s| s.open_api_v3_schema.as_mut())
+        .and_then(|r| r.properties.as_mut())
+        .and_then(|p| p.get_mut("spec"))
+        .expect("spec schema");
+    spec.properties.get_or_insert_with(Default::default).insert(
+        "priority".into(),
+        JSONSchemaProps {
+            type_: Some("integer".into()),
+            ..Default::default()
+        },
+    );
+    crds.patch(
+        NODE_FEATURE_CRD,
+        &PatchParams::apply("nfd-future").force(),
+        &Patch::Apply(&future),
+    )
+    .await
+    .expect("apply the 'future' NodeFeature CRD");
+    let later = read_plan(&crds).await;
+    assert!(
+        matches!(class(&later, NODE_FEATURE_CRD), CrdClass::Newer { reason } if reason.contains("priority")),
+        "{later}"
+    );
+    assert_eq!(later.to_apply().count(), 0, "{later}");
+}
