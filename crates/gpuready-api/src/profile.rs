@@ -109,7 +109,10 @@ pub struct GpuNodeProfileSpec {
 
     /// Labels put on nodes once they are ready (and removed when they are not).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(extend("maxProperties" = 16))]
+    // The values' maxLength is what lets the API server accept the value rule
+    // below: without it CEL's cost estimate assumes request-sized strings and
+    // kube-apiserver refuses the CRD ("estimated rule cost exceeds budget by 6.0x").
+    #[schemars(extend("maxProperties" = 16, "additionalProperties" = {"type": "string", "maxLength": 63}))]
     #[x_kube(validation = Rule::new("self.all(k, !k.startsWith('gpuready.io/ready') && !k.startsWith('gpuready.io/profile'))").message("readyLabels must not set gpuready.io/ready or gpuready.io/profile: gpuready writes those itself"))]
     #[x_kube(validation = Rule::new("self.all(k, k.size() <= 253 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))").message("readyLabels keys must be valid label keys, like example.com/gpu-pool"))]
     #[x_kube(validation = Rule::new("self.all(k, self[k].size() <= 63 && self[k].matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'))").message("readyLabels values must be valid label values: at most 63 characters of letters, digits, '-', '_' or '.'"))]

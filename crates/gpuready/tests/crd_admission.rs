@@ -1,0 +1,1041 @@
+//! The committed GpuNodeProfile CRD against a real kube-apiserver: it installs,
+//! its printer columns and descriptions reach kubectl, every bound and CEL rule in
+//! `crates/gpuready-api/src/profile.rs` refuses a bad profile with its own message,
+//! and good profiles (including every example under deploy/examples) are accepted.
+//!
+//! All tests share one control plane (see gpuready-testenv) and use unique names.
+//! Needs the binaries from `tests/control-plane/build.sh`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use gpuready_api::{GpuNodeProfile, Mode, TaintEffect, TaintPolicy};
+use gpuready_testenv::{TestEnv, unique_name};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::GroupVersionKind;
+use kube::runtime::wait::{await_condition, conditions};
+use serde_json::{Value, json};
+
+const CRD_FILE: &str = "deploy/crds/gpunodeprofiles.gpuready.io.yaml";
+const CRD_NAME: &str = "gpunodeprofiles.gpuready.io";
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Every YAML document of a file, empty documents skipped.
+fn yaml_documents(path: &Path) -> Vec<Value> {
+    let text =
+        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
+    serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|doc| {
+            <Value as serde::Deserialize>::deserialize(doc)
+                .unwrap_or_else(|e| panic!("{}: invalid YAML: {e}", path.display()))
+        })
+        .filter(|v| !v.is_null())
+        .collect()
+}
+
+fn committed_crd() -> CustomResourceDefinition {
+    let mut docs = yaml_documents(&repo_root().join(CRD_FILE));
+    assert_eq!(docs.len(), 1, "{CRD_FILE} should hold one CRD");
+    serde_json::from_value(docs.remove(0)).expect("a CustomResourceDefinition")
+}
+
+/// The shared environment with the committed CRD installed and Established
+/// (installed once per test binary).
+async fn env() -> &'static TestEnv {
+    static CRD_INSTALLED: tokio::sync::OnceCell<Result<(), String>> =
+        tokio::sync::OnceCell::const_new();
+    let env = TestEnv::shared().await.expect("test control plane");
+    CRD_INSTALLED
+        .get_or_init(|| async { install_crd(env).await })
+        .await
+        .as_ref()
+        .expect("GpuNodeProfile CRD installs");
+    env
+}
+
+async fn install_crd(env: &TestEnv) -> Result<(), String> {
+    let crds: Api<CustomResourceDefinition> = Api::all(env.client().map_err(|e| e.to_string())?);
+    crds.patch(
+        CRD_NAME,
+        &PatchParams::apply("gpuready-tests").force(),
+        &Patch::Apply(committed_crd()),
+    )
+    .await
+    .map_err(|e| format!("the API server refused {CRD_FILE}: {e}"))?;
+    let established = await_condition(crds.clone(), CRD_NAME, conditions::is_crd_established());
+    match tokio::time::timeout(Duration::from_secs(30), established).await {
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(format!("waiting for Established: {e}")),
+        Err(_) => {
+            let status = crds.get_status(CRD_NAME).await.map(|c| c.status);
+            Err(format!("{CRD_NAME} not Established after 30s: {status:?}"))
+        }
+    }
+}
+
+fn profiles(env: &TestEnv) -> Api<GpuNodeProfile> {
+    Api::all(env.client().expect("client"))
+}
+
+/// The smallest valid spec; bad cases change one thing in it.
+fn minimal_spec() -> Value {
+    json!({ "nodeSelector": { "matchLabels": { "nvidia.com/gpu.present": "true" } } })
+}
+
+fn profile(name: &str, spec: Value) -> Value {
+    json!({
+        "apiVersion": "gpuready.io/v1alpha1",
+        "kind": "GpuNodeProfile",
+        "metadata": { "name": name },
+        "spec": spec,
+    })
+}
+
+/// Creates a profile from raw JSON (so it can hold what the Rust types cannot).
+async fn create_raw(env: &TestEnv, object: &Value) -> Result<GpuNodeProfile, kube::Error> {
+    let gvk = GroupVersionKind::gvk("gpuready.io", "v1alpha1", "GpuNodeProfile");
+    let resource = kube::core::ApiResource::from_gvk_with_plural(&gvk, "gpunodeprofiles");
+    let api: Api<DynamicObject> = Api::all_with(env.client().expect("client"), &resource);
+    let object: DynamicObject = serde_json::from_value(object.clone()).expect("object");
+    let created = api.create(&PostParams::default(), &object).await?;
+    Ok(
+        serde_json::from_value(serde_json::to_value(created).expect("json"))
+            .expect("the server's answer deserializes as a GpuNodeProfile"),
+    )
+}
+
+async fn run(command: std::process::Command) -> (bool, String, String) {
+    let out = tokio::process::Command::from(command)
+        .output()
+        .await
+        .expect("run command");
+    (
+        out.status.success(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[tokio::test]
+async fn crd_installs_and_becomes_established() {
+    let env = env().await;
+    let crd = Api::<CustomResourceDefinition>::all(env.client().expect("client"))
+        .get(CRD_NAME)
+        .await
+        .expect("CRD");
+    let status = crd.status.expect("status");
+    let conditions = status.conditions.unwrap_or_default();
+    for wanted in ["NamesAccepted", "Established"] {
+        assert!(
+            conditions
+                .iter()
+                .any(|c| c.type_ == wanted && c.status == "True"),
+            "{wanted} not True: {conditions:?}"
+        );
+    }
+    let names = status.accepted_names.expect("accepted names");
+    assert_eq!(names.short_names, Some(vec!["gnp".to_owned()]));
+    assert_eq!(names.categories, Some(vec!["gpuready".to_owned()]));
+}
+
+#[tokio::test]
+async fn kubectl_get_shows_the_printer_columns() {
+    let env = env().await;
+    let name = unique_name("columns");
+    let spec = json!({
+        "nodeSelector": { "matchLabels": { "pool": "a100" } },
+        "mode": "Observe",
+        "gpu": { "products": ["NVIDIA-A100-*"] },
+    });
+    create_raw(env, &profile(&name, spec))
+        .await
+        .expect("good profile");
+    profiles(env)
+        .patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": {
+                "matchedNodes": 3, "readyNodes": 2, "notReadyNodes": 1,
+                "conditions": [{
+                    "type": "Ready", "status": "False", "reason": "NodesNotReady",
+                    "message": "1 of 3 nodes not ready",
+                    "lastTransitionTime": "2026-01-01T00:00:00Z",
+                }],
+            }})),
+        )
+        .await
+        .expect("status update");
+
+    for resource in ["gpunodeprofiles", "gnp", "gpunodeprofile.gpuready.io"] {
+        let mut cmd = env.kubectl();
+        cmd.args(["get", resource, &name]);
+        let (ok, out, err) = run(cmd).await;
+        assert!(ok, "kubectl get {resource}: {err}");
+        let lines: Vec<Vec<&str>> = out
+            .lines()
+            .map(|l| l.split_whitespace().collect())
+            .collect();
+        assert_eq!(
+            lines[0],
+            [
+                "NAME",
+                "MODE",
+                "MATCHED",
+                "READY",
+                "NOT-READY",
+                "STATUS",
+                "AGE"
+            ],
+            "kubectl get {resource}:\n{out}"
+        );
+        assert_eq!(
+            lines[1][..6],
+            [name.as_str(), "Observe", "3", "2", "1", "NodesNotReady"],
+            "kubectl get {resource}:\n{out}"
+        );
+    }
+
+    // Product is priority 1: only in the wide output.
+    let mut cmd = env.kubectl();
+    cmd.args(["get", "gnp", &name, "-o", "wide"]);
+    let (ok, out, err) = run(cmd).await;
+    assert!(ok, "{err}");
+    assert!(
+        out.lines().next().is_some_and(|h| h.contains("PRODUCT")),
+        "{out}"
+    );
+    assert!(out.contains("NVIDIA-A100-*"), "{out}");
+
+    // The category works too: `kubectl get gpuready`.
+    let mut cmd = env.kubectl();
+    cmd.args(["get", "gpuready", "-o", "name"]);
+    let (ok, out, err) = run(cmd).await;
+    assert!(ok, "{err}");
+    assert!(
+        out.contains(&format!("gpunodeprofile.gpuready.io/{name}")),
+        "{out}"
+    );
+}
+
+#[tokio::test]
+async fn kubectl_explain_shows_field_descriptions() {
+    let env = env().await;
+    // The OpenAPI document is republished asynchronously after the CRD lands.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    let out = loop {
+        let mut cmd = env.kubectl();
+        cmd.args(["explain", "gpunodeprofile.spec"]);
+        let (ok, out, err) = run(cmd).await;
+        if ok && out.contains("nodeSelector") {
+            break out;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "kubectl explain never showed the schema: {out}{err}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    for text in [
+        "What a set of GPU nodes must have to be called ready",
+        "Which nodes this profile governs",
+        "Minimum NVIDIA driver version",
+        "Continuous",
+        "gatingLayers",
+        "readyLabels",
+    ] {
+        assert!(out.contains(text), "explain lacks {text:?}:\n{out}");
+    }
+    let mut cmd = env.kubectl();
+    cmd.args(["explain", "gnp.spec.gpu.minComputeCapability"]);
+    let (ok, out, err) = run(cmd).await;
+    assert!(ok, "{err}");
+    assert!(out.contains("Minimum compute capability"), "{out}");
+}
+
+/// One bad profile per schema bound or CEL rule.
+struct Bad {
+    /// `(schema path, keyword)` this case covers; see `schema_rules`.
+    covers: (&'static str, &'static str),
+    /// Shown in failures.
+    what: &'static str,
+    /// The spec: `minimal_spec()` with one change.
+    spec: Value,
+    /// Fragments the server's message must contain (rule message or bound text).
+    expect: &'static [&'static str],
+}
+
+/// `minimal_spec()` with the top-level spec fields in `changes` replaced.
+fn spec_with(changes: Value) -> Value {
+    let mut spec = minimal_spec();
+    if let (Some(spec), Some(changes)) = (spec.as_object_mut(), changes.as_object()) {
+        for (k, v) in changes {
+            spec.insert(k.clone(), v.clone());
+        }
+    }
+    spec
+}
+
+fn bad_cases() -> Vec<Bad> {
+    let long = |n: usize| "1".repeat(n);
+    let many_labels: serde_json::Map<String, Value> = (0..17)
+        .map(|i| (format!("example.com/l{i}"), json!("x")))
+        .collect();
+    let many_resources: serde_json::Map<String, Value> = (0..17)
+        .map(|i| (format!("example.com/r{i}"), json!(1)))
+        .collect();
+    let taint = |changes: Value| {
+        let mut t =
+            json!({ "key": "gpuready.io/not-ready", "value": "true", "effect": "NoSchedule" });
+        if let (Some(t), Some(c)) = (t.as_object_mut(), changes.as_object()) {
+            t.extend(c.clone());
+        }
+        spec_with(json!({ "taint": t }))
+    };
+    let b = |covers: (&'static str, &'static str),
+             what: &'static str,
+             spec: Value,
+             expect: &'static [&'static str]| Bad {
+        covers,
+        what,
+        spec,
+        expect,
+    };
+    vec![
+        b(
+            ("spec", "required:nodeSelector"),
+            "no nodeSelector",
+            json!({ "mode": "Observe" }),
+            &["spec.nodeSelector: Required value"],
+        ),
+        b(
+            ("spec.minDriverVersion", "rule"),
+            "driver version with letters",
+            spec_with(json!({ "minDriverVersion": "580.x" })),
+            &[
+                "spec.minDriverVersion",
+                "minDriverVersion must look like 580.65.06 or 570.26",
+            ],
+        ),
+        b(
+            ("spec.minDriverVersion", "maxLength"),
+            "driver version too long",
+            spec_with(json!({ "minDriverVersion": format!("1.{}", long(31)) })),
+            &["spec.minDriverVersion", "may not be more than 32 bytes"],
+        ),
+        b(
+            ("spec.cudaVersion", "rule"),
+            "CUDA version with a patch part",
+            spec_with(json!({ "cudaVersion": "12.4.1" })),
+            &[
+                "spec.cudaVersion",
+                "cudaVersion must look like 12.4 or 13.0",
+            ],
+        ),
+        b(
+            ("spec.cudaVersion", "maxLength"),
+            "CUDA version too long",
+            spec_with(json!({ "cudaVersion": format!("1.{}", long(15)) })),
+            &["spec.cudaVersion", "may not be more than 16 bytes"],
+        ),
+        b(
+            ("spec.gatingLayers", "rule"),
+            "repeated gating layer",
+            spec_with(json!({ "gatingLayers": ["Driver", "Driver"] })),
+            &["spec.gatingLayers", "gatingLayers must not repeat a layer"],
+        ),
+        b(
+            ("spec.gatingLayers", "maxItems"),
+            "eight gating layers",
+            spec_with(
+                json!({ "gatingLayers": ["Node", "Hardware", "Driver", "DevicePlugin",
+                "FeatureDiscovery", "Profile", "Compatibility", "Node"] }),
+            ),
+            &["spec.gatingLayers", "must have at most 7 items"],
+        ),
+        b(
+            ("spec.gatingLayers[]", "enum"),
+            "unknown gating layer",
+            spec_with(json!({ "gatingLayers": ["Kernel"] })),
+            &["spec.gatingLayers[0]", "Unsupported value: \"Kernel\""],
+        ),
+        b(
+            ("spec.resources", "rule"),
+            "resource name without a domain",
+            spec_with(json!({ "resources": { "gpu": 1 } })),
+            &[
+                "spec.resources",
+                "resources must map a domain-qualified resource name",
+            ],
+        ),
+        b(
+            ("spec.resources", "rule"),
+            "resource quantity 0",
+            spec_with(json!({ "resources": { "nvidia.com/gpu": 0 } })),
+            &["spec.resources", "to a quantity of at least 1"],
+        ),
+        b(
+            ("spec.resources", "maxProperties"),
+            "17 resources",
+            spec_with(json!({ "resources": many_resources })),
+            &["spec.resources", "must have at most 16 items"],
+        ),
+        b(
+            ("spec.resources{}", "minimum"),
+            "negative resource quantity",
+            spec_with(json!({ "resources": { "nvidia.com/gpu": -1 } })),
+            &[
+                "spec.resources.nvidia.com/gpu",
+                "should be greater than or equal to 0",
+            ],
+        ),
+        b(
+            ("spec.maxLabelAgeSeconds", "maximum"),
+            "label age over a week",
+            spec_with(json!({ "maxLabelAgeSeconds": 604801 })),
+            &[
+                "spec.maxLabelAgeSeconds",
+                "should be less than or equal to 604800",
+            ],
+        ),
+        b(
+            ("spec.maxLabelAgeSeconds", "minimum"),
+            "negative label age",
+            spec_with(json!({ "maxLabelAgeSeconds": -1 })),
+            &[
+                "spec.maxLabelAgeSeconds",
+                "should be greater than or equal to 0",
+            ],
+        ),
+        b(
+            ("spec.mode", "enum"),
+            "unknown mode",
+            spec_with(json!({ "mode": "enforce" })),
+            &["spec.mode", "Unsupported value: \"enforce\""],
+        ),
+        b(
+            ("spec.taintPolicy", "enum"),
+            "unknown taint policy",
+            spec_with(json!({ "taintPolicy": "Once" })),
+            &["spec.taintPolicy", "Unsupported value: \"Once\""],
+        ),
+        b(
+            ("spec.readyLabels", "rule"),
+            "ready label gpuready writes itself",
+            spec_with(json!({ "readyLabels": { "gpuready.io/ready": "true" } })),
+            &[
+                "spec.readyLabels",
+                "readyLabels must not set gpuready.io/ready or gpuready.io/profile",
+            ],
+        ),
+        b(
+            ("spec.readyLabels", "rule"),
+            "ready label key that is no label key",
+            spec_with(json!({ "readyLabels": { "example.com/bad key": "x" } })),
+            &[
+                "spec.readyLabels",
+                "readyLabels keys must be valid label keys",
+            ],
+        ),
+        b(
+            ("spec.readyLabels", "rule"),
+            "ready label value that is no label value",
+            spec_with(json!({ "readyLabels": { "example.com/pool": "-bad-" } })),
+            &[
+                "spec.readyLabels",
+                "readyLabels values must be valid label values",
+            ],
+        ),
+        b(
+            ("spec.readyLabels{}", "maxLength"),
+            "ready label value of 64 bytes",
+            spec_with(json!({ "readyLabels": { "example.com/pool": "a".repeat(64) } })),
+            &[
+                "spec.readyLabels.example.com/pool",
+                "may not be more than 63 bytes",
+            ],
+        ),
+        b(
+            ("spec.readyLabels", "maxProperties"),
+            "17 ready labels",
+            spec_with(json!({ "readyLabels": many_labels })),
+            &["spec.readyLabels", "must have at most 16 items"],
+        ),
+        b(
+            ("spec.gpu.products", "rule"),
+            "empty product",
+            spec_with(json!({ "gpu": { "products": [""] } })),
+            &[
+                "spec.gpu.products",
+                "each product must be 1 to 128 characters",
+            ],
+        ),
+        b(
+            ("spec.gpu.products", "rule"),
+            "product of 129 characters",
+            spec_with(json!({ "gpu": { "products": ["A".repeat(129)] } })),
+            &[
+                "spec.gpu.products",
+                "each product must be 1 to 128 characters",
+            ],
+        ),
+        b(
+            ("spec.gpu.products", "maxItems"),
+            "33 products",
+            spec_with(json!({ "gpu": { "products": vec!["H100"; 33] } })),
+            &["spec.gpu.products", "must have at most 32 items"],
+        ),
+        b(
+            ("spec.gpu.minMemoryMib", "minimum"),
+            "zero memory",
+            spec_with(json!({ "gpu": { "minMemoryMib": 0 } })),
+            &[
+                "spec.gpu.minMemoryMib",
+                "should be greater than or equal to 1",
+            ],
+        ),
+        b(
+            ("spec.gpu.minMemoryMib", "maximum"),
+            "16 TiB of GPU memory",
+            spec_with(json!({ "gpu": { "minMemoryMib": 16777217 } })),
+            &[
+                "spec.gpu.minMemoryMib",
+                "should be less than or equal to 16777216",
+            ],
+        ),
+        b(
+            ("spec.gpu.minComputeCapability", "rule"),
+            "compute capability without minor",
+            spec_with(json!({ "gpu": { "minComputeCapability": "8" } })),
+            &[
+                "spec.gpu.minComputeCapability",
+                "minComputeCapability must look like 8.6 (major.minor)",
+            ],
+        ),
+        b(
+            ("spec.gpu.minComputeCapability", "maxLength"),
+            "compute capability too long",
+            spec_with(json!({ "gpu": { "minComputeCapability": "8.1234567" } })),
+            &[
+                "spec.gpu.minComputeCapability",
+                "may not be more than 8 bytes",
+            ],
+        ),
+        b(
+            ("spec.gpu.families", "maxItems"),
+            "13 families",
+            spec_with(json!({ "gpu": { "families": vec!["ampere"; 13] } })),
+            &["spec.gpu.families", "must have at most 12 items"],
+        ),
+        b(
+            ("spec.gpu.families[]", "enum"),
+            "unknown family",
+            spec_with(json!({ "gpu": { "families": ["Ampere"] } })),
+            &["spec.gpu.families[0]", "Unsupported value: \"Ampere\""],
+        ),
+        b(
+            ("spec.gpu.excludedFamilies", "maxItems"),
+            "13 excluded families",
+            spec_with(json!({ "gpu": { "excludedFamilies": vec!["maxwell"; 13] } })),
+            &["spec.gpu.excludedFamilies", "must have at most 12 items"],
+        ),
+        b(
+            ("spec.gpu.excludedFamilies[]", "enum"),
+            "unknown excluded family",
+            spec_with(json!({ "gpu": { "excludedFamilies": ["ada"] } })),
+            &["spec.gpu.excludedFamilies[0]", "Unsupported value: \"ada\""],
+        ),
+        b(
+            ("spec.gpu.count", "minimum"),
+            "zero GPUs",
+            spec_with(json!({ "gpu": { "count": 0 } })),
+            &["spec.gpu.count", "should be greater than or equal to 1"],
+        ),
+        b(
+            ("spec.gpu.count", "maximum"),
+            "1025 GPUs",
+            spec_with(json!({ "gpu": { "count": 1025 } })),
+            &["spec.gpu.count", "should be less than or equal to 1024"],
+        ),
+        b(
+            ("spec.taint", "rule"),
+            "taint in the kubernetes.io namespace",
+            taint(json!({ "key": "node.kubernetes.io/gpu" })),
+            &[
+                "spec.taint",
+                "taint.key must not be in the kubernetes.io/ or k8s.io/ namespaces",
+            ],
+        ),
+        b(
+            ("spec.taint.key", "rule"),
+            "taint key that is no qualified name",
+            taint(json!({ "key": "gpu ready" })),
+            &[
+                "spec.taint.key",
+                "taint.key must be a qualified name like gpuready.io/not-ready",
+            ],
+        ),
+        b(
+            ("spec.taint.key", "minLength"),
+            "empty taint key",
+            taint(json!({ "key": "" })),
+            &["spec.taint.key", "should be at least 1 chars long"],
+        ),
+        b(
+            ("spec.taint.key", "maxLength"),
+            "taint key of 317 bytes",
+            taint(json!({ "key": format!("{}/x", "a".repeat(315)) })),
+            &["spec.taint.key", "may not be more than 316 bytes"],
+        ),
+        b(
+            ("spec.taint.value", "rule"),
+            "taint value that is no label value",
+            taint(json!({ "value": "not ready" })),
+            &[
+                "spec.taint.value",
+                "taint.value must be a valid label value",
+            ],
+        ),
+        b(
+            ("spec.taint.value", "maxLength"),
+            "taint value of 64 bytes",
+            taint(json!({ "value": "a".repeat(64) })),
+            &["spec.taint.value", "may not be more than 63 bytes"],
+        ),
+        b(
+            ("spec.taint.effect", "enum"),
+            "unknown taint effect",
+            taint(json!({ "effect": "NoExec" })),
+            &["spec.taint.effect", "Unsupported value: \"NoExec\""],
+        ),
+    ]
+}
+
+/// Every bound and rule in the CRD schema as `(path, keyword)`, with `[]` for
+/// array items and `{}` for map values. The k8s-openapi types inside (the label
+/// selector, status conditions) are upstream's, not profile.rs's, and are left out.
+fn schema_rules(schema: &Value, path: &str, out: &mut BTreeSet<(String, String)>) {
+    if ["spec.nodeSelector", "status.conditions"].contains(&path) {
+        return;
+    }
+    for keyword in [
+        "maxLength",
+        "minLength",
+        "maximum",
+        "minimum",
+        "maxItems",
+        "minItems",
+        "maxProperties",
+        "minProperties",
+        "pattern",
+        "enum",
+    ] {
+        if schema.get(keyword).is_some() {
+            out.insert((path.to_owned(), keyword.to_owned()));
+        }
+    }
+    if schema
+        .get("x-kubernetes-validations")
+        .and_then(Value::as_array)
+        .is_some_and(|r| !r.is_empty())
+    {
+        out.insert((path.to_owned(), "rule".to_owned()));
+    }
+    for required in schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+    {
+        out.insert((path.to_owned(), format!("required:{required}")));
+    }
+    let join = |child: &str| {
+        if path.is_empty() {
+            child.to_owned()
+        } else {
+            format!("{path}.{child}")
+        }
+    };
+    if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+        for (name, sub) in props {
+            schema_rules(sub, &join(name), out);
+        }
+    }
+    if let Some(items) = schema.get("items") {
+        schema_rules(items, &format!("{path}[]"), out);
+    }
+    if let Some(values) = schema.get("additionalProperties").filter(|v| v.is_object()) {
+        schema_rules(values, &format!("{path}{{}}"), out);
+    }
+}
+
+/// Every CEL rule message in the schema.
+fn rule_messages(schema: &Value, out: &mut Vec<String>) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(rules) = map
+                .get("x-kubernetes-validations")
+                .and_then(Value::as_array)
+            {
+                out.extend(
+                    rules
+                        .iter()
+                        .filter_map(|r| r.get("message")?.as_str().map(str::to_owned)),
+                );
+            }
+            map.values().for_each(|v| rule_messages(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| rule_messages(v, out)),
+        _ => {}
+    }
+}
+
+fn openapi_schema() -> Value {
+    let crd = serde_json::to_value(committed_crd()).expect("json");
+    crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"].clone()
+}
+
+/// The table below must grow with profile.rs: a new bound or rule without a bad
+/// profile fails here, before anyone wonders whether the server enforces it.
+#[test]
+fn every_schema_rule_has_a_bad_profile() {
+    let schema = openapi_schema();
+    let mut rules = BTreeSet::new();
+    schema_rules(&schema, "", &mut rules);
+    let mut covered: BTreeSet<(String, String)> = bad_cases()
+        .iter()
+        .map(|c| (c.covers.0.to_owned(), c.covers.1.to_owned()))
+        .collect();
+    // Covered by their own tests: spec is always sent; the status bound is
+    // exercised by `status_summary_is_bounded`.
+    covered.insert((String::new(), "required:spec".into()));
+    covered.insert(("status.notReadySummary".into(), "maxItems".into()));
+    covered.insert(("status.notReadySummary[]".into(), "required:layer".into()));
+    covered.insert(("status.notReadySummary[]".into(), "required:name".into()));
+    covered.insert(("status.notReadySummary[]".into(), "required:reason".into()));
+    let missing: Vec<_> = rules.difference(&covered).collect();
+    assert!(
+        missing.is_empty(),
+        "schema rules without a bad profile: {missing:?}"
+    );
+    let stale: Vec<_> = covered.difference(&rules).collect();
+    assert!(
+        stale.is_empty(),
+        "bad profiles for rules the schema lacks: {stale:?}"
+    );
+
+    let mut messages = Vec::new();
+    rule_messages(&schema, &mut messages);
+    for message in messages {
+        assert!(
+            bad_cases().iter().any(|c| c
+                .expect
+                .iter()
+                .any(|e| message.starts_with(e) || message == *e)),
+            "no bad profile expects the CEL message {message:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn every_rule_rejects_its_bad_profile_with_its_message() {
+    let env = env().await;
+    let mut failures = Vec::new();
+    for case in bad_cases() {
+        let name = unique_name("bad");
+        match create_raw(env, &profile(&name, case.spec.clone())).await {
+            Ok(_) => failures.push(format!("{}: accepted {}", case.what, case.spec)),
+            Err(kube::Error::Api(status)) => {
+                let missing: Vec<_> = case
+                    .expect
+                    .iter()
+                    .filter(|e| !status.message.contains(*e))
+                    .collect();
+                if status.code != 422 || !missing.is_empty() {
+                    failures.push(format!(
+                        "{}: HTTP {} lacks {missing:?}: {}",
+                        case.what, status.code, status.message
+                    ));
+                }
+            }
+            Err(e) => failures.push(format!("{}: {e}", case.what)),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Bad profiles `GpuNodeProfileSpec::validate` still accepts although the API
+/// server refuses them: schema bounds validate.rs does not repeat yet. A ratchet:
+/// the test below fails when this list is wrong in either direction, so fixing
+/// validate.rs means deleting lines here.
+const KNOWN_OFFLINE_GAPS: &[&str] = &[
+    "driver version too long",
+    "CUDA version too long",
+    "17 resources",
+    "17 ready labels",
+    "16 TiB of GPU memory",
+    "13 families",
+    "13 excluded families",
+];
+
+/// `gpuready check` validates offline with `GpuNodeProfileSpec::validate`, which
+/// promises to refuse what the API server refuses. Bad profiles the Rust types
+/// cannot even hold (unknown enum values, negative numbers) count as refused.
+#[test]
+fn offline_validation_refuses_every_bad_profile() {
+    let mut accepted = BTreeSet::new();
+    for case in bad_cases() {
+        if let Ok(spec) =
+            serde_json::from_value::<gpuready_api::GpuNodeProfileSpec>(case.spec.clone())
+            && spec.validate().is_empty()
+        {
+            accepted.insert(case.what);
+        }
+    }
+    let known: BTreeSet<&str> = KNOWN_OFFLINE_GAPS.iter().copied().collect();
+    let new_gaps: Vec<_> = accepted.difference(&known).collect();
+    let fixed: Vec<_> = known.difference(&accepted).collect();
+    assert!(
+        new_gaps.is_empty(),
+        "validate() accepts what the API server refuses: {new_gaps:?}"
+    );
+    assert!(
+        fixed.is_empty(),
+        "validate() now refuses {fixed:?}: remove them from KNOWN_OFFLINE_GAPS"
+    );
+}
+
+#[tokio::test]
+async fn status_summary_is_bounded() {
+    let env = env().await;
+    let name = unique_name("status");
+    create_raw(env, &profile(&name, minimal_spec()))
+        .await
+        .expect("good profile");
+    let summary = |n: usize| -> Vec<Value> {
+        (0..n)
+            .map(|i| json!({ "name": format!("node-{i}"), "layer": "Driver", "reason": "DriverMissing" }))
+            .collect()
+    };
+    profiles(env)
+        .patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": { "notReadySummary": summary(20) } })),
+        )
+        .await
+        .expect("20 entries are allowed");
+    let err = profiles(env)
+        .patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": { "notReadySummary": summary(21) } })),
+        )
+        .await
+        .expect_err("21 entries are refused");
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 422
+            && s.message.contains("status.notReadySummary")
+            && s.message.contains("must have at most 20 items")),
+        "{err:?}"
+    );
+    let err = profiles(env)
+        .patch_status(
+            &name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": { "notReadySummary": [{ "name": "n" }] } })),
+        )
+        .await
+        .expect_err("an entry without layer and reason is refused");
+    assert!(
+        matches!(&err, kube::Error::Api(s) if s.code == 422
+            && s.message.contains("status.notReadySummary[0].layer: Required value")
+            && s.message.contains("status.notReadySummary[0].reason: Required value")),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn good_profiles_are_accepted_and_defaulted() {
+    let env = env().await;
+
+    // Only the required field: the server fills in every default.
+    let created = create_raw(env, &profile(&unique_name("minimal"), minimal_spec()))
+        .await
+        .expect("minimal profile");
+    let spec = created.spec;
+    assert_eq!(spec.mode, Mode::Enforce);
+    assert_eq!(spec.taint_policy, TaintPolicy::Continuous);
+    assert_eq!(spec.taint.key, "gpuready.io/not-ready");
+    assert_eq!(spec.taint.value, "true");
+    assert_eq!(spec.taint.effect, TaintEffect::NoSchedule);
+    assert_eq!(spec.max_label_age_seconds, 3600);
+    assert!(!spec.per_layer_node_conditions);
+    assert!(spec.validate().is_empty());
+
+    // Every field set, each at a limit where one exists.
+    let full = json!({
+        "nodeSelector": {
+            "matchLabels": { "nvidia.com/gpu.present": "true" },
+            "matchExpressions": [{ "key": "pool", "operator": "In", "values": ["a", "b"] }],
+        },
+        "gpu": {
+            "products": ["NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-*", "A".repeat(128)],
+            "minMemoryMib": 16777216,
+            "minComputeCapability": "10.0",
+            "families": ["hopper", "ampere", "ada-lovelace"],
+            "excludedFamilies": ["maxwell"],
+            "count": 1024,
+        },
+        "minDriverVersion": "580.65.06",
+        "cudaVersion": "12.4",
+        "gatingLayers": ["Node", "Hardware", "Driver", "DevicePlugin", "FeatureDiscovery",
+            "Profile", "Compatibility"],
+        "resources": { "nvidia.com/gpu": 8, "nvidia.com/mig-1g.10gb": 7 },
+        "maxLabelAgeSeconds": 604800,
+        "mode": "Observe",
+        "taintPolicy": "UntilFirstReady",
+        "taint": { "key": "example.com/gpu-not-ready", "value": "", "effect": "NoExecute" },
+        "readyLabels": { "example.com/gpu-pool": "h100", "ready": "a".repeat(63) },
+        "perLayerNodeConditions": true,
+    });
+    let created = create_raw(env, &profile(&unique_name("full"), full.clone()))
+        .await
+        .expect("full profile");
+    assert_eq!(
+        serde_json::to_value(&created.spec).expect("json"),
+        full,
+        "the server kept every field as sent"
+    );
+    assert!(created.spec.validate().is_empty());
+
+    // Minimum driver version with two parts; zero label age disables the check.
+    let created = create_raw(
+        env,
+        &profile(
+            &unique_name("two-part"),
+            spec_with(json!({ "minDriverVersion": "570.26", "maxLabelAgeSeconds": 0 })),
+        ),
+    )
+    .await
+    .expect("two-part driver version");
+    assert!(created.spec.validate().is_empty());
+}
+
+/// Optional fields are `nullable` in the schema (the Rust types are `Option`), so
+/// `field: null` from kubectl must pass both the bounds and the CEL rules.
+#[tokio::test]
+async fn explicit_nulls_are_accepted() {
+    let env = env().await;
+    let spec = spec_with(json!({
+        "minDriverVersion": null,
+        "cudaVersion": null,
+        "gatingLayers": null,
+        "gpu": { "minMemoryMib": null, "minComputeCapability": null, "count": null },
+    }));
+    create_raw(env, &profile(&unique_name("nulls"), spec))
+        .await
+        .expect("profile with explicit nulls");
+}
+
+/// Every document of every `deploy/examples/**/profiles*.yaml` is accepted by the
+/// API server (server-side dry run, so example names never collide) and by the
+/// offline validation.
+#[tokio::test]
+async fn example_profiles_are_accepted() {
+    let examples = repo_root().join("deploy/examples");
+    let mut files = Vec::new();
+    collect_profile_files(&examples, &mut files);
+    files.sort();
+    // Zero files means the examples moved or were renamed, not "nothing to check".
+    assert!(
+        !files.is_empty(),
+        "no profiles*.yaml under {}",
+        examples.display()
+    );
+
+    let env = env().await;
+    let client = env.client().expect("client");
+    let mut failures = Vec::new();
+    let mut applied = 0;
+    for file in &files {
+        let rel = file
+            .strip_prefix(repo_root())
+            .unwrap_or(file)
+            .display()
+            .to_string();
+        for (i, doc) in yaml_documents(file).into_iter().enumerate() {
+            let what = format!("{rel} document {}", i + 1);
+            if let Err(e) = dry_run_create(&client, &doc).await {
+                failures.push(format!("{what}: {e}"));
+                continue;
+            }
+            applied += 1;
+            if doc.get("kind").and_then(Value::as_str) == Some("GpuNodeProfile") {
+                match serde_json::from_value::<GpuNodeProfile>(doc.clone()) {
+                    Ok(p) => {
+                        let errors = p.spec.validate();
+                        if !errors.is_empty() {
+                            failures.push(format!("{what}: offline validation: {errors:?}"));
+                        }
+                    }
+                    Err(e) => failures.push(format!("{what}: not a GpuNodeProfile: {e}")),
+                }
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    assert!(applied > 0, "no documents in {files:?}");
+    println!(
+        "{applied} example documents from {} files accepted",
+        files.len()
+    );
+}
+
+fn collect_profile_files(dir: &Path, out: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if path.is_dir() {
+            collect_profile_files(&path, out);
+        } else if name.starts_with("profiles")
+            && (name.ends_with(".yaml") || name.ends_with(".yml"))
+        {
+            out.push(path);
+        }
+    }
+}
+
+/// Creates any object with `dryRun=All`: full validation and admission, nothing stored.
+async fn dry_run_create(client: &kube::Client, doc: &Value) -> Result<(), String> {
+    let object: DynamicObject = serde_json::from_value(doc.clone()).map_err(|e| e.to_string())?;
+    let types = object.types.clone().ok_or("no apiVersion/kind")?;
+    let gvk = GroupVersionKind::try_from(&types).map_err(|e| e.to_string())?;
+    let (resource, caps) = kube::discovery::pinned_kind(client, &gvk)
+        .await
+        .map_err(|e| format!("discovering {gvk:?}: {e}"))?;
+    let api: Api<DynamicObject> = match caps.scope {
+        kube::discovery::Scope::Cluster => Api::all_with(client.clone(), &resource),
+        kube::discovery::Scope::Namespaced => Api::namespaced_with(
+            client.clone(),
+            object.metadata.namespace.as_deref().unwrap_or("default"),
+            &resource,
+        ),
+    };
+    let params = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    api.create(&params, &object)
+        .await
+        .map(|_| ())
+        .map_err(|e| e.to_string())
+}
