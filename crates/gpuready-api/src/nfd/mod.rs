@@ -6,23 +6,33 @@
 //! ([`NfdCrdRelease::V0_18_19`], annotation `gpuready.io/nfd-crd-release: v0.18`).
 //! The CRDs are generated from the types below ([`generate`], exposed as
 //! [`crate::crd::nfd_crds`]) and tested field by field against the upstream file
-//! (`tests/nfd_conformance.rs`).
+//! (`tests/nfd_conformance.rs`). Use those, not `NodeFeature::crd()` and friends:
+//! the derive alone gives `nullable` fields, a `title` and no object-meta fields,
+//! which upstream does not have (see `crds.rs` for why each change is made).
 //!
 //! # Bumping to a newer NFD release
 //!
 //! 1. Put the release's `deployment/helm/node-feature-discovery/crds/nfd-api-crds.yaml`
 //!    into `shared/data/nfd-crds/<tag>.yaml` (test data; it never goes into this repo).
-//! 2. Set [`UPSTREAM_REFERENCE`] to `<tag>` and add the file to the release table
-//!    in `tests/nfd_conformance.rs`.
-//! 3. Run `cargo test -p gpuready-api --test nfd_conformance`. No difference: the
-//!    release shipped the same CRDs; update the texts of [`NfdCrdRelease::V0_18_19`]
-//!    (name, `nfd_releases`) and stop. Differences are listed path by path: change
-//!    the types in this module until the test passes.
-//! 4. If the schemas changed: add a variant to [`NfdCrdRelease`] (newest last),
-//!    teach [`NfdCrdFingerprint`] a schema feature that only the new set has,
-//!    and set [`NfdCrdRelease::CARRIED`] to it.
+//! 2. Set [`UPSTREAM_REFERENCE`] to `<tag>`, and add `<tag>` with its release to
+//!    the `UPSTREAM` table in `tests/nfd_conformance.rs` (a data file missing from
+//!    that table fails the test).
+//! 3. Run `cargo test -p gpuready-api --test nfd_conformance`.
+//!    * No difference: the release shipped the same CRDs (as v0.19.0 did after
+//!      v0.18). Widen the text of [`NfdCrdRelease::nfd_releases`] and this header,
+//!      and stop: the release identity and the generated YAML stay as they are.
+//!    * Differences are listed path by path (`…rules.items…op.enum: upstream has
+//!      [..], generated has [..]`): change the types in this module until none is left.
+//! 4. If the schemas changed: add a variant to [`NfdCrdRelease`] (newest last, so
+//!    the ordering holds) with its annotation value in `as_str`, teach
+//!    [`NfdCrdFingerprint`] a schema feature only the new set has, set
+//!    [`NfdCrdRelease::CARRIED`] to it, and map the previous reference file to the
+//!    previous release in the `UPSTREAM` table. In `gpuready-core`'s `nfd_crds`
+//!    tests, move the previous tags from "current" to "older".
 //! 5. Regenerate the committed YAML with
-//!    `UPDATE_CRDS=1 cargo test -p gpuready-api --test crd_drift`, and commit.
+//!    `UPDATE_CRDS=1 cargo test -p gpuready-api --test crd_drift`, run the
+//!    tests (including `crates/gpuready/tests/nfd_crds_apiserver.rs` against a
+//!    real API server), and commit.
 
 pub mod compare;
 mod crds;
