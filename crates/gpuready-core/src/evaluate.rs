@@ -523,9 +523,10 @@ fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
 
 fn compatibility_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
     let gfd = &facts.gfd;
-    for m in [gfd.compute.malformed(), gfd.driver.malformed(), gfd.cuda_runtime.malformed()]
+    if let Some(m) = [gfd.compute.malformed(), gfd.driver.malformed(), gfd.cuda_runtime.malformed()]
         .into_iter()
         .flatten()
+        .next()
     {
         return malformed(m);
     }

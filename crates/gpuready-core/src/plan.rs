@@ -235,7 +235,8 @@ pub fn plan_governed(
     let released = facts.owned.released_at.is_some();
 
     // Taint.
-    let want_taint = !ready && !(spec.taint_policy == TaintPolicy::UntilFirstReady && released);
+    let released_for_good = spec.taint_policy == TaintPolicy::UntilFirstReady && released;
+    let want_taint = !ready && !released_for_good;
     let taint = Taint {
         key: spec.taint.key.clone(),
         value: Some(spec.taint.value.clone()).filter(|v| !v.is_empty()),
