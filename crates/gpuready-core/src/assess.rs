@@ -2,16 +2,16 @@
 //! verdict, and the changes gpuready would make. Shared by `gpuready check`, the
 //! controller and the tests.
 
-use gpuready_api::keys::reasons;
 use gpuready_api::GpuNodeProfile;
+use gpuready_api::keys::reasons;
 use jiff::Timestamp;
 use kube_core::{ResourceExt, Selector};
 use serde::Serialize;
 
-use crate::evaluate::{evaluate, LayerReport, LayerResult};
+use crate::evaluate::{LayerReport, LayerResult, evaluate};
 use crate::facts::NodeFacts;
 use crate::plan::{self, NodeChanges, PlanOptions};
-use crate::select::{govern, Governance};
+use crate::select::{Governance, govern};
 
 /// How the node relates to the profiles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -113,12 +113,33 @@ mod tests {
     #[test]
     fn pre_turing_limits() {
         let d = |s| DriverVersion::parse(s).unwrap();
-        assert!(driver_supports_architecture(&d("580.95.05"), MajorMinor::new(6, 1)));
-        assert!(!driver_supports_architecture(&d("590.44.01"), MajorMinor::new(6, 1)));
-        assert!(!driver_supports_architecture(&d("590.44.01"), MajorMinor::new(7, 0)));
-        assert!(driver_supports_architecture(&d("595.71.05"), MajorMinor::new(8, 6)));
-        assert!(!cuda_supports_architecture(MajorMinor::new(13, 0), MajorMinor::new(6, 1)));
-        assert!(cuda_supports_architecture(MajorMinor::new(12, 9), MajorMinor::new(6, 1)));
-        assert!(cuda_supports_architecture(MajorMinor::new(13, 0), MajorMinor::new(7, 5)));
+        assert!(driver_supports_architecture(
+            &d("580.95.05"),
+            MajorMinor::new(6, 1)
+        ));
+        assert!(!driver_supports_architecture(
+            &d("590.44.01"),
+            MajorMinor::new(6, 1)
+        ));
+        assert!(!driver_supports_architecture(
+            &d("590.44.01"),
+            MajorMinor::new(7, 0)
+        ));
+        assert!(driver_supports_architecture(
+            &d("595.71.05"),
+            MajorMinor::new(8, 6)
+        ));
+        assert!(!cuda_supports_architecture(
+            MajorMinor::new(13, 0),
+            MajorMinor::new(6, 1)
+        ));
+        assert!(cuda_supports_architecture(
+            MajorMinor::new(12, 9),
+            MajorMinor::new(6, 1)
+        ));
+        assert!(cuda_supports_architecture(
+            MajorMinor::new(13, 0),
+            MajorMinor::new(7, 5)
+        ));
     }
 }

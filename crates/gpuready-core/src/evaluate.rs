@@ -7,7 +7,7 @@ use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::compat;
-use crate::facts::{ConditionStatus, Field, FamilyLabel, Malformed, NodeFacts};
+use crate::facts::{ConditionStatus, FamilyLabel, Field, Malformed, NodeFacts};
 use crate::product;
 use crate::version::{DriverVersion, MajorMinor};
 
@@ -166,12 +166,18 @@ fn node_layer(facts: &NodeFacts) -> Verdict {
     };
     match k.status {
         ConditionStatus::True => ready("KubeletReady", "kubelet reports Ready"),
-        ConditionStatus::False => not_ready("KubeletNotReady", format!("kubelet reports NotReady{detail}")),
+        ConditionStatus::False => not_ready(
+            "KubeletNotReady",
+            format!("kubelet reports NotReady{detail}"),
+        ),
         ConditionStatus::Unknown => unknown(
             "KubeletStatusUnknown",
             format!("kubelet stopped posting status{detail}"),
         ),
-        ConditionStatus::Missing => unknown("KubeletStatusUnknown", "the node has no Ready condition yet"),
+        ConditionStatus::Missing => unknown(
+            "KubeletStatusUnknown",
+            "the node has no Ready condition yet",
+        ),
     }
 }
 
@@ -183,20 +189,30 @@ fn hardware_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
     if hw.gpu_present.present() == Some(&false) {
         return not_ready(
             "GpuNotPresent",
-            format!("{}=false: the GPU operator no longer sees an NVIDIA PCI device", nvidia::GPU_PRESENT),
+            format!(
+                "{}=false: the GPU operator no longer sees an NVIDIA PCI device",
+                nvidia::GPU_PRESENT
+            ),
         );
     }
     if let Some(label) = hw.nvidia_pci_labels.first() {
-        return ready("NvidiaPciDevice", format!("NFD sees an NVIDIA PCI device ({label})"));
+        return ready(
+            "NvidiaPciDevice",
+            format!("NFD sees an NVIDIA PCI device ({label})"),
+        );
     }
     if hw.gpu_present.present() == Some(&true) {
         return ready("GpuPresent", format!("{}=true", nvidia::GPU_PRESENT));
     }
     if facts.gfd.product.is_some() {
-        return ready("SeenByGfd", "GFD labels the node's GPU, so the device is present");
+        return ready(
+            "SeenByGfd",
+            "GFD labels the node's GPU, so the device is present",
+        );
     }
     if !hw.nfd_seen {
-        let msg = "no NFD labels on the node (feature.node.kubernetes.io/*): is nfd-worker running here?";
+        let msg =
+            "no NFD labels on the node (feature.node.kubernetes.io/*): is nfd-worker running here?";
         return if spec.is_gating(Layer::Hardware) {
             not_ready("NfdLabelsAbsent", msg)
         } else {
@@ -218,7 +234,10 @@ fn driver_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
         ),
         Field::Absent => not_ready(
             "DriverVersionMissing",
-            format!("GFD runs but publishes no driver version ({}): NVML cannot reach the driver", nvidia::DRIVER_FULL),
+            format!(
+                "GFD runs but publishes no driver version ({}): NVML cannot reach the driver",
+                nvidia::DRIVER_FULL
+            ),
         ),
         Field::Present(v) => match spec.min_driver_version.as_deref().map(DriverVersion::parse) {
             Some(Ok(min)) if *v < min => not_ready(
@@ -273,7 +292,10 @@ fn device_plugin_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict 
             Need::Resource(name, want) => {
                 let alloc = facts.allocatable.get(name);
                 let cap = facts.capacity.get(name);
-                if let Some(m) = alloc.and_then(Field::malformed).or(cap.and_then(Field::malformed)) {
+                if let Some(m) = alloc
+                    .and_then(Field::malformed)
+                    .or(cap.and_then(Field::malformed))
+                {
                     return not_ready("MalformedQuantity", m.to_string());
                 }
                 let alloc = alloc.and_then(Field::present).copied();
@@ -282,7 +304,9 @@ fn device_plugin_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict 
                     (None, None) => {
                         return not_ready(
                             "ResourceNotAdvertised",
-                            format!("{name} is not advertised: the device plugin is not running or has not registered with kubelet"),
+                            format!(
+                                "{name} is not advertised: the device plugin is not running or has not registered with kubelet"
+                            ),
                         );
                     }
                     (a, c) if a.unwrap_or(0) < want && c.unwrap_or(0) >= want => {
@@ -305,7 +329,10 @@ fn device_plugin_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict 
                             ),
                         );
                     }
-                    (a, _) => ok.push(format!("{name}: {} allocatable (need {want})", a.unwrap_or(0))),
+                    (a, _) => ok.push(format!(
+                        "{name}: {} allocatable (need {want})",
+                        a.unwrap_or(0)
+                    )),
                 }
             }
         }
@@ -326,7 +353,9 @@ fn needed_gfd_keys(spec: &GpuNodeProfileSpec) -> Vec<&'static str> {
     if g.min_compute_capability.is_some() || spec.cuda_version.is_some() {
         keys.push(nvidia::GPU_COMPUTE_MAJOR);
     }
-    if (!g.families.is_empty() || !g.excluded_families.is_empty()) && !keys.contains(&nvidia::GPU_COMPUTE_MAJOR) {
+    if (!g.families.is_empty() || !g.excluded_families.is_empty())
+        && !keys.contains(&nvidia::GPU_COMPUTE_MAJOR)
+    {
         keys.push(nvidia::GPU_FAMILY);
     }
     if g.count.is_some() {
@@ -381,7 +410,10 @@ fn feature_discovery_layer(
         return (
             not_ready(
                 "GfdLabelsMissing",
-                format!("GFD labels the profile needs are missing: {}", missing.join(", ")),
+                format!(
+                    "GFD labels the profile needs are missing: {}",
+                    missing.join(", ")
+                ),
             ),
             None,
         );
@@ -416,7 +448,10 @@ fn feature_discovery_layer(
                 (
                     ready(
                         "GfdLabelsFresh",
-                        format!("GFD labels present, refreshed {} ago", human_seconds(age.max(0))),
+                        format!(
+                            "GFD labels present, refreshed {} ago",
+                            human_seconds(age.max(0))
+                        ),
                     ),
                     Some(left),
                 )
@@ -441,7 +476,10 @@ fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
 
     if !g.products.is_empty() {
         let Some(p) = &gfd.product else {
-            return unknown("GfdLabelMissing", format!("{} is missing", nvidia::GPU_PRODUCT));
+            return unknown(
+                "GfdLabelMissing",
+                format!("{} is missing", nvidia::GPU_PRODUCT),
+            );
         };
         if !product::matches_any(&g.products, p) {
             return not_ready(
@@ -453,7 +491,12 @@ fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
     }
     if let Some(min) = g.min_memory_mib {
         match &gfd.memory_mib {
-            Field::Absent => return unknown("GfdLabelMissing", format!("{} is missing", nvidia::GPU_MEMORY)),
+            Field::Absent => {
+                return unknown(
+                    "GfdLabelMissing",
+                    format!("{} is missing", nvidia::GPU_MEMORY),
+                );
+            }
             Field::Malformed(m) => return malformed(m),
             Field::Present(mib) if *mib < u64::from(min) => {
                 return not_ready("MemoryTooSmall", format!("{mib} MiB < {min} MiB required"));
@@ -463,13 +506,24 @@ fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
     }
     if let Some(min) = &g.min_compute_capability {
         let Ok(min) = MajorMinor::parse(min) else {
-            return unknown("InvalidProfile", format!("spec.gpu.minComputeCapability {min:?} is not major.minor"));
+            return unknown(
+                "InvalidProfile",
+                format!("spec.gpu.minComputeCapability {min:?} is not major.minor"),
+            );
         };
         match &gfd.compute {
-            Field::Absent => return unknown("GfdLabelMissing", format!("{} is missing", nvidia::GPU_COMPUTE_MAJOR)),
+            Field::Absent => {
+                return unknown(
+                    "GfdLabelMissing",
+                    format!("{} is missing", nvidia::GPU_COMPUTE_MAJOR),
+                );
+            }
             Field::Malformed(m) => return malformed(m),
             Field::Present(cc) if *cc < min => {
-                return not_ready("ComputeCapabilityTooLow", format!("compute capability {cc} < {min} required"));
+                return not_ready(
+                    "ComputeCapabilityTooLow",
+                    format!("compute capability {cc} < {min} required"),
+                );
             }
             Field::Present(cc) => met.push(format!("compute {cc}")),
         }
@@ -485,15 +539,23 @@ fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
                         format!(
                             "{}=undefined{}: GFD has no family name for this card (a GFD release older than the card?), so the family rule cannot be checked",
                             nvidia::GPU_FAMILY,
-                            cc.present().map(|c| format!(" (compute {c})")).unwrap_or_default()
+                            cc.present()
+                                .map(|c| format!(" (compute {c})"))
+                                .unwrap_or_default()
                         ),
                     ),
-                    _ => unknown("GfdLabelMissing", format!("{} is missing", nvidia::GPU_FAMILY)),
+                    _ => unknown(
+                        "GfdLabelMissing",
+                        format!("{} is missing", nvidia::GPU_FAMILY),
+                    ),
                 };
             }
         };
         if g.excluded_families.contains(&family) {
-            return not_ready("FamilyExcluded", format!("{family} is excluded by the profile"));
+            return not_ready(
+                "FamilyExcluded",
+                format!("{family} is excluded by the profile"),
+            );
         }
         if !g.families.is_empty() && !g.families.contains(&family) {
             let allowed: Vec<&str> = g.families.iter().map(|f| f.as_str()).collect();
@@ -506,10 +568,18 @@ fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
     }
     if let Some(min) = g.count {
         match &gfd.count {
-            Field::Absent => return unknown("GfdLabelMissing", format!("{} is missing", nvidia::GPU_COUNT)),
+            Field::Absent => {
+                return unknown(
+                    "GfdLabelMissing",
+                    format!("{} is missing", nvidia::GPU_COUNT),
+                );
+            }
             Field::Malformed(m) => return malformed(m),
             Field::Present(n) if *n < min => {
-                return not_ready("TooFewGpus", format!("{} reports {n} GPU(s) < {min} expected", nvidia::GPU_COUNT));
+                return not_ready(
+                    "TooFewGpus",
+                    format!("{} reports {n} GPU(s) < {min} expected", nvidia::GPU_COUNT),
+                );
             }
             Field::Present(n) => met.push(format!("{n} GPU(s)")),
         }
@@ -523,10 +593,14 @@ fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
 
 fn compatibility_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
     let gfd = &facts.gfd;
-    if let Some(m) = [gfd.compute.malformed(), gfd.driver.malformed(), gfd.cuda_runtime.malformed()]
-        .into_iter()
-        .flatten()
-        .next()
+    if let Some(m) = [
+        gfd.compute.malformed(),
+        gfd.driver.malformed(),
+        gfd.cuda_runtime.malformed(),
+    ]
+    .into_iter()
+    .flatten()
+    .next()
     {
         return malformed(m);
     }
@@ -536,7 +610,9 @@ fn compatibility_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict 
     if let (Some(cc), Some(d)) = (cc, driver)
         && !compat::driver_supports_architecture(d, cc)
     {
-        let family = compat::family_of(cc).map(|f| f.to_string()).unwrap_or_else(|| "pre-Turing".into());
+        let family = compat::family_of(cc)
+            .map(|f| f.to_string())
+            .unwrap_or_else(|| "pre-Turing".into());
         return not_ready(
             "DriverDropsArchitecture",
             format!(
@@ -549,7 +625,10 @@ fn compatibility_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict 
 
     let Some(cuda) = spec.cuda_version.as_deref() else {
         return match (cc, driver) {
-            (Some(_), Some(d)) => ready("Compatible", format!("driver {d} supports this architecture; no CUDA version declared")),
+            (Some(_), Some(d)) => ready(
+                "Compatible",
+                format!("driver {d} supports this architecture; no CUDA version declared"),
+            ),
             _ => unknown(
                 "GfdLabelMissing",
                 "compute capability or driver version unknown: driver/architecture fit cannot be checked",
@@ -557,13 +636,21 @@ fn compatibility_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict 
         };
     };
     let Ok(cuda) = MajorMinor::parse(cuda) else {
-        return unknown("InvalidProfile", format!("spec.cudaVersion {cuda:?} is not major.minor"));
+        return unknown(
+            "InvalidProfile",
+            format!("spec.cudaVersion {cuda:?} is not major.minor"),
+        );
     };
     let Some(cc) = cc else {
-        return unknown("GfdLabelMissing", format!("{} is missing", nvidia::GPU_COMPUTE_MAJOR));
+        return unknown(
+            "GfdLabelMissing",
+            format!("{} is missing", nvidia::GPU_COMPUTE_MAJOR),
+        );
     };
     if !compat::cuda_supports_architecture(cuda, cc) {
-        let family = compat::family_of(cc).map(|f| f.to_string()).unwrap_or_else(|| "pre-Turing".into());
+        let family = compat::family_of(cc)
+            .map(|f| f.to_string())
+            .unwrap_or_else(|| "pre-Turing".into());
         return not_ready(
             "CudaDropsArchitecture",
             format!(
@@ -573,7 +660,10 @@ fn compatibility_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict 
         );
     }
     let Some(driver) = driver else {
-        return unknown("GfdLabelMissing", format!("{} is missing", nvidia::DRIVER_FULL));
+        return unknown(
+            "GfdLabelMissing",
+            format!("{} is missing", nvidia::DRIVER_FULL),
+        );
     };
     match compat::min_driver_for_cuda(cuda) {
         Some(min) if *driver < min => {
@@ -586,12 +676,17 @@ fn compatibility_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict 
         None => {
             return unknown(
                 "UnknownCudaRelease",
-                format!("CUDA {cuda} is not in gpuready's table of driver minimums: upgrade gpuready or check NVIDIA's release notes"),
+                format!(
+                    "CUDA {cuda} is not in gpuready's table of driver minimums: upgrade gpuready or check NVIDIA's release notes"
+                ),
             );
         }
     }
     match gfd.cuda_runtime.present() {
-        None => unknown("GfdLabelMissing", format!("{} is missing", nvidia::RUNTIME_FULL)),
+        None => unknown(
+            "GfdLabelMissing",
+            format!("{} is missing", nvidia::RUNTIME_FULL),
+        ),
         Some(rt) if *rt < cuda => not_ready(
             "CudaRuntimeTooOld",
             format!("the driver supports CUDA up to {rt}, the workloads need {cuda}"),

@@ -4,11 +4,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use gpuready_api::keys::{self, nfd, nvidia};
 use gpuready_api::Family;
+use gpuready_api::keys::{self, nfd, nvidia};
 use k8s_openapi::api::core::v1::{Node, NodeCondition, Taint};
 
-use crate::version::{parse_number, DriverVersion, MajorMinor};
+use crate::version::{DriverVersion, MajorMinor, parse_number};
 
 /// A value read from a label (or resource quantity).
 #[derive(Clone, Debug, PartialEq)]
@@ -198,7 +198,9 @@ impl NodeFacts {
                 message: String::new(),
             });
 
-        let quantities = |q: Option<&BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>>| {
+        let quantities = |q: Option<
+            &BTreeMap<String, k8s_openapi::apimachinery::pkg::api::resource::Quantity>,
+        >| {
             q.map(|m| {
                 m.iter()
                     .filter(|(k, _)| k.starts_with("nvidia.com/") || k.contains('/'))
@@ -231,7 +233,9 @@ impl NodeFacts {
                     .and_then(|a| a.get(ANNOTATION_TAINT))
                     .and_then(|v| v.split_once(':'))
                     .map(|(k, e)| (k.to_owned(), e.to_owned())),
-                released_at: annotations.and_then(|a| a.get(keys::ANNOTATION_RELEASED)).cloned(),
+                released_at: annotations
+                    .and_then(|a| a.get(keys::ANNOTATION_RELEASED))
+                    .cloned(),
             },
             name,
             labels,
@@ -241,7 +245,12 @@ impl NodeFacts {
 
 /// Keys gpuready's apply owns under `fieldsV1.<outer>.<inner>`: label keys
 /// (`f:<key>`) or condition types (`k:{"type":"<type>"}`).
-fn owned_keys(node: &Node, outer: &str, inner: &str, subresource: Option<&str>) -> BTreeSet<String> {
+fn owned_keys(
+    node: &Node,
+    outer: &str,
+    inner: &str,
+    subresource: Option<&str>,
+) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
     for entry in node.metadata.managed_fields.iter().flatten() {
         if entry.manager.as_deref() != Some(keys::FIELD_MANAGER)
@@ -308,7 +317,9 @@ fn parse_gfd(labels: &BTreeMap<String, String>) -> GfdFacts {
     let seen = labels.keys().any(|k| {
         k == nvidia::GFD_TIMESTAMP
             || k.starts_with("nvidia.com/cuda.")
-            || (k.starts_with("nvidia.com/gpu.") && k != nvidia::GPU_PRESENT && !k.starts_with("nvidia.com/gpu.deploy."))
+            || (k.starts_with("nvidia.com/gpu.")
+                && k != nvidia::GPU_PRESENT
+                && !k.starts_with("nvidia.com/gpu.deploy."))
     });
     GfdFacts {
         seen,
@@ -341,7 +352,9 @@ fn parse_compute(labels: &BTreeMap<String, String>) -> Field<MajorMinor> {
     let minor = field(labels, nvidia::GPU_COMPUTE_MINOR, parse_number::<u32>);
     match (major, minor) {
         (Field::Absent, Field::Absent) => Field::Absent,
-        (Field::Present(major), Field::Present(minor)) => Field::Present(MajorMinor { major, minor }),
+        (Field::Present(major), Field::Present(minor)) => {
+            Field::Present(MajorMinor { major, minor })
+        }
         (Field::Malformed(m), _) | (_, Field::Malformed(m)) => Field::Malformed(m),
         (Field::Absent, _) => Field::Malformed(Malformed {
             key: nvidia::GPU_COMPUTE_MAJOR.into(),
@@ -364,8 +377,16 @@ fn parse_driver(labels: &BTreeMap<String, String>) -> Field<DriverVersion> {
         return field(labels, nvidia::DRIVER_FULL, DriverVersion::parse);
     }
     for (maj_key, min_key, rev_key) in [
-        (nvidia::DRIVER_MAJOR, nvidia::DRIVER_MINOR, nvidia::DRIVER_REVISION),
-        (nvidia::DRIVER_MAJOR_OLD, nvidia::DRIVER_MINOR_OLD, nvidia::DRIVER_REV_OLD),
+        (
+            nvidia::DRIVER_MAJOR,
+            nvidia::DRIVER_MINOR,
+            nvidia::DRIVER_REVISION,
+        ),
+        (
+            nvidia::DRIVER_MAJOR_OLD,
+            nvidia::DRIVER_MINOR_OLD,
+            nvidia::DRIVER_REV_OLD,
+        ),
     ] {
         let Some(major) = labels.get(maj_key) else {
             continue;
@@ -454,18 +475,35 @@ mod tests {
     use super::*;
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
-        pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
     }
 
     #[test]
     fn pci_label_forms() {
-        assert!(is_nvidia_pci_label("feature.node.kubernetes.io/pci-10de.present"));
-        assert!(is_nvidia_pci_label("feature.node.kubernetes.io/pci-0300_10de.present"));
-        assert!(is_nvidia_pci_label("feature.node.kubernetes.io/pci-0302_10de.present"));
-        assert!(is_nvidia_pci_label("feature.node.kubernetes.io/pci-0302_10de_2335.present"));
-        assert!(!is_nvidia_pci_label("feature.node.kubernetes.io/pci-0300_1002.present"));
-        assert!(!is_nvidia_pci_label("feature.node.kubernetes.io/pci-10de.sriov.capable"));
-        assert!(!is_nvidia_pci_label("feature.node.kubernetes.io/pci-0300_8086_10de.present"));
+        assert!(is_nvidia_pci_label(
+            "feature.node.kubernetes.io/pci-10de.present"
+        ));
+        assert!(is_nvidia_pci_label(
+            "feature.node.kubernetes.io/pci-0300_10de.present"
+        ));
+        assert!(is_nvidia_pci_label(
+            "feature.node.kubernetes.io/pci-0302_10de.present"
+        ));
+        assert!(is_nvidia_pci_label(
+            "feature.node.kubernetes.io/pci-0302_10de_2335.present"
+        ));
+        assert!(!is_nvidia_pci_label(
+            "feature.node.kubernetes.io/pci-0300_1002.present"
+        ));
+        assert!(!is_nvidia_pci_label(
+            "feature.node.kubernetes.io/pci-10de.sriov.capable"
+        ));
+        assert!(!is_nvidia_pci_label(
+            "feature.node.kubernetes.io/pci-0300_8086_10de.present"
+        ));
     }
 
     #[test]
@@ -486,7 +524,10 @@ mod tests {
         assert_eq!(old_two_part.present().unwrap().as_str(), "570.26");
         let bad = parse_driver(&labels(&[(nvidia::DRIVER_FULL, "580")]));
         assert_eq!(bad.malformed().unwrap().key, nvidia::DRIVER_FULL);
-        let no_minor = parse_driver(&labels(&[(nvidia::DRIVER_MAJOR_OLD, "570"), (nvidia::DRIVER_REV_OLD, "")]));
+        let no_minor = parse_driver(&labels(&[
+            (nvidia::DRIVER_MAJOR_OLD, "570"),
+            (nvidia::DRIVER_REV_OLD, ""),
+        ]));
         assert_eq!(no_minor.malformed().unwrap().key, nvidia::DRIVER_MINOR_OLD);
     }
 
@@ -494,7 +535,10 @@ mod tests {
     fn cuda_runtime_spellings() {
         let full = parse_cuda_runtime(&labels(&[(nvidia::RUNTIME_FULL, "13.0")]));
         assert_eq!(full, Field::Present(MajorMinor::new(13, 0)));
-        let old = parse_cuda_runtime(&labels(&[(nvidia::RUNTIME_MAJOR_OLD, "12"), (nvidia::RUNTIME_MINOR_OLD, "4")]));
+        let old = parse_cuda_runtime(&labels(&[
+            (nvidia::RUNTIME_MAJOR_OLD, "12"),
+            (nvidia::RUNTIME_MINOR_OLD, "4"),
+        ]));
         assert_eq!(old, Field::Present(MajorMinor::new(12, 4)));
         let bad = parse_cuda_runtime(&labels(&[(nvidia::RUNTIME_MAJOR, "12")]));
         assert!(bad.malformed().is_some());

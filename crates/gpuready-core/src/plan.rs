@@ -12,7 +12,7 @@ use kube_core::ResourceExt;
 use serde::Serialize;
 
 use crate::evaluate::{LayerReport, Status};
-use crate::facts::{NodeFacts, ANNOTATION_TAINT};
+use crate::facts::{ANNOTATION_TAINT, NodeFacts};
 
 /// Node conditions carry a human message; keep it readable in `kubectl describe`.
 const MAX_CONDITION_MESSAGE: usize = 1024;
@@ -76,10 +76,17 @@ fn retaint(
     profile_key: Option<&str>,
     want: Option<&Taint>,
 ) -> Option<(Vec<Taint>, &'static str)> {
-    let ours: Vec<&Taint> = facts.taints.iter().filter(|t| is_ours(t, facts, profile_key)).collect();
+    let ours: Vec<&Taint> = facts
+        .taints
+        .iter()
+        .filter(|t| is_ours(t, facts, profile_key))
+        .collect();
     let same = match want {
         Some(w) => {
-            ours.len() == 1 && ours[0].key == w.key && ours[0].effect == w.effect && ours[0].value == w.value
+            ours.len() == 1
+                && ours[0].key == w.key
+                && ours[0].effect == w.effect
+                && ours[0].value == w.value
         }
         None => ours.is_empty(),
     };
@@ -141,7 +148,10 @@ pub fn gpu_ready_condition(profile: &str, report: &LayerReport) -> (String, Stri
     } else {
         "Unknown"
     };
-    let reason = failures.first().map(|l| l.reason.clone()).unwrap_or_default();
+    let reason = failures
+        .first()
+        .map(|l| l.reason.clone())
+        .unwrap_or_default();
     let message = failures
         .iter()
         .map(|l| format!("{}: {}", l.layer, l.message))
@@ -184,9 +194,9 @@ fn plan_conditions(
             c.status == status
                 && c.reason.as_deref() == Some(reason.as_str())
                 && c.message.as_deref() == Some(message.as_str())
-                && c.last_heartbeat_time
-                    .as_ref()
-                    .is_some_and(|hb| opts.now.as_second() - hb.0.as_second() < opts.heartbeat_seconds)
+                && c.last_heartbeat_time.as_ref().is_some_and(|hb| {
+                    opts.now.as_second() - hb.0.as_second() < opts.heartbeat_seconds
+                })
         });
         stale |= !unchanged;
         out.push(NodeCondition {
@@ -199,17 +209,18 @@ fn plan_conditions(
         });
     }
     // A condition type gpuready owns but no longer wants: the apply removes it.
-    let dropped = facts
-        .owned
-        .conditions
-        .iter()
-        .any(|t| !out.iter().any(|c| &c.type_ == t) && facts.gpu_conditions.iter().any(|c| &c.type_ == t));
+    let dropped = facts.owned.conditions.iter().any(|t| {
+        !out.iter().any(|c| &c.type_ == t) && facts.gpu_conditions.iter().any(|c| &c.type_ == t)
+    });
     (stale || dropped).then_some(out)
 }
 
 /// `None` when the node already carries exactly these values for gpuready's keys
 /// and no owned key is left over.
-fn plan_labels(facts: &NodeFacts, desired: BTreeMap<String, String>) -> Option<BTreeMap<String, String>> {
+fn plan_labels(
+    facts: &NodeFacts,
+    desired: BTreeMap<String, String>,
+) -> Option<BTreeMap<String, String>> {
     let differs = desired.iter().any(|(k, v)| facts.labels.get(k) != Some(v));
     let leftover = facts
         .owned
@@ -243,7 +254,10 @@ pub fn plan_governed(
         effect: spec.taint.effect.as_str().to_owned(),
         time_added: None,
     };
-    let has_ours = facts.taints.iter().any(|t| is_ours(t, facts, Some(&spec.taint.key)));
+    let has_ours = facts
+        .taints
+        .iter()
+        .any(|t| is_ours(t, facts, Some(&spec.taint.key)));
     let held = want_taint && !has_ours && opts.hold_new_taints;
     let want = (want_taint && !held).then_some(&taint);
     let retainted = retaint(facts, Some(&spec.taint.key), want);
@@ -253,14 +267,24 @@ pub fn plan_governed(
         (Some(_), None) => None,
         (None, _) => current_taint_annotation(facts).filter(|_| has_ours),
     };
-    annotation_change(ANNOTATION_TAINT, taint_after, current_taint_annotation(facts).as_ref(), &mut annotations);
+    annotation_change(
+        ANNOTATION_TAINT,
+        taint_after,
+        current_taint_annotation(facts).as_ref(),
+        &mut annotations,
+    );
     let mut summary = retainted.as_ref().map(|(_, w)| (*w).to_owned());
     if spec.taint_policy == TaintPolicy::UntilFirstReady && ready && !released {
-        annotations.insert(keys::ANNOTATION_RELEASED.to_owned(), Some(opts.now.to_string()));
+        annotations.insert(
+            keys::ANNOTATION_RELEASED.to_owned(),
+            Some(opts.now.to_string()),
+        );
         summary.get_or_insert_with(|| "marker".to_owned());
     }
     let taint_change = (retainted.is_some() || !annotations.is_empty()).then(|| TaintChange {
-        taints: retainted.map(|(t, _)| t).unwrap_or_else(|| facts.taints.clone()),
+        taints: retainted
+            .map(|(t, _)| t)
+            .unwrap_or_else(|| facts.taints.clone()),
         annotations,
         summary: summary.unwrap_or_else(|| "annotations".to_owned()),
     });
@@ -276,7 +300,12 @@ pub fn plan_governed(
 
     // Conditions.
     let (status, reason, message) = gpu_ready_condition(&name, report);
-    let mut desired = vec![(keys::CONDITION_GPU_READY.to_owned(), status, reason, message)];
+    let mut desired = vec![(
+        keys::CONDITION_GPU_READY.to_owned(),
+        status,
+        reason,
+        message,
+    )];
     if spec.per_layer_node_conditions {
         for l in &report.layers {
             desired.push((
@@ -336,11 +365,17 @@ pub fn plan_release(facts: &NodeFacts) -> NodeChanges {
         }
     }
     let taint = (retainted.is_some() || !annotations.is_empty()).then(|| TaintChange {
-        taints: retainted.map(|(t, _)| t).unwrap_or_else(|| facts.taints.clone()),
+        taints: retainted
+            .map(|(t, _)| t)
+            .unwrap_or_else(|| facts.taints.clone()),
         annotations,
         summary: "remove".to_owned(),
     });
-    let owns_labels = facts.owned.labels.iter().any(|k| facts.labels.contains_key(k));
+    let owns_labels = facts
+        .owned
+        .labels
+        .iter()
+        .any(|k| facts.labels.contains_key(k));
     let owns_conditions = facts
         .owned
         .conditions

@@ -35,9 +35,9 @@ pub fn matches(pattern: &str, product: &str) -> bool {
     };
     // A pattern like `NVIDIA-*` normalizes to `*`; match the raw forms too so a
     // glob over the prefix itself still works.
-    [(pat, prod), (pattern, product)].iter().any(|(pat, prod)| {
-        glob::Pattern::new(pat).is_ok_and(|g| g.matches_with(prod, opts))
-    })
+    [(pat, prod), (pattern, product)]
+        .iter()
+        .any(|(pat, prod)| glob::Pattern::new(pat).is_ok_and(|g| g.matches_with(prod, opts)))
 }
 
 pub fn matches_any(patterns: &[String], product: &str) -> bool {
@@ -52,10 +52,19 @@ mod tests {
     fn prefix_and_suffix_tolerance() {
         assert!(matches("NVIDIA-GeForce-RTX-3090", "GeForce-RTX-3090"));
         assert!(matches("GeForce-RTX-3090", "NVIDIA-GeForce-RTX-3090"));
-        assert!(matches("NVIDIA-A100-SXM4-40GB", "NVIDIA-A100-SXM4-40GB-SHARED"));
-        assert!(matches("nvidia-geforce-rtx-3090", "NVIDIA-GeForce-RTX-3090"));
+        assert!(matches(
+            "NVIDIA-A100-SXM4-40GB",
+            "NVIDIA-A100-SXM4-40GB-SHARED"
+        ));
+        assert!(matches(
+            "nvidia-geforce-rtx-3090",
+            "NVIDIA-GeForce-RTX-3090"
+        ));
         assert!(matches("Quadro-M5000", "Quadro-M5000"));
-        assert!(!matches("NVIDIA-GeForce-RTX-3090", "NVIDIA-GeForce-RTX-3090-Ti"));
+        assert!(!matches(
+            "NVIDIA-GeForce-RTX-3090",
+            "NVIDIA-GeForce-RTX-3090-Ti"
+        ));
     }
 
     #[test]
@@ -63,7 +72,10 @@ mod tests {
         assert!(matches("*RTX-30*", "NVIDIA-GeForce-RTX-3050"));
         assert!(matches("NVIDIA-H1??-*", "NVIDIA-H100-80GB-HBM3"));
         assert!(matches("H100*", "NVIDIA-H100-80GB-HBM3"));
-        assert!(matches("*-MIG-1g.10gb", "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb"));
+        assert!(matches(
+            "*-MIG-1g.10gb",
+            "NVIDIA-H100-80GB-HBM3-MIG-1g.10gb"
+        ));
         assert!(!matches("*RTX-40*", "NVIDIA-GeForce-RTX-3050"));
         assert!(!matches("[", "anything"));
     }

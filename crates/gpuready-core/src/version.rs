@@ -126,7 +126,15 @@ mod tests {
 
     #[test]
     fn driver_versions_reject_garbage() {
-        for bad in ["", "580", "580.65.06.1", "580.x.1", "580..1", "v580.65", "580.65."] {
+        for bad in [
+            "",
+            "580",
+            "580.65.06.1",
+            "580.x.1",
+            "580..1",
+            "v580.65",
+            "580.65.",
+        ] {
             assert!(DriverVersion::parse(bad).is_err(), "{bad:?} should fail");
         }
     }
