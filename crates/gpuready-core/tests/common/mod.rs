@@ -1,0 +1,614 @@
+//! Test helpers shared by gpuready-core's integration tests: a `NodeBuilder` that
+//! reads like the node it describes, profiles from YAML, and `apply`, an in-memory
+//! stand-in for the API server that writes `NodeChanges` onto a Node the way the
+//! controller's requests would (merge patch of taints + annotations, server-side
+//! apply of labels and of status conditions, with managedFields).
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use gpuready_api::keys::{self, nvidia};
+use gpuready_api::{GpuNodeProfile, GpuNodeProfileSpec, Layer};
+use gpuready_core::evaluate::{LayerReport, LayerResult, Status};
+use gpuready_core::plan::{NodeChanges, PlanOptions};
+use gpuready_core::{NodeAssessment, NodeFacts};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus, Taint};
+use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    FieldsV1, ManagedFieldsEntry, ObjectMeta, Time,
+};
+use kube_core::Selector;
+use serde_json::{Value, json};
+
+/// The instant every test judges at (the examples' `--now`).
+pub const NOW: &str = "2026-11-29T12:00:00Z";
+
+pub fn now() -> Timestamp {
+    NOW.parse().expect("NOW is RFC 3339")
+}
+
+/// `NOW` shifted by `secs` (negative: in the past).
+pub fn at(secs: i64) -> Timestamp {
+    Timestamp::from_second(now().as_second() + secs).expect("in range")
+}
+
+/// Unix seconds `secs` before `NOW`, as GFD writes `gfd.timestamp`.
+pub fn seconds_ago(secs: i64) -> String {
+    (now().as_second() - secs).to_string()
+}
+
+/// The label every test profile selects on.
+pub const POOL: (&str, &str) = ("gpu-pool", "test");
+
+/// A Node as a test describes it. Starts empty but for kubelet `Ready=True`.
+#[derive(Clone, Debug)]
+pub struct NodeBuilder {
+    node: Node,
+}
+
+impl NodeBuilder {
+    /// A node with no labels, no resources, kubelet Ready.
+    pub fn bare(name: &str) -> Self {
+        NodeBuilder {
+            node: Node {
+                metadata: ObjectMeta {
+                    name: Some(name.to_owned()),
+                    ..ObjectMeta::default()
+                },
+                spec: Some(NodeSpec::default()),
+                status: Some(NodeStatus::default()),
+            },
+        }
+        .kubelet("True", "KubeletReady", "kubelet is posting ready status")
+    }
+
+    /// A healthy RTX 3090 node in the test pool, labelled the way the device
+    /// plugin chart's GFD + NFD label it (shared/reference/gpu-node-facts.md §1, §3):
+    /// driver 580.178.04, CUDA 13.0, `pci-0300_10de`, one GPU allocatable, GFD
+    /// timestamp 45 s old.
+    pub fn gpu(name: &str) -> Self {
+        NodeBuilder::bare(name)
+            .label(POOL.0, POOL.1)
+            .label("kubernetes.io/hostname", name)
+            .label("feature.node.kubernetes.io/cpu-model.vendor_id", "AMD")
+            .label("feature.node.kubernetes.io/pci-0300_10de.present", "true")
+            .label(nvidia::GFD_TIMESTAMP, &seconds_ago(45))
+            .label(nvidia::GPU_PRODUCT, "NVIDIA-GeForce-RTX-3090")
+            .label(nvidia::GPU_MEMORY, "24576")
+            .label(nvidia::GPU_COUNT, "1")
+            .label(nvidia::GPU_REPLICAS, "1")
+            .label("nvidia.com/gpu.sharing-strategy", "none")
+            .label("nvidia.com/gpu.mode", "graphics")
+            .label("nvidia.com/gpu.machine", "Standard-PC-Q35-ICH9-2009")
+            .label("nvidia.com/mig.capable", "false")
+            .label("nvidia.com/mps.capable", "false")
+            .label("nvidia.com/vgpu.present", "false")
+            .compute(8, 6)
+            .label(nvidia::GPU_FAMILY, "ampere")
+            .driver("580.178.04")
+            .cuda_runtime("13.0")
+            .gpus(1, 1)
+    }
+
+    /// GTX 1070 8 GB, Pascal 6.1, on the R580 branch (580.95.05, CUDA 13.0).
+    pub fn gtx1070(name: &str) -> Self {
+        NodeBuilder::gpu(name)
+            .label(nvidia::GPU_PRODUCT, "NVIDIA-GeForce-GTX-1070")
+            .label(nvidia::GPU_MEMORY, "8192")
+            .compute(6, 1)
+            .label(nvidia::GPU_FAMILY, "pascal")
+            .driver("580.95.05")
+    }
+
+    /// Quadro M5000 8 GB, Maxwell 5.2: its NVML name has no `NVIDIA ` prefix.
+    pub fn quadro_m5000(name: &str) -> Self {
+        NodeBuilder::gpu(name)
+            .label(nvidia::GPU_PRODUCT, "Quadro-M5000")
+            .label(nvidia::GPU_MEMORY, "8192")
+            .compute(5, 2)
+            .label(nvidia::GPU_FAMILY, "maxwell")
+            .driver("580.95.05")
+    }
+
+    /// RTX 4070 Ti SUPER 16 GB, Ada 8.9 (16376 MiB as NVML reports it).
+    pub fn rtx4070tis(name: &str) -> Self {
+        NodeBuilder::gpu(name)
+            .label(nvidia::GPU_PRODUCT, "NVIDIA-GeForce-RTX-4070-Ti-SUPER")
+            .label(nvidia::GPU_MEMORY, "16376")
+            .compute(8, 9)
+            .label(nvidia::GPU_FAMILY, "ada-lovelace")
+    }
+
+    /// A100-SXM4-40GB under the GPU operator with MIG `mixed`: 3g.20gb + 2g.10gb +
+    /// 1g.5gb, no `nvidia.com/gpu` resource, `pci-10de` from the operator's NFD values.
+    pub fn a100_mig_mixed(name: &str) -> Self {
+        NodeBuilder::gpu(name)
+            .unlabel("feature.node.kubernetes.io/pci-0300_10de.present")
+            .label("feature.node.kubernetes.io/pci-10de.present", "true")
+            .label(nvidia::GPU_PRESENT, "true")
+            .label(nvidia::GPU_PRODUCT, "NVIDIA-A100-SXM4-40GB")
+            .label(nvidia::GPU_MEMORY, "40960")
+            .label(nvidia::GPU_REPLICAS, "0")
+            .label("nvidia.com/gpu.mode", "compute")
+            .label("nvidia.com/mig.capable", "true")
+            .label(nvidia::MIG_STRATEGY, "mixed")
+            .label("nvidia.com/mig-1g.5gb.count", "1")
+            .label(
+                "nvidia.com/mig-1g.5gb.product",
+                "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb",
+            )
+            .compute(8, 0)
+            .no_resource(nvidia::GPU_RESOURCE)
+            .resource("nvidia.com/mig-1g.5gb", "1", "1")
+            .resource("nvidia.com/mig-2g.10gb", "1", "1")
+            .resource("nvidia.com/mig-3g.20gb", "1", "1")
+    }
+
+    pub fn label(mut self, key: &str, value: &str) -> Self {
+        self.node
+            .metadata
+            .labels
+            .get_or_insert_with(BTreeMap::new)
+            .insert(key.to_owned(), value.to_owned());
+        self
+    }
+
+    pub fn unlabel(mut self, key: &str) -> Self {
+        if let Some(l) = self.node.metadata.labels.as_mut() {
+            l.remove(key);
+        }
+        self
+    }
+
+    /// Removes every label whose key starts with `prefix`.
+    pub fn unlabel_prefix(mut self, prefix: &str) -> Self {
+        if let Some(l) = self.node.metadata.labels.as_mut() {
+            l.retain(|k, _| !k.starts_with(prefix));
+        }
+        self
+    }
+
+    pub fn annotate(mut self, key: &str, value: &str) -> Self {
+        self.node
+            .metadata
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(key.to_owned(), value.to_owned());
+        self
+    }
+
+    /// `gpu.compute.major` / `.minor`.
+    pub fn compute(self, major: u32, minor: u32) -> Self {
+        self.label(nvidia::GPU_COMPUTE_MAJOR, &major.to_string())
+            .label(nvidia::GPU_COMPUTE_MINOR, &minor.to_string())
+    }
+
+    /// Every driver label GFD ≥ v0.15 writes for this NVML version string: the
+    /// `cuda.driver-version.*` keys and the deprecated `cuda.driver.*` ones, with
+    /// `rev=""` for a 2-part version.
+    pub fn driver(self, version: &str) -> Self {
+        let parts: Vec<&str> = version.split('.').collect();
+        let (major, minor, rev) = (
+            parts.first().copied().unwrap_or(""),
+            parts.get(1).copied().unwrap_or(""),
+            parts.get(2).copied().unwrap_or(""),
+        );
+        self.label(nvidia::DRIVER_FULL, version)
+            .label(nvidia::DRIVER_MAJOR, major)
+            .label(nvidia::DRIVER_MINOR, minor)
+            .label(nvidia::DRIVER_REVISION, rev)
+            .label(nvidia::DRIVER_MAJOR_OLD, major)
+            .label(nvidia::DRIVER_MINOR_OLD, minor)
+            .label(nvidia::DRIVER_REV_OLD, rev)
+    }
+
+    /// Only the deprecated `cuda.driver.*` keys, as GFD before v0.15 wrote them.
+    pub fn old_gfd_driver(self, major: &str, minor: &str, rev: &str) -> Self {
+        self.no_driver()
+            .label(nvidia::DRIVER_MAJOR_OLD, major)
+            .label(nvidia::DRIVER_MINOR_OLD, minor)
+            .label(nvidia::DRIVER_REV_OLD, rev)
+    }
+
+    pub fn no_driver(self) -> Self {
+        self.unlabel_prefix("nvidia.com/cuda.driver")
+    }
+
+    /// `cuda.runtime-version.*` and the deprecated `cuda.runtime.*`.
+    pub fn cuda_runtime(self, version: &str) -> Self {
+        let (major, minor) = version.split_once('.').unwrap_or((version, ""));
+        self.label(nvidia::RUNTIME_FULL, version)
+            .label(nvidia::RUNTIME_MAJOR, major)
+            .label(nvidia::RUNTIME_MINOR, minor)
+            .label(nvidia::RUNTIME_MAJOR_OLD, major)
+            .label(nvidia::RUNTIME_MINOR_OLD, minor)
+    }
+
+    pub fn no_cuda_runtime(self) -> Self {
+        self.unlabel_prefix("nvidia.com/cuda.runtime")
+    }
+
+    /// Drops every label GFD writes (keeps `gpu.present` and `gpu.deploy.*`).
+    pub fn no_gfd(self) -> Self {
+        let mut b = self
+            .unlabel_prefix("nvidia.com/cuda.")
+            .unlabel_prefix("nvidia.com/mig")
+            .unlabel_prefix("nvidia.com/mps.")
+            .unlabel_prefix("nvidia.com/vgpu.")
+            .unlabel(nvidia::GFD_TIMESTAMP);
+        if let Some(l) = b.node.metadata.labels.as_mut() {
+            l.retain(|k, _| {
+                !k.starts_with("nvidia.com/gpu.")
+                    || k == nvidia::GPU_PRESENT
+                    || k.starts_with("nvidia.com/gpu.deploy.")
+            });
+        }
+        b
+    }
+
+    pub fn no_nfd(self) -> Self {
+        self.unlabel_prefix("feature.node.kubernetes.io/")
+    }
+
+    /// `nvidia.com/gpu` capacity and allocatable.
+    pub fn gpus(self, capacity: u32, allocatable: u32) -> Self {
+        self.resource(
+            nvidia::GPU_RESOURCE,
+            &capacity.to_string(),
+            &allocatable.to_string(),
+        )
+    }
+
+    pub fn resource(mut self, name: &str, capacity: &str, allocatable: &str) -> Self {
+        let status = self.node.status.get_or_insert_with(NodeStatus::default);
+        status
+            .capacity
+            .get_or_insert_with(BTreeMap::new)
+            .insert(name.to_owned(), Quantity(capacity.to_owned()));
+        status
+            .allocatable
+            .get_or_insert_with(BTreeMap::new)
+            .insert(name.to_owned(), Quantity(allocatable.to_owned()));
+        self
+    }
+
+    pub fn no_resource(mut self, name: &str) -> Self {
+        if let Some(s) = self.node.status.as_mut() {
+            for m in [s.capacity.as_mut(), s.allocatable.as_mut()]
+                .into_iter()
+                .flatten()
+            {
+                m.remove(name);
+            }
+        }
+        self
+    }
+
+    /// kubelet's `Ready` condition.
+    pub fn kubelet(self, status: &str, reason: &str, message: &str) -> Self {
+        self.no_kubelet_condition().condition(NodeCondition {
+            type_: "Ready".into(),
+            status: status.into(),
+            reason: Some(reason.into()),
+            message: Some(message.into()),
+            last_heartbeat_time: Some(Time(at(-20))),
+            last_transition_time: Some(Time(at(-86_400))),
+        })
+    }
+
+    pub fn kubelet_not_ready(self, message: &str) -> Self {
+        self.kubelet("False", "KubeletNotReady", message)
+    }
+
+    pub fn no_kubelet_condition(mut self) -> Self {
+        if let Some(c) = self
+            .node
+            .status
+            .as_mut()
+            .and_then(|s| s.conditions.as_mut())
+        {
+            c.retain(|c| c.type_ != "Ready");
+        }
+        self
+    }
+
+    pub fn condition(mut self, c: NodeCondition) -> Self {
+        let conds = self
+            .node
+            .status
+            .get_or_insert_with(NodeStatus::default)
+            .conditions
+            .get_or_insert_with(Vec::new);
+        conds.retain(|x| x.type_ != c.type_);
+        conds.push(c);
+        self
+    }
+
+    pub fn taint(mut self, key: &str, value: &str, effect: &str) -> Self {
+        self.node
+            .spec
+            .get_or_insert_with(NodeSpec::default)
+            .taints
+            .get_or_insert_with(Vec::new)
+            .push(taint(key, value, effect));
+        self
+    }
+
+    /// A managedFields entry claiming these labels for gpuready's apply.
+    pub fn owned_by_gpuready(mut self, labels: &[&str], conditions: &[&str]) -> Self {
+        let labels: BTreeSet<String> = labels.iter().map(|s| s.to_string()).collect();
+        let conditions: BTreeSet<String> = conditions.iter().map(|s| s.to_string()).collect();
+        set_owned_labels(&mut self.node, &labels);
+        set_owned_conditions(&mut self.node, &conditions);
+        self
+    }
+
+    pub fn build(self) -> Node {
+        self.node
+    }
+
+    pub fn facts(&self) -> NodeFacts {
+        NodeFacts::from_node(&self.node)
+    }
+}
+
+pub fn taint(key: &str, value: &str, effect: &str) -> Taint {
+    Taint {
+        key: key.to_owned(),
+        value: Some(value.to_owned()).filter(|v| !v.is_empty()),
+        effect: effect.to_owned(),
+        time_added: None,
+    }
+}
+
+/// `key=value:effect` for each taint, in order.
+pub fn taint_strings(taints: &[Taint]) -> Vec<String> {
+    taints
+        .iter()
+        .map(|t| {
+            format!(
+                "{}={}:{}",
+                t.key,
+                t.value.as_deref().unwrap_or(""),
+                t.effect
+            )
+        })
+        .collect()
+}
+
+pub fn node_taints(node: &Node) -> Vec<String> {
+    taint_strings(
+        node.spec
+            .as_ref()
+            .and_then(|s| s.taints.as_deref())
+            .unwrap_or(&[]),
+    )
+}
+
+/// A GpuNodeProfile selecting `gpu-pool=test`, with `spec` given as YAML (empty
+/// for the defaults). A `nodeSelector` in the YAML replaces the default one.
+pub fn profile(name: &str, spec_yaml: &str) -> GpuNodeProfile {
+    GpuNodeProfile::new(name, spec(spec_yaml))
+}
+
+pub fn spec(spec_yaml: &str) -> GpuNodeProfileSpec {
+    let mut v: Value = if spec_yaml.trim().is_empty() {
+        json!({})
+    } else {
+        serde_yaml_ng::from_str(spec_yaml).expect("test profile YAML parses")
+    };
+    let obj = v.as_object_mut().expect("spec YAML is a mapping");
+    obj.entry("nodeSelector")
+        .or_insert_with(|| json!({"matchLabels": {POOL.0: POOL.1}}));
+    let spec: GpuNodeProfileSpec = serde_json::from_value(v).expect("test profile spec is valid");
+    assert_eq!(spec.validate(), vec![], "test profile must pass validation");
+    spec
+}
+
+/// Evaluates a node under a profile spec at `NOW`.
+pub fn judge(spec_yaml: &str, node: &NodeBuilder) -> LayerReport {
+    gpuready_core::evaluate(&spec(spec_yaml), &node.facts(), now())
+}
+
+pub trait ReportExt {
+    /// The layer's result, asserting its status and reason.
+    fn expect(&self, layer: Layer, status: Status, reason: &str) -> &LayerResult;
+}
+
+impl ReportExt for LayerReport {
+    #[track_caller]
+    fn expect(&self, layer: Layer, status: Status, reason: &str) -> &LayerResult {
+        let r = self
+            .get(layer)
+            .unwrap_or_else(|| panic!("no {layer} layer"));
+        assert_eq!(
+            (r.status, r.reason.as_str()),
+            (status, reason),
+            "{layer}: {}",
+            r.message
+        );
+        r
+    }
+}
+
+pub trait ResultExt {
+    /// Asserts the message contains every fragment.
+    fn mentions(&self, fragments: &[&str]) -> &Self;
+}
+
+impl ResultExt for LayerResult {
+    #[track_caller]
+    fn mentions(&self, fragments: &[&str]) -> &Self {
+        for f in fragments {
+            assert!(
+                self.message.contains(f),
+                "{} message {:?} should mention {f:?}",
+                self.layer,
+                self.message
+            );
+        }
+        self
+    }
+}
+
+/// Plan options at `NOW`: 5-minute heartbeat, no brake.
+pub fn opts() -> PlanOptions {
+    PlanOptions {
+        now: now(),
+        heartbeat_seconds: 300,
+        hold_new_taints: false,
+    }
+}
+
+/// Assesses a node against profiles (selectors parsed here).
+pub fn assess_with(node: &Node, profiles: &[GpuNodeProfile], opts: &PlanOptions) -> NodeAssessment {
+    let selectors: Vec<Selector> = profiles
+        .iter()
+        .map(|p| gpuready_core::select::profile_selector(p).expect("selector parses"))
+        .collect();
+    let pairs: Vec<(&GpuNodeProfile, &Selector)> = profiles.iter().zip(selectors.iter()).collect();
+    gpuready_core::assess(&NodeFacts::from_node(node), &pairs, opts)
+}
+
+/// Applies planned changes, then plans again with the same options: what the
+/// controller's next reconcile would do.
+pub fn reconcile_twice(
+    node: &Node,
+    profiles: &[GpuNodeProfile],
+    opts: &PlanOptions,
+) -> (NodeAssessment, Node, NodeAssessment) {
+    let first = assess_with(node, profiles, opts);
+    let mut after = node.clone();
+    apply(&mut after, &first.changes);
+    let second = assess_with(&after, profiles, opts);
+    (first, after, second)
+}
+
+// ---- the in-memory API server ----
+
+const FIELDS_TYPE: &str = "FieldsV1";
+
+/// Writes `changes` onto `node` as the API server would after gpuready's requests:
+/// - `taint`: a merge patch replacing `spec.taints` and setting (`Some`) or
+///   deleting (`None`) annotations, in one request;
+/// - `labels`: a server-side apply by manager `gpuready`: keys it owned before and
+///   left out are deleted, the given ones set, and ownership becomes exactly them;
+/// - `conditions`: the same on the status subresource, keyed by condition type.
+pub fn apply(node: &mut Node, changes: &NodeChanges) {
+    if let Some(t) = &changes.taint {
+        let spec = node.spec.get_or_insert_with(NodeSpec::default);
+        spec.taints = (!t.taints.is_empty()).then(|| t.taints.clone());
+        let ann = node.metadata.annotations.get_or_insert_with(BTreeMap::new);
+        for (k, v) in &t.annotations {
+            match v {
+                Some(v) => {
+                    ann.insert(k.clone(), v.clone());
+                }
+                None => {
+                    ann.remove(k);
+                }
+            }
+        }
+        if ann.is_empty() {
+            node.metadata.annotations = None;
+        }
+    }
+    if let Some(want) = &changes.labels {
+        let before = NodeFacts::from_node(node).owned.labels;
+        let labels = node.metadata.labels.get_or_insert_with(BTreeMap::new);
+        for k in before.iter().filter(|k| !want.contains_key(*k)) {
+            labels.remove(k);
+        }
+        labels.extend(want.iter().map(|(k, v)| (k.clone(), v.clone())));
+        set_owned_labels(node, &want.keys().cloned().collect());
+    }
+    if let Some(want) = &changes.conditions {
+        let before = NodeFacts::from_node(node).owned.conditions;
+        let conds = node
+            .status
+            .get_or_insert_with(NodeStatus::default)
+            .conditions
+            .get_or_insert_with(Vec::new);
+        // Owned before and left out of this apply: deleted.
+        conds.retain(|c| !before.contains(&c.type_) || want.iter().any(|w| w.type_ == c.type_));
+        for w in want {
+            match conds.iter_mut().find(|c| c.type_ == w.type_) {
+                Some(c) => *c = w.clone(),
+                None => conds.push(w.clone()),
+            }
+        }
+        set_owned_conditions(node, &want.iter().map(|c| c.type_.clone()).collect());
+    }
+}
+
+fn set_managed(node: &mut Node, subresource: Option<&str>, fields: Option<Value>) {
+    let entries = node.metadata.managed_fields.get_or_insert_with(Vec::new);
+    entries.retain(|e| {
+        !(e.manager.as_deref() == Some(keys::FIELD_MANAGER)
+            && e.operation.as_deref() == Some("Apply")
+            && e.subresource.as_deref() == subresource)
+    });
+    if let Some(fields) = fields {
+        entries.push(ManagedFieldsEntry {
+            api_version: Some("v1".into()),
+            fields_type: Some(FIELDS_TYPE.into()),
+            fields_v1: Some(FieldsV1(fields)),
+            manager: Some(keys::FIELD_MANAGER.into()),
+            operation: Some("Apply".into()),
+            subresource: subresource.map(str::to_owned),
+            time: Some(Time(now())),
+        });
+    }
+    if entries.is_empty() {
+        node.metadata.managed_fields = None;
+    }
+}
+
+/// The API server drops a manager's entry once it owns nothing.
+fn set_owned_labels(node: &mut Node, labels: &BTreeSet<String>) {
+    let fields = (!labels.is_empty()).then(|| {
+        let inner: serde_json::Map<String, Value> = labels
+            .iter()
+            .map(|k| (format!("f:{k}"), json!({})))
+            .collect();
+        json!({"f:metadata": {"f:labels": inner}})
+    });
+    set_managed(node, None, fields);
+}
+
+fn set_owned_conditions(node: &mut Node, types: &BTreeSet<String>) {
+    let fields = (!types.is_empty()).then(|| {
+        let inner: serde_json::Map<String, Value> = types
+            .iter()
+            .map(|t| {
+                (
+                    format!("k:{}", json!({"type": t})),
+                    json!({".": {}, "f:lastHeartbeatTime": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:reason": {}, "f:status": {}, "f:type": {}}),
+                )
+            })
+            .collect();
+        json!({"f:status": {"f:conditions": inner}})
+    });
+    set_managed(node, Some("status"), fields);
+}
+
+/// The node's condition of this type.
+pub fn condition<'a>(node: &'a Node, type_: &str) -> Option<&'a NodeCondition> {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == type_))
+}
+
+pub fn labels_of(node: &Node) -> BTreeMap<String, String> {
+    node.metadata.labels.clone().unwrap_or_default()
+}
+
+pub fn annotation<'a>(node: &'a Node, key: &str) -> Option<&'a str> {
+    node.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(key))
+        .map(String::as_str)
+}
