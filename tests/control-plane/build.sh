@@ -101,9 +101,18 @@ PY
   done
 }
 
+# Every binary must run, and the two we build must be the pinned releases: a
+# binary left from an interrupted or hand-made build would otherwise be trusted.
 verify() {
-  "$assets/kube-apiserver" --version >&2
-  "$assets/etcd" --version | head -n1 >&2
+  local got
+  got=$("$assets/kube-apiserver" --version)
+  [ "$got" = "Kubernetes $k8s_version" ] || {
+    echo "error: $assets/kube-apiserver reports '$got', expected $k8s_version; delete it and rerun" >&2; exit 1; }
+  echo "$got" >&2
+  got=$("$assets/etcd" --version | head -n1)
+  [ "$got" = "etcd Version: ${etcd_version#v}" ] || {
+    echo "error: $assets/etcd reports '$got', expected $etcd_version; delete it and rerun" >&2; exit 1; }
+  echo "$got" >&2
   "$assets/kubectl" version --client=true >&2
   "$assets/helm" version --short >&2
 }

@@ -48,16 +48,18 @@
 //!
 //! # Why not kube-rs's `envtest` crate
 //!
-//! kube-rs/envtest wraps controller-runtime's Go envtest package through rust2go:
-//! building it needs a Go toolchain and clang at `cargo build` time and links a Go
-//! runtime into every test binary; its binaries come from setup-envtest's upstream
-//! index, which this project's build machines cannot reach; and it pins
-//! k8s-openapi's `latest` feature, which clashes with our `v1_33` pin. What it
-//! would save us is small — the process and certificate handling here is a few
-//! hundred lines — while a native harness gives what our tests need and envtest
-//! does not: binaries we build from pinned Go modules (`tests/control-plane`),
-//! restarting the API server in place on the same port for fault tests,
-//! impersonation helpers, and a parent-death guarantee we test.
+//! The `envtest` crate (kube-rs/envtest) wraps controller-runtime's Go envtest
+//! package through rust2go (cgo): building it needs a Go toolchain and clang at
+//! every `cargo build`, links a Go runtime into each test binary, and by default
+//! fetches its binaries the setup-envtest way, from upstream downloads our build
+//! machines cannot reach; its 0.1 releases also turn on k8s-openapi's `latest`
+//! feature, which clashes with our `v1_33` pin. What it would save is small — the
+//! process and certificate handling here is a few hundred lines of plain Rust —
+//! while a native harness gives what our tests need and it does not offer:
+//! binaries built from the Go modules pinned in `tests/control-plane`, restarting
+//! the API server in place on the same port for fault tests, impersonating
+//! clients, kubectl/helm wired to the environment, and a tested guarantee that no
+//! process outlives a killed test.
 
 mod assets;
 mod certs;
