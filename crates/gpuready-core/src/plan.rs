@@ -342,13 +342,12 @@ pub fn plan_conflict(facts: &NodeFacts, profiles: &[String], opts: &PlanOptions)
             profiles.join(", ")
         ),
     )];
-    let mut conditions = plan_conditions(facts, desired, opts);
-    // Per-layer conditions from an earlier profile would mislead: drop them too.
-    if conditions.is_none() && facts.gpu_conditions.len() > 1 {
-        conditions = plan_conditions(facts, vec![], opts);
-    }
+    // Per-layer conditions an earlier profile had gpuready write would mislead:
+    // applying only `GpuReady` drops them (plan_conditions sees them as owned and
+    // no longer wanted). A GpuReady* condition gpuready does not own is not ours
+    // to remove.
     NodeChanges {
-        conditions,
+        conditions: plan_conditions(facts, desired, opts),
         ..NodeChanges::default()
     }
 }
