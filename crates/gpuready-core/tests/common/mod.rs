@@ -63,6 +63,11 @@ impl NodeBuilder {
         .kubelet("True", "KubeletReady", "kubelet is posting ready status")
     }
 
+    /// Continues from an existing Node (e.g. one a reconcile already wrote to).
+    pub fn from_node(node: Node) -> Self {
+        NodeBuilder { node }
+    }
+
     /// A healthy RTX 3090 node in the test pool, labelled the way the device
     /// plugin chart's GFD + NFD label it (shared/reference/gpu-node-facts.md §1, §3):
     /// driver 580.178.04, CUDA 13.0, `pci-0300_10de`, one GPU allocatable, GFD
