@@ -428,16 +428,21 @@ fn feature_discovery_layer(
             None,
         ),
         Some(_) if max_age == 0 => (ready("GfdLabelsPresent", "GFD labels present"), None),
+        // The messages name the timestamp, never the time elapsed since it: they
+        // end up in node conditions, and a message that changes with the clock
+        // turns every reconcile into a status write.
         Some(&ts) => {
             let age = now.as_second() - ts;
             if age > max_age {
+                let when = Timestamp::from_second(ts)
+                    .map(|t| format!(" ({t})"))
+                    .unwrap_or_default();
                 (
                     not_ready(
                         "GfdLabelsStale",
                         format!(
-                            "{} is {} old (limit {}): GFD stopped refreshing its labels",
+                            "{}={ts}{when} is older than the {} limit: GFD stopped refreshing its labels",
                             nvidia::GFD_TIMESTAMP,
-                            human_seconds(age),
                             human_seconds(max_age)
                         ),
                     ),
@@ -449,8 +454,8 @@ fn feature_discovery_layer(
                     ready(
                         "GfdLabelsFresh",
                         format!(
-                            "GFD labels present, refreshed {} ago",
-                            human_seconds(age.max(0))
+                            "GFD labels present and refreshed within the {} limit",
+                            human_seconds(max_age)
                         ),
                     ),
                     Some(left),

@@ -762,3 +762,48 @@ fn changing_the_taint_key_replaces_the_old_gpuready_taint() {
         Some("gpuready.io/not-ready:NoSchedule")
     );
 }
+
+// ---- Messages that do not age ----
+
+#[test]
+fn a_later_reconcile_with_nothing_new_writes_nothing() {
+    // Condition messages must not embed the time elapsed since the GFD timestamp,
+    // or every reconcile (kubelet status every 5 min, each GFD refresh, the
+    // recheck timer) rewrites node status on every node.
+    let cases = [
+        (
+            "fresh, per-layer conditions",
+            NodeBuilder::gpu("n"),
+            "perLayerNodeConditions: true",
+        ),
+        (
+            "stale",
+            NodeBuilder::gpu("n").label(nvidia::GFD_TIMESTAMP, &seconds_ago(3700)),
+            "",
+        ),
+        (
+            "stale, per-layer conditions",
+            NodeBuilder::gpu("n").label(nvidia::GFD_TIMESTAMP, &seconds_ago(3700)),
+            "perLayerNodeConditions: true",
+        ),
+    ];
+    for (case, node, spec) in cases {
+        let p = one(profile("p", spec));
+        let node = settle(node.build(), &p, &opts());
+        for later in [1, 59, 60, 61, 299] {
+            let a = assess_with(
+                &node,
+                &p,
+                &PlanOptions {
+                    now: at(later),
+                    ..opts()
+                },
+            );
+            assert!(
+                a.changes.is_empty(),
+                "{case}, {later}s later: {:#?}",
+                a.changes.conditions
+            );
+        }
+    }
+}
