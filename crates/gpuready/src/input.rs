@@ -32,18 +32,23 @@ pub enum InputError {
         message: String,
     },
     #[error("{path}: no {expected} objects found")]
-    Empty { path: PathBuf, expected: &'static str },
+    Empty {
+        path: PathBuf,
+        expected: &'static str,
+    },
 }
 
-/// Splits a file into documents: one JSON value, or a YAML stream.
-fn documents(path: &Path) -> Result<Vec<Value>, InputError> {
+/// Splits a file into documents: one JSON value, or a YAML stream. Each comes
+/// with its 1-based position in the file; empty documents are skipped but still
+/// counted, so messages number documents the way the file shows them.
+fn documents(path: &Path) -> Result<Vec<(usize, Value)>, InputError> {
     let text = std::fs::read_to_string(path).map_err(|source| InputError::Read {
         path: path.to_owned(),
         source,
     })?;
     if text.trim_start().starts_with('{') || text.trim_start().starts_with('[') {
         return serde_json::from_str::<Value>(&text)
-            .map(|v| vec![v])
+            .map(|v| vec![(1, v)])
             .map_err(|e| InputError::Syntax {
                 path: path.to_owned(),
                 doc: 1,
@@ -52,13 +57,15 @@ fn documents(path: &Path) -> Result<Vec<Value>, InputError> {
     }
     let mut docs = Vec::new();
     for (i, de) in serde_yaml_ng::Deserializer::from_str(&text).enumerate() {
-        let v = serde::Deserialize::deserialize(de).map_err(|e: serde_yaml_ng::Error| InputError::Syntax {
-            path: path.to_owned(),
-            doc: i + 1,
-            message: e.to_string(),
+        let v = serde::Deserialize::deserialize(de).map_err(|e: serde_yaml_ng::Error| {
+            InputError::Syntax {
+                path: path.to_owned(),
+                doc: i + 1,
+                message: e.to_string(),
+            }
         })?;
         if !matches!(v, Value::Null) {
-            docs.push(v);
+            docs.push((i + 1, v));
         }
     }
     Ok(docs)
@@ -73,8 +80,7 @@ fn objects<T: DeserializeOwned>(
     check: impl Fn(&T) -> Result<(), (String, String)>,
 ) -> Result<Vec<T>, InputError> {
     let mut out = Vec::new();
-    for (i, doc) in documents(path)?.into_iter().enumerate() {
-        let doc_no = i + 1;
+    for (doc_no, doc) in documents(path)? {
         let items: Vec<(String, Value)> = match doc.get("items") {
             Some(Value::Array(items)) => items
                 .iter()
@@ -133,12 +139,17 @@ pub fn read_nodes(path: &Path) -> Result<Vec<Node>, InputError> {
 
 /// Profiles, checked with the same rules the API server applies at admission.
 pub fn read_profiles(path: &Path) -> Result<Vec<GpuNodeProfile>, InputError> {
-    objects(path, Some("gpuready.io/v1alpha1"), "GpuNodeProfile", |p: &GpuNodeProfile| {
-        if let Some(e) = p.spec.validate().into_iter().next() {
-            return Err((e.field, e.message));
-        }
-        gpuready_core::select::profile_selector(p)
-            .map(|_| ())
-            .map_err(|e| ("spec.nodeSelector".to_owned(), e.message))
-    })
+    objects(
+        path,
+        Some("gpuready.io/v1alpha1"),
+        "GpuNodeProfile",
+        |p: &GpuNodeProfile| {
+            if let Some(e) = p.spec.validate().into_iter().next() {
+                return Err((e.field, e.message));
+            }
+            gpuready_core::select::profile_selector(p)
+                .map(|_| ())
+                .map_err(|e| ("spec.nodeSelector".to_owned(), e.message))
+        },
+    )
 }
