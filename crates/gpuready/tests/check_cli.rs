@@ -1,0 +1,539 @@
+//! `gpuready check` as a user runs it: the built binary over the shipped examples
+//! and over temporary files, its exit codes (0 ready, 1 not ready, 2 bad input),
+//! its JSON/YAML shape and its error messages.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+const NOW: &str = "2026-11-29T12:00:00Z";
+const EXAMPLES: [&str; 3] = ["pascal-maxwell", "rtx3090-rtx4070tis", "talos-rtx3050"];
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn example(dir: &str, file: &str) -> PathBuf {
+    repo().join("deploy/examples").join(dir).join(file)
+}
+
+/// Runs `gpuready check --now NOW` with these `--nodes`, `--profiles` and extra args.
+fn check(nodes: &[PathBuf], profiles: &[PathBuf], extra: &[&str]) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuready"));
+    cmd.arg("check").args(["--now", NOW]);
+    if !nodes.is_empty() {
+        cmd.arg("--nodes").args(nodes);
+    }
+    if !profiles.is_empty() {
+        cmd.arg("--profiles").args(profiles);
+    }
+    cmd.args(extra).output().expect("gpuready runs")
+}
+
+fn all_examples(extra: &[&str]) -> Output {
+    let nodes: Vec<PathBuf> = EXAMPLES.iter().map(|d| example(d, "nodes.json")).collect();
+    let profiles: Vec<PathBuf> = EXAMPLES
+        .iter()
+        .map(|d| example(d, "profiles.yaml"))
+        .collect();
+    check(&nodes, &profiles, extra)
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[track_caller]
+fn assert_exit(o: &Output, code: i32) {
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "stdout:\n{}\nstderr:\n{}",
+        stdout(o),
+        stderr(o)
+    );
+}
+
+fn json(o: &Output) -> Value {
+    serde_json::from_slice(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
+}
+
+fn node<'a>(report: &'a Value, name: &str) -> &'a Value {
+    report["nodes"]
+        .as_array()
+        .expect("nodes array")
+        .iter()
+        .find(|n| n["name"] == name)
+        .unwrap_or_else(|| panic!("node {name} not in the report"))
+}
+
+/// The first gating layer that is not Ready: (layer, reason).
+fn first_failure(node: &Value) -> Option<(String, String)> {
+    node["layers"]
+        .as_array()
+        .expect("layers array")
+        .iter()
+        .find(|l| l["gating"] == true && l["status"] != "Ready")
+        .map(|l| {
+            (
+                l["layer"].as_str().unwrap_or_default().to_owned(),
+                l["reason"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+}
+
+/// A temporary file holding `text`, kept alive by the returned guard.
+fn file(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(name);
+    std::fs::write(&path, text).expect("write temp file");
+    (dir, path)
+}
+
+const BROKEN: [(&str, &str, &str); 6] = [
+    ("gpu-3090-b", "FeatureDiscovery", "GfdLabelsStale"),
+    ("gpu-4070tis", "DevicePlugin", "DevicesUnhealthy"),
+    ("gtx1070-cuda13", "Compatibility", "CudaDropsArchitecture"),
+    ("gtx1070-down", "Node", "KubeletNotReady"),
+    ("gtx1070-old-driver", "Driver", "DriverTooOld"),
+    ("quadro-m5000", "Profile", "FamilyExcluded"),
+];
+const READY: [&str; 3] = ["gpu-3090", "gtx1070-a", "talos-gpu-1"];
+
+// ---- The shipped examples ----
+
+#[test]
+fn examples_exit_1_and_the_table_names_each_broken_node_and_reason() {
+    let o = all_examples(&[]);
+    assert_exit(&o, 1);
+    let out = stdout(&o);
+    for (name, layer, reason) in BROKEN {
+        let row = out
+            .lines()
+            .find(|l| l.split_whitespace().next() == Some(name))
+            .unwrap_or_else(|| panic!("no summary row for {name}:\n{out}"));
+        assert!(
+            row.contains(" NO ") && row.trim_end().ends_with(reason),
+            "{row}"
+        );
+        // The per-node detail shows the failing layer with its reason.
+        let detail = out
+            .split("\n\n")
+            .find(|block| block.starts_with(&format!("{name}: NOT READY")))
+            .unwrap_or_else(|| panic!("no detail block for {name}:\n{out}"));
+        assert!(
+            detail.lines().any(|l| {
+                let cols: Vec<&str> = l.split_whitespace().collect();
+                cols.len() >= 3 && cols[0] == layer && cols[1] == "NotReady" && cols[2] == reason
+            }),
+            "{name}: no `{layer} NotReady {reason}` line in\n{detail}"
+        );
+    }
+    for name in READY {
+        let cols: Vec<&str> = out
+            .lines()
+            .map(|l| l.split_whitespace().collect::<Vec<_>>())
+            .find(|cols| cols.first() == Some(&name))
+            .unwrap_or_else(|| panic!("no summary row for {name}:\n{out}"));
+        assert_eq!(cols[2..], ["yes", "Ready"], "{name}");
+    }
+    assert!(out.contains("cpu-1: ungoverned"), "{out}");
+    assert!(
+        out.contains("9 governed node(s): 3 ready, 6 not ready; 0 conflict(s); 1 ungoverned"),
+        "{out}"
+    );
+}
+
+#[test]
+fn examples_as_json_name_the_first_failing_layer_and_reason() {
+    let o = all_examples(&["--output", "json"]);
+    assert_exit(&o, 1);
+    let report = json(&o);
+    for (name, layer, reason) in BROKEN {
+        let n = node(&report, name);
+        assert_eq!(n["ready"], false, "{name}");
+        assert_eq!(n["reason"], reason, "{name}");
+        assert_eq!(
+            first_failure(n),
+            Some((layer.to_owned(), reason.to_owned())),
+            "{name}"
+        );
+    }
+    for name in READY {
+        let n = node(&report, name);
+        assert_eq!(n["ready"], true, "{name}");
+        assert_eq!(first_failure(n), None, "{name}");
+    }
+    let cpu = node(&report, "cpu-1");
+    assert_eq!(cpu["ready"], Value::Null);
+    assert_eq!(cpu["profile"], Value::Null);
+    // Observe mode: reported, never written.
+    let observed = node(&report, "gtx1070-cuda13");
+    assert_eq!(observed["changes"], serde_json::json!({}));
+}
+
+#[test]
+fn json_output_has_the_documented_shape() {
+    let o = all_examples(&["-o", "json"]);
+    let report = json(&o);
+    let nodes = report["nodes"].as_array().expect("nodes");
+    assert_eq!(nodes.len(), 10);
+    let names: Vec<&str> = nodes.iter().filter_map(|n| n["name"].as_str()).collect();
+    let mut sorted = names.clone();
+    sorted.sort_unstable();
+    assert_eq!(names, sorted, "nodes are sorted by name");
+    for n in nodes {
+        for key in ["name", "profile", "ready", "layers", "changes"] {
+            assert!(n.get(key).is_some(), "{key} missing in {n}");
+        }
+        assert!(n["changes"].is_object(), "{n}");
+        for l in n["layers"].as_array().expect("layers") {
+            for key in ["layer", "status", "reason", "message"] {
+                assert!(l[key].is_string(), "{key} missing in {l}");
+            }
+            assert!(
+                ["Ready", "NotReady", "Unknown"].contains(&l["status"].as_str().unwrap_or("")),
+                "{l}"
+            );
+        }
+    }
+    let governed = node(&report, "gpu-3090-b");
+    assert_eq!(governed["profile"], "ampere-ada");
+    let layers: Vec<&str> = governed["layers"]
+        .as_array()
+        .expect("layers")
+        .iter()
+        .filter_map(|l| l["layer"].as_str())
+        .collect();
+    assert_eq!(
+        layers,
+        [
+            "Node",
+            "Hardware",
+            "Driver",
+            "DevicePlugin",
+            "FeatureDiscovery",
+            "Profile",
+            "Compatibility"
+        ]
+    );
+    // A not-ready node in Enforce mode: the full taint list it would get, its
+    // foreign taint (karpenter's) kept first.
+    let changes = &governed["changes"];
+    assert_eq!(changes["taint"]["summary"], "add");
+    assert_eq!(
+        changes["taint"]["taints"],
+        serde_json::json!([
+            {"effect": "NoSchedule", "key": "karpenter.sh/disrupted"},
+            {"effect": "NoSchedule", "key": "gpuready.io/not-ready", "value": "true"},
+        ])
+    );
+    assert_eq!(changes["labels"]["gpuready.io/ready"], "false");
+    assert_eq!(changes["conditions"][0]["type"], "GpuReady");
+    assert_eq!(report["summary"]["notReady"], 6);
+}
+
+#[test]
+fn yaml_output_parses_to_the_same_report_as_json() {
+    let as_json = json(&all_examples(&["-o", "json"]));
+    let o = all_examples(&["-o", "yaml"]);
+    assert_exit(&o, 1);
+    let as_yaml: Value = serde_yaml_ng::from_str(&stdout(&o)).expect("YAML output parses");
+    assert_eq!(as_yaml, as_json);
+}
+
+#[test]
+fn a_file_of_ready_nodes_exits_0() {
+    let o = check(
+        &[example("talos-rtx3050", "nodes.json")],
+        &[example("talos-rtx3050", "profiles.yaml")],
+        &[],
+    );
+    assert_exit(&o, 0);
+    assert!(stdout(&o).contains("1 governed node(s): 1 ready, 0 not ready"));
+
+    // The ready nodes of the other examples, picked out into one file.
+    let mut items = Vec::new();
+    for dir in EXAMPLES {
+        let text = std::fs::read_to_string(example(dir, "nodes.json")).expect("example");
+        let list: Value = serde_json::from_str(&text).expect("example JSON");
+        items.extend(
+            list["items"]
+                .as_array()
+                .expect("items")
+                .iter()
+                .filter(|n| READY.contains(&n["metadata"]["name"].as_str().unwrap_or("")))
+                .cloned(),
+        );
+    }
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
+    let (_d, nodes) = file("ready.json", &list.to_string());
+    let profiles: Vec<PathBuf> = EXAMPLES
+        .iter()
+        .map(|d| example(d, "profiles.yaml"))
+        .collect();
+    let o = check(&[nodes], &profiles, &["-o", "json"]);
+    assert_exit(&o, 0);
+    let report = json(&o);
+    assert_eq!(report["nodes"].as_array().map(Vec::len), Some(3));
+}
+
+#[test]
+fn kubectl_get_nodes_o_yaml_list_works() {
+    // `kubectl get nodes -o yaml` prints a `kind: List` whose quantities and
+    // label values are quoted strings.
+    let text = std::fs::read_to_string(example("pascal-maxwell", "nodes.json")).expect("example");
+    let list: Value = serde_json::from_str(&text).expect("example JSON");
+    let yaml = serde_yaml_ng::to_string(&list).expect("to YAML");
+    assert!(yaml.contains("kind: List"));
+    let (_d, nodes) = file("nodes.yaml", &yaml);
+    let from_yaml = check(
+        &[nodes],
+        &[example("pascal-maxwell", "profiles.yaml")],
+        &["-o", "json"],
+    );
+    let from_json = check(
+        &[example("pascal-maxwell", "nodes.json")],
+        &[example("pascal-maxwell", "profiles.yaml")],
+        &["-o", "json"],
+    );
+    assert_exit(&from_yaml, 1);
+    assert_eq!(json(&from_yaml), json(&from_json));
+}
+
+#[test]
+fn several_node_documents_in_one_yaml_stream_work() {
+    let text =
+        std::fs::read_to_string(example("rtx3090-rtx4070tis", "nodes.json")).expect("example");
+    let list: Value = serde_json::from_str(&text).expect("example JSON");
+    let docs: Vec<String> = list["items"]
+        .as_array()
+        .expect("items")
+        .iter()
+        .map(|n| serde_yaml_ng::to_string(n).expect("to YAML"))
+        .collect();
+    let (_d, nodes) = file("nodes.yaml", &docs.join("---\n"));
+    let o = check(
+        &[nodes],
+        &[example("rtx3090-rtx4070tis", "profiles.yaml")],
+        &["-o", "json"],
+    );
+    assert_exit(&o, 1);
+    assert_eq!(json(&o)["nodes"].as_array().map(Vec::len), Some(3));
+}
+
+// ---- Bad input: exit 2, naming file, document and field ----
+
+const NODE: &str = "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n";
+const PROFILE_HEAD: &str = "apiVersion: gpuready.io/v1alpha1\nkind: GpuNodeProfile\nmetadata:\n  name: p\nspec:\n  nodeSelector:\n    matchLabels: {gpu-pool: a}\n";
+
+/// Runs check and asserts exit 2 with every fragment on stderr and nothing on stdout.
+#[track_caller]
+fn assert_refused(o: &Output, fragments: &[&str]) {
+    assert_exit(o, 2);
+    let err = stderr(o);
+    for f in fragments {
+        assert!(err.contains(f), "stderr should mention {f:?}:\n{err}");
+    }
+    assert!(o.stdout.is_empty(), "no report on bad input: {}", stdout(o));
+}
+
+fn good_profiles() -> PathBuf {
+    example("talos-rtx3050", "profiles.yaml")
+}
+
+fn good_nodes() -> PathBuf {
+    example("talos-rtx3050", "nodes.json")
+}
+
+#[test]
+fn broken_yaml_is_refused_with_file_document_and_position() {
+    let (_d, nodes) = file(
+        "broken.yaml",
+        &format!("{NODE}---\napiVersion: v1\nkind: Node\nmetadata:\n  labels: [unclosed\n"),
+    );
+    let o = check(&[nodes], &[good_profiles()], &[]);
+    assert_refused(&o, &["broken.yaml", "document 2", "not valid YAML", "line"]);
+}
+
+#[test]
+fn broken_json_is_refused() {
+    let (_d, nodes) = file(
+        "nodes.json",
+        "{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [",
+    );
+    let o = check(&[nodes], &[good_profiles()], &[]);
+    assert_refused(&o, &["nodes.json", "document 1", "not valid YAML or JSON"]);
+}
+
+#[test]
+fn node_with_capacity_of_the_wrong_type_is_refused() {
+    let (_d, nodes) = file(
+        "nodes.yaml",
+        &format!(
+            "{NODE}---\napiVersion: v1\nkind: Node\nmetadata:\n  name: bad\nstatus:\n  capacity: [1, 2]\n"
+        ),
+    );
+    let o = check(&[nodes], &[good_profiles()], &[]);
+    assert_refused(
+        &o,
+        &[
+            "nodes.yaml",
+            "document 2",
+            "Node bad",
+            "status.capacity",
+            "invalid type",
+        ],
+    );
+}
+
+#[test]
+fn node_in_a_list_with_a_bad_field_names_the_item() {
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "ok"}},
+        {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "bad", "labels": {"nvidia.com/gpu.count": 1}}},
+    ]});
+    let (_d, nodes) = file("nodes.json", &list.to_string());
+    let o = check(&[nodes], &[good_profiles()], &[]);
+    assert_refused(
+        &o,
+        &[
+            "nodes.json",
+            "document 1",
+            "items[1]",
+            "Node bad",
+            "metadata.labels",
+        ],
+    );
+}
+
+#[test]
+fn profile_with_a_one_part_compute_capability_is_refused() {
+    let (_d, profiles) = file(
+        "profiles.yaml",
+        &format!("{PROFILE_HEAD}  gpu:\n    minComputeCapability: \"8\"\n"),
+    );
+    let o = check(&[good_nodes()], &[profiles], &[]);
+    assert_refused(
+        &o,
+        &[
+            "profiles.yaml",
+            "document 1",
+            "GpuNodeProfile p",
+            "spec.gpu.minComputeCapability",
+            "8.6",
+        ],
+    );
+}
+
+#[test]
+fn profile_with_a_kubernetes_taint_key_is_refused() {
+    let (_d, profiles) = file(
+        "profiles.yaml",
+        &format!("{PROFILE_HEAD}  taint:\n    key: node.kubernetes.io/foo\n"),
+    );
+    let o = check(&[good_nodes()], &[profiles], &[]);
+    assert_refused(
+        &o,
+        &[
+            "profiles.yaml",
+            "document 1",
+            "spec.taint.key",
+            "node.kubernetes.io/foo",
+            "belong to Kubernetes",
+        ],
+    );
+}
+
+#[test]
+fn profile_with_an_unknown_mode_is_refused() {
+    let (_d, profiles) = file(
+        "profiles.yaml",
+        &format!("{PROFILE_HEAD}  mode: Enforcing\n"),
+    );
+    let o = check(&[good_nodes()], &[profiles], &[]);
+    assert_refused(
+        &o,
+        &[
+            "profiles.yaml",
+            "spec.mode",
+            "Enforcing",
+            "Enforce",
+            "Observe",
+        ],
+    );
+}
+
+#[test]
+fn profile_with_a_bad_selector_is_refused() {
+    let (_d, profiles) = file(
+        "profiles.yaml",
+        "apiVersion: gpuready.io/v1alpha1\nkind: GpuNodeProfile\nmetadata:\n  name: p\nspec:\n  nodeSelector:\n    matchExpressions:\n      - {key: gpu-pool, operator: Near, values: [a]}\n",
+    );
+    let o = check(&[good_nodes()], &[profiles], &[]);
+    assert_refused(&o, &["profiles.yaml", "document 1", "spec.nodeSelector"]);
+}
+
+#[test]
+fn a_profile_file_given_as_nodes_is_refused() {
+    let o = check(&[good_profiles()], &[good_profiles()], &[]);
+    assert_refused(
+        &o,
+        &[
+            "profiles.yaml",
+            "document 1",
+            "kind",
+            "expected Node",
+            "GpuNodeProfile",
+        ],
+    );
+}
+
+#[test]
+fn document_numbers_count_empty_documents_too() {
+    // An empty document (a disabled entry, a comment between separators) is still
+    // a document: the number in the message must match what the file shows.
+    let (_d, profiles) = file(
+        "profiles.yaml",
+        &format!(
+            "---\n# staging, disabled for now\n---\n{PROFILE_HEAD}---\n{}  mode: Enforcing\n",
+            PROFILE_HEAD.replace("name: p", "name: q")
+        ),
+    );
+    let o = check(&[good_nodes()], &[profiles], &[]);
+    assert_refused(
+        &o,
+        &[
+            "profiles.yaml",
+            "document 3",
+            "GpuNodeProfile q",
+            "spec.mode",
+        ],
+    );
+}
+
+#[test]
+fn a_missing_nodes_file_is_refused() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let missing = dir.path().join("nodes.json");
+    let o = check(&[missing], &[good_profiles()], &[]);
+    assert_refused(&o, &["nodes.json", "No such file"]);
+}
+
+#[test]
+fn no_nodes_flag_is_refused() {
+    let o = check(&[], &[good_profiles()], &[]);
+    assert_refused(&o, &["--nodes"]);
+}
+
+#[test]
+fn an_empty_nodes_file_is_refused() {
+    let (_d, nodes) = file("nodes.yaml", "# nothing yet\n");
+    let o = check(&[nodes], &[good_profiles()], &[]);
+    assert_refused(&o, &["nodes.yaml", "no Node objects"]);
+}
