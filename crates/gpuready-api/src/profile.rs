@@ -21,6 +21,9 @@ pub const MAX_NOT_READY_SUMMARY: usize = 20;
 
 /// What a set of GPU nodes must have to be called ready, and what gpuready does
 /// about nodes that are not.
+// One `printcolumn(...)` per column is kube's syntax; clippy reads the repeated
+// `type_ = ...` inside them as duplicated attributes.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "gpuready.io",
@@ -32,9 +35,17 @@ pub const MAX_NOT_READY_SUMMARY: usize = 20;
     doc = "GpuNodeProfile declares what a set of GPU nodes must have (product, memory, compute capability, count, driver and CUDA) and how gpuready gates them until they are ready.",
     status = "GpuNodeProfileStatus",
     printcolumn(name = "Mode", type_ = "string", json_path = ".spec.mode"),
-    printcolumn(name = "Matched", type_ = "integer", json_path = ".status.matchedNodes"),
+    printcolumn(
+        name = "Matched",
+        type_ = "integer",
+        json_path = ".status.matchedNodes"
+    ),
     printcolumn(name = "Ready", type_ = "integer", json_path = ".status.readyNodes"),
-    printcolumn(name = "Not-Ready", type_ = "integer", json_path = ".status.notReadyNodes"),
+    printcolumn(
+        name = "Not-Ready",
+        type_ = "integer",
+        json_path = ".status.notReadyNodes"
+    ),
     printcolumn(
         name = "Status",
         type_ = "string",
@@ -46,7 +57,11 @@ pub const MAX_NOT_READY_SUMMARY: usize = 20;
         priority = 1,
         json_path = ".spec.gpu.products"
     ),
-    printcolumn(name = "Age", type_ = "date", json_path = ".metadata.creationTimestamp")
+    printcolumn(
+        name = "Age",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct GpuNodeProfileSpec {

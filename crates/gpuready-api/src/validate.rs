@@ -107,7 +107,10 @@ impl GpuNodeProfileSpec {
         if self.max_label_age_seconds > 604_800 {
             fail(
                 "maxLabelAgeSeconds",
-                format!("{} must be at most 604800 (7 days)", self.max_label_age_seconds),
+                format!(
+                    "{} must be at most 604800 (7 days)",
+                    self.max_label_age_seconds
+                ),
             );
         }
 
@@ -117,9 +120,15 @@ impl GpuNodeProfileSpec {
         }
         for p in &gpu.products {
             if p.is_empty() || p.len() > 128 {
-                fail("gpu.products", format!("{p:?}: each product must be 1 to 128 characters"));
+                fail(
+                    "gpu.products",
+                    format!("{p:?}: each product must be 1 to 128 characters"),
+                );
             } else if let Err(e) = glob::Pattern::new(p) {
-                fail("gpu.products", format!("{p:?} is not a valid glob pattern: {e}"));
+                fail(
+                    "gpu.products",
+                    format!("{p:?} is not a valid glob pattern: {e}"),
+                );
             }
         }
         if let Some(m) = gpu.min_memory_mib
@@ -151,7 +160,10 @@ impl GpuNodeProfileSpec {
         if !is_qualified_name(&t.key) {
             fail(
                 "taint.key",
-                format!("{:?} must be a qualified name like gpuready.io/not-ready", t.key),
+                format!(
+                    "{:?} must be a qualified name like gpuready.io/not-ready",
+                    t.key
+                ),
             );
         }
         if in_kubernetes_namespace(&t.key) {
@@ -166,12 +178,16 @@ impl GpuNodeProfileSpec {
         if !is_label_value(&t.value) {
             fail(
                 "taint.value",
-                format!("{:?} must be a valid label value (letters, digits, '-', '_', '.')", t.value),
+                format!(
+                    "{:?} must be a valid label value (letters, digits, '-', '_', '.')",
+                    t.value
+                ),
             );
         }
 
         for (k, v) in &self.ready_labels {
-            if k.starts_with(crate::keys::LABEL_READY) || k.starts_with(crate::keys::LABEL_PROFILE) {
+            if k.starts_with(crate::keys::LABEL_READY) || k.starts_with(crate::keys::LABEL_PROFILE)
+            {
                 fail(
                     "readyLabels",
                     format!("{k:?} is written by gpuready itself and must not be set"),
@@ -185,7 +201,9 @@ impl GpuNodeProfileSpec {
             if !is_label_value(v) {
                 fail(
                     "readyLabels",
-                    format!("{k}={v:?}: values must be valid label values (at most 63 characters of letters, digits, '-', '_' or '.')"),
+                    format!(
+                        "{k}={v:?}: values must be valid label values (at most 63 characters of letters, digits, '-', '_' or '.')"
+                    ),
                 );
             }
         }

@@ -44,7 +44,13 @@ impl BrakeState {
 
     /// Updates and returns whether the brake is engaged, given the profile's
     /// matched and currently not-ready node counts.
-    pub fn update(&mut self, cfg: &BrakeConfig, matched: usize, not_ready: usize, now: Timestamp) -> bool {
+    pub fn update(
+        &mut self,
+        cfg: &BrakeConfig,
+        matched: usize,
+        not_ready: usize,
+        now: Timestamp,
+    ) -> bool {
         let horizon = now.as_second() - cfg.window_seconds;
         self.turns.retain(|_, t| t.as_second() >= horizon);
         if cfg.threshold >= 1.0 || matched == 0 {
@@ -109,7 +115,10 @@ mod tests {
         b.record_turn("a", at(0));
         b.record_turn("b", at(0));
         assert!(!b.update(&CFG, 2, 2, at(1)), "below min_nodes");
-        let off = BrakeConfig { threshold: 1.0, ..CFG };
+        let off = BrakeConfig {
+            threshold: 1.0,
+            ..CFG
+        };
         for n in ["c", "d", "e"] {
             b.record_turn(n, at(0));
         }

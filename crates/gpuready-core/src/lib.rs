@@ -13,7 +13,7 @@ pub mod select;
 pub mod status;
 pub mod version;
 
-pub use assess::{assess, GovernanceKind, NodeAssessment};
-pub use evaluate::{evaluate, LayerReport, LayerResult, Status};
+pub use assess::{GovernanceKind, NodeAssessment, assess};
+pub use evaluate::{LayerReport, LayerResult, Status, evaluate};
 pub use facts::NodeFacts;
 pub use plan::{NodeChanges, PlanOptions, TaintChange};

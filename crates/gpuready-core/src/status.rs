@@ -18,7 +18,14 @@ pub const CONDITION_STALLED: &str = "Stalled";
 /// How many node names a profile condition message lists.
 const MAX_NAMES_IN_MESSAGE: usize = 5;
 
-fn condition(type_: &str, status: bool, reason: &str, message: String, generation: Option<i64>, now: Timestamp) -> Condition {
+fn condition(
+    type_: &str,
+    status: bool,
+    reason: &str,
+    message: String,
+    generation: Option<i64>,
+    now: Timestamp,
+) -> Condition {
     Condition {
         type_: type_.to_owned(),
         status: if status { "True" } else { "False" }.to_owned(),
@@ -30,7 +37,11 @@ fn condition(type_: &str, status: bool, reason: &str, message: String, generatio
 }
 
 fn names_message(names: &[String]) -> String {
-    let shown: Vec<&str> = names.iter().take(MAX_NAMES_IN_MESSAGE).map(String::as_str).collect();
+    let shown: Vec<&str> = names
+        .iter()
+        .take(MAX_NAMES_IN_MESSAGE)
+        .map(String::as_str)
+        .collect();
     let more = names.len().saturating_sub(MAX_NAMES_IN_MESSAGE);
     if more > 0 {
         format!("{} and {more} more", shown.join(", "))
@@ -60,7 +71,8 @@ pub fn profile_status(
     sorted.sort_by(|a, b| a.name.cmp(&b.name));
     let matched = sorted.len();
     let ready: Vec<&&NodeAssessment> = sorted.iter().filter(|n| n.ready == Some(true)).collect();
-    let not_ready: Vec<&&NodeAssessment> = sorted.iter().filter(|n| n.ready != Some(true)).collect();
+    let not_ready: Vec<&&NodeAssessment> =
+        sorted.iter().filter(|n| n.ready != Some(true)).collect();
     let conflicts: Vec<String> = sorted
         .iter()
         .filter(|n| n.governance == GovernanceKind::Conflict)
@@ -87,12 +99,19 @@ pub fn profile_status(
             now,
         )
     } else {
-        let names: Vec<String> = not_ready.iter().map(|n| format!("{} ({})", n.name, n.reason)).collect();
+        let names: Vec<String> = not_ready
+            .iter()
+            .map(|n| format!("{} ({})", n.name, n.reason))
+            .collect();
         condition(
             keys::CONDITION_READY,
             false,
             reasons::NODES_NOT_READY,
-            format!("{}/{matched} node(s) not ready: {}", not_ready.len(), names_message(&names)),
+            format!(
+                "{}/{matched} node(s) not ready: {}",
+                not_ready.len(),
+                names_message(&names)
+            ),
             generation,
             now,
         )
@@ -109,7 +128,10 @@ pub fn profile_status(
                     .map(|l| (n.name.as_str(), l.reason.as_str()))
             })
             .collect();
-        let governed = sorted.iter().filter(|n| n.governance == GovernanceKind::Governed).count();
+        let governed = sorted
+            .iter()
+            .filter(|n| n.governance == GovernanceKind::Governed)
+            .count();
         let c = if failing.is_empty() {
             condition(
                 &layer.condition_type(),
@@ -134,7 +156,11 @@ pub fn profile_status(
                 &layer.condition_type(),
                 false,
                 top,
-                format!("{}/{governed} node(s): {}", failing.len(), names_message(&names)),
+                format!(
+                    "{}/{governed} node(s): {}",
+                    failing.len(),
+                    names_message(&names)
+                ),
                 generation,
                 now,
             )
@@ -143,7 +169,14 @@ pub fn profile_status(
     }
 
     conditions.push(if conflicts.is_empty() {
-        condition(CONDITION_STALLED, false, "NoConflicts", "no node is selected by another profile too".into(), generation, now)
+        condition(
+            CONDITION_STALLED,
+            false,
+            "NoConflicts",
+            "no node is selected by another profile too".into(),
+            generation,
+            now,
+        )
     } else {
         condition(
             CONDITION_STALLED,
@@ -159,16 +192,34 @@ pub fn profile_status(
         )
     });
     if let Some((engaged, reason, message)) = &extra.brake {
-        conditions.push(condition(keys::CONDITION_SAFETY_BRAKE, *engaged, reason, message.clone(), generation, now));
+        conditions.push(condition(
+            keys::CONDITION_SAFETY_BRAKE,
+            *engaged,
+            reason,
+            message.clone(),
+            generation,
+            now,
+        ));
     }
     if let Some((ok, reason, message)) = &extra.nfd_crds {
-        conditions.push(condition(keys::CONDITION_NFD_CRDS, *ok, reason, message.clone(), generation, now));
+        conditions.push(condition(
+            keys::CONDITION_NFD_CRDS,
+            *ok,
+            reason,
+            message.clone(),
+            generation,
+            now,
+        ));
     }
 
     // Keep each condition's lastTransitionTime while its status holds.
     if let Some(prev) = previous {
         for c in &mut conditions {
-            if let Some(p) = prev.conditions.iter().find(|p| p.type_ == c.type_ && p.status == c.status) {
+            if let Some(p) = prev
+                .conditions
+                .iter()
+                .find(|p| p.type_ == c.type_ && p.status == c.status)
+            {
                 c.last_transition_time = p.last_transition_time.clone();
             }
         }

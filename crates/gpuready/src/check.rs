@@ -5,7 +5,7 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use gpuready_api::GpuNodeProfile;
-use gpuready_core::{assess, GovernanceKind, NodeAssessment, NodeFacts, PlanOptions};
+use gpuready_core::{GovernanceKind, NodeAssessment, NodeFacts, PlanOptions, assess};
 use jiff::Timestamp;
 use kube::core::Selector;
 use serde::Serialize;
@@ -153,7 +153,14 @@ fn describe_changes(a: &NodeAssessment) -> Vec<String> {
             .taints
             .iter()
             .filter(|t| t.key.starts_with(gpuready_api::keys::KEY_PREFIX))
-            .map(|t| format!("{}={}:{}", t.key, t.value.as_deref().unwrap_or(""), t.effect))
+            .map(|t| {
+                format!(
+                    "{}={}:{}",
+                    t.key,
+                    t.value.as_deref().unwrap_or(""),
+                    t.effect
+                )
+            })
             .collect();
         out.push(match t.summary.as_str() {
             "remove" => "remove the readiness taint".to_owned(),
@@ -176,7 +183,10 @@ fn describe_changes(a: &NodeAssessment) -> Vec<String> {
         if conds.is_empty() {
             out.push("remove gpuready's node conditions".to_owned());
         } else {
-            let s: Vec<String> = conds.iter().map(|c| format!("{}={}", c.type_, c.status)).collect();
+            let s: Vec<String> = conds
+                .iter()
+                .map(|c| format!("{}={}", c.type_, c.status))
+                .collect();
             out.push(format!("set condition {}", s.join(", ")));
         }
     }
@@ -185,7 +195,13 @@ fn describe_changes(a: &NodeAssessment) -> Vec<String> {
 
 fn render_table(report: &CheckReport) -> String {
     let mut s = String::new();
-    let w_node = report.nodes.iter().map(|n| n.name.len()).max().unwrap_or(4).max(4);
+    let w_node = report
+        .nodes
+        .iter()
+        .map(|n| n.name.len())
+        .max()
+        .unwrap_or(4)
+        .max(4);
     let w_prof = report
         .nodes
         .iter()
@@ -193,14 +209,25 @@ fn render_table(report: &CheckReport) -> String {
         .max()
         .unwrap_or(7)
         .max(7);
-    let _ = writeln!(s, "{:w_node$}  {:w_prof$}  READY  REASON", "NODE", "PROFILE");
+    let _ = writeln!(
+        s,
+        "{:w_node$}  {:w_prof$}  READY  REASON",
+        "NODE", "PROFILE"
+    );
     for n in &report.nodes {
         let profile = match n.governance {
             GovernanceKind::Conflict => "(conflict)",
             GovernanceKind::Ungoverned => "(none)",
             GovernanceKind::Governed => n.profile.as_deref().unwrap_or("-"),
         };
-        let _ = writeln!(s, "{:w_node$}  {:w_prof$}  {:5}  {}", n.name, profile, yes_no(n.ready), n.reason);
+        let _ = writeln!(
+            s,
+            "{:w_node$}  {:w_prof$}  {:5}  {}",
+            n.name,
+            profile,
+            yes_no(n.ready),
+            n.reason
+        );
     }
     for n in &report.nodes {
         let _ = writeln!(s);
@@ -212,16 +239,34 @@ fn render_table(report: &CheckReport) -> String {
                 let _ = writeln!(s, "{}: CONFLICT — {}", n.name, n.message);
             }
             GovernanceKind::Governed => {
-                let verdict = if n.ready == Some(true) { "READY" } else { "NOT READY" };
-                let observe = if n.observe { " (Observe mode: no writes)" } else { "" };
+                let verdict = if n.ready == Some(true) {
+                    "READY"
+                } else {
+                    "NOT READY"
+                };
+                let observe = if n.observe {
+                    " (Observe mode: no writes)"
+                } else {
+                    ""
+                };
                 let _ = writeln!(
                     s,
                     "{}: {verdict} under GpuNodeProfile {}{observe}",
                     n.name,
                     n.profile.as_deref().unwrap_or("-")
                 );
-                let w_reason = n.layers.iter().map(|l| l.reason.len()).max().unwrap_or(6).max(6);
-                let _ = writeln!(s, "  {:16}  {:8}  {:w_reason$}  MESSAGE", "LAYER", "STATUS", "REASON");
+                let w_reason = n
+                    .layers
+                    .iter()
+                    .map(|l| l.reason.len())
+                    .max()
+                    .unwrap_or(6)
+                    .max(6);
+                let _ = writeln!(
+                    s,
+                    "  {:16}  {:8}  {:w_reason$}  MESSAGE",
+                    "LAYER", "STATUS", "REASON"
+                );
                 for l in &n.layers {
                     let gate = if l.gating { "" } else { " (not gating)" };
                     let _ = writeln!(

@@ -6,7 +6,7 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use gpuready::check;
-use gpuready::controller::{self, config::LogFormat, Health, Metrics, RunArgs};
+use gpuready::controller::{self, Health, Metrics, RunArgs, config::LogFormat};
 use tokio_util::sync::CancellationToken;
 
 /// Tells, node by node and layer by layer, whether a GPU node is really ready.
@@ -46,7 +46,9 @@ fn main() -> ExitCode {
 fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr);
     match format {
         LogFormat::Json => builder.json().init(),
         LogFormat::Text => builder.init(),
@@ -55,7 +57,10 @@ fn init_tracing(format: LogFormat) {
 
 fn run_controller(args: RunArgs) -> ExitCode {
     init_tracing(args.log_format);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: starting the async runtime: {e}");
@@ -130,7 +135,9 @@ async fn shutdown_on_signal(stop: CancellationToken) {
 
 fn run_check(args: &check::CheckArgs) -> ExitCode {
     if args.nodes.is_empty() {
-        eprintln!("error: --nodes FILE is required (live cluster mode is not available in this build)");
+        eprintln!(
+            "error: --nodes FILE is required (live cluster mode is not available in this build)"
+        );
         return ExitCode::from(2);
     }
     let report = match check::check_files(args) {
@@ -150,7 +157,9 @@ fn run_check(args: &check::CheckArgs) -> ExitCode {
         }
     }
     if report.summary.governed + report.summary.conflicts == 0 {
-        eprintln!("warning: no GpuNodeProfile selects any of these nodes; check the profiles' nodeSelector");
+        eprintln!(
+            "warning: no GpuNodeProfile selects any of these nodes; check the profiles' nodeSelector"
+        );
     }
     ExitCode::from(report.exit_code())
 }

@@ -4,15 +4,15 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use axum::Router;
 use axum::extract::State;
-use axum::http::{header, StatusCode};
+use axum::http::{StatusCode, header};
 use axum::response::IntoResponse;
 use axum::routing::get;
-use axum::Router;
 use tokio_util::sync::CancellationToken;
 
-use super::metrics::Metrics;
 use super::Health;
+use super::metrics::Metrics;
 
 #[derive(Clone)]
 struct AppState {
@@ -44,7 +44,10 @@ pub async fn serve(
 
 async fn metrics_handler(State(s): State<AppState>) -> impl IntoResponse {
     (
-        [(header::CONTENT_TYPE, "text/plain; version=0.0.4; charset=utf-8")],
+        [(
+            header::CONTENT_TYPE,
+            "text/plain; version=0.0.4; charset=utf-8",
+        )],
         s.metrics.encode(),
     )
 }

@@ -34,7 +34,11 @@ impl Lease {
 }
 
 /// Waits until this replica holds the lease. `None` when stopped first.
-pub async fn acquire(client: &Client, args: &RunArgs, stop: &CancellationToken) -> Result<Option<Lease>, Error> {
+pub async fn acquire(
+    client: &Client,
+    args: &RunArgs,
+    stop: &CancellationToken,
+) -> Result<Option<Lease>, Error> {
     let duration = args.lease_duration_seconds.max(2);
     let manager = LeaseManagerBuilder::new(client.clone(), &args.lease_name)
         .with_namespace(&args.lease_namespace)

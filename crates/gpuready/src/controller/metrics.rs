@@ -1,13 +1,13 @@
 //! Prometheus metrics, in the text exposition format on /metrics.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{exponential_buckets, Histogram};
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -77,15 +77,51 @@ impl Default for Metrics {
             read_requests: Arc::default(),
             registry: Registry::default(),
         };
-        registry.register("nodes", "Matched nodes by profile and state (ready, not_ready, conflict)", m.nodes.clone());
-        registry.register("layer_ready_nodes", "Governed nodes whose layer is Ready, by profile and layer", m.layer_ready.clone());
-        registry.register("safety_brake_engaged", "1 while the safety brake holds new taints for a profile", m.brake.clone());
-        registry.register("reconcile_duration_seconds", "Duration of one node reconcile", m.reconcile_duration.clone());
-        registry.register("reconcile_errors", "Failed reconciles by error kind", m.reconcile_errors.clone());
-        registry.register("writes", "Writes by kind (taint, labels, conditions, profile_status, crd, event)", m.writes.clone());
-        registry.register("api_requests", "Requests sent to the API server by method", m.requests.clone());
-        registry.register("leader", "1 while this replica holds the leader lease", m.leader.clone());
-        registry.register("nfd_crd_state", "NFD CRD state (missing, older, current, newer) as 1/0", m.nfd_crds.clone());
+        registry.register(
+            "nodes",
+            "Matched nodes by profile and state (ready, not_ready, conflict)",
+            m.nodes.clone(),
+        );
+        registry.register(
+            "layer_ready_nodes",
+            "Governed nodes whose layer is Ready, by profile and layer",
+            m.layer_ready.clone(),
+        );
+        registry.register(
+            "safety_brake_engaged",
+            "1 while the safety brake holds new taints for a profile",
+            m.brake.clone(),
+        );
+        registry.register(
+            "reconcile_duration_seconds",
+            "Duration of one node reconcile",
+            m.reconcile_duration.clone(),
+        );
+        registry.register(
+            "reconcile_errors",
+            "Failed reconciles by error kind",
+            m.reconcile_errors.clone(),
+        );
+        registry.register(
+            "writes",
+            "Writes by kind (taint, labels, conditions, profile_status, crd, event)",
+            m.writes.clone(),
+        );
+        registry.register(
+            "api_requests",
+            "Requests sent to the API server by method",
+            m.requests.clone(),
+        );
+        registry.register(
+            "leader",
+            "1 while this replica holds the leader lease",
+            m.leader.clone(),
+        );
+        registry.register(
+            "nfd_crd_state",
+            "NFD CRD state (missing, older, current, newer) as 1/0",
+            m.nfd_crds.clone(),
+        );
         Metrics { registry, ..m }
     }
 }
@@ -99,12 +135,20 @@ impl Metrics {
     }
 
     pub fn count_write(&self, kind: &str) {
-        self.writes.get_or_create(&Kind { kind: kind.to_owned() }).inc();
+        self.writes
+            .get_or_create(&Kind {
+                kind: kind.to_owned(),
+            })
+            .inc();
     }
 
     pub fn count_request(&self, method: &str, watch: bool) {
         let label = if watch { "WATCH" } else { method };
-        self.requests.get_or_create(&Method { method: label.to_owned() }).inc();
+        self.requests
+            .get_or_create(&Method {
+                method: label.to_owned(),
+            })
+            .inc();
         let counter = match method {
             "GET" => &self.read_requests,
             _ => &self.write_requests,

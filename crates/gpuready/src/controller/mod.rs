@@ -18,21 +18,21 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
-use gpuready_api::keys;
 use gpuready_api::GpuNodeProfile;
+use gpuready_api::keys;
 use gpuready_core::brake::BrakeState;
 use gpuready_core::{GovernanceKind, NodeAssessment, NodeFacts};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::Api;
+use kube::core::SelectorExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::utils::WatchStreamExt;
-use kube::runtime::{watcher, Controller, PredicateConfig};
+use kube::runtime::{Controller, PredicateConfig, watcher};
 use kube::{Client, ResourceExt};
-use kube::core::SelectorExt;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
@@ -81,18 +81,32 @@ impl Context {
             let matched = self
                 .profiles
                 .find(|p| p.name_any() == *profile)
-                .and_then(|p| p.status.as_ref().map(|s| usize::try_from(s.matched_nodes).unwrap_or(0)))
+                .and_then(|p| {
+                    p.status
+                        .as_ref()
+                        .map(|s| usize::try_from(s.matched_nodes).unwrap_or(0))
+                })
                 .unwrap_or(0);
             let not_ready = b.recent_turns();
             b.update(&self.args.brake(), matched, not_ready, now);
         }
     }
 
-    pub fn update_brake(&self, profile: &str, matched: usize, not_ready: usize, now: Timestamp) -> bool {
+    pub fn update_brake(
+        &self,
+        profile: &str,
+        matched: usize,
+        not_ready: usize,
+        now: Timestamp,
+    ) -> bool {
         let cfg = self.args.brake();
         self.brakes
             .lock()
-            .map(|mut b| b.entry(profile.to_owned()).or_default().update(&cfg, matched, not_ready, now))
+            .map(|mut b| {
+                b.entry(profile.to_owned())
+                    .or_default()
+                    .update(&cfg, matched, not_ready, now)
+            })
             .unwrap_or(false)
     }
 
@@ -139,7 +153,9 @@ pub async fn wait_for_crd(client: &Client, stop: &CancellationToken) -> Result<(
             return Ok(());
         }
         if !warned {
-            warn!("CRD {name} is not installed or not established: install it with `gpuready crd | kubectl apply --server-side -f -` or the Helm chart; waiting");
+            warn!(
+                "CRD {name} is not installed or not established: install it with `gpuready crd | kubectl apply --server-side -f -` or the Helm chart; waiting"
+            );
             warned = true;
         }
         tokio::select! {
@@ -152,7 +168,13 @@ pub async fn wait_for_crd(client: &Client, stop: &CancellationToken) -> Result<(
 /// Runs the controller until `stop` is cancelled: waits for the CRD, takes the
 /// lease (if enabled), then reconciles. Returns `LostLeadership` if the lease
 /// is lost, so the process restarts and rejoins as a candidate.
-pub async fn run(client: Client, args: RunArgs, metrics: Arc<Metrics>, health: Arc<Health>, stop: CancellationToken) -> Result<(), Error> {
+pub async fn run(
+    client: Client,
+    args: RunArgs,
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+    stop: CancellationToken,
+) -> Result<(), Error> {
     wait_for_crd(&client, &stop).await?;
     health.crd_established.store(true, Ordering::Relaxed);
     if !args.leader_elect {
@@ -178,7 +200,13 @@ pub async fn run(client: Client, args: RunArgs, metrics: Arc<Metrics>, health: A
     }
 }
 
-async fn run_controllers(client: Client, args: RunArgs, metrics: Arc<Metrics>, health: Arc<Health>, stop: CancellationToken) -> Result<(), Error> {
+async fn run_controllers(
+    client: Client,
+    args: RunArgs,
+    metrics: Arc<Metrics>,
+    health: Arc<Health>,
+    stop: CancellationToken,
+) -> Result<(), Error> {
     let identity = args.identity();
     let recorder = Recorder::new(
         client.clone(),
@@ -189,10 +217,13 @@ async fn run_controllers(client: Client, args: RunArgs, metrics: Arc<Metrics>, h
     );
 
     let (profile_reader, profile_writer) = reflector::store::<GpuNodeProfile>();
-    let profile_stream = watcher(Api::<GpuNodeProfile>::all(client.clone()), watcher::Config::default())
-        .default_backoff()
-        .reflect(profile_writer)
-        .touched_objects();
+    let profile_stream = watcher(
+        Api::<GpuNodeProfile>::all(client.clone()),
+        watcher::Config::default(),
+    )
+    .default_backoff()
+    .reflect(profile_writer)
+    .touched_objects();
 
     let mut node_cfg = watcher::Config::default();
     if let Some(sel) = &args.node_selector {
@@ -221,9 +252,17 @@ async fn run_controllers(client: Client, args: RunArgs, metrics: Arc<Metrics>, h
     let synced = {
         let (p, n, health) = (profile_reader.clone(), node_reader.clone(), health.clone());
         tokio::spawn(async move {
-            if p.wait_until_ready().await.is_ok() && n.wait_until_ready().await.is_ok() {
-                health.caches_synced.store(true, Ordering::Relaxed);
-                info!("caches synced");
+            // Re-polled on a short timer: with several tasks waiting on the same
+            // store, a single long wait was seen to miss its wake-up.
+            loop {
+                let wait = Duration::from_millis(500);
+                let p_ready = tokio::time::timeout(wait, p.wait_until_ready()).await;
+                let n_ready = tokio::time::timeout(wait, n.wait_until_ready()).await;
+                if matches!(p_ready, Ok(Ok(()))) && matches!(n_ready, Ok(Ok(()))) {
+                    health.caches_synced.store(true, Ordering::Relaxed);
+                    info!("caches synced");
+                    return;
+                }
             }
         })
     };
@@ -271,7 +310,8 @@ fn nodes_of_profile(nodes: &Store<Node>, profile: &GpuNodeProfile) -> Vec<Object
         .iter()
         .filter(|n| {
             let labels = n.labels();
-            labels.get(keys::LABEL_PROFILE) == Some(&name) || selector.as_ref().is_some_and(|s| s.matches(labels))
+            labels.get(keys::LABEL_PROFILE) == Some(&name)
+                || selector.as_ref().is_some_and(|s| s.matches(labels))
         })
         .map(|n| ObjectRef::from_obj(n.as_ref()))
         .collect()

@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use gpuready_api::keys;
 use gpuready_api::GpuNodeProfile;
-use gpuready_core::{assess, GovernanceKind, NodeAssessment, NodeChanges, NodeFacts, PlanOptions};
+use gpuready_api::keys;
+use gpuready_core::{GovernanceKind, NodeAssessment, NodeChanges, NodeFacts, PlanOptions, assess};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
@@ -17,11 +17,11 @@ use kube::runtime::controller::Action;
 use kube::runtime::events::{Event, EventType};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
-use tracing::{debug, info, info_span, warn, Instrument};
+use tracing::{Instrument, debug, info, info_span, warn};
 
-use super::error::{is_conflict, Error};
-use super::prune::prune_node;
 use super::Context;
+use super::error::{Error, is_conflict};
+use super::prune::prune_node;
 
 /// Attempts at the optimistic-lock taint write before giving the node back to
 /// the queue (which retries with backoff).
@@ -29,7 +29,9 @@ const MAX_CONFLICT_RETRIES: usize = 5;
 
 /// Profiles with their parsed selectors. A profile whose selector cannot be
 /// parsed selects nothing (the schema prevents it; its status says so).
-pub fn profiles_with_selectors(profiles: &[Arc<GpuNodeProfile>]) -> Vec<(Arc<GpuNodeProfile>, Selector)> {
+pub fn profiles_with_selectors(
+    profiles: &[Arc<GpuNodeProfile>],
+) -> Vec<(Arc<GpuNodeProfile>, Selector)> {
     profiles
         .iter()
         .filter_map(|p| match gpuready_core::select::profile_selector(p) {
@@ -42,9 +44,16 @@ pub fn profiles_with_selectors(profiles: &[Arc<GpuNodeProfile>]) -> Vec<(Arc<Gpu
         .collect()
 }
 
-pub fn assess_node(ctx: &Context, node: &Node, profiles: &[(Arc<GpuNodeProfile>, Selector)], now: Timestamp, hold: &dyn Fn(&str) -> bool) -> (NodeFacts, NodeAssessment) {
+pub fn assess_node(
+    ctx: &Context,
+    node: &Node,
+    profiles: &[(Arc<GpuNodeProfile>, Selector)],
+    now: Timestamp,
+    hold: &dyn Fn(&str) -> bool,
+) -> (NodeFacts, NodeAssessment) {
     let facts = NodeFacts::from_node(node);
-    let pairs: Vec<(&GpuNodeProfile, &Selector)> = profiles.iter().map(|(p, s)| (p.as_ref(), s)).collect();
+    let pairs: Vec<(&GpuNodeProfile, &Selector)> =
+        profiles.iter().map(|(p, s)| (p.as_ref(), s)).collect();
     let mut opts = PlanOptions {
         now,
         heartbeat_seconds: i64::try_from(ctx.args.heartbeat.as_secs()).unwrap_or(i64::MAX),
@@ -65,11 +74,15 @@ pub async fn reconcile(node: Arc<Node>, ctx: Arc<Context>) -> Result<Action, Err
     let span = info_span!("reconcile", node = %name, profile = tracing::field::Empty);
     let started = Instant::now();
     let result = reconcile_inner(node, &ctx).instrument(span).await;
-    ctx.metrics.reconcile_duration.observe(started.elapsed().as_secs_f64());
+    ctx.metrics
+        .reconcile_duration
+        .observe(started.elapsed().as_secs_f64());
     if let Err(e) = &result {
         ctx.metrics
             .reconcile_errors
-            .get_or_create(&super::metrics::Kind { kind: e.kind().to_owned() })
+            .get_or_create(&super::metrics::Kind {
+                kind: e.kind().to_owned(),
+            })
             .inc();
     }
     ctx.status_dirty.notify_one();
@@ -88,7 +101,8 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
     for _attempt in 0..MAX_CONFLICT_RETRIES {
         let now = Timestamp::now();
         let profiles = profiles_with_selectors(&ctx.profiles.state());
-        let (facts, assessment) = assess_node(ctx, &node, &profiles, now, &|p| ctx.brake_engaged(p));
+        let (facts, assessment) =
+            assess_node(ctx, &node, &profiles, now, &|p| ctx.brake_engaged(p));
         if let Some(p) = &assessment.profile {
             tracing::Span::current().record("profile", p.as_str());
         }
@@ -125,7 +139,12 @@ fn next_check(ctx: &Context, a: &NodeAssessment) -> Action {
 }
 
 /// Sends the planned writes. Returns whether anything was written.
-async fn write_changes(ctx: &Context, api: &Api<Node>, node: &Node, changes: &NodeChanges) -> Result<bool, Error> {
+async fn write_changes(
+    ctx: &Context,
+    api: &Api<Node>,
+    node: &Node,
+    changes: &NodeChanges,
+) -> Result<bool, Error> {
     if changes.is_empty() {
         return Ok(false);
     }
@@ -134,8 +153,13 @@ async fn write_changes(ctx: &Context, api: &Api<Node>, node: &Node, changes: &No
         // The whole list is replaced (merge patches replace lists), so the
         // resourceVersion precondition is what keeps a concurrent writer's
         // taint from being lost: on 409 the caller re-reads and re-plans.
-        let annotations: BTreeMap<&str, &Option<String>> = t.annotations.iter().map(|(k, v)| (k.as_str(), v)).collect();
-        let taints = if t.taints.is_empty() { serde_json::Value::Null } else { serde_json::to_value(&t.taints)? };
+        let annotations: BTreeMap<&str, &Option<String>> =
+            t.annotations.iter().map(|(k, v)| (k.as_str(), v)).collect();
+        let taints = if t.taints.is_empty() {
+            serde_json::Value::Null
+        } else {
+            serde_json::to_value(&t.taints)?
+        };
         let patch = json!({
             "metadata": {
                 "resourceVersion": node.resource_version(),
@@ -143,11 +167,15 @@ async fn write_changes(ctx: &Context, api: &Api<Node>, node: &Node, changes: &No
             },
             "spec": { "taints": taints },
         });
-        api.patch(&name, &PatchParams {
+        api.patch(
+            &name,
+            &PatchParams {
                 field_manager: Some(keys::TAINT_FIELD_MANAGER.to_owned()),
                 ..PatchParams::default()
-            }, &Patch::Merge(&patch))
-            .await?;
+            },
+            &Patch::Merge(&patch),
+        )
+        .await?;
         ctx.metrics.count_write("taint");
         info!(change = %t.summary, "taint updated");
     }
@@ -166,7 +194,8 @@ async fn write_changes(ctx: &Context, api: &Api<Node>, node: &Node, changes: &No
         if !conditions.is_empty() {
             body["status"] = json!({ "conditions": conditions });
         }
-        api.patch_status(&name, &apply, &Patch::Apply(&body)).await?;
+        api.patch_status(&name, &apply, &Patch::Apply(&body))
+            .await?;
         ctx.metrics.count_write("conditions");
     }
     Ok(true)
@@ -182,22 +211,39 @@ async fn publish_transition(ctx: &Context, node: &Node, facts: &NodeFacts, a: &N
     else {
         return;
     };
-    let old = facts.gpu_conditions.iter().find(|c| c.type_ == keys::CONDITION_GPU_READY);
+    let old = facts
+        .gpu_conditions
+        .iter()
+        .find(|c| c.type_ == keys::CONDITION_GPU_READY);
     if old.is_some_and(|o| o.status == new.status) {
         return;
     }
     let (type_, reason) = match new.status.as_str() {
         "True" => (EventType::Normal, "GpuReady".to_owned()),
-        _ => (EventType::Warning, format!("GpuNotReady{}", a.reason.chars().take(100).collect::<String>())),
+        _ => (
+            EventType::Warning,
+            format!(
+                "GpuNotReady{}",
+                a.reason.chars().take(100).collect::<String>()
+            ),
+        ),
     };
     let ev = Event {
         type_,
         reason: reason.chars().take(128).collect(),
-        note: Some(format!(
-            "{}{}",
-            a.profile.as_deref().map(|p| format!("GpuNodeProfile {p}: ")).unwrap_or_default(),
-            a.message
-        ).chars().take(1000).collect()),
+        note: Some(
+            format!(
+                "{}{}",
+                a.profile
+                    .as_deref()
+                    .map(|p| format!("GpuNodeProfile {p}: "))
+                    .unwrap_or_default(),
+                a.message
+            )
+            .chars()
+            .take(1000)
+            .collect(),
+        ),
         action: "Evaluate".into(),
         secondary: None,
     };

@@ -54,7 +54,12 @@ pub fn node_relevance(node: &Node) -> Option<u64> {
         }
     }
     if let Some(status) = &node.status {
-        for (k, v) in status.allocatable.iter().flatten().chain(status.capacity.iter().flatten()) {
+        for (k, v) in status
+            .allocatable
+            .iter()
+            .flatten()
+            .chain(status.capacity.iter().flatten())
+        {
             if k.contains('/') {
                 (k, &v.0).hash(&mut h);
             }

@@ -48,7 +48,10 @@ where
 }
 
 /// A client whose requests are counted into `metrics`.
-pub fn counted_client(config: kube::Config, metrics: Arc<Metrics>) -> Result<kube::Client, kube::Error> {
+pub fn counted_client(
+    config: kube::Config,
+    metrics: Arc<Metrics>,
+) -> Result<kube::Client, kube::Error> {
     Ok(kube::client::ClientBuilder::try_from(config)?
         .with_layer(&CountRequests(metrics))
         .build())

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use gpuready_api::keys;
 use gpuready_api::{GpuNodeProfile, GpuNodeProfileStatus, Layer};
-use gpuready_core::status::{profile_status, ExtraConditions};
+use gpuready_core::status::{ExtraConditions, profile_status};
 use gpuready_core::{GovernanceKind, NodeAssessment, Status};
 use jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
@@ -18,9 +18,9 @@ use serde_json::json;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
+use super::Context;
 use super::metrics::{Profile, ProfileLayer, ProfileState};
 use super::node::{assess_node, profiles_with_selectors};
-use super::Context;
 
 /// Coalesces bursts of node reconciles into one status pass.
 const DEBOUNCE: Duration = Duration::from_millis(500);
@@ -38,7 +38,9 @@ pub async fn run(ctx: Arc<Context>, stop: CancellationToken) {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(DEBOUNCE) => {},
         }
-        if ctx.profiles.wait_until_ready().await.is_err() || ctx.nodes.wait_until_ready().await.is_err() {
+        if ctx.profiles.wait_until_ready().await.is_err()
+            || ctx.nodes.wait_until_ready().await.is_err()
+        {
             continue;
         }
         if let Err(e) = pass(&ctx).await {
@@ -76,7 +78,10 @@ pub async fn pass(ctx: &Context) -> Result<(), kube::Error> {
     let api: Api<GpuNodeProfile> = Api::all(ctx.client.clone());
     for profile in &profiles {
         let name = profile.name_any();
-        let nodes: Vec<&NodeAssessment> = by_profile.get(&name).map(|v| v.iter().collect()).unwrap_or_default();
+        let nodes: Vec<&NodeAssessment> = by_profile
+            .get(&name)
+            .map(|v| v.iter().collect())
+            .unwrap_or_default();
         let not_ready = nodes.iter().filter(|n| n.ready != Some(true)).count();
         let engaged = ctx.update_brake(&name, nodes.len(), not_ready, now);
         record_metrics(ctx, &name, &nodes, engaged);
@@ -85,7 +90,14 @@ pub async fn pass(ctx: &Context) -> Result<(), kube::Error> {
             brake: Some(brake_condition(ctx, engaged)),
             nfd_crds: ctx.nfd_condition(),
         };
-        let new = profile_status(&name, profile.metadata.generation, &nodes, &extra, profile.status.as_ref(), now);
+        let new = profile_status(
+            &name,
+            profile.metadata.generation,
+            &nodes,
+            &extra,
+            profile.status.as_ref(),
+            now,
+        );
         if profile.status.as_ref() == Some(&new) {
             continue;
         }
@@ -95,8 +107,12 @@ pub async fn pass(ctx: &Context) -> Result<(), kube::Error> {
             "metadata": { "name": name },
             "status": new,
         });
-        api.patch_status(&name, &PatchParams::apply(keys::FIELD_MANAGER).force(), &Patch::Apply(&body))
-            .await?;
+        api.patch_status(
+            &name,
+            &PatchParams::apply(keys::FIELD_MANAGER).force(),
+            &Patch::Apply(&body),
+        )
+        .await?;
         ctx.metrics.count_write("profile_status");
         publish_profile_transitions(ctx, profile, profile.status.as_ref(), &new).await;
     }
@@ -108,12 +124,19 @@ fn record_metrics(ctx: &Context, profile: &str, nodes: &[&NodeAssessment], engag
         profile: profile.to_owned(),
         state: s.to_owned(),
     };
-    let count = |f: &dyn Fn(&NodeAssessment) -> bool| i64::try_from(nodes.iter().filter(|n| f(n)).count()).unwrap_or(i64::MAX);
-    ctx.metrics.nodes.get_or_create(&state("ready")).set(count(&|n| n.ready == Some(true)));
+    let count = |f: &dyn Fn(&NodeAssessment) -> bool| {
+        i64::try_from(nodes.iter().filter(|n| f(n)).count()).unwrap_or(i64::MAX)
+    };
+    ctx.metrics
+        .nodes
+        .get_or_create(&state("ready"))
+        .set(count(&|n| n.ready == Some(true)));
     ctx.metrics
         .nodes
         .get_or_create(&state("not_ready"))
-        .set(count(&|n| n.ready != Some(true) && n.governance == GovernanceKind::Governed));
+        .set(count(&|n| {
+            n.ready != Some(true) && n.governance == GovernanceKind::Governed
+        }));
     ctx.metrics
         .nodes
         .get_or_create(&state("conflict"))
@@ -125,7 +148,11 @@ fn record_metrics(ctx: &Context, profile: &str, nodes: &[&NodeAssessment], engag
                 profile: profile.to_owned(),
                 layer: layer.to_string(),
             })
-            .set(count(&|n| n.layers.iter().any(|l| l.layer == layer && l.status == Status::Ready)));
+            .set(count(&|n| {
+                n.layers
+                    .iter()
+                    .any(|l| l.layer == layer && l.status == Status::Ready)
+            }));
     }
     ctx.metrics
         .brake
@@ -148,7 +175,11 @@ fn brake_condition(ctx: &Context, engaged: bool) -> (bool, String, String) {
             ),
         )
     } else {
-        (false, "Released".into(), "taints are applied normally".into())
+        (
+            false,
+            "Released".into(),
+            "taints are applied normally".into(),
+        )
     }
 }
 
@@ -164,7 +195,9 @@ async fn publish_profile_transitions(
             continue;
         }
         let before = old.and_then(|o| o.conditions.iter().find(|p| p.type_ == c.type_));
-        if before.is_some_and(|b| b.status == c.status) || (before.is_none() && c.status == "False" && c.type_ == keys::CONDITION_SAFETY_BRAKE) {
+        if before.is_some_and(|b| b.status == c.status)
+            || (before.is_none() && c.status == "False" && c.type_ == keys::CONDITION_SAFETY_BRAKE)
+        {
             continue;
         }
         let (type_, reason) = match (c.type_.as_str(), c.status.as_str()) {
