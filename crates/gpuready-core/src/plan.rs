@@ -262,14 +262,12 @@ pub fn plan_governed(
     let want = (want_taint && !held).then_some(&taint);
     let retainted = retaint(facts, Some(&spec.taint.key), want);
     let mut annotations = BTreeMap::new();
-    let taint_after = match (&retainted, want) {
-        (Some(_), Some(t)) => Some(format!("{}:{}", t.key, t.effect)),
-        (Some(_), None) => None,
-        (None, _) => current_taint_annotation(facts).filter(|_| has_ours),
-    };
+    // The annotation names the taint gpuready holds after this change, including
+    // one it found already in place (kubelet --register-with-taints), so release
+    // and key changes can still tell it is gpuready's.
     annotation_change(
         ANNOTATION_TAINT,
-        taint_after,
+        want.map(|t| format!("{}:{}", t.key, t.effect)),
         current_taint_annotation(facts).as_ref(),
         &mut annotations,
     );

@@ -807,3 +807,27 @@ fn a_later_reconcile_with_nothing_new_writes_nothing() {
         }
     }
 }
+
+#[test]
+fn a_taint_kubelet_registered_with_a_custom_key_is_adopted_and_released_with_the_profile() {
+    // kubelet --register-with-taints=example.com/gpu-not-ready=true:NoSchedule: the
+    // node arrives already carrying the profile's taint. gpuready holds it from then
+    // on and must record it, or it cannot tell it is its own once the profile is gone.
+    let p = one(profile("p", "taint: {key: example.com/gpu-not-ready}"));
+    let registered = with_foreign_taints(not_ready_node(), false)
+        .taint("example.com/gpu-not-ready", "true", "NoSchedule")
+        .build();
+    let node = settle(registered, &p, &opts());
+    assert_eq!(
+        annotation(&node, ANNOTATION_TAINT),
+        Some("example.com/gpu-not-ready:NoSchedule")
+    );
+    // The profile is deleted while the node is still not ready.
+    let released = settle(node.clone(), &[], &opts());
+    assert_eq!(node_taints(&released), foreign());
+    // Or its taint key changes.
+    let renamed = settle(node, &one(profile("p", "")), &opts());
+    let mut want = foreign();
+    want.push(OURS.into());
+    assert_eq!(node_taints(&renamed), want);
+}
