@@ -74,7 +74,7 @@ impl GpuNodeProfileSpec {
         };
 
         if let Some(v) = &self.min_driver_version
-            && !is_version(v, 2, 3)
+            && (v.len() > 32 || !is_version(v, 2, 3))
         {
             fail(
                 "minDriverVersion",
@@ -82,7 +82,7 @@ impl GpuNodeProfileSpec {
             );
         }
         if let Some(v) = &self.cuda_version
-            && !is_version(v, 2, 2)
+            && (v.len() > 16 || !is_version(v, 2, 2))
         {
             fail("cudaVersion", format!("{v:?} must look like 12.4 or 13.0"));
         }
@@ -93,6 +93,18 @@ impl GpuNodeProfileSpec {
                     fail("gatingLayers", format!("layer {l} is listed twice"));
                 }
             }
+        }
+        if self.resources.len() > 16 {
+            fail(
+                "resources",
+                format!("{} entries: at most 16", self.resources.len()),
+            );
+        }
+        if self.ready_labels.len() > 16 {
+            fail(
+                "readyLabels",
+                format!("{} entries: at most 16", self.ready_labels.len()),
+            );
         }
         for (name, qty) in &self.resources {
             if !name.contains('/') || !is_qualified_name(name) || *qty < 1 {
@@ -132,9 +144,24 @@ impl GpuNodeProfileSpec {
             }
         }
         if let Some(m) = gpu.min_memory_mib
-            && m < 1
+            && !(1..=16_777_216).contains(&m)
         {
-            fail("gpu.minMemoryMib", "must be at least 1".into());
+            fail(
+                "gpu.minMemoryMib",
+                format!("{m} must be between 1 and 16777216 (16 TiB)"),
+            );
+        }
+        if gpu.families.len() > 12 {
+            fail(
+                "gpu.families",
+                format!("{} entries: at most 12", gpu.families.len()),
+            );
+        }
+        if gpu.excluded_families.len() > 12 {
+            fail(
+                "gpu.excludedFamilies",
+                format!("{} entries: at most 12", gpu.excluded_families.len()),
+            );
         }
         if let Some(cc) = &gpu.min_compute_capability {
             let ok = cc.split_once('.').is_some_and(|(maj, min)| {
