@@ -313,13 +313,19 @@ fn field<T>(
     }
 }
 
+/// `nvidia.com/gpu.*` labels that GFD never writes: the GPU operator's
+/// (`gpu.present`, `gpu.deploy.<operand>`) and the admin's operand-set selector.
+fn is_operator_gpu_label(key: &str) -> bool {
+    key == nvidia::GPU_PRESENT
+        || key == "nvidia.com/gpu.workload.config"
+        || key.starts_with("nvidia.com/gpu.deploy.")
+}
+
 fn parse_gfd(labels: &BTreeMap<String, String>) -> GfdFacts {
     let seen = labels.keys().any(|k| {
         k == nvidia::GFD_TIMESTAMP
             || k.starts_with("nvidia.com/cuda.")
-            || (k.starts_with("nvidia.com/gpu.")
-                && k != nvidia::GPU_PRESENT
-                && !k.starts_with("nvidia.com/gpu.deploy."))
+            || (k.starts_with("nvidia.com/gpu.") && !is_operator_gpu_label(k))
     });
     GfdFacts {
         seen,

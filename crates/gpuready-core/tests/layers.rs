@@ -396,10 +396,13 @@ fn feature_discovery_without_gfd_labels_is_not_ready() {
     let node = NodeBuilder::gpu("n")
         .no_gfd()
         .label(nvidia::GPU_PRESENT, "true")
-        .label("nvidia.com/gpu.deploy.gpu-feature-discovery", "true");
+        .label("nvidia.com/gpu.deploy.gpu-feature-discovery", "true")
+        // Set by the admin to pick the operator's operand set; not GFD's.
+        .label("nvidia.com/gpu.workload.config", "container");
     let r = judge("", &node);
     r.expect(Layer::FeatureDiscovery, NotReady, "GfdLabelsMissing")
         .mentions(&["gpu-feature-discovery"]);
+    r.expect(Layer::Driver, Unknown, "NoGfdLabels");
     r.expect(Layer::Hardware, Ready, "NvidiaPciDevice");
 }
 
