@@ -526,12 +526,6 @@ fn a_missing_nodes_file_is_refused() {
 }
 
 #[test]
-fn no_nodes_flag_is_refused() {
-    let o = check(&[], &[good_profiles()], &[]);
-    assert_refused(&o, &["--nodes"]);
-}
-
-#[test]
 fn an_empty_nodes_file_is_refused() {
     let (_d, nodes) = file("nodes.yaml", "# nothing yet\n");
     let o = check(&[nodes], &[good_profiles()], &[]);
