@@ -22,11 +22,14 @@ pub enum Output {
 #[derive(Debug, clap::Args)]
 pub struct CheckArgs {
     /// Node dumps: what `kubectl get nodes -o json` (or `-o yaml`) prints. Several
-    /// files may follow one flag.
-    #[arg(long, value_name = "FILE", num_args = 1..)]
+    /// files may follow one flag. Without it, nodes are read from the cluster of
+    /// the current kubeconfig context (read-only).
+    #[arg(long, value_name = "FILE", num_args = 1.., requires = "profiles")]
     pub nodes: Vec<PathBuf>,
-    /// GpuNodeProfile YAML (multi-document allowed). Repeat for several files.
-    #[arg(long, value_name = "FILE", num_args = 1.., required_unless_present = "live")]
+    /// GpuNodeProfile YAML (multi-document allowed). Required with --nodes.
+    /// Without --nodes it is optional: given, it replaces the cluster's profiles
+    /// (a what-if before applying them).
+    #[arg(long, value_name = "FILE", num_args = 1..)]
     pub profiles: Vec<PathBuf>,
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = Output::Table)]
@@ -35,9 +38,70 @@ pub struct CheckArgs {
     /// over saved dumps, whose GFD timestamps age otherwise.
     #[arg(long, value_name = "RFC3339")]
     pub now: Option<Timestamp>,
-    /// Read nodes and profiles from the cluster in the current kubeconfig context (read-only).
-    #[arg(long, hide = true)]
-    pub live: bool,
+}
+
+/// Why a live check could not run. Maps to exit code 2.
+#[derive(Debug, thiserror::Error)]
+pub enum LiveError {
+    #[error("no Kubernetes configuration (set KUBECONFIG or run in a cluster): {0}")]
+    Config(#[from] kube::config::InferConfigError),
+    #[error("connecting to the cluster: {0}")]
+    Client(#[source] kube::Error),
+    #[error("listing {what}: {source}")]
+    List {
+        what: &'static str,
+        #[source]
+        source: kube::Error,
+    },
+    #[error(transparent)]
+    Input(#[from] InputError),
+}
+
+/// Live check: nodes (and, unless files are given, profiles) from the cluster.
+/// Only GET/LIST requests are sent.
+pub async fn check_live(args: &CheckArgs) -> Result<CheckReport, LiveError> {
+    use kube::api::{Api, ListParams};
+    let config = kube::Config::infer().await?;
+    let client = kube::Client::try_from(config).map_err(LiveError::Client)?;
+    let nodes = Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .map_err(|source| LiveError::List {
+            what: "nodes",
+            source,
+        })?
+        .items;
+    let profiles = if args.profiles.is_empty() {
+        match Api::<GpuNodeProfile>::all(client)
+            .list(&ListParams::default())
+            .await
+        {
+            Ok(list) => list.items,
+            Err(kube::Error::Api(s)) if s.code == 404 => {
+                eprintln!(
+                    "warning: the GpuNodeProfile CRD is not installed: every node is ungoverned (pass --profiles FILE for a what-if)"
+                );
+                Vec::new()
+            }
+            Err(source) => {
+                return Err(LiveError::List {
+                    what: "gpunodeprofiles",
+                    source,
+                });
+            }
+        }
+    } else {
+        let mut out = Vec::new();
+        for p in &args.profiles {
+            out.extend(input::read_profiles(p)?);
+        }
+        out
+    };
+    Ok(run_engine(
+        &nodes,
+        &profiles,
+        args.now.unwrap_or_else(Timestamp::now),
+    )?)
 }
 
 /// The whole report, as `--output json|yaml` prints it.

@@ -134,13 +134,24 @@ async fn shutdown_on_signal(stop: CancellationToken) {
 }
 
 fn run_check(args: &check::CheckArgs) -> ExitCode {
-    if args.nodes.is_empty() {
-        eprintln!(
-            "error: --nodes FILE is required (live cluster mode is not available in this build)"
-        );
-        return ExitCode::from(2);
-    }
-    let report = match check::check_files(args) {
+    let report = if args.nodes.is_empty() {
+        let runtime = match tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+        {
+            Ok(r) => r,
+            Err(e) => {
+                eprintln!("error: starting the async runtime: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        runtime
+            .block_on(check::check_live(args))
+            .map_err(|e| e.to_string())
+    } else {
+        check::check_files(args).map_err(|e| e.to_string())
+    };
+    let report = match report {
         Ok(r) => r,
         Err(e) => {
             eprintln!("error: {e}");
