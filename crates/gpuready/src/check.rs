@@ -213,10 +213,19 @@ fn describe_changes(a: &NodeAssessment) -> Vec<String> {
     let c = &a.changes;
     let mut out = Vec::new();
     if let Some(t) = &c.taint {
+        // gpuready's taint: its key prefix, or the key:effect the change records
+        // in gpuready.io/taint (a custom key set by the profile).
+        let recorded = t
+            .annotations
+            .get(gpuready_core::facts::ANNOTATION_TAINT)
+            .and_then(Option::as_deref);
         let ours: Vec<String> = t
             .taints
             .iter()
-            .filter(|t| t.key.starts_with(gpuready_api::keys::KEY_PREFIX))
+            .filter(|t| {
+                t.key.starts_with(gpuready_api::keys::KEY_PREFIX)
+                    || recorded == Some(format!("{}:{}", t.key, t.effect).as_str())
+            })
             .map(|t| {
                 format!(
                     "{}={}:{}",

@@ -531,3 +531,24 @@ fn an_empty_nodes_file_is_refused() {
     let o = check(&[nodes], &[good_profiles()], &[]);
     assert_refused(&o, &["nodes.yaml", "no Node objects"]);
 }
+
+#[test]
+fn the_table_names_a_custom_readiness_taint() {
+    let text = std::fs::read_to_string(example("talos-rtx3050", "nodes.json")).expect("example");
+    let mut list: Value = serde_json::from_str(&text).expect("example JSON");
+    let node = &mut list["items"][0];
+    node["status"]["allocatable"]["nvidia.com/gpu"] = "0".into();
+    node["spec"].as_object_mut().expect("spec").remove("taints");
+    let (_d, nodes) = file("nodes.json", &list.to_string());
+    let (_p, profiles) = file(
+        "profiles.yaml",
+        "apiVersion: gpuready.io/v1alpha1\nkind: GpuNodeProfile\nmetadata:\n  name: p\nspec:\n  nodeSelector:\n    matchLabels: {gpu-pool: talos-rtx3050}\n  taint: {key: example.com/gpu-not-ready}\n",
+    );
+    let o = check(&[nodes], &[profiles], &[]);
+    assert_exit(&o, 1);
+    let out = stdout(&o);
+    assert!(
+        out.contains("would: add taint example.com/gpu-not-ready=true:NoSchedule;"),
+        "{out}"
+    );
+}
