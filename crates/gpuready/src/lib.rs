@@ -4,3 +4,4 @@
 pub mod check;
 pub mod controller;
 pub mod input;
+pub mod nfd_cli;

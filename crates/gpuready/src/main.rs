@@ -1,4 +1,4 @@
-//! The `gpuready` command: `check`, `crd`, and (in-cluster) `run`.
+//! The `gpuready` command: `check`, `crd`, `nfd-crds`, and (in-cluster) `run`.
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -32,6 +32,10 @@ enum Command {
         #[arg(long)]
         write: bool,
     },
+    /// See, compare or install the Node Feature Discovery CRDs gpuready carries
+    /// (Helm never upgrades them). `print` shows them, `diff` compares the
+    /// cluster's with them, `apply` installs missing and upgrades older ones.
+    NfdCrds(gpuready::nfd_cli::NfdCrdsArgs),
 }
 
 fn main() -> ExitCode {
@@ -40,6 +44,7 @@ fn main() -> ExitCode {
         Command::Check(args) => run_check(&args),
         Command::Crd { write } => run_crd(write),
         Command::Run(args) => run_controller(args),
+        Command::NfdCrds(args) => gpuready::nfd_cli::run(args),
     }
 }
 

@@ -7,6 +7,7 @@ pub mod error;
 pub mod http;
 pub mod leader;
 pub mod metrics;
+pub mod nfd;
 pub mod node;
 pub mod prune;
 pub mod requests;
@@ -267,6 +268,9 @@ async fn run_controllers(
         })
     };
     let aggregator = tokio::spawn(status::run(ctx.clone(), stop.clone()));
+    // Only the leader gets here, so only one replica ever writes the NFD CRDs.
+    let nfd_crds = (args.nfd_crds != config::NfdCrdMode::Off)
+        .then(|| tokio::spawn(nfd::run(ctx.clone(), stop.clone())));
 
     let nodes_for_profile = node_reader.clone();
     let stop_fut = {
@@ -292,6 +296,9 @@ async fn run_controllers(
         .await;
     synced.abort();
     aggregator.abort();
+    if let Some(task) = nfd_crds {
+        task.abort();
+    }
     // A last status pass so the profile reflects the final writes.
     if let Err(e) = status::pass(&ctx).await {
         warn!(error = %e, "final status pass failed");
