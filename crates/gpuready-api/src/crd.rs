@@ -7,7 +7,11 @@ use kube::CustomResourceExt;
 use crate::profile::GpuNodeProfile;
 
 /// Where the generated GpuNodeProfile CRD is committed, relative to the repo root.
-pub const COMMITTED_GPUREADY_CRD_PATHS: &[&str] = &["deploy/crds/gpunodeprofiles.gpuready.io.yaml"];
+/// The Helm chart's copy is read by its CRD template (see charts/gpuready/README.md).
+pub const COMMITTED_GPUREADY_CRD_PATHS: &[&str] = &[
+    "deploy/crds/gpunodeprofiles.gpuready.io.yaml",
+    "charts/gpuready/files/crds/gpunodeprofiles.gpuready.io.yaml",
+];
 
 /// The GpuNodeProfile CRD.
 pub fn gpu_node_profile_crd() -> CustomResourceDefinition {

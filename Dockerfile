@@ -1,0 +1,41 @@
+# syntax=docker/dockerfile:1
+#
+# The gpuready operator image: one static (musl) binary on an empty base, run as
+# the non-root user 65532 that the Helm chart's securityContext expects.
+#
+#   docker build -t <your-registry>/<path>/gpuready:0.1.0 .
+#   docker push <your-registry>/<path>/gpuready:0.1.0
+#   helm install gpuready charts/gpuready -n gpuready-system --create-namespace \
+#     --set image.repository=<your-registry>/<path>/gpuready
+#
+# The base images are official images named without a registry host (your
+# engine's default registry); point RUST_IMAGE at a mirror if you need one.
+# Needs BuildKit (the default builder of current Docker and Podman/Buildah).
+ARG RUST_IMAGE=rust:1.95-alpine
+
+FROM ${RUST_IMAGE} AS builder
+# musl-dev: C runtime objects for ring's C/assembly parts; the Rust target on
+# Alpine is *-linux-musl, which links statically.
+RUN apk add --no-cache musl-dev ca-certificates
+WORKDIR /src
+COPY Cargo.toml Cargo.lock ./
+COPY crates ./crates
+# Cache mounts keep the registry and the target folder between builds.
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/src/target \
+    cargo build --release --locked -p gpuready --bin gpuready \
+ && install -D -m 0755 target/release/gpuready /out/usr/local/bin/gpuready \
+ && /out/usr/local/bin/gpuready --version
+# A passwd/group entry, so the user has a name in ps/logs.
+RUN mkdir -p /out/etc \
+ && echo 'gpuready:x:65532:65532:gpuready:/nonexistent:/sbin/nologin' > /out/etc/passwd \
+ && echo 'gpuready:x:65532:' > /out/etc/group
+
+FROM scratch
+COPY --from=builder /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
+COPY --from=builder /out/ /
+USER 65532:65532
+# /metrics, /healthz, /readyz
+EXPOSE 8080
+ENTRYPOINT ["/usr/local/bin/gpuready"]
+CMD ["run"]

@@ -1,0 +1,98 @@
+{{/* Chart name, overridable. */}}
+{{- define "gpuready.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/*
+Full name of the release's objects: fullnameOverride, else the release name when
+it already contains the chart name, else "<release>-<chart>".
+*/}}
+{{- define "gpuready.fullname" -}}
+{{- if .Values.fullnameOverride }}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- $name := default .Chart.Name .Values.nameOverride }}
+{{- if contains $name .Release.Name }}
+{{- .Release.Name | trunc 63 | trimSuffix "-" }}
+{{- else }}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" }}
+{{- end }}
+{{- end }}
+{{- end }}
+
+{{- define "gpuready.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" }}
+{{- end }}
+
+{{/* Labels every object carries. */}}
+{{- define "gpuready.labels" -}}
+helm.sh/chart: {{ include "gpuready.chart" . }}
+{{ include "gpuready.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: gpuready
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{/* Labels that select the controller pods (immutable once deployed). */}}
+{{- define "gpuready.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "gpuready.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end }}
+
+{{- define "gpuready.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create }}
+{{- default (include "gpuready.fullname" .) .Values.serviceAccount.name }}
+{{- else }}
+{{- default "default" .Values.serviceAccount.name }}
+{{- end }}
+{{- end }}
+
+{{- define "gpuready.leaseName" -}}
+{{- default (include "gpuready.fullname" .) .Values.leaderElection.leaseName }}
+{{- end }}
+
+{{/* repository:tag, or repository@digest when a digest is set. */}}
+{{- define "gpuready.image" -}}
+{{- if .Values.image.digest }}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* The NFD CRDs gpuready may install or upgrade (--nfd-crds=apply). */}}
+{{- define "gpuready.nfdCrdNames" -}}
+- nodefeatures.nfd.k8s-sigs.io
+- nodefeaturerules.nfd.k8s-sigs.io
+- nodefeaturegroups.nfd.k8s-sigs.io
+{{- end }}
+
+{{/*
+Readiness taint keys the pods tolerate: gpuready's default, every key a profile
+of this chart sets, and extraReadinessTaintKeys. One key per line, sorted, unique.
+*/}}
+{{- define "gpuready.readinessTaintKeys" -}}
+{{- $keys := list "gpuready.io/not-ready" }}
+{{- range $name, $spec := .Values.profiles }}
+{{- with $spec }}{{ with .taint }}{{ with .key }}
+{{- $keys = append $keys . }}
+{{- end }}{{ end }}{{ end }}
+{{- end }}
+{{- $keys = concat $keys .Values.extraReadinessTaintKeys }}
+{{- range $keys | uniq | sortAlpha }}
+{{ . }}
+{{- end }}
+{{- end }}
+
+{{/* Fails rendering on combinations the schema cannot express. */}}
+{{- define "gpuready.validate" -}}
+{{- if and (gt (int .Values.replicaCount) 1) (not .Values.leaderElection.enabled) }}
+{{- fail (printf "replicaCount is %d but leaderElection.enabled is false: replicas would all write to nodes. Enable leader election or set replicaCount: 1." (int .Values.replicaCount)) }}
+{{- end }}
+{{- if and .Values.podDisruptionBudget.enabled (gt (int .Values.replicaCount) 1) (ge (int .Values.podDisruptionBudget.minAvailable) (int .Values.replicaCount)) }}
+{{- fail (printf "podDisruptionBudget.minAvailable (%d) must be lower than replicaCount (%d), or no node running gpuready could ever be drained." (int .Values.podDisruptionBudget.minAvailable) (int .Values.replicaCount)) }}
+{{- end }}
+{{- end }}
