@@ -32,6 +32,7 @@ pub const MAX_NOT_READY_SUMMARY: usize = 20;
     plural = "gpunodeprofiles",
     shortname = "gnp",
     category = "gpuready",
+    validation = Rule::new("self.metadata.name.size() <= 63").message("metadata.name must be at most 63 characters: gpuready writes it as the value of the gpuready.io/profile node label"),
     doc = "GpuNodeProfile declares what a set of GPU nodes must have (product, memory, compute capability, count, driver and CUDA) and how gpuready gates them until they are ready.",
     status = "GpuNodeProfileStatus",
     printcolumn(name = "Mode", type_ = "string", json_path = ".spec.mode"),
@@ -90,7 +91,7 @@ pub struct GpuNodeProfileSpec {
     /// Layers whose verdict gates readiness. Default: all of them. A layer left out
     /// is still evaluated and reported, but cannot hold the node back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(max = 7))]
+    #[schemars(length(min = 1, max = 7))]
     #[x_kube(validation = Rule::new("self.all(l, self.exists_one(m, m == l))").message("gatingLayers must not repeat a layer"))]
     pub gating_layers: Option<Vec<Layer>>,
 

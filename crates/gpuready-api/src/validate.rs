@@ -86,6 +86,12 @@ impl GpuNodeProfileSpec {
         {
             fail("cudaVersion", format!("{v:?} must look like 12.4 or 13.0"));
         }
+        if self.gating_layers.as_ref().is_some_and(Vec::is_empty) {
+            fail(
+                "gatingLayers",
+                "must name at least one layer (omit it to gate on all)".into(),
+            );
+        }
         if let Some(layers) = &self.gating_layers {
             let mut seen = std::collections::BTreeSet::new();
             for l in layers {
@@ -234,6 +240,25 @@ impl GpuNodeProfileSpec {
                 );
             }
         }
+        errors
+    }
+}
+
+impl crate::GpuNodeProfile {
+    /// Every rule the whole object breaks: its name, then its spec.
+    pub fn validate(&self) -> Vec<FieldError> {
+        let mut errors = Vec::new();
+        if let Some(name) = &self.metadata.name
+            && name.len() > 63
+        {
+            errors.push(FieldError {
+                field: "metadata.name".into(),
+                message: format!(
+                    "{name:?} is longer than 63 characters: gpuready writes it as the value of the gpuready.io/profile node label"
+                ),
+            });
+        }
+        errors.extend(self.spec.validate());
         errors
     }
 }

@@ -24,6 +24,7 @@ pub enum GovernanceKind {
 
 /// Everything gpuready concludes about one node.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NodeAssessment {
     pub name: String,
     /// The governing profile; `None` when ungoverned or in conflict.
@@ -54,23 +55,35 @@ pub fn assess(
 ) -> NodeAssessment {
     match govern(&facts.labels, profiles) {
         Governance::Governed(profile) => assess_governed(facts, profile, opts.now, opts),
-        Governance::Conflict(names) => NodeAssessment {
-            name: facts.name.clone(),
-            profile: None,
-            governance: GovernanceKind::Conflict,
-            ready: Some(false),
-            reason: reasons::CONFLICT.to_owned(),
-            message: format!(
-                "selected by {} GpuNodeProfiles ({}): narrow their nodeSelectors so exactly one selects the node",
-                names.len(),
-                names.join(", ")
-            ),
-            changes: plan::plan_conflict(facts, &names, opts),
-            conflicting_profiles: names,
-            observe: false,
-            layers: vec![],
-            recheck_after_seconds: None,
-        },
+        Governance::Conflict(names) => {
+            // Observe promises zero node writes: the Conflict condition is written
+            // only when at least one of the profiles involved enforces.
+            let observe_only = profiles
+                .iter()
+                .filter(|(p, _)| names.contains(&p.name_any()))
+                .all(|(p, _)| p.spec.mode == gpuready_api::Mode::Observe);
+            NodeAssessment {
+                name: facts.name.clone(),
+                profile: None,
+                governance: GovernanceKind::Conflict,
+                ready: Some(false),
+                reason: reasons::CONFLICT.to_owned(),
+                message: format!(
+                    "selected by {} GpuNodeProfiles ({}): narrow their nodeSelectors so exactly one selects the node",
+                    names.len(),
+                    names.join(", ")
+                ),
+                changes: if observe_only {
+                    NodeChanges::default()
+                } else {
+                    plan::plan_conflict(facts, &names, opts)
+                },
+                conflicting_profiles: names,
+                observe: observe_only,
+                layers: vec![],
+                recheck_after_seconds: None,
+            }
+        }
         Governance::Ungoverned => NodeAssessment {
             name: facts.name.clone(),
             profile: None,

@@ -534,26 +534,39 @@ fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
         }
     }
     if !g.families.is_empty() || !g.excluded_families.is_empty() {
-        let family = match gfd.effective_family() {
-            Some(f) => f,
-            None => {
-                return match (&gfd.family, &gfd.compute) {
-                    (Field::Malformed(m), _) | (_, Field::Malformed(m)) => malformed(m),
-                    (Field::Present(FamilyLabel::Undefined), cc) => not_ready(
-                        reasons::MALFORMED_LABEL,
-                        format!(
-                            "{}=undefined{}: GFD has no family name for this card (a GFD release older than the card?), so the family rule cannot be checked",
-                            nvidia::GPU_FAMILY,
-                            cc.present()
-                                .map(|c| format!(" (compute {c})"))
-                                .unwrap_or_default()
-                        ),
+        let family = match (gfd.effective_family(), &gfd.family, &gfd.compute) {
+            (Some(f), _, _) => f,
+            (None, Field::Malformed(m), _) | (None, _, Field::Malformed(m)) => return malformed(m),
+            (None, Field::Present(FamilyLabel::Undefined), cc) => {
+                return not_ready(
+                    reasons::MALFORMED_LABEL,
+                    format!(
+                        "{}=undefined{}: GFD has no family name for this card (a GFD release older than the card?), so the family rule cannot be checked",
+                        nvidia::GPU_FAMILY,
+                        cc.present()
+                            .map(|c| format!(" (compute {c})"))
+                            .unwrap_or_default()
                     ),
-                    _ => unknown(
-                        "GfdLabelMissing",
-                        format!("{} is missing", nvidia::GPU_FAMILY),
-                    ),
-                };
+                );
+            }
+            // A family newer than this gpuready: not excluded, and not among the
+            // allowed ones (which can only name families gpuready knows).
+            (None, Field::Present(FamilyLabel::Unrecognized(name)), _) => {
+                if !g.families.is_empty() {
+                    let allowed: Vec<&str> = g.families.iter().map(|f| f.as_str()).collect();
+                    return not_ready(
+                        "FamilyNotAllowed",
+                        format!("{name} is not one of {}", allowed.join(", ")),
+                    );
+                }
+                met.push(name.clone());
+                return profile_count(g, gfd, met);
+            }
+            _ => {
+                return unknown(
+                    "GfdLabelMissing",
+                    format!("{} is missing", nvidia::GPU_FAMILY),
+                );
             }
         };
         if g.excluded_families.contains(&family) {
@@ -571,6 +584,15 @@ fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
         }
         met.push(family.to_string());
     }
+    profile_count(g, gfd, met)
+}
+
+/// The last Profile check (GPU count), then the verdict over what matched.
+fn profile_count(
+    g: &gpuready_api::GpuExpectation,
+    gfd: &crate::facts::GfdFacts,
+    mut met: Vec<String>,
+) -> Verdict {
     if let Some(min) = g.count {
         match &gfd.count {
             Field::Absent => {

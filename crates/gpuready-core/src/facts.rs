@@ -72,12 +72,15 @@ pub struct KubeletReady {
 }
 
 /// The architecture family as labelled by GFD.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FamilyLabel {
     Known(Family),
     /// GFD writes `undefined` for compute capabilities it has no name for (and for
     /// Ada/Blackwell on GFD releases that predate those names).
     Undefined,
+    /// A name this gpuready does not know, as a GFD newer than it would write for
+    /// a new architecture. Not malformed: only a profile that lists families fails.
+    Unrecognized(String),
 }
 
 /// Everything GPU Feature Discovery published on the node.
@@ -338,9 +341,9 @@ fn parse_gfd(labels: &BTreeMap<String, String>) -> GfdFacts {
             if v == "undefined" {
                 Ok(FamilyLabel::Undefined)
             } else {
-                Family::parse(v)
+                Ok(Family::parse(v)
                     .map(FamilyLabel::Known)
-                    .ok_or_else(|| "not a GPU family GFD knows".to_owned())
+                    .unwrap_or_else(|| FamilyLabel::Unrecognized(v.to_owned())))
             }
         }),
         count: field(labels, nvidia::GPU_COUNT, parse_number),
@@ -455,7 +458,13 @@ pub fn is_nvidia_pci_label(key: &str) -> bool {
         return false;
     };
     let parts: Vec<&str> = fields.split('_').collect();
-    let is_class = |p: &str| p.len() == 4 && p.bytes().all(|b| b.is_ascii_hexdigit());
+    // A PCI class code's base class is 0x00-0x13 or 0xff; a vendor ID such as
+    // Intel's 8086 is not a class, so `pci-8086_10de` (Intel device 10de) is not NVIDIA.
+    let is_class = |p: &str| {
+        p.len() == 4
+            && u8::from_str_radix(&p[..2], 16).is_ok_and(|base| base <= 0x13 || base == 0xff)
+            && u16::from_str_radix(&p[2..], 16).is_ok()
+    };
     parts.first() == Some(&nfd::NVIDIA_VENDOR)
         || (parts.len() >= 2 && is_class(parts[0]) && parts[1] == nfd::NVIDIA_VENDOR)
 }

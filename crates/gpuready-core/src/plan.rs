@@ -30,6 +30,7 @@ pub struct PlanOptions {
 
 /// A new `spec.taints` list plus annotations written in the same request.
 #[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct TaintChange {
     /// The complete list to write (foreign taints untouched, in place).
     pub taints: Vec<Taint>,
@@ -41,6 +42,7 @@ pub struct TaintChange {
 
 /// What gpuready would write to one node. `None` parts need no write.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
 pub struct NodeChanges {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub taint: Option<TaintChange>,

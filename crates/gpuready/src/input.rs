@@ -144,7 +144,7 @@ pub fn read_profiles(path: &Path) -> Result<Vec<GpuNodeProfile>, InputError> {
         Some("gpuready.io/v1alpha1"),
         "GpuNodeProfile",
         |p: &GpuNodeProfile| {
-            if let Some(e) = p.spec.validate().into_iter().next() {
+            if let Some(e) = p.validate().into_iter().next() {
                 return Err((e.field, e.message));
             }
             gpuready_core::select::profile_selector(p)

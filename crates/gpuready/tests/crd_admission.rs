@@ -267,6 +267,8 @@ struct Bad {
     spec: Value,
     /// Fragments the server's message must contain (rule message or bound text).
     expect: &'static [&'static str],
+    /// A fixed object name instead of a unique one (for rules on the name).
+    name: Option<String>,
 }
 
 /// `minimal_spec()` with the top-level spec fields in `changes` replaced.
@@ -304,6 +306,7 @@ fn bad_cases() -> Vec<Bad> {
         what,
         spec,
         expect,
+        name: None,
     };
     vec![
         b(
@@ -348,6 +351,21 @@ fn bad_cases() -> Vec<Bad> {
             spec_with(json!({ "gatingLayers": ["Driver", "Driver"] })),
             &["spec.gatingLayers", "gatingLayers must not repeat a layer"],
         ),
+        b(
+            ("spec.gatingLayers", "minItems"),
+            "no gating layer",
+            spec_with(json!({ "gatingLayers": [] })),
+            &["spec.gatingLayers", "should have at least 1 items"],
+        ),
+        Bad {
+            name: Some(format!("a{}", "b".repeat(63))),
+            ..b(
+                ("", "rule"),
+                "profile name longer than 63 characters",
+                minimal_spec(),
+                &["metadata.name must be at most 63 characters"],
+            )
+        },
         b(
             ("spec.gatingLayers", "maxItems"),
             "eight gating layers",
@@ -747,7 +765,7 @@ async fn every_rule_rejects_its_bad_profile_with_its_message() {
     let env = env().await;
     let mut failures = Vec::new();
     for case in bad_cases() {
-        let name = unique_name("bad");
+        let name = case.name.clone().unwrap_or_else(|| unique_name("bad"));
         match create_raw(env, &profile(&name, case.spec.clone())).await {
             Ok(_) => failures.push(format!("{}: accepted {}", case.what, case.spec)),
             Err(kube::Error::Api(status)) => {
@@ -782,9 +800,11 @@ const KNOWN_OFFLINE_GAPS: &[&str] = &[];
 fn offline_validation_refuses_every_bad_profile() {
     let mut accepted = BTreeSet::new();
     for case in bad_cases() {
-        if let Ok(spec) =
-            serde_json::from_value::<gpuready_api::GpuNodeProfileSpec>(case.spec.clone())
-            && spec.validate().is_empty()
+        let name = case.name.clone().unwrap_or_else(|| "bad".into());
+        if let Ok(p) = serde_json::from_value::<gpuready_api::GpuNodeProfile>(profile(
+            &name,
+            case.spec.clone(),
+        )) && p.validate().is_empty()
         {
             accepted.insert(case.what);
         }
