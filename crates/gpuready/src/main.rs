@@ -84,7 +84,8 @@ fn run_controller(args: RunArgs) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        let client = match controller::requests::counted_client(config, metrics.clone()) {
+        let limiter = controller::requests::limiter(args.client_qps, args.client_burst);
+        let client = match controller::requests::limited_client(config, metrics.clone(), limiter) {
             Ok(c) => c,
             Err(e) => {
                 tracing::error!(error = %e, "building the Kubernetes client");

@@ -41,6 +41,15 @@ pub struct RunArgs {
     #[arg(long, env = "GPUREADY_CONCURRENCY", default_value_t = 8)]
     pub concurrency: u16,
 
+    /// Client-side limit on requests per second to the API server (0: none; the
+    /// API server's priority and fairness still applies).
+    #[arg(long, env = "GPUREADY_CLIENT_QPS", default_value_t = 50)]
+    pub client_qps: u32,
+
+    /// Requests allowed in a burst above --client-qps.
+    #[arg(long, env = "GPUREADY_CLIENT_BURST", default_value_t = 100)]
+    pub client_burst: u32,
+
     /// Rewrite unchanged node conditions after this long, so a reader can tell a
     /// live verdict from one left behind by a stopped gpuready.
     #[arg(long, env = "GPUREADY_HEARTBEAT", default_value = "5m", value_parser = parse_duration)]
@@ -113,6 +122,8 @@ impl RunArgs {
         RunArgs {
             http_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
             concurrency: 4,
+            client_qps: 0,
+            client_burst: 0,
             heartbeat: Duration::from_secs(300),
             node_selector: None,
             brake_threshold: 0.5,
