@@ -130,7 +130,9 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
 /// When to look at the node again without any change to it: before the GFD
 /// timestamp goes stale, and in time to refresh the condition heartbeat.
 fn next_check(ctx: &Context, a: &NodeAssessment) -> Action {
-    let heartbeat = ctx.args.heartbeat;
+    // Just past the heartbeat, so the condition written now counts as due then
+    // (at exactly the heartbeat it would still be fresh and wait a second round).
+    let heartbeat = ctx.args.heartbeat + Duration::from_secs(1);
     match a.recheck_after_seconds {
         Some(s) => Action::requeue(Duration::from_secs(s).min(heartbeat)),
         None if a.governance == GovernanceKind::Ungoverned => Action::await_change(),
