@@ -8,15 +8,16 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use gpuready_api::crd::{nfd_crds, to_yaml};
-use gpuready_core::nfd_crds::{CrdClass, NfdCrdPlan};
+use gpuready_api::nfd::compare::{self, normalize_crd};
+use gpuready_core::nfd_crds::{CrdClass, NfdCrdPlan, plan};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::controller::config::parse_duration;
 use crate::controller::nfd::{
-    self, NfdCrdError, apply_crd, carried, desired, read_plan, release_name, state_label,
-    wait_established,
+    self, NfdCrdError, apply_crd, carried, desired, read_installed, read_plan, release_name,
+    state_label, wait_established,
 };
 
 /// Exit code of `diff` when the cluster is as gpuready wants it.
@@ -152,8 +153,27 @@ fn report(e: &NfdCrdError) -> u8 {
     EXIT_ERROR
 }
 
-/// The human-readable diff: a header, then one entry per CRD.
-pub fn render_diff(plan: &NfdCrdPlan) -> String {
+/// Every difference between an installed CRD and gpuready's (the plan lists
+/// only the first few, for messages), one line each.
+pub fn all_changes(installed: &CustomResourceDefinition, name: &str) -> Vec<String> {
+    let Some(want) = desired(name) else {
+        return Vec::new();
+    };
+    let normal = |c: &CustomResourceDefinition| {
+        serde_json::to_value(c)
+            .map(|v| normalize_crd(&v))
+            .unwrap_or_default()
+    };
+    compare::diff(&normal(installed), &normal(&want))
+        .iter()
+        .map(|d| d.render("installed", "gpuready"))
+        .collect()
+}
+
+/// The human-readable diff: a header, then one entry per CRD. `installed`
+/// gives the full list of changes of older CRDs; without it the plan's
+/// shortened list is shown.
+pub fn render_diff(plan: &NfdCrdPlan, installed: &[CustomResourceDefinition]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -177,7 +197,12 @@ pub fn render_diff(plan: &NfdCrdPlan) -> String {
                     v.name,
                     release_name(*installed_release)
                 );
-                for c in changes {
+                let full = installed
+                    .iter()
+                    .find(|c| c.metadata.name.as_deref() == Some(v.name.as_str()))
+                    .map(|c| all_changes(c, &v.name))
+                    .filter(|all| !all.is_empty());
+                for c in full.as_ref().unwrap_or(changes) {
                     let _ = writeln!(out, "    {c}");
                 }
             }
@@ -197,11 +222,19 @@ pub fn render_diff(plan: &NfdCrdPlan) -> String {
 }
 
 async fn diff(args: &ClusterArgs) -> u8 {
-    let plan = match cluster_plan(args).await {
-        Ok((_, plan)) => plan,
-        Err(code) => return code,
+    let client = match client(args).await {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return EXIT_ERROR;
+        }
     };
-    print!("{}", render_diff(&plan));
+    let installed = match read_installed(&Api::all(client)).await {
+        Ok(i) => i,
+        Err(e) => return report(&e),
+    };
+    let plan = plan(&nfd_crds(), &installed);
+    print!("{}", render_diff(&plan, &installed));
     if plan.to_apply().next().is_some() {
         println!(
             "Run `gpuready nfd-crds apply` (or the controller with --nfd-crds=apply) to make these changes."
