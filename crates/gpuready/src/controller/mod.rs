@@ -34,7 +34,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::utils::WatchStreamExt;
 use kube::runtime::{Controller, PredicateConfig, watcher};
 use kube::{Client, ResourceExt};
-use tokio::sync::Notify;
+use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
@@ -52,6 +52,12 @@ pub struct Context {
     pub nodes: Store<Node>,
     /// Wakes the status aggregator after node reconciles.
     pub status_dirty: Notify,
+    /// True once both caches have been listed. Tasks other than the controller's
+    /// own wait on this, never on `Store::wait_until_ready`: kube-runtime's
+    /// `DelayedInit` keeps a single waker, so of several tasks waiting on one
+    /// store only the last to poll is woken and the others sleep until something
+    /// else polls them (a node reconcile stalled until its 30 s timeout).
+    pub caches_ready: watch::Receiver<bool>,
     brakes: Mutex<BTreeMap<String, BrakeState>>,
     /// The NFD CRD condition every profile carries (set by the NFD reconciler).
     pub nfd: Mutex<Option<(bool, String, String)>>,
@@ -109,6 +115,11 @@ impl Context {
                     .update(&cfg, matched, not_ready, now)
             })
             .unwrap_or(false)
+    }
+
+    /// Waits until both caches have been listed once; false if they never will be.
+    pub async fn wait_for_caches(&self) -> bool {
+        self.caches_ready.clone().wait_for(|r| *r).await.is_ok()
     }
 
     pub fn nfd_condition(&self) -> Option<(bool, String, String)> {
@@ -238,6 +249,7 @@ async fn run_controllers(
         .applied_objects()
         .predicate_filter(prune::node_relevance, PredicateConfig::default());
 
+    let (caches_ready_tx, caches_ready) = watch::channel(false);
     let ctx = Arc::new(Context {
         client: client.clone(),
         args: args.clone(),
@@ -246,6 +258,7 @@ async fn run_controllers(
         profiles: profile_reader.clone(),
         nodes: node_reader.clone(),
         status_dirty: Notify::new(),
+        caches_ready,
         brakes: Mutex::default(),
         nfd: Mutex::default(),
     });
@@ -253,14 +266,15 @@ async fn run_controllers(
     let synced = {
         let (p, n, health) = (profile_reader.clone(), node_reader.clone(), health.clone());
         tokio::spawn(async move {
-            // Re-polled on a short timer: with several tasks waiting on the same
-            // store, a single long wait was seen to miss its wake-up.
+            // The one task outside the controller's that polls the stores, and on
+            // a short timer: a waker lost to another poller costs 100 ms at most.
             loop {
-                let wait = Duration::from_millis(500);
+                let wait = Duration::from_millis(100);
                 let p_ready = tokio::time::timeout(wait, p.wait_until_ready()).await;
                 let n_ready = tokio::time::timeout(wait, n.wait_until_ready()).await;
                 if matches!(p_ready, Ok(Ok(()))) && matches!(n_ready, Ok(Ok(()))) {
                     health.caches_synced.store(true, Ordering::Relaxed);
+                    let _ = caches_ready_tx.send(true);
                     info!("caches synced");
                     return;
                 }

@@ -90,10 +90,12 @@ pub async fn reconcile(node: Arc<Node>, ctx: Arc<Context>) -> Result<Action, Err
 }
 
 async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Error> {
-    tokio::time::timeout(Duration::from_secs(30), ctx.profiles.wait_until_ready())
+    let synced = tokio::time::timeout(Duration::from_secs(30), ctx.wait_for_caches())
         .await
-        .map_err(|_| Error::CacheNotReady("GpuNodeProfile cache not synced after 30s".into()))?
-        .map_err(|e| Error::CacheNotReady(e.to_string()))?;
+        .map_err(|_| Error::CacheNotReady("caches not synced after 30s".into()))?;
+    if !synced {
+        return Err(Error::CacheNotReady("the cache sync task ended".into()));
+    }
     let api: Api<Node> = Api::all(ctx.client.clone());
     let name = cached.name_any();
     let mut node: Node = (*cached).clone();

@@ -38,10 +38,8 @@ pub async fn run(ctx: Arc<Context>, stop: CancellationToken) {
             _ = stop.cancelled() => return,
             _ = tokio::time::sleep(DEBOUNCE) => {},
         }
-        if ctx.profiles.wait_until_ready().await.is_err()
-            || ctx.nodes.wait_until_ready().await.is_err()
-        {
-            continue;
+        if !ctx.wait_for_caches().await {
+            return;
         }
         if let Err(e) = pass(&ctx).await {
             warn!(error = %e, "profile status pass failed");
