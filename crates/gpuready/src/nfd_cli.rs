@@ -49,8 +49,8 @@ pub enum NfdCrdsCommand {
     /// Create missing and upgrade older NFD CRDs by server-side apply (field
     /// manager `gpuready`, forced, so an earlier Helm or kubectl install does not
     /// conflict), then wait until they are Established. Never deletes a CRD and
-    /// never downgrades one: newer CRDs are left alone. Needs get and patch on
-    /// customresourcedefinitions.
+    /// never downgrades one: newer CRDs are left alone. Needs get, list, watch,
+    /// patch and create on customresourcedefinitions.
     ///
     /// Exit code: 0 when the CRDs are current (or newer) afterwards, 2 on errors.
     Apply(ApplyArgs),

@@ -806,3 +806,112 @@ async fn cli_diff_exit_codes_and_apply() {
     let out = gpuready(kc, &["nfd-crds", "diff", "--context", "nope"]).await;
     assert_eq!(out.code, Some(2), "{}{}", out.stdout, out.stderr);
 }
+
+// ---------------------------------------------------------------- RBAC
+
+/// A ClusterRole on the three NFD CRDs by name, bound to service account `sa`.
+async fn grant_on_nfd_crds(client: &Client, sa: &str, verbs: &[&str]) {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    let role: ClusterRole = serde_json::from_value(json!({
+        "metadata": { "name": sa },
+        "rules": [{
+            "apiGroups": ["apiextensions.k8s.io"],
+            "resources": ["customresourcedefinitions"],
+            "resourceNames": NFD_CRD_NAMES,
+            "verbs": verbs,
+        }],
+    }))
+    .expect("role");
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "metadata": { "name": sa },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": sa },
+        "subjects": [{ "kind": "ServiceAccount", "namespace": "default", "name": sa }],
+    }))
+    .expect("binding");
+    Api::<ClusterRole>::all(client.clone())
+        .create(&PostParams::default(), &role)
+        .await
+        .expect("create role");
+    Api::<ClusterRoleBinding>::all(client.clone())
+        .create(&PostParams::default(), &binding)
+        .await
+        .expect("create binding");
+}
+
+/// What the README and the module docs promise: get, list, watch, patch and
+/// create on the three names are enough to create, upgrade, watch and wait (an
+/// apply that creates is authorised as `create` by name; the watches need no
+/// cluster-wide list); without `patch` the reading side works and the error
+/// says what to grant.
+#[tokio::test]
+async fn resource_names_rbac_is_enough_and_check_needs_no_patch() {
+    use gpuready::controller::nfd::{apply_crd, desired, wait_established as established};
+    let env = TestEnv::start().await.expect("test control plane");
+    let admin = env.client().expect("client");
+    kubectl_apply(&env, &upstream_path("v0.16.9")).await;
+    wait_established(&admin, &NFD_CRD_NAMES).await;
+    // Missing (NodeFeature) and Older (the other two) at once.
+    crd_api(&admin)
+        .delete(NODE_FEATURE_CRD, &Default::default())
+        .await
+        .expect("delete NodeFeature CRD");
+    eventually(30, "NodeFeature CRD gone", || async {
+        crd_api(&admin)
+            .get_opt(NODE_FEATURE_CRD)
+            .await
+            .ok()?
+            .is_none()
+            .then_some(())
+    })
+    .await;
+
+    grant_on_nfd_crds(&admin, "nfd-reader", &["get", "list", "watch"]).await;
+    grant_on_nfd_crds(
+        &admin,
+        "nfd-writer",
+        &["get", "list", "watch", "patch", "create"],
+    )
+    .await;
+
+    // Check needs only the reading verbs.
+    let reader = crd_api(
+        &env.client_as_service_account("default", "nfd-reader")
+            .expect("client"),
+    );
+    let plan = eventually(30, "the reader's role in effect", || async {
+        read_plan(&reader).await.ok()
+    })
+    .await;
+    assert_eq!(plan.to_apply().count(), 3, "{plan}");
+    let crd = desired(NODE_FEATURE_RULE_CRD).expect("ours");
+    let err = apply_crd(&reader, &crd)
+        .await
+        .expect_err("no patch, no apply");
+    assert!(
+        err.hint()
+            .contains("patch and create on customresourcedefinitions"),
+        "{err}: {}",
+        err.hint()
+    );
+
+    // Apply with get/list/watch/patch by name: creates, upgrades, waits.
+    let writer = crd_api(
+        &env.client_as_service_account("default", "nfd-writer")
+            .expect("client"),
+    );
+    let plan = eventually(30, "the writer's role in effect", || async {
+        read_plan(&writer).await.ok()
+    })
+    .await;
+    for name in plan.to_apply().map(str::to_owned).collect::<Vec<_>>() {
+        let crd = desired(&name).expect("ours");
+        apply_crd(&writer, &crd)
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+        established(&writer, &name, Duration::from_secs(30))
+            .await
+            .unwrap_or_else(|e| panic!("{name}: {e}"));
+    }
+    let after = read_plan(&writer).await.expect("plan");
+    assert!(after.is_noop(), "{after}");
+}

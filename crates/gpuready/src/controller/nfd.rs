@@ -36,8 +36,10 @@
 //!
 //! Watches use a `metadata.name` field selector per CRD, so the cache holds
 //! nothing and RBAC can name the three CRDs in `resourceNames`: `get`, `list`,
-//! `watch` and `patch` on `customresourcedefinitions` (apiextensions.k8s.io),
-//! plus `create` where an admission policy insists on it for apply-creates.
+//! `watch`, `patch` and `create` on `customresourcedefinitions`
+//! (apiextensions.k8s.io). An apply that creates a missing CRD is authorised as
+//! `create` too, by name (tests/nfd_reconciler.rs checks this role). Check mode
+//! needs only `get`, `list` and `watch`.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -123,7 +125,7 @@ impl NfdCrdError {
         };
         match code {
             Some(401 | 403) => {
-                "the identity in use needs get, list, watch and patch on \
+                "the identity in use needs get, list, watch, patch and create on \
                  customresourcedefinitions (apiextensions.k8s.io), at least for the three \
                  *.nfd.k8s-sigs.io names; or set --nfd-crds=check (read only) or off"
             }
@@ -784,7 +786,7 @@ mod tests {
         assert!(
             forbidden
                 .hint()
-                .contains("patch on customresourcedefinitions")
+                .contains("patch and create on customresourcedefinitions")
         );
     }
 }
