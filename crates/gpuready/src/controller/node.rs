@@ -103,12 +103,18 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
     for _attempt in 0..MAX_CONFLICT_RETRIES {
         let now = Timestamp::now();
         let profiles = profiles_with_selectors(&ctx.profiles.state());
-        let (facts, assessment) =
-            assess_node(ctx, &node, &profiles, now, &|p| ctx.brake_engaged(p));
+        // The turn is counted before the brake is consulted, so the turn that
+        // trips the brake is held back too: a burst taints at most
+        // floor(threshold × matched) nodes, not one more.
+        let (facts, unheld) = assess_node(ctx, &node, &profiles, now, &|_| false);
+        ctx.record_turn(&facts, &unheld, now);
+        let assessment = match &unheld.profile {
+            Some(p) if ctx.brake_engaged(p) => assess_node(ctx, &node, &profiles, now, &|_| true).1,
+            _ => unheld,
+        };
         if let Some(p) = &assessment.profile {
             tracing::Span::current().record("profile", p.as_str());
         }
-        ctx.record_turn(&facts, &assessment, now);
 
         match write_changes(ctx, &api, &node, &assessment.changes).await {
             Ok(wrote) => {
