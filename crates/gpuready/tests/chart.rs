@@ -1,0 +1,1211 @@
+//! The install path against a real kube-apiserver: the Helm chart (lint, schema,
+//! server-side dry runs with defaults and with every optional feature, the
+//! restricted Pod Security Standard, `helm install`, `helm upgrade` of the CRD,
+//! profiles from values, uninstall keeping the CRD), the raw manifests (kept equal
+//! to `helm template`, applied server-side), and the RBAC: gpuready run in-process
+//! as the chart's ServiceAccount converges an example (sufficient) and is refused
+//! what it must not do (minimal). One test records how the API server authorizes
+//! a server-side apply that creates an object, which the ClusterRole relies on.
+//!
+//! ServiceMonitor and PrometheusRule are validated against stand-in CRDs
+//! (`tests/fixtures/monitoring-standin-crds.yaml`: the subset of the
+//! monitoring.coreos.com/v1 schema the chart uses), since the test cluster has no
+//! prometheus-operator. Regenerate the raw manifests with
+//! `UPDATE_MANIFESTS=1 cargo test -p gpuready --test chart raw_manifests`.
+
+mod deploy_support;
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use deploy_support::*;
+use gpuready::controller::RunArgs;
+use gpuready::controller::config::NfdCrdMode;
+use gpuready_api::{GpuNodeProfile, keys};
+use gpuready_testenv::{TestEnv, unique_name};
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node, Pod, Secret};
+use k8s_openapi::api::events::v1::Event;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
+use serde_json::{Value, json};
+
+const RELEASE: &str = "gpuready";
+const MANIFESTS: &str = "deploy/manifests/gpuready.yaml";
+const MANIFESTS_NAMESPACE: &str = "gpuready-system";
+const CHART_CRD: &str = "charts/gpuready/files/crds/gpunodeprofiles.gpuready.io.yaml";
+const MONITORING_CRDS: &str = "crates/gpuready/tests/fixtures/monitoring-standin-crds.yaml";
+const NFD_CRDS: [&str; 3] = [
+    "nodefeatures.nfd.k8s-sigs.io",
+    "nodefeaturerules.nfd.k8s-sigs.io",
+    "nodefeaturegroups.nfd.k8s-sigs.io",
+];
+
+/// Values that turn every optional feature of the chart on.
+const ALL_FEATURES: &str = r#"
+metrics:
+  service:
+    annotations: {prometheus.io/scrape: "true"}
+  serviceMonitor:
+    enabled: true
+    labels: {release: prometheus}
+    relabelings:
+      - action: replace
+        targetLabel: cluster
+        replacement: test
+    metricRelabelings:
+      - action: drop
+        sourceLabels: [__name__]
+        regex: gpuready_api_requests_total
+prometheusRule:
+  enabled: true
+  labels: {release: prometheus}
+  alertLabels: {team: gpu-platform}
+  additionalRules:
+    - alert: GpuReadyReconcileErrors
+      expr: sum(rate(gpuready_reconcile_errors_total[5m])) > 0
+      for: 10m
+      labels: {severity: info}
+profiles:
+  rtx3090:
+    nodeSelector:
+      matchLabels: {gpu-pool: rtx3090}
+    gpu:
+      products: [NVIDIA-GeForce-RTX-3090]
+      minMemoryMib: 24000
+    minDriverVersion: "570.0"
+    taint:
+      key: example.org/gpu-not-ready
+  observe-only:
+    nodeSelector:
+      matchExpressions:
+        - {key: gpu-pool, operator: In, values: [a100]}
+    mode: Observe
+extraReadinessTaintKeys: [example.org/other-gate]
+tolerations:
+  - {key: dedicated, operator: Equal, value: infra, effect: NoSchedule}
+imagePullSecrets: [{name: regcred}]
+priorityClassName: system-cluster-critical
+podAnnotations: {example.org/note: all-features}
+podLabels: {example.org/tier: control}
+commonLabels: {example.org/team: gpu-platform}
+topologySpreadConstraints:
+  - maxSkew: 1
+    topologyKey: topology.kubernetes.io/zone
+    whenUnsatisfiable: ScheduleAnyway
+    labelSelector:
+      matchLabels: {app.kubernetes.io/name: gpuready}
+nodeSelector: {kubernetes.io/os: linux}
+controller:
+  nodeLabelSelector: nvidia.com/gpu.present=true
+  nfdCrds: check
+  extraArgs: [--concurrency=4]
+  extraEnv: [{name: GPUREADY_EXAMPLE, value: "1"}]
+serviceAccount:
+  annotations: {example.org/owner: gpu-platform}
+leaderElection:
+  leaseName: gpuready-leader
+image:
+  digest: sha256:0000000000000000000000000000000000000000000000000000000000000000
+"#;
+
+/// The shared control plane with the GpuNodeProfile CRD (the chart's copy) and
+/// the monitoring stand-in CRDs installed, once per test binary.
+async fn shared_env() -> &'static TestEnv {
+    static READY: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
+    let env = TestEnv::shared().await.expect("test control plane");
+    READY
+        .get_or_init(|| async {
+            install_crds(env, CHART_CRD, "gpuready-tests").await;
+            install_crds(env, MONITORING_CRDS, "gpuready-tests").await;
+        })
+        .await;
+    env
+}
+
+fn write_temp(text: &str) -> tempfile::NamedTempFile {
+    use std::io::Write;
+    let mut f = tempfile::NamedTempFile::new().expect("temp file");
+    f.write_all(text.as_bytes()).expect("write temp file");
+    f
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+fn kinds(docs: &[Value]) -> BTreeSet<String> {
+    docs.iter()
+        .map(|d| d["kind"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+fn status_code(e: &kube::Error) -> Option<u16> {
+    match e {
+        kube::Error::Api(s) => Some(s.code),
+        _ => None,
+    }
+}
+
+#[tokio::test]
+async fn helm_lint_is_clean_and_wrong_values_are_refused_by_name() {
+    let env = shared_env().await;
+    let chart = chart_dir();
+    let chart = path_str(&chart);
+    let lint = must(helm(env, &["lint", "--strict", chart]), None, "helm lint").await;
+    assert!(lint.contains("0 chart(s) failed"), "{lint}");
+    let all = write_temp(ALL_FEATURES);
+    let lint = must(
+        helm(
+            env,
+            &["lint", "--strict", chart, "-f", path_str(all.path())],
+        ),
+        None,
+        "helm lint with every feature",
+    )
+    .await;
+    assert!(lint.contains("0 chart(s) failed"), "{lint}");
+
+    // Each wrong value fails rendering with a message naming the key.
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--set", "controller.nfdCrds=sometimes"],
+            "at '/controller/nfdCrds': value must be one of 'apply', 'check', 'off'",
+        ),
+        (
+            &["--set", "replicaCnt=3"],
+            "additional properties 'replicaCnt' not allowed",
+        ),
+        (&["--set", "replicaCount=0"], "at '/replicaCount'"),
+        (
+            &["--set", "controller.heartbeat=5 minutes"],
+            "at '/controller/heartbeat'",
+        ),
+        (
+            &["--set", "controller.safetyBrake.threshold=1.5"],
+            "at '/controller/safetyBrake/threshold'",
+        ),
+        (
+            &["--set", "image.pullPolicy=Sometimes"],
+            "at '/image/pullPolicy'",
+        ),
+        (
+            &["--set", "metrics.serviceMonitor.interval=often"],
+            "at '/metrics/serviceMonitor/interval'",
+        ),
+        (
+            &["--set", "profiles.Not_A_Name.nodeSelector.matchLabels.a=b"],
+            "invalid propertyName 'Not_A_Name'",
+        ),
+        (
+            &["--set", "profiles.p1.gpu.products[0]=x"],
+            "missing property 'nodeSelector'",
+        ),
+        (
+            &["--set", "leaderElection.enabled=false"],
+            "leaderElection.enabled is false",
+        ),
+        (
+            &[
+                "--set",
+                "metrics.service.enabled=false",
+                "--set",
+                "metrics.serviceMonitor.enabled=true",
+            ],
+            "metrics.serviceMonitor.enabled needs metrics.service.enabled",
+        ),
+        (
+            &["--set", "podDisruptionBudget.minAvailable=2"],
+            "must be lower than replicaCount",
+        ),
+    ];
+    for (args, expected) in cases {
+        let mut full = vec!["template", "x", chart];
+        full.extend_from_slice(args);
+        let out = run(helm(env, &full), None).await;
+        assert!(
+            !out.ok,
+            "{args:?} should be refused, rendered:\n{}",
+            out.stdout
+        );
+        assert!(
+            out.stderr.contains(expected),
+            "{args:?}: expected {expected:?} in:\n{}",
+            out.stderr
+        );
+    }
+    // One replica without leader election is allowed, and then has no PDB.
+    let single = render(
+        env,
+        RELEASE,
+        "default",
+        &[
+            "--set",
+            "replicaCount=1",
+            "--set",
+            "leaderElection.enabled=false",
+        ],
+    )
+    .await;
+    let docs = yaml_documents(&single);
+    assert!(!kinds(&docs).contains("PodDisruptionBudget"));
+    let args =
+        &find_doc(&docs, "Deployment", None)["spec"]["template"]["spec"]["containers"][0]["args"];
+    assert!(
+        args.as_array()
+            .expect("args")
+            .contains(&json!("--leader-elect=false"))
+    );
+}
+
+#[tokio::test]
+async fn rendered_chart_passes_server_dry_run_with_defaults_and_with_every_feature() {
+    let env = shared_env().await;
+    let ns = env
+        .create_namespace("chart-dry-run")
+        .await
+        .expect("namespace");
+
+    // Defaults: exactly these objects, accepted by the API server.
+    let defaults = render(env, RELEASE, &ns, &[]).await;
+    let docs = yaml_documents(&defaults);
+    let expected: BTreeSet<String> = [
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "CustomResourceDefinition",
+        "Deployment",
+        "PodDisruptionBudget",
+        "Role",
+        "RoleBinding",
+        "Service",
+        "ServiceAccount",
+    ]
+    .map(String::from)
+    .into();
+    assert_eq!(kinds(&docs), expected);
+    let out = must(
+        kubectl(env, &["apply", "--dry-run=server", "-f", "-"]),
+        Some(&defaults),
+        "server dry run of the defaults",
+    )
+    .await;
+    assert_eq!(out.lines().count(), docs.len(), "{out}");
+
+    // The Deployment is what gpuready needs and matches the Dockerfile.
+    let deploy = find_doc(&docs, "Deployment", None);
+    assert_eq!(deploy["spec"]["replicas"], 2);
+    let pod = &deploy["spec"]["template"]["spec"];
+    let c = &pod["containers"][0];
+    let app_version = chart_app_version();
+    assert_eq!(c["image"], format!("gpuready/gpuready:{app_version}"));
+    assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+    let args: Vec<&str> = c["args"]
+        .as_array()
+        .expect("args")
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    for a in [
+        "run",
+        "--leader-elect=true",
+        "--lease-name=gpuready",
+        "--nfd-crds=apply",
+        "--http-addr=0.0.0.0:8080",
+    ] {
+        assert!(args.contains(&a), "{a} missing from {args:?}");
+    }
+    for (var, field) in [
+        ("POD_NAME", "metadata.name"),
+        ("POD_NAMESPACE", "metadata.namespace"),
+    ] {
+        let env_var = c["env"]
+            .as_array()
+            .expect("env")
+            .iter()
+            .find(|e| e["name"] == var)
+            .unwrap_or_else(|| panic!("{var} not set"));
+        assert_eq!(env_var["valueFrom"]["fieldRef"]["fieldPath"], field);
+    }
+    assert_eq!(
+        pod["tolerations"],
+        json!([{ "key": keys::DEFAULT_TAINT_KEY, "operator": "Exists" }])
+    );
+    let (uid, gid) = dockerfile_user();
+    assert_eq!(pod["securityContext"]["runAsUser"], uid);
+    assert_eq!(pod["securityContext"]["runAsGroup"], gid);
+    let pdb = find_doc(&docs, "PodDisruptionBudget", None);
+    assert_eq!(pdb["spec"]["minAvailable"], 1);
+
+    // Every feature on: the optional kinds appear and are accepted too.
+    let values = write_temp(ALL_FEATURES);
+    let all = render(
+        env,
+        RELEASE,
+        &ns,
+        &[
+            "-f",
+            path_str(values.path()),
+            "--api-versions",
+            "gpuready.io/v1alpha1/GpuNodeProfile",
+        ],
+    )
+    .await;
+    let docs = yaml_documents(&all);
+    for kind in ["ServiceMonitor", "PrometheusRule", "GpuNodeProfile"] {
+        assert!(kinds(&docs).contains(kind), "{kind} not rendered");
+    }
+    let out = must(
+        kubectl(env, &["apply", "--dry-run=server", "-f", "-"]),
+        Some(&all),
+        "server dry run with every feature",
+    )
+    .await;
+    assert_eq!(out.lines().count(), docs.len(), "{out}");
+    let pod = &find_doc(&docs, "Deployment", None)["spec"]["template"]["spec"];
+    let tolerated: BTreeSet<&str> = pod["tolerations"]
+        .as_array()
+        .expect("tolerations")
+        .iter()
+        .filter_map(|t| t["key"].as_str())
+        .collect();
+    let want: BTreeSet<&str> = [
+        keys::DEFAULT_TAINT_KEY,
+        "example.org/gpu-not-ready",
+        "example.org/other-gate",
+        "dedicated",
+    ]
+    .into();
+    assert_eq!(tolerated, want, "profile taint keys are tolerated");
+    assert_eq!(
+        pod["containers"][0]["image"],
+        "gpuready/gpuready@sha256:0000000000000000000000000000000000000000000000000000000000000000"
+    );
+    let rules = find_doc(&docs, "PrometheusRule", None)["spec"]["groups"][0]["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .map(|r| {
+            (
+                r["alert"].as_str().unwrap_or_default().to_owned(),
+                r["expr"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect::<Vec<_>>();
+    for (alert, metric) in [
+        ("GpuReadyNodesNotReady", "gpuready_nodes{"),
+        ("GpuReadyNfdCrdsOutdated", "gpuready_nfd_crd_state{"),
+        (
+            "GpuReadySafetyBrakeEngaged",
+            "gpuready_safety_brake_engaged{",
+        ),
+    ] {
+        assert!(
+            rules.iter().any(|(a, e)| a == alert && e.contains(metric)),
+            "{alert} over {metric} missing: {rules:?}"
+        );
+    }
+    // With --nfd-crds=check the ClusterRole grants no CRD write at all.
+    let role = find_doc(&docs, "ClusterRole", None);
+    assert!(
+        !role["rules"]
+            .as_array()
+            .expect("rules")
+            .iter()
+            .any(|r| r["resources"] == json!(["customresourcedefinitions"])
+                && r["verbs"]
+                    .as_array()
+                    .is_some_and(|v| v.contains(&json!("patch")))),
+        "{role}"
+    );
+
+    // The stand-in CRDs have teeth: a misspelt ServiceMonitor field is refused.
+    let typo = all.replace("scrapeTimeout:", "scrapeTimout:");
+    let out = run(
+        kubectl(env, &["apply", "--dry-run=server", "-f", "-"]),
+        Some(&typo),
+    )
+    .await;
+    assert!(
+        !out.ok
+            && out
+                .stderr
+                .contains("unknown field \"spec.endpoints[0].scrapeTimout\""),
+        "{}",
+        out.stderr
+    );
+}
+
+fn chart_app_version() -> String {
+    let text = std::fs::read_to_string(chart_dir().join("Chart.yaml")).expect("Chart.yaml");
+    let chart: Value = serde_yaml_ng::from_str(&text).expect("Chart.yaml");
+    chart["appVersion"].as_str().expect("appVersion").to_owned()
+}
+
+/// `USER uid:gid` of the Dockerfile's final stage.
+fn dockerfile_user() -> (u32, u32) {
+    let text = std::fs::read_to_string(repo_root().join("Dockerfile")).expect("Dockerfile");
+    let user = text
+        .lines()
+        .rev()
+        .find_map(|l| l.strip_prefix("USER "))
+        .expect("a USER line");
+    let (u, g) = user.trim().split_once(':').expect("USER uid:gid");
+    (u.parse().expect("uid"), g.parse().expect("gid"))
+}
+
+#[tokio::test]
+async fn restricted_namespace_admits_the_deployment_and_its_pod() {
+    let env = shared_env().await;
+    let client = env.client().expect("client");
+    let ns = unique_name("restricted");
+    let namespace: Namespace = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Namespace",
+        "metadata": { "name": ns, "labels": {
+            "pod-security.kubernetes.io/enforce": "restricted",
+            "pod-security.kubernetes.io/enforce-version": "latest",
+            "pod-security.kubernetes.io/warn": "restricted",
+            "pod-security.kubernetes.io/audit": "restricted",
+        }},
+    }))
+    .expect("namespace");
+    Api::<Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("create namespace");
+
+    let docs = yaml_documents(&render(env, RELEASE, &ns, &[]).await);
+    let deploy = find_doc(&docs, "Deployment", None).clone();
+    // Deployments are only warned about; no warning means the template complies.
+    let out = run(
+        kubectl(env, &["apply", "--dry-run=server", "-f", "-"]),
+        Some(&serde_json::to_string(&deploy).expect("json")),
+    )
+    .await;
+    assert!(out.ok, "{}", out.stderr);
+    assert!(
+        !out.stderr.contains("PodSecurity"),
+        "PodSecurity warning: {}",
+        out.stderr
+    );
+
+    // No controller manager makes pods here, so create the pod the Deployment
+    // would make, with a server-side dry run: enforce=restricted admits it.
+    let template = &deploy["spec"]["template"];
+    let pod = |spec: &Value| -> Pod {
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": { "name": "gpuready-template", "namespace": ns,
+                          "labels": template["metadata"]["labels"] },
+            "spec": spec,
+        }))
+        .expect("pod")
+    };
+    let pods: Api<Pod> = Api::namespaced(client, &ns);
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    pods.create(&dry, &pod(&template["spec"]))
+        .await
+        .expect("the restricted namespace admits gpuready's pod");
+
+    // Control: without the container securityContext the same pod is refused,
+    // so the admission above was a real check.
+    let mut weaker = template["spec"].clone();
+    weaker["containers"][0]
+        .as_object_mut()
+        .expect("container")
+        .remove("securityContext");
+    let err = pods
+        .create(&dry, &pod(&weaker))
+        .await
+        .expect_err("a pod without the securityContext is refused");
+    assert!(
+        err.to_string()
+            .contains("violates PodSecurity \"restricted:latest\""),
+        "{err}"
+    );
+}
+
+/// The raw manifests: a Namespace, then `helm template` with default values.
+async fn expected_manifests(env: &TestEnv) -> String {
+    let rendered = render(env, RELEASE, MANIFESTS_NAMESPACE, &[]).await;
+    format!(
+        "# gpuready, rendered from charts/gpuready with default values:\n\
+         #   helm template {RELEASE} charts/gpuready --namespace {MANIFESTS_NAMESPACE}\n\
+         # plus the Namespace below. Do not edit: change the chart, then run\n\
+         #   UPDATE_MANIFESTS=1 cargo test -p gpuready --test chart raw_manifests\n\
+         # Install: kubectl apply --server-side -f {MANIFESTS}\n\
+         # image.repository is the placeholder gpuready/gpuready: point the Deployment at\n\
+         # the image you built (see charts/gpuready/README.md, \"Image\").\n\
+         ---\n\
+         apiVersion: v1\n\
+         kind: Namespace\n\
+         metadata:\n  \
+           name: {MANIFESTS_NAMESPACE}\n  \
+           labels:\n    \
+             pod-security.kubernetes.io/enforce: restricted\n\
+         {rendered}"
+    )
+}
+
+#[tokio::test]
+async fn raw_manifests_are_the_chart_rendered_with_defaults_and_apply_server_side() {
+    let env = shared_env().await;
+    let expected = expected_manifests(env).await;
+    let path = repo_root().join(MANIFESTS);
+    if std::env::var_os("UPDATE_MANIFESTS").is_some() {
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, &expected).expect("write manifests");
+    }
+    let committed = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{MANIFESTS}: {e}; run with UPDATE_MANIFESTS=1"));
+    if committed != expected {
+        let diff = similar::TextDiff::from_lines(&committed, &expected)
+            .unified_diff()
+            .header(MANIFESTS, "helm template")
+            .to_string();
+        panic!("{MANIFESTS} is out of date; run with UPDATE_MANIFESTS=1.\n{diff}");
+    }
+
+    // The README's raw-manifest path, as written there.
+    let out = must(
+        kubectl(env, &["apply", "--server-side", "-f", path_str(&path)]),
+        None,
+        "kubectl apply --server-side of the raw manifests",
+    )
+    .await;
+    assert_eq!(
+        out.lines().count(),
+        yaml_documents(&committed).len(),
+        "{out}"
+    );
+    let client = env.client().expect("client");
+    wait_established(&Api::all(client.clone()), CRD_NAME).await;
+    let deploy = Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(
+        client.clone(),
+        MANIFESTS_NAMESPACE,
+    )
+    .get(RELEASE)
+    .await
+    .expect("the Deployment exists");
+    assert_eq!(deploy.spec.and_then(|s| s.replicas), Some(2));
+    // Applying again changes nothing (no field fights with the defaults).
+    let again = must(
+        kubectl(env, &["apply", "--server-side", "-f", path_str(&path)]),
+        None,
+        "second apply",
+    )
+    .await;
+    assert!(
+        again.lines().all(|l| l.ends_with("serverside-applied")),
+        "{again}"
+    );
+}
+
+/// What RBAC does with a server-side apply that creates an object — the facts the
+/// ClusterRole's CRD rules rest on, checked on the real API server with CRDs of a
+/// throwaway group:
+/// 1. an apply that would create needs `create`, not just `patch`;
+/// 2. that `create` is authorized with the object's name, so `resourceNames`
+///    limits it (the apply of a name outside the list is refused);
+/// 3. a POST create is refused even for a listed name: its name is unknown at
+///    authorization time, so `create` with `resourceNames` never allows a POST.
+#[tokio::test]
+async fn server_side_apply_that_creates_needs_create_and_resource_names_limit_it() {
+    let env = shared_env().await;
+    let admin = env.client().expect("client");
+    let group = format!("{}.rbac-probe.gpuready.test", unique_name("g"));
+    let crd = |plural: &str| -> CustomResourceDefinition {
+        serde_json::from_value(json!({
+            "apiVersion": "apiextensions.k8s.io/v1",
+            "kind": "CustomResourceDefinition",
+            "metadata": { "name": format!("{plural}.{group}") },
+            "spec": {
+                "group": group,
+                "names": { "kind": plural.to_uppercase(), "plural": plural },
+                "scope": "Cluster",
+                "versions": [{ "name": "v1", "served": true, "storage": true,
+                    "schema": { "openAPIV3Schema": { "type": "object" } } }],
+            },
+        }))
+        .expect("crd")
+    };
+    let (listed, also_listed, unlisted) = (crd("widgets"), crd("gadgets"), crd("gizmos"));
+    let user = unique_name("rbac-probe");
+    let role = |verbs: &[&str]| {
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": { "name": user },
+            "rules": [{
+                "apiGroups": ["apiextensions.k8s.io"],
+                "resources": ["customresourcedefinitions"],
+                "verbs": verbs,
+                "resourceNames": [listed.name_any(), also_listed.name_any()],
+            }],
+        })
+    };
+    let apply_admin = |v: Value| {
+        let admin = admin.clone();
+        async move {
+            let gvk_api: Api<kube::api::DynamicObject> = Api::all_with(
+                admin,
+                &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+                    "rbac.authorization.k8s.io",
+                    "v1",
+                    v["kind"].as_str().expect("kind"),
+                )),
+            );
+            gvk_api
+                .patch(
+                    v["metadata"]["name"].as_str().expect("name"),
+                    &PatchParams::apply("gpuready-tests").force(),
+                    &Patch::Apply(&v),
+                )
+                .await
+                .expect("apply RBAC object");
+        }
+    };
+    apply_admin(role(&["get", "patch"])).await;
+    apply_admin(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": { "name": user },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": user },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }],
+    }))
+    .await;
+    let as_user: Api<CustomResourceDefinition> =
+        Api::all(env.client_as(&user, &[]).expect("client"));
+    let ssa = |c: &CustomResourceDefinition| {
+        let api = as_user.clone();
+        let c = c.clone();
+        async move {
+            api.patch(
+                &c.name_any(),
+                &PatchParams::apply("gpuready").force(),
+                &Patch::Apply(&c),
+            )
+            .await
+        }
+    };
+
+    // 1. patch alone: the apply that would create is refused, as a create.
+    let err = eventually(10, "the binding to take effect", || async {
+        match ssa(&listed).await {
+            Err(e) if e.to_string().contains("cannot create resource") => Some(e),
+            _ => None,
+        }
+    })
+    .await;
+    assert_eq!(status_code(&err), Some(403), "{err}");
+
+    // 2. create + patch, limited by name: the listed name applies, others not.
+    apply_admin(role(&["get", "patch", "create"])).await;
+    eventually(10, "apply creates the listed CRD", || async {
+        ssa(&listed).await.ok()
+    })
+    .await;
+    let err = ssa(&unlisted).await.expect_err("unlisted name refused");
+    assert_eq!(status_code(&err), Some(403), "{err}");
+    // ... and the same apply again (an update now) is allowed by `patch`.
+    ssa(&listed).await.expect("re-apply");
+
+    // 3. a POST create is refused even for a listed name.
+    let err = as_user
+        .create(&PostParams::default(), &also_listed)
+        .await
+        .expect_err("POST create refused");
+    assert_eq!(status_code(&err), Some(403), "{err}");
+    ssa(&also_listed)
+        .await
+        .expect("the same CRD by server-side apply is allowed");
+
+    let crds: Api<CustomResourceDefinition> = Api::all(admin);
+    for c in [&listed, &also_listed] {
+        let _ = crds.delete(&c.name_any(), &DeleteParams::default()).await;
+    }
+}
+
+/// Installs the chart as release `gpuready` into `ns` and returns helm's output.
+async fn helm_install(env: &TestEnv, ns: &str, extra: &[&str]) -> String {
+    let chart = chart_dir();
+    let mut args = vec![
+        "install",
+        RELEASE,
+        path_str(&chart),
+        "--namespace",
+        ns,
+        "--create-namespace",
+    ];
+    args.extend_from_slice(extra);
+    must(helm(env, &args), None, "helm install").await
+}
+
+#[tokio::test]
+async fn helm_install_then_gpuready_as_its_service_account_converges_and_is_refused_the_rest() {
+    let env = TestEnv::start().await.expect("test control plane");
+    let admin = env.client().expect("client");
+    let ns = "gpuready-system";
+    helm_install(&env, ns, &[]).await;
+
+    // The release's objects are in the cluster and the CRD is Established.
+    let status = must(
+        helm(&env, &["status", RELEASE, "-n", ns, "-o", "json"]),
+        None,
+        "helm status",
+    )
+    .await;
+    let status: Value = serde_json::from_str(&status).expect("helm status JSON");
+    assert_eq!(status["info"]["status"], "deployed", "{status}");
+    let manifest = must(
+        helm(&env, &["get", "manifest", RELEASE, "-n", ns]),
+        None,
+        "helm get manifest",
+    )
+    .await;
+    for doc in yaml_documents(&manifest) {
+        let (kind, name) = (
+            doc["kind"].as_str().expect("kind"),
+            doc["metadata"]["name"].as_str().expect("name"),
+        );
+        let namespace = doc["metadata"]["namespace"].as_str();
+        let mut get = vec!["get", kind, name, "-o", "name"];
+        if let Some(n) = namespace {
+            get.extend(["-n", n]);
+        }
+        must(kubectl(&env, &get), None, &format!("{kind} {name} exists")).await;
+    }
+    wait_established(&Api::all(admin.clone()), CRD_NAME).await;
+
+    // gpuready, run as the chart's ServiceAccount, converges the example.
+    let nodes = create_example_nodes(&admin, EXAMPLE).await;
+    assert_eq!(nodes.len(), 3);
+    let profiles = apply_example_profiles(&admin, EXAMPLE).await;
+    assert_eq!(profiles, ["ampere-ada"]);
+    let identity = "gpuready-7d4b9c-abcde";
+    let args = RunArgs {
+        leader_elect: true,
+        lease_name: RELEASE.into(),
+        lease_namespace: ns.into(),
+        identity: Some(identity.into()),
+        nfd_crds: NfdCrdMode::Apply,
+        ..RunArgs::for_tests()
+    };
+    let run = start_controller(service_account_config(&env, ns, RELEASE), args);
+    let node_api: Api<Node> = Api::all(admin.clone());
+    let expected = [
+        ("gpu-3090", "True", "Ready"),
+        ("gpu-4070tis", "False", "DevicesUnhealthy"),
+        ("gpu-3090-b", "False", "GfdLabelsStale"),
+    ];
+    eventually(60, "nodes converge to the example's verdicts", || async {
+        for (name, status, reason) in expected {
+            let n = node_api.get(name).await.ok()?;
+            let tainted = taint_keys(&n).contains(&keys::DEFAULT_TAINT_KEY.to_owned());
+            let ready_label = n.labels().get(keys::LABEL_READY).cloned();
+            let want_label = if status == "True" { "true" } else { "false" };
+            let ok = gpu_ready(&n) == Some((status.into(), reason.into()))
+                && tainted == (status != "True")
+                && ready_label.as_deref() == Some(want_label);
+            if !ok {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await;
+    let profile_api: Api<GpuNodeProfile> = Api::all(admin.clone());
+    let crd_api: Api<CustomResourceDefinition> = Api::all(admin.clone());
+    eventually(60, "profile status and NFD CRDs converge", || async {
+        let s = profile_api.get("ampere-ada").await.ok()?.status?;
+        let nfd_ok = s
+            .conditions
+            .iter()
+            .any(|c| c.type_ == keys::CONDITION_NFD_CRDS && c.status == "True");
+        (s.matched_nodes == 3 && s.ready_nodes == 1 && s.not_ready_nodes == 2 && nfd_ok)
+            .then_some(())
+    })
+    .await;
+    for name in NFD_CRDS {
+        wait_established(&crd_api, name).await;
+        let crd = crd_api.get(name).await.expect("NFD CRD");
+        assert!(
+            crd.managed_fields()
+                .iter()
+                .any(|m| m.manager.as_deref() == Some(keys::FIELD_MANAGER)),
+            "{name} applied by gpuready"
+        );
+        assert_eq!(
+            run.sample(&format!(
+                "gpuready_nfd_crd_state{{crd=\"{name}\",state=\"current\"}}"
+            )),
+            1.0,
+            "{name} current"
+        );
+    }
+    let lease = Api::<Lease>::namespaced(admin.clone(), ns)
+        .get(RELEASE)
+        .await
+        .expect("the Lease exists");
+    assert_eq!(
+        lease.spec.and_then(|s| s.holder_identity).as_deref(),
+        Some(identity)
+    );
+    let events = Api::<Event>::namespaced(admin.clone(), "default")
+        .list(&ListParams::default())
+        .await
+        .expect("events");
+    let ours = events
+        .items
+        .iter()
+        .filter(|e| e.reporting_controller.as_deref() == Some("gpuready"))
+        .count();
+    assert!(ours > 0, "gpuready published Events in `default`");
+    assert_eq!(
+        run.sample("gpuready_reconcile_errors_total{kind=\"forbidden\"}"),
+        0.0,
+        "no reconcile was refused"
+    );
+    assert_eq!(run.sample("gpuready_leader"), 1.0);
+    println!(
+        "as the ServiceAccount: {} write requests, {} reads",
+        run.metrics.writes_sent(),
+        run.metrics.reads_sent()
+    );
+    run.stop().await.expect("clean stop");
+
+    // ... and is refused everything else it could be tempted to do.
+    let sa = env
+        .client_as_service_account(ns, RELEASE)
+        .expect("SA client");
+    let refused = |what: &str, r: Result<(), kube::Error>| match r {
+        Err(e) if status_code(&e) == Some(403) => {}
+        other => panic!("{what}: expected 403 Forbidden, got {other:?}"),
+    };
+    refused(
+        "list Secrets in its namespace",
+        list::<Secret>(&sa, Some(ns)).await,
+    );
+    refused("list Secrets cluster-wide", list::<Secret>(&sa, None).await);
+    refused(
+        "get a Secret in kube-system",
+        Api::<Secret>::namespaced(sa.clone(), "kube-system")
+            .get("anything")
+            .await
+            .map(drop),
+    );
+    refused("list ConfigMaps", list::<ConfigMap>(&sa, Some(ns)).await);
+    refused("list Pods", list::<Pod>(&sa, None).await);
+    let sa_nodes: Api<Node> = Api::all(sa.clone());
+    refused(
+        "delete a Node",
+        sa_nodes
+            .delete("gpu-3090", &DeleteParams::default())
+            .await
+            .map(drop),
+    );
+    let node = node_api.get("gpu-3090").await.expect("node");
+    refused(
+        "replace (PUT) a Node",
+        sa_nodes
+            .replace("gpu-3090", &PostParams::default(), &node)
+            .await
+            .map(drop),
+    );
+    let sa_crds: Api<CustomResourceDefinition> = Api::all(sa.clone());
+    let foreign: CustomResourceDefinition = serde_json::from_value(json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": { "name": "widgets.example.org" },
+        "spec": { "group": "example.org", "scope": "Cluster",
+            "names": { "kind": "Widget", "plural": "widgets" },
+            "versions": [{ "name": "v1", "served": true, "storage": true,
+                "schema": { "openAPIV3Schema": { "type": "object" } } }] },
+    }))
+    .expect("crd");
+    refused(
+        "create a foreign CRD by server-side apply",
+        sa_crds
+            .patch(
+                "widgets.example.org",
+                &PatchParams::apply("gpuready").force(),
+                &Patch::Apply(&foreign),
+            )
+            .await
+            .map(drop),
+    );
+    refused(
+        "create a foreign CRD by POST",
+        sa_crds
+            .create(&PostParams::default(), &foreign)
+            .await
+            .map(drop),
+    );
+    refused(
+        "list all CRDs",
+        list::<CustomResourceDefinition>(&sa, None).await,
+    );
+    refused(
+        "patch its own GpuNodeProfile CRD (Helm owns it)",
+        sa_crds
+            .patch(
+                CRD_NAME,
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
+            )
+            .await
+            .map(drop),
+    );
+    refused(
+        "delete an NFD CRD",
+        sa_crds
+            .delete(NFD_CRDS[0], &DeleteParams::default())
+            .await
+            .map(drop),
+    );
+    let sa_profiles: Api<GpuNodeProfile> = Api::all(sa.clone());
+    refused(
+        "change a profile's spec",
+        sa_profiles
+            .patch(
+                "ampere-ada",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"mode": "Observe"}})),
+            )
+            .await
+            .map(drop),
+    );
+    refused(
+        "delete a profile",
+        sa_profiles
+            .delete("ampere-ada", &DeleteParams::default())
+            .await
+            .map(drop),
+    );
+    let sa_leases: Api<Lease> = Api::namespaced(sa.clone(), ns);
+    refused(
+        "delete its Lease",
+        sa_leases
+            .delete(RELEASE, &DeleteParams::default())
+            .await
+            .map(drop),
+    );
+    refused(
+        "read another Lease",
+        sa_leases.get("someone-else").await.map(drop),
+    );
+    refused(
+        "read Leases in kube-system",
+        Api::<Lease>::namespaced(sa.clone(), "kube-system")
+            .get(RELEASE)
+            .await
+            .map(drop),
+    );
+    let event: Event = serde_json::from_value(json!({
+        "apiVersion": "events.k8s.io/v1", "kind": "Event",
+        "metadata": { "name": "probe", "namespace": "kube-system" },
+        "eventTime": "2026-01-01T00:00:00.000000Z",
+        "reportingController": "gpuready", "reportingInstance": identity,
+        "action": "Probe", "reason": "Probe", "type": "Normal",
+    }))
+    .expect("event");
+    refused(
+        "write Events outside `default`",
+        Api::<Event>::namespaced(sa.clone(), "kube-system")
+            .create(&PostParams::default(), &event)
+            .await
+            .map(drop),
+    );
+}
+
+/// Lists `K` in `ns` (or cluster-wide) with a raw request, so one helper serves
+/// namespaced and cluster-scoped kinds alike.
+async fn list<K>(client: &Client, ns: Option<&str>) -> Result<(), kube::Error>
+where
+    K: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    let req = http::Request::get(K::url_path(&(), ns))
+        .body(Vec::new())
+        .expect("request");
+    client
+        .request::<kube::core::ObjectList<K>>(req)
+        .await
+        .map(drop)
+}
+
+/// Copies a folder tree (the chart) into `to`.
+fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("mkdir");
+    for entry in std::fs::read_dir(from).expect("read dir") {
+        let entry = entry.expect("entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy");
+        }
+    }
+}
+
+#[tokio::test]
+async fn helm_upgrade_updates_the_crd_creates_profiles_and_uninstall_keeps_the_crd() {
+    let env = TestEnv::start().await.expect("test control plane");
+    let admin = env.client().expect("client");
+    let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
+    let profiles: Api<GpuNodeProfile> = Api::all(admin.clone());
+    let ns = "gpuready-system";
+    let values = write_temp(
+        r#"
+profiles:
+  rtx3090:
+    nodeSelector:
+      matchLabels: {gpu-pool: rtx3090}
+    gpu:
+      products: [NVIDIA-GeForce-RTX-3090]
+"#,
+    );
+
+    // First install: the CRD comes, the profile cannot yet (and NOTES says so).
+    let notes = helm_install(&env, ns, &["-f", path_str(values.path())]).await;
+    assert!(
+        notes.contains("WARNING: the profiles in values (rtx3090) were NOT created"),
+        "{notes}"
+    );
+    wait_established(&crds, CRD_NAME).await;
+    assert!(profiles.get_opt("rtx3090").await.expect("get").is_none());
+    let crd = crds.get(CRD_NAME).await.expect("CRD");
+    assert_eq!(
+        crd.annotations()
+            .get("helm.sh/resource-policy")
+            .map(String::as_str),
+        Some("keep")
+    );
+
+    // The next upgrade creates it, as a resource of the release.
+    let chart = chart_dir();
+    let notes = must(
+        helm(
+            &env,
+            &[
+                "upgrade",
+                RELEASE,
+                path_str(&chart),
+                "-n",
+                ns,
+                "--reuse-values",
+            ],
+        ),
+        None,
+        "helm upgrade",
+    )
+    .await;
+    assert!(
+        notes.contains("Profiles from this release: rtx3090"),
+        "{notes}"
+    );
+    let p = profiles.get("rtx3090").await.expect("profile created");
+    assert_eq!(
+        p.labels()
+            .get("app.kubernetes.io/instance")
+            .map(String::as_str),
+        Some(RELEASE)
+    );
+
+    // A newer chart whose CRD gained a field: `helm upgrade` updates the CRD.
+    let newer = tempfile::tempdir().expect("temp dir");
+    copy_tree(&chart, newer.path());
+    let crd_file = newer
+        .path()
+        .join("files/crds/gpunodeprofiles.gpuready.io.yaml");
+    let text = std::fs::read_to_string(&crd_file).expect("chart CRD");
+    let (header, body) = text.split_once("---\n").expect("header then document");
+    let mut doc: Value = serde_yaml_ng::from_str(body).expect("CRD YAML");
+    doc["spec"]["versions"][0]["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["upgradeProbe"] = json!({
+        "type": "string",
+        "description": "A field only the upgrade test's chart has.",
+    });
+    std::fs::write(
+        &crd_file,
+        format!(
+            "{header}---\n{}",
+            serde_yaml_ng::to_string(&doc).expect("YAML")
+        ),
+    )
+    .expect("write CRD");
+    let with_field = |value: &str| {
+        json!({
+            "apiVersion": "gpuready.io/v1alpha1", "kind": "GpuNodeProfile",
+            "metadata": { "name": unique_name("probe") },
+            "spec": { "nodeSelector": { "matchLabels": { "a": "b" } }, "upgradeProbe": value },
+        })
+        .to_string()
+    };
+    let before = run(
+        kubectl(&env, &["create", "--dry-run=server", "-f", "-"]),
+        Some(&with_field("before")),
+    )
+    .await;
+    assert!(
+        !before.ok
+            && before
+                .stderr
+                .contains("unknown field \"spec.upgradeProbe\""),
+        "the old CRD does not know the field: {}",
+        before.stderr
+    );
+    must(
+        helm(
+            &env,
+            &[
+                "upgrade",
+                RELEASE,
+                path_str(newer.path()),
+                "-n",
+                ns,
+                "--reuse-values",
+            ],
+        ),
+        None,
+        "helm upgrade to the newer chart",
+    )
+    .await;
+    let crd = crds.get(CRD_NAME).await.expect("CRD");
+    let spec_props = crd.spec.versions[0]
+        .schema
+        .as_ref()
+        .and_then(|s| s.open_api_v3_schema.as_ref())
+        .and_then(|s| s.properties.as_ref())
+        .and_then(|p| p.get("spec"))
+        .and_then(|s| s.properties.as_ref())
+        .expect("spec properties");
+    assert!(
+        spec_props.contains_key("upgradeProbe"),
+        "helm upgrade updated the CRD in the cluster"
+    );
+    eventually(30, "the API server serves the new field", || async {
+        run(
+            kubectl(&env, &["create", "--dry-run=server", "-f", "-"]),
+            Some(&with_field("after")),
+        )
+        .await
+        .ok
+        .then_some(())
+    })
+    .await;
+    assert!(profiles.get_opt("rtx3090").await.expect("get").is_some());
+
+    // Uninstall: the CRD stays (resource-policy keep) and is still served.
+    must(
+        helm(&env, &["uninstall", RELEASE, "-n", ns]),
+        None,
+        "helm uninstall",
+    )
+    .await;
+    let crd = crds
+        .get(CRD_NAME)
+        .await
+        .expect("the CRD survives uninstall");
+    assert!(crd.metadata.deletion_timestamp.is_none());
+    wait_established(&crds, CRD_NAME).await;
+}
