@@ -272,3 +272,248 @@ pub fn gpu_ready(node: &Node) -> Option<(String, String)> {
         .find(|c| c.type_ == "GpuReady")
         .map(|c| (c.status.clone(), c.reason.clone().unwrap_or_default()))
 }
+
+// ---------------------------------------------------------------------------
+// Scenario helpers (controller_scenarios.rs, controller_resilience.rs,
+// controller_requests.rs).
+// ---------------------------------------------------------------------------
+
+/// The label that puts a node in the pool a scenario profile selects.
+pub const POOL: &str = "pool";
+
+/// A profile for the RTX 3090 pool `pool` (product, memory, driver ≥ 570.0, one
+/// ready label), with `extra` spec lines appended (YAML, two-space indented).
+pub fn rtx3090_profile(name: &str, pool: &str, extra: &str) -> String {
+    let extra: String = extra
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| format!("  {}\n", l.trim_end()))
+        .collect();
+    format!(
+        r#"apiVersion: gpuready.io/v1alpha1
+kind: GpuNodeProfile
+metadata:
+  name: {name}
+spec:
+  nodeSelector:
+    matchLabels:
+      {POOL}: {pool}
+  gpu:
+    products: ["NVIDIA-GeForce-RTX-3090"]
+    minMemoryMib: 24000
+  minDriverVersion: "570.0"
+  readyLabels:
+    example.org/gpu: "rtx3090"
+{extra}"#
+    )
+}
+
+/// GFD labels of a healthy RTX 3090, in `pool`.
+pub fn rtx3090_in(pool: &str) -> BTreeMap<String, String> {
+    let mut labels = gfd_3090();
+    labels.insert(POOL.into(), pool.into());
+    labels
+}
+
+pub fn taints(node: &Node) -> Vec<k8s_openapi::api::core::v1::Taint> {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.clone())
+        .unwrap_or_default()
+}
+
+pub fn has_taint(node: &Node, key: &str) -> bool {
+    taints(node).iter().any(|t| t.key == key)
+}
+
+/// Whether gpuready's readiness taint (the default key) is on the node.
+pub fn gated(node: &Node) -> bool {
+    has_taint(node, gpuready_api::keys::DEFAULT_TAINT_KEY)
+}
+
+pub fn label(node: &Node, key: &str) -> Option<String> {
+    node.labels().get(key).cloned()
+}
+
+pub fn annotation(node: &Node, key: &str) -> Option<String> {
+    node.annotations().get(key).cloned()
+}
+
+/// Every label, annotation, taint and node condition gpuready could have left.
+pub fn gpuready_traces(node: &Node) -> Vec<String> {
+    let mut out: Vec<String> = node
+        .labels()
+        .keys()
+        .chain(node.annotations().keys())
+        .filter(|k| k.starts_with("gpuready.io/") || *k == "example.org/gpu")
+        .cloned()
+        .collect();
+    out.extend(
+        taints(node)
+            .into_iter()
+            .filter(|t| t.key.starts_with("gpuready.io/"))
+            .map(|t| format!("taint {}", t.key)),
+    );
+    out.extend(
+        node.status
+            .iter()
+            .flat_map(|s| s.conditions.iter().flatten())
+            .filter(|c| c.type_.starts_with("GpuReady"))
+            .map(|c| format!("condition {}", c.type_)),
+    );
+    out
+}
+
+/// Taint keys gpuready does not own, in order.
+pub fn foreign_taints(node: &Node) -> Vec<String> {
+    taint_keys(node)
+        .into_iter()
+        .filter(|k| !k.starts_with("gpuready.io/"))
+        .collect()
+}
+
+pub async fn get_profile(client: &Client, name: &str) -> GpuNodeProfile {
+    Api::<GpuNodeProfile>::all(client.clone())
+        .get(name)
+        .await
+        .expect("get profile")
+}
+
+/// `(status, reason)` of a profile condition.
+pub async fn profile_condition(
+    client: &Client,
+    profile: &str,
+    type_: &str,
+) -> Option<(String, String)> {
+    get_profile(client, profile)
+        .await
+        .status?
+        .conditions
+        .into_iter()
+        .find(|c| c.type_ == type_)
+        .map(|c| (c.status, c.reason))
+}
+
+/// `(matched, ready, not ready)` from a profile's status.
+pub async fn profile_counts(client: &Client, profile: &str) -> Option<(i32, i32, i32)> {
+    let s = get_profile(client, profile).await.status?;
+    Some((s.matched_nodes, s.ready_nodes, s.not_ready_nodes))
+}
+
+/// Reasons of the Events recorded about the object named `name` (any kind).
+pub async fn event_reasons(client: &Client, name: &str) -> Vec<String> {
+    use k8s_openapi::api::events::v1::Event;
+    Api::<Event>::namespaced(client.clone(), "default")
+        .list(&Default::default())
+        .await
+        .expect("list events")
+        .items
+        .into_iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .filter_map(|e| e.reason)
+        .collect()
+}
+
+impl Running {
+    /// A sample from /metrics, e.g. `gpuready_safety_brake_engaged{profile="x"}`.
+    pub fn metric(&self, series: &str) -> Option<f64> {
+        self.metrics
+            .encode()
+            .lines()
+            .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse().ok())
+    }
+
+    pub fn is_leader(&self) -> bool {
+        self.metrics.leader.get() == 1
+    }
+
+    /// Requests sent so far, by method (`GET`, `LIST`... as the metric labels them).
+    pub fn requests_by_method(&self) -> BTreeMap<String, u64> {
+        self.metrics
+            .encode()
+            .lines()
+            .filter(|l| l.starts_with("gpuready_api_requests_total{"))
+            .filter_map(|l| {
+                let method = l.split("method=\"").nth(1)?.split('"').next()?;
+                let n = l.rsplit(' ').next()?.parse().ok()?;
+                Some((method.to_owned(), n))
+            })
+            .collect()
+    }
+}
+
+/// The nodes on which gpuready would still change something, judged by the same
+/// engine over the live objects (heartbeats ignored): empty once converged.
+pub async fn pending_changes(client: &Client) -> Vec<String> {
+    let nodes = Api::<Node>::all(client.clone())
+        .list(&Default::default())
+        .await
+        .expect("list nodes")
+        .items;
+    let profiles = Api::<GpuNodeProfile>::all(client.clone())
+        .list(&Default::default())
+        .await
+        .expect("list profiles")
+        .items;
+    gpuready::check::run_engine(&nodes, &profiles, jiff::Timestamp::now())
+        .expect("engine")
+        .nodes
+        .into_iter()
+        .filter(|a| !a.changes.is_empty())
+        .map(|a| a.name)
+        .collect()
+}
+
+/// Every version of one node, as a watch delivers them, recorded in the
+/// background until the returned handle is dropped or stopped.
+pub struct NodeHistory {
+    pub versions: Arc<std::sync::Mutex<Vec<Node>>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl NodeHistory {
+    pub fn snapshot(&self) -> Vec<Node> {
+        self.versions.lock().expect("history lock").clone()
+    }
+}
+
+impl Drop for NodeHistory {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Starts recording `name` and returns once the watch is established (the first
+/// version is in).
+pub async fn record_node(client: &Client, name: &str) -> NodeHistory {
+    use futures::StreamExt;
+    use kube::runtime::{WatchStreamExt, watcher};
+    let versions: Arc<std::sync::Mutex<Vec<Node>>> = Arc::default();
+    let api: Api<Node> = Api::all(client.clone());
+    let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let sink = versions.clone();
+    let task = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(watcher(api, cfg).applied_objects());
+        while let Some(item) = stream.next().await {
+            if let Ok(node) = item {
+                let mut v = sink.lock().expect("history lock");
+                if v.last().map(|n| n.resource_version()) != Some(node.resource_version()) {
+                    v.push(node);
+                }
+            }
+        }
+    });
+    let history = NodeHistory { versions, task };
+    eventually(30, "the node watch delivers its first version", || async {
+        (!history.snapshot().is_empty()).then_some(())
+    })
+    .await;
+    history
+}
+
+/// Counts how often a predicate over consecutive versions flips.
+pub fn transitions(versions: &[Node], f: impl Fn(&Node) -> bool) -> usize {
+    versions.windows(2).filter(|w| f(&w[0]) != f(&w[1])).count()
+}

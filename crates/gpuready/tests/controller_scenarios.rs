@@ -1,0 +1,530 @@
+//! The controller against a real kube-apiserver, scenario by scenario (issue 4):
+//! every layer flipping, Observe, UntilFirstReady, the safety brake, a node leaving
+//! its profile's selector, and two profiles fighting over one node.
+
+mod support;
+
+use gpuready_api::keys;
+use k8s_openapi::api::core::v1::Node;
+use kube::{Client, ResourceExt};
+use serde_json::json;
+use support::*;
+
+/// The foreign taint kube-apiserver's TaintNodesByCondition admission puts on
+/// every new node; gpuready must never drop it.
+const ADMISSION_TAINT: &str = "node.kubernetes.io/not-ready";
+
+/// Waits until the node is released: no gpuready taint, labelled ready with the
+/// profile's ready label, `GpuReady=True`, and the admission's taint still there.
+async fn expect_ready(client: &Client, name: &str, profile: &str) {
+    eventually(30, &format!("{name} ready and untainted"), || async {
+        let n = get_node(client, name).await;
+        (!gated(&n)
+            && label(&n, keys::LABEL_READY).as_deref() == Some("true")
+            && label(&n, keys::LABEL_PROFILE).as_deref() == Some(profile)
+            && label(&n, "example.org/gpu").as_deref() == Some("rtx3090")
+            && gpu_ready(&n) == Some(("True".into(), "Ready".into())))
+        .then_some(())
+    })
+    .await;
+    let n = get_node(client, name).await;
+    assert!(has_taint(&n, ADMISSION_TAINT), "{name}: foreign taint kept");
+}
+
+/// Waits until the node is gated for `reason`: gpuready's taint, labelled not
+/// ready, its ready label gone, `GpuReady` not True with that reason.
+async fn expect_gated(client: &Client, name: &str, reason: &str) {
+    eventually(30, &format!("{name} tainted for {reason}"), || async {
+        let n = get_node(client, name).await;
+        (gated(&n)
+            && label(&n, keys::LABEL_READY).as_deref() == Some("false")
+            && label(&n, "example.org/gpu").is_none()
+            && gpu_ready(&n).is_some_and(|(s, r)| s != "True" && r == reason))
+        .then_some(())
+    })
+    .await;
+    let n = get_node(client, name).await;
+    assert!(has_taint(&n, ADMISSION_TAINT), "{name}: foreign taint kept");
+    let ours: Vec<_> = taints(&n)
+        .into_iter()
+        .filter(|t| t.key == keys::DEFAULT_TAINT_KEY)
+        .collect();
+    assert_eq!(ours.len(), 1, "exactly one readiness taint");
+    assert_eq!(ours[0].effect, "NoSchedule");
+}
+
+#[tokio::test]
+async fn each_failing_layer_taints_the_node_and_recovery_releases_it() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    create_node(&client, "gpu-1", rtx3090_in("a"), 1, json!([])).await;
+    apply_profile(&client, &rtx3090_profile("rtx3090", "a", "")).await;
+    let run = start_controller(&env, test_args());
+    expect_ready(&client, "gpu-1", "rtx3090").await;
+
+    // Device plugin: allocatable drops to 0 while capacity stays 1.
+    set_node_status(&client, "gpu-1", 1, 0, true).await;
+    expect_gated(&client, "gpu-1", "DevicesUnhealthy").await;
+    set_node_status(&client, "gpu-1", 1, 1, true).await;
+    expect_ready(&client, "gpu-1", "rtx3090").await;
+
+    // Profile: GFD now reports another card.
+    set_labels(
+        &client,
+        "gpu-1",
+        json!({ "nvidia.com/gpu.product": "NVIDIA-GeForce-RTX-3080" }),
+    )
+    .await;
+    expect_gated(&client, "gpu-1", "ProductMismatch").await;
+    set_labels(
+        &client,
+        "gpu-1",
+        json!({ "nvidia.com/gpu.product": "NVIDIA-GeForce-RTX-3090" }),
+    )
+    .await;
+    expect_ready(&client, "gpu-1", "rtx3090").await;
+
+    // Driver: older than the profile's minimum 570.0.
+    set_labels(
+        &client,
+        "gpu-1",
+        json!({ "nvidia.com/cuda.driver-version.full": "535.183.01" }),
+    )
+    .await;
+    expect_gated(&client, "gpu-1", "DriverTooOld").await;
+    set_labels(
+        &client,
+        "gpu-1",
+        json!({ "nvidia.com/cuda.driver-version.full": "580.178.04" }),
+    )
+    .await;
+    expect_ready(&client, "gpu-1", "rtx3090").await;
+
+    // Node: kubelet reports NotReady.
+    set_node_status(&client, "gpu-1", 1, 1, false).await;
+    expect_gated(&client, "gpu-1", "KubeletNotReady").await;
+    set_node_status(&client, "gpu-1", 1, 1, true).await;
+    expect_ready(&client, "gpu-1", "rtx3090").await;
+
+    assert!(pending_changes(&client).await.is_empty());
+    run.stop().await.expect("clean stop");
+}
+
+#[tokio::test]
+async fn a_gfd_timestamp_going_stale_taints_the_node_without_any_node_change() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    apply_profile(
+        &client,
+        &rtx3090_profile("rtx3090", "a", "maxLabelAgeSeconds: 5"),
+    )
+    .await;
+    let run = start_controller(&env, test_args());
+    eventually(30, "caches synced", || async { run.health.ready().ok() }).await;
+
+    // GFD labels the node now; then GFD dies and nobody touches the node again.
+    create_node(&client, "gpu-1", rtx3090_in("a"), 1, json!([])).await;
+    let history = record_node(&client, "gpu-1").await;
+    expect_gated(&client, "gpu-1", "GfdLabelsStale").await;
+
+    // The history shows the node released while fresh, then tainted once stale,
+    // and every version after the test's last write (the status) is gpuready's:
+    // no label, capacity or kubelet condition changed, so only the scheduled
+    // requeue can have noticed the timestamp's age.
+    let versions = history.snapshot();
+    let ready_at = versions
+        .iter()
+        .position(|n| label(n, keys::LABEL_READY).as_deref() == Some("true") && !gated(n))
+        .expect("the node was released while its labels were fresh");
+    let stale_at = versions
+        .iter()
+        .position(|n| gated(n) && gpu_ready(n).is_some_and(|(_, r)| r == "GfdLabelsStale"))
+        .expect("the node was tainted once its labels went stale");
+    assert!(ready_at < stale_at);
+    for n in &versions[ready_at..=stale_at] {
+        assert_eq!(
+            label(n, "nvidia.com/gfd.timestamp"),
+            label(&versions[ready_at], "nvidia.com/gfd.timestamp"),
+            "GFD never refreshed the timestamp"
+        );
+        let ready = n
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+            .map(|c| (c.status.clone(), c.last_heartbeat_time.clone()));
+        let first = versions[ready_at]
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == "Ready"))
+            .map(|c| (c.status.clone(), c.last_heartbeat_time.clone()));
+        assert_eq!(ready, first, "kubelet's condition never changed");
+    }
+    run.stop().await.expect("clean stop");
+}
+
+#[tokio::test]
+async fn observe_mode_reports_in_the_profile_status_and_never_writes_a_node() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    create_node(&client, "good", rtx3090_in("a"), 1, json!([])).await;
+    create_node(&client, "broken", rtx3090_in("a"), 1, json!([])).await;
+    set_node_status(&client, "broken", 1, 0, true).await;
+    apply_profile(
+        &client,
+        &rtx3090_profile("watch-only", "a", "mode: Observe"),
+    )
+    .await;
+    let run = start_controller(&env, test_args());
+
+    eventually(30, "status: 2 matched, 1 ready, 1 not ready", || async {
+        (profile_counts(&client, "watch-only").await == Some((2, 1, 1))).then_some(())
+    })
+    .await;
+    // The verdict follows the node, still in status only.
+    set_node_status(&client, "broken", 1, 1, true).await;
+    eventually(30, "status: both ready", || async {
+        (profile_counts(&client, "watch-only").await == Some((2, 2, 0))).then_some(())
+    })
+    .await;
+    set_node_status(&client, "good", 1, 1, false).await;
+    eventually(30, "status: good not ready", || async {
+        (profile_counts(&client, "watch-only").await == Some((2, 1, 1))).then_some(())
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+
+    assert_eq!(run.node_writes(), 0, "Observe writes no node");
+    assert!(run.writes("profile_status") >= 3, "but reports in status");
+    assert_eq!(
+        run.metrics.writes_sent(),
+        run.writes("profile_status") + run.writes("event"),
+        "every write request was a profile status or an Event"
+    );
+    for name in ["good", "broken"] {
+        let n = get_node(&client, name).await;
+        assert_eq!(
+            gpuready_traces(&n),
+            Vec::<String>::new(),
+            "{name} untouched"
+        );
+        assert_eq!(taint_keys(&n), vec![ADMISSION_TAINT.to_owned()]);
+    }
+    run.stop().await.expect("clean stop");
+}
+
+/// Whether the node carries the UntilFirstReady marker.
+fn released(n: &Node) -> bool {
+    annotation(n, keys::ANNOTATION_RELEASED).is_some()
+}
+
+#[tokio::test]
+async fn until_first_ready_releases_once_in_one_write_and_never_taints_again() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    // One node gpuready must taint itself, one registered with the taint already
+    // (kubelet --register-with-taints) that gpuready adopts.
+    create_node(&client, "late", rtx3090_in("a"), 1, json!([])).await;
+    set_node_status(&client, "late", 1, 0, true).await;
+    let preset =
+        json!([{ "key": keys::DEFAULT_TAINT_KEY, "value": "true", "effect": "NoSchedule" }]);
+    create_node(&client, "registered", rtx3090_in("a"), 1, preset).await;
+    set_node_status(&client, "registered", 1, 0, true).await;
+    let late = record_node(&client, "late").await;
+    let registered = record_node(&client, "registered").await;
+    apply_profile(
+        &client,
+        &rtx3090_profile("first-ready", "a", "taintPolicy: UntilFirstReady"),
+    )
+    .await;
+    let run = start_controller(&env, test_args());
+
+    expect_gated(&client, "late", "DevicesUnhealthy").await;
+    expect_gated(&client, "registered", "DevicesUnhealthy").await;
+    for name in ["late", "registered"] {
+        set_node_status(&client, name, 1, 1, true).await;
+        expect_ready(&client, name, "first-ready").await;
+        let n = get_node(&client, name).await;
+        assert!(released(&n), "{name}: marker set on release");
+    }
+
+    // Broken again, twice over: the verdict follows, the taint does not return.
+    for name in ["late", "registered"] {
+        set_node_status(&client, name, 1, 0, true).await;
+    }
+    for name in ["late", "registered"] {
+        eventually(30, "verdict follows the broken node", || async {
+            let n = get_node(&client, name).await;
+            (label(&n, keys::LABEL_READY).as_deref() == Some("false")
+                && gpu_ready(&n) == Some(("False".into(), "DevicesUnhealthy".into())))
+            .then_some(())
+        })
+        .await;
+        set_node_status(&client, name, 1, 0, false).await;
+        eventually(30, "verdict follows kubelet", || async {
+            let n = get_node(&client, name).await;
+            (gpu_ready(&n) == Some(("False".into(), "KubeletNotReady".into()))).then_some(())
+        })
+        .await;
+    }
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+
+    // Every version of each node: once gpuready has acted, the taint and the
+    // marker are never both present nor both absent — they changed together.
+    for (name, history) in [("late", &late), ("registered", &registered)] {
+        let versions = history.snapshot();
+        let first = versions
+            .iter()
+            .position(gated)
+            .expect("the node was tainted at some point");
+        for n in &versions[first..] {
+            assert!(
+                gated(n) != released(n),
+                "{name} rv {}: taint {} with marker {}",
+                n.metadata.resource_version.as_deref().unwrap_or("?"),
+                gated(n),
+                released(n)
+            );
+        }
+        assert_eq!(
+            transitions(&versions[first..], gated),
+            1,
+            "{name}: released exactly once, never re-tainted"
+        );
+        assert!(released(versions.last().expect("versions")));
+    }
+    run.stop().await.expect("clean stop");
+}
+
+#[tokio::test]
+async fn the_safety_brake_holds_new_taints_when_most_nodes_fail_at_once_and_releases_on_recovery() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    let names: Vec<String> = (1..=6).map(|i| format!("gpu-{i}")).collect();
+    for name in &names {
+        create_node(&client, name, rtx3090_in("a"), 1, json!([])).await;
+    }
+    apply_profile(&client, &rtx3090_profile("fleet", "a", "")).await;
+    let mut args = test_args();
+    args.brake_threshold = 0.5;
+    args.brake_min_nodes = 3;
+    let run = start_controller(&env, args);
+    // A turn is a node gpuready had labelled ready going not-ready.
+    for name in &names {
+        expect_ready(&client, name, "fleet").await;
+    }
+    eventually(30, "6 nodes ready in status", || async {
+        (profile_counts(&client, "fleet").await == Some((6, 6, 0))).then_some(())
+    })
+    .await;
+    let brake = "gpuready_safety_brake_engaged{profile=\"fleet\"}";
+    assert_eq!(run.metric(brake), Some(0.0));
+
+    // A shared cause breaks 5 of the 6 nodes at once.
+    let failing = &names[..5];
+    for name in failing {
+        set_node_status(&client, name, 1, 0, true).await;
+    }
+    eventually(
+        30,
+        "SafetyBrake=True with every failure reported",
+        || async {
+            let engaged = profile_condition(&client, "fleet", keys::CONDITION_SAFETY_BRAKE).await
+                == Some(("True".into(), "TooManyNodesTurnedNotReady".into()));
+            let mut all_reported = true;
+            for name in failing {
+                let n = get_node(&client, name).await;
+                all_reported &= label(&n, keys::LABEL_READY).as_deref() == Some("false")
+                    && gpu_ready(&n).is_some_and(|(s, _)| s == "False");
+            }
+            (engaged && all_reported).then_some(())
+        },
+    )
+    .await;
+    assert_eq!(run.metric(brake), Some(1.0));
+    eventually(30, "a SafetyBrakeEngaged Event on the profile", || async {
+        event_reasons(&client, "fleet")
+            .await
+            .contains(&"SafetyBrakeEngaged".to_owned())
+            .then_some(())
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+
+    // The bound. The brake engages on the first turn that takes the share of
+    // nodes turned not-ready within the window above the threshold: with 6
+    // nodes and 0.5 that is the 4th (4/6 > 0.5; 3/6 is not "more than half").
+    // A node whose turn is counted before that can be tainted, and nothing
+    // else writes these nodes, so exactly the first 3 turns are tainted; the
+    // 4th and 5th (the one that trips the brake included) are held back. They
+    // still get GpuReady=False and gpuready.io/ready=false, only not the taint.
+    let mut tainted = Vec::new();
+    for name in failing {
+        if gated(&get_node(&client, name).await) {
+            tainted.push(name.clone());
+        }
+    }
+    println!("brake engaged: tainted {tainted:?} of {failing:?}");
+    assert_eq!(
+        tainted.len(),
+        3,
+        "floor(0.5 × 6) = 3 new taints get through, then the brake holds"
+    );
+
+    // Recovery: the brake releases once the not-ready share is back at or under
+    // the threshold (level, not rate), and held nodes that are still failing get
+    // their taint then. Recover two tainted nodes: 3/6 remain not ready.
+    let held: Vec<&String> = failing.iter().filter(|n| !tainted.contains(n)).collect();
+    for name in &tainted[..2] {
+        set_node_status(&client, name, 1, 1, true).await;
+    }
+    eventually(30, "SafetyBrake=False", || async {
+        (profile_condition(&client, "fleet", keys::CONDITION_SAFETY_BRAKE).await
+            == Some(("False".into(), "Released".into())))
+        .then_some(())
+    })
+    .await;
+    assert_eq!(run.metric(brake), Some(0.0));
+    for name in &held {
+        expect_gated(&client, name, "DevicesUnhealthy").await;
+    }
+    eventually(30, "a SafetyBrakeReleased Event on the profile", || async {
+        event_reasons(&client, "fleet")
+            .await
+            .contains(&"SafetyBrakeReleased".to_owned())
+            .then_some(())
+    })
+    .await;
+
+    // Everyone recovers: every taint goes.
+    for name in failing {
+        set_node_status(&client, name, 1, 1, true).await;
+    }
+    for name in &names {
+        expect_ready(&client, name, "fleet").await;
+    }
+    run.stop().await.expect("clean stop");
+}
+
+#[tokio::test]
+async fn a_node_relabelled_out_of_the_selector_is_cleaned_and_back_in_is_gated_again() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    let foreign =
+        json!([{ "key": "example.org/maintenance", "value": "x", "effect": "PreferNoSchedule" }]);
+    create_node(&client, "good", rtx3090_in("a"), 1, foreign.clone()).await;
+    create_node(&client, "broken", rtx3090_in("a"), 1, foreign).await;
+    set_node_status(&client, "broken", 1, 0, true).await;
+    apply_profile(
+        &client,
+        &rtx3090_profile("pool-a", "a", "perLayerNodeConditions: true"),
+    )
+    .await;
+    let run = start_controller(&env, test_args());
+    expect_ready(&client, "good", "pool-a").await;
+    expect_gated(&client, "broken", "DevicesUnhealthy").await;
+    let foreign_before = foreign_taints(&get_node(&client, "broken").await);
+    assert!(foreign_before.contains(&"example.org/maintenance".to_owned()));
+
+    // Both leave the pool: everything gpuready wrote goes, nothing else does.
+    for name in ["good", "broken"] {
+        set_labels(&client, name, json!({ POOL: "b" })).await;
+    }
+    for name in ["good", "broken"] {
+        eventually(30, &format!("{name} released"), || async {
+            let n = get_node(&client, name).await;
+            gpuready_traces(&n).is_empty().then_some(())
+        })
+        .await;
+        let n = get_node(&client, name).await;
+        assert_eq!(
+            foreign_taints(&n),
+            foreign_before,
+            "{name}: foreign taints kept"
+        );
+        assert_eq!(label(&n, POOL).as_deref(), Some("b"));
+    }
+    eventually(30, "profile matches nothing", || async {
+        (profile_counts(&client, "pool-a").await == Some((0, 0, 0))).then_some(())
+    })
+    .await;
+
+    // Back in the pool: governed again.
+    for name in ["good", "broken"] {
+        set_labels(&client, name, json!({ POOL: "a" })).await;
+    }
+    expect_ready(&client, "good", "pool-a").await;
+    expect_gated(&client, "broken", "DevicesUnhealthy").await;
+    run.stop().await.expect("clean stop");
+}
+
+#[tokio::test]
+async fn a_node_selected_by_two_profiles_is_left_as_it_is_with_reason_conflict() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    create_node(&client, "broken", rtx3090_in("a"), 1, json!([])).await;
+    set_node_status(&client, "broken", 1, 0, true).await;
+    apply_profile(&client, &rtx3090_profile("pool-a", "a", "")).await;
+    let run = start_controller(&env, test_args());
+    expect_gated(&client, "broken", "DevicesUnhealthy").await;
+    let before = get_node(&client, "broken").await;
+
+    // A second profile selects every node labelled by GFD as an RTX 3090.
+    apply_profile(
+        &client,
+        r#"
+apiVersion: gpuready.io/v1alpha1
+kind: GpuNodeProfile
+metadata:
+  name: all-3090s
+spec:
+  nodeSelector:
+    matchLabels:
+      nvidia.com/gpu.product: NVIDIA-GeForce-RTX-3090
+"#,
+    )
+    .await;
+    eventually(30, "GpuReady=Unknown/Conflict", || async {
+        let n = get_node(&client, "broken").await;
+        (gpu_ready(&n) == Some(("Unknown".into(), "Conflict".into()))).then_some(())
+    })
+    .await;
+    for profile in ["pool-a", "all-3090s"] {
+        eventually(30, &format!("{profile}: Stalled=True/Conflict"), || async {
+            (profile_condition(&client, profile, "Stalled").await
+                == Some(("True".into(), "Conflict".into())))
+            .then_some(())
+        })
+        .await;
+    }
+    // Even a repaired node keeps its taint and labels while the conflict lasts.
+    set_node_status(&client, "broken", 1, 1, true).await;
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let during = get_node(&client, "broken").await;
+    assert_eq!(taints(&during), taints(&before), "taint left as it was");
+    let ours = |n: &Node| -> Vec<(String, String)> {
+        n.labels()
+            .iter()
+            .filter(|(k, _)| k.starts_with("gpuready.io/") || *k == "example.org/gpu")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect()
+    };
+    assert_eq!(ours(&during), ours(&before), "labels left as they were");
+    assert_eq!(
+        gpu_ready(&during),
+        Some(("Unknown".into(), "Conflict".into()))
+    );
+
+    // The second profile goes: the first governs again and releases the node.
+    delete_profile(&client, "all-3090s").await;
+    expect_ready(&client, "broken", "pool-a").await;
+    eventually(30, "pool-a: Stalled=False", || async {
+        (profile_condition(&client, "pool-a", "Stalled")
+            .await
+            .is_some_and(|(s, _)| s == "False"))
+        .then_some(())
+    })
+    .await;
+    run.stop().await.expect("clean stop");
+}
