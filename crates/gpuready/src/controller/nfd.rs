@@ -659,15 +659,9 @@ fn record_metrics(ctx: &Context, plan: &NfdCrdPlan) {
 /// An Event on every GpuNodeProfile, or a log line when there is none.
 async fn publish(ctx: &Context, type_: EventType, reason: &str, message: &str) {
     // At start the profile cache may still be filling; Events on a partial list
-    // would miss profiles. Polled on a short timer, as in run_controllers.
-    let deadline = tokio::time::Instant::now() + PROFILE_CACHE_WAIT;
-    while tokio::time::Instant::now() < deadline {
-        let wait =
-            tokio::time::timeout(Duration::from_millis(500), ctx.profiles.wait_until_ready());
-        if matches!(wait.await, Ok(Ok(()))) {
-            break;
-        }
-    }
+    // would miss profiles. Wait on the controller's readiness channel, never on
+    // Store::wait_until_ready (its single waker would be stolen from others).
+    let _ = tokio::time::timeout(PROFILE_CACHE_WAIT, ctx.wait_for_caches()).await;
     let profiles = ctx.profiles.state();
     if profiles.is_empty() {
         info!(
