@@ -77,7 +77,7 @@ fn objects<T: DeserializeOwned>(
     path: &Path,
     api_version: Option<&str>,
     kind: &'static str,
-    check: impl Fn(&T) -> Result<(), (String, String)>,
+    check: impl Fn(&T, &Value) -> Result<(), (String, String)>,
 ) -> Result<Vec<T>, InputError> {
     let mut out = Vec::new();
     for (doc_no, doc) in documents(path)? {
@@ -117,9 +117,9 @@ fn objects<T: DeserializeOwned>(
             if name.is_empty() {
                 return Err(fail("metadata.name".into(), "required".into()));
             }
-            let obj: T = serde_path_to_error::deserialize(item)
+            let obj: T = serde_path_to_error::deserialize(item.clone())
                 .map_err(|e| fail(e.path().to_string(), e.inner().to_string()))?;
-            check(&obj).map_err(|(field, message)| fail(field, message))?;
+            check(&obj, &item).map_err(|(field, message)| fail(field, message))?;
             out.push(obj);
         }
     }
@@ -134,7 +134,7 @@ fn objects<T: DeserializeOwned>(
 
 /// Nodes as `kubectl get nodes -o json` (or `-o yaml`) prints them.
 pub fn read_nodes(path: &Path) -> Result<Vec<Node>, InputError> {
-    objects(path, None, "Node", |_| Ok(()))
+    objects(path, None, "Node", |_, _| Ok(()))
 }
 
 /// Profiles, checked with the same rules the API server applies at admission.
@@ -143,7 +143,16 @@ pub fn read_profiles(path: &Path) -> Result<Vec<GpuNodeProfile>, InputError> {
         path,
         Some("gpuready.io/v1alpha1"),
         "GpuNodeProfile",
-        |p: &GpuNodeProfile| {
+        |p: &GpuNodeProfile, raw: &Value| {
+            // Strict like `kubectl apply`: a misspelt field would otherwise be
+            // dropped silently and the check would judge a different profile.
+            let known = serde_json::to_value(&p.spec).unwrap_or(Value::Null);
+            if let Some(field) = raw
+                .get("spec")
+                .and_then(|spec| unknown_field(spec, &known, "spec"))
+            {
+                return Err((field, "unknown field (misspelt?)".to_owned()));
+            }
             if let Some(e) = p.validate().into_iter().next() {
                 return Err((e.field, e.message));
             }
@@ -152,4 +161,41 @@ pub fn read_profiles(path: &Path) -> Result<Vec<GpuNodeProfile>, InputError> {
                 .map_err(|e| ("spec.nodeSelector".to_owned(), e.message))
         },
     )
+}
+
+/// The first key of `raw` that the typed round trip `known` does not have.
+/// Empty values are skipped: the types omit empty lists and maps when serializing.
+fn unknown_field(raw: &Value, known: &Value, path: &str) -> Option<String> {
+    let (Value::Object(raw), Value::Object(known)) = (raw, known) else {
+        return None;
+    };
+    // Free-form maps (labels, resources, selector labels) hold user keys.
+    if [
+        "spec.readyLabels",
+        "spec.resources",
+        "spec.nodeSelector.matchLabels",
+    ]
+    .contains(&path)
+    {
+        return None;
+    }
+    for (key, value) in raw {
+        let here = format!("{path}.{key}");
+        let empty = match value {
+            Value::Null => true,
+            Value::Array(a) => a.is_empty(),
+            Value::Object(o) => o.is_empty(),
+            _ => false,
+        };
+        match known.get(key) {
+            None if !empty => return Some(here),
+            Some(k) => {
+                if let Some(f) = unknown_field(value, k, &here) {
+                    return Some(f);
+                }
+            }
+            None => {}
+        }
+    }
+    None
 }

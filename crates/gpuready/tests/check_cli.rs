@@ -552,3 +552,33 @@ fn the_table_names_a_custom_readiness_taint() {
         "{out}"
     );
 }
+
+#[test]
+fn profile_with_a_misspelt_field_is_refused() {
+    let (_d, profiles) = file(
+        "profiles.yaml",
+        &format!("{PROFILE_HEAD}  gpu:\n    products: []\n    minMemoryMiB: 8000\n"),
+    );
+    let o = check(&[good_nodes()], &[profiles], &[]);
+    assert_refused(
+        &o,
+        &[
+            "profiles.yaml",
+            "document 1",
+            "spec.gpu.minMemoryMiB",
+            "unknown field",
+        ],
+    );
+}
+
+#[test]
+fn free_form_maps_of_a_profile_are_not_unknown_fields() {
+    let (_d, profiles) = file(
+        "profiles.yaml",
+        &format!(
+            "{PROFILE_HEAD}  readyLabels:\n    example.org/pool: a\n  resources:\n    nvidia.com/gpu: 1\n"
+        ),
+    );
+    let o = check(&[good_nodes()], &[profiles], &[]);
+    assert!(o.status.code() != Some(2), "{}", stderr(&o));
+}
