@@ -234,56 +234,69 @@ pub fn start_controller(config: kube::Config, args: RunArgs) -> Running {
     }
 }
 
-/// Creates the nodes of `deploy/examples/<name>/nodes.json` as kubelet would (the
-/// object, then its status), with the GFD timestamps moved so the newest is now
-/// (the example's relative ages, e.g. a node whose labels are days stale, hold).
-/// Returns the node names.
-pub async fn create_example_nodes(client: &Client, example: &str) -> Vec<String> {
+/// The nodes of `deploy/examples/<name>/nodes.json`, with the GFD timestamps
+/// moved so the newest is now (the example's relative ages, e.g. a node whose
+/// labels are days stale, hold).
+pub fn example_nodes(example: &str) -> Vec<Value> {
     let text = std::fs::read_to_string(repo_root().join(example).join("nodes.json"))
         .expect("example nodes.json");
     let list: Value = serde_json::from_str(&text).expect("nodes.json");
-    let items = list["items"].as_array().expect("a List").clone();
+    let mut items = list["items"].as_array().expect("a List").clone();
+    let key = "nvidia.com/gfd.timestamp";
     let ts = |n: &Value| {
-        n["metadata"]["labels"]["nvidia.com/gfd.timestamp"]
+        n["metadata"]["labels"][key]
             .as_str()
             .and_then(|s| s.parse::<i64>().ok())
     };
     let newest = items.iter().filter_map(ts).max().unwrap_or(0);
     let shift = jiff::Timestamp::now().as_second() - newest;
+    for item in &mut items {
+        if let Some(t) = ts(item) {
+            item["metadata"]["labels"][key] = json!((t + shift).to_string());
+        }
+    }
+    items
+}
+
+/// Creates a node from a Node JSON as kubelet would (the object, then its
+/// status, conditions stamped now). Returns its name.
+pub async fn create_node(client: &Client, item: &Value) -> String {
     let api: Api<Node> = Api::all(client.clone());
-    let mut names = Vec::new();
-    for item in items {
-        let name = item["metadata"]["name"].as_str().expect("name").to_owned();
-        let mut labels: BTreeMap<String, String> =
-            serde_json::from_value(item["metadata"]["labels"].clone()).unwrap_or_default();
-        if let Some(t) = ts(&item) {
-            labels.insert("nvidia.com/gfd.timestamp".into(), (t + shift).to_string());
-        }
-        let node: Node = serde_json::from_value(json!({
-            "apiVersion": "v1", "kind": "Node",
-            "metadata": { "name": name, "labels": labels },
-            "spec": item["spec"],
-        }))
-        .expect("node");
-        api.create(&PostParams::default(), &node)
-            .await
-            .unwrap_or_else(|e| panic!("creating node {name}: {e}"));
-        let mut status = item["status"].clone();
-        let now = jiff::Timestamp::now().to_string();
-        if let Some(conds) = status["conditions"].as_array_mut() {
-            for c in conds {
-                c["lastHeartbeatTime"] = json!(now);
-                c["lastTransitionTime"] = json!(now);
-            }
-        }
-        api.patch_status(
-            &name,
-            &PatchParams::default(),
-            &Patch::Merge(&json!({ "status": status })),
-        )
+    let name = item["metadata"]["name"].as_str().expect("name").to_owned();
+    let labels: BTreeMap<String, String> =
+        serde_json::from_value(item["metadata"]["labels"].clone()).unwrap_or_default();
+    let node: Node = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": { "name": name, "labels": labels },
+        "spec": item["spec"],
+    }))
+    .expect("node");
+    api.create(&PostParams::default(), &node)
         .await
-        .unwrap_or_else(|e| panic!("setting the status of node {name}: {e}"));
-        names.push(name);
+        .unwrap_or_else(|e| panic!("creating node {name}: {e}"));
+    let mut status = item["status"].clone();
+    let now = jiff::Timestamp::now().to_string();
+    if let Some(conds) = status["conditions"].as_array_mut() {
+        for c in conds {
+            c["lastHeartbeatTime"] = json!(now);
+            c["lastTransitionTime"] = json!(now);
+        }
+    }
+    api.patch_status(
+        &name,
+        &PatchParams::default(),
+        &Patch::Merge(&json!({ "status": status })),
+    )
+    .await
+    .unwrap_or_else(|e| panic!("setting the status of node {name}: {e}"));
+    name
+}
+
+/// Creates every node of an example (see [`example_nodes`]); returns their names.
+pub async fn create_example_nodes(client: &Client, example: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for item in example_nodes(example) {
+        names.push(create_node(client, &item).await);
     }
     names
 }
