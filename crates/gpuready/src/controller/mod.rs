@@ -236,6 +236,7 @@ async fn run_controllers(
     .default_backoff()
     .reflect(profile_writer)
     .touched_objects();
+    let profile_stream = drop_watch_errors("GpuNodeProfile", profile_stream);
 
     let mut node_cfg = watcher::Config::default();
     if let Some(sel) = &args.node_selector {
@@ -248,6 +249,7 @@ async fn run_controllers(
         .reflect(node_writer)
         .applied_objects()
         .predicate_filter(prune::node_relevance, PredicateConfig::default());
+    let node_stream = drop_watch_errors("Node", node_stream);
 
     let (caches_ready_tx, caches_ready) = watch::channel(false);
     let ctx = Arc::new(Context {
@@ -319,6 +321,23 @@ async fn run_controllers(
     }
     info!("controller stopped");
     Ok(())
+}
+
+/// Logs and drops watch errors once the watcher's own backoff has handled them.
+/// Passed on, they would make the Controller back off *again* on its trigger
+/// stream, pausing every watch at once (exponential up to 30 s, reset only after
+/// two quiet minutes): after an API server restart a node change waited ~30 s
+/// to be seen, the expected 410 re-list counting as one more failure.
+fn drop_watch_errors<K>(
+    kind: &'static str,
+    stream: impl futures::Stream<Item = Result<K, watcher::Error>>,
+) -> impl futures::Stream<Item = Result<K, watcher::Error>> {
+    stream.filter(move |r| {
+        if let Err(e) = r {
+            warn!(kind, error = %e, "watch failed; the watcher retries with backoff");
+        }
+        std::future::ready(r.is_ok())
+    })
 }
 
 /// The nodes a profile change can affect: those its selector matches now, and
