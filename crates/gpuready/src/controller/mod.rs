@@ -59,6 +59,9 @@ pub struct Context {
     /// else polls them (a node reconcile stalled until its 30 s timeout).
     pub caches_ready: watch::Receiver<bool>,
     brakes: Mutex<BTreeMap<String, BrakeState>>,
+    /// Node → resourceVersion gpuready's last write to it returned, until a
+    /// reconcile finds the cache at that version.
+    last_writes: Mutex<BTreeMap<String, String>>,
     /// The NFD CRD condition every profile carries (set by the NFD reconciler).
     pub nfd: Mutex<Option<(bool, String, String)>>,
 }
@@ -115,6 +118,24 @@ impl Context {
                     .update(&cfg, matched, not_ready, now)
             })
             .unwrap_or(false)
+    }
+
+    /// Remembers the resourceVersion gpuready's own write left the node at.
+    pub fn note_write(&self, node: &str, resource_version: String) {
+        if let Ok(mut w) = self.last_writes.lock() {
+            w.insert(node.to_owned(), resource_version);
+        }
+    }
+
+    /// Whether the cached copy of the node may predate gpuready's last write to
+    /// it (it shows another version). Answers once per write: the caller reads
+    /// the node from the API when true.
+    pub fn cache_may_be_behind(&self, node: &str, cached: Option<&str>) -> bool {
+        self.last_writes
+            .lock()
+            .ok()
+            .and_then(|mut w| w.remove(node))
+            .is_some_and(|rv| Some(rv.as_str()) != cached)
     }
 
     /// Waits until both caches have been listed once; false if they never will be.
@@ -262,6 +283,7 @@ async fn run_controllers(
         status_dirty: Notify::new(),
         caches_ready,
         brakes: Mutex::default(),
+        last_writes: Mutex::default(),
         nfd: Mutex::default(),
     });
 

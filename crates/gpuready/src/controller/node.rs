@@ -99,8 +99,16 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
     let api: Api<Node> = Api::all(ctx.client.clone());
     let name = cached.name_any();
     let mut node: Node = (*cached).clone();
+    // The cache may not show gpuready's own last write yet (the PATCH response can
+    // beat its watch event): planning from the older copy would send the same
+    // labels and conditions again and repeat the transition Event.
+    if ctx.cache_may_be_behind(&name, cached.resource_version().as_deref()) {
+        debug!("the cache predates our last write; reading the node");
+        node = api.get(&name).await?;
+        prune_node(&mut node);
+    }
 
-    for _attempt in 0..MAX_CONFLICT_RETRIES {
+    for attempt in 0..MAX_CONFLICT_RETRIES {
         let now = Timestamp::now();
         let profiles = profiles_with_selectors(&ctx.profiles.state());
         // The turn is counted before the brake is consulted, so the turn that
@@ -112,13 +120,18 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
             Some(p) if ctx.brake_engaged(p) => assess_node(ctx, &node, &profiles, now, &|_| true).1,
             _ => unheld,
         };
-        if let Some(p) = &assessment.profile {
+        // Recorded once: a span field recorded again is printed again.
+        if attempt == 0
+            && let Some(p) = &assessment.profile
+        {
             tracing::Span::current().record("profile", p.as_str());
         }
 
         match write_changes(ctx, &api, &node, &assessment.changes).await {
-            Ok(wrote) => {
-                if wrote {
+            Ok(written) => {
+                let wrote = written.is_some();
+                if let Some(rv) = written {
+                    ctx.note_write(&name, rv);
                     publish_transition(ctx, &node, &facts, &assessment).await;
                 }
                 debug!(ready = ?assessment.ready, reason = %assessment.reason, wrote, "reconciled");
@@ -148,16 +161,18 @@ fn next_check(ctx: &Context, a: &NodeAssessment) -> Action {
     }
 }
 
-/// Sends the planned writes. Returns whether anything was written.
+/// Sends the planned writes. Returns the node's resourceVersion after the last
+/// one, `None` when nothing needed writing.
 async fn write_changes(
     ctx: &Context,
     api: &Api<Node>,
     node: &Node,
     changes: &NodeChanges,
-) -> Result<bool, Error> {
+) -> Result<Option<String>, Error> {
     if changes.is_empty() {
-        return Ok(false);
+        return Ok(None);
     }
+    let mut written = None;
     let name = node.name_any();
     if let Some(t) = &changes.taint {
         // The whole list is replaced (merge patches replace lists), so the
@@ -177,15 +192,17 @@ async fn write_changes(
             },
             "spec": { "taints": taints },
         });
-        api.patch(
-            &name,
-            &PatchParams {
-                field_manager: Some(keys::TAINT_FIELD_MANAGER.to_owned()),
-                ..PatchParams::default()
-            },
-            &Patch::Merge(&patch),
-        )
-        .await?;
+        let after = api
+            .patch(
+                &name,
+                &PatchParams {
+                    field_manager: Some(keys::TAINT_FIELD_MANAGER.to_owned()),
+                    ..PatchParams::default()
+                },
+                &Patch::Merge(&patch),
+            )
+            .await?;
+        written = after.resource_version();
         ctx.metrics.count_write("taint");
         info!(change = %t.summary, "taint updated");
     }
@@ -196,7 +213,8 @@ async fn write_changes(
             meta["labels"] = serde_json::to_value(labels)?;
         }
         let body = json!({ "apiVersion": "v1", "kind": "Node", "metadata": meta });
-        api.patch(&name, &apply, &Patch::Apply(&body)).await?;
+        let after = api.patch(&name, &apply, &Patch::Apply(&body)).await?;
+        written = after.resource_version();
         ctx.metrics.count_write("labels");
     }
     if let Some(conditions) = &changes.conditions {
@@ -204,11 +222,13 @@ async fn write_changes(
         if !conditions.is_empty() {
             body["status"] = json!({ "conditions": conditions });
         }
-        api.patch_status(&name, &apply, &Patch::Apply(&body))
+        let after = api
+            .patch_status(&name, &apply, &Patch::Apply(&body))
             .await?;
+        written = after.resource_version();
         ctx.metrics.count_write("conditions");
     }
-    Ok(true)
+    Ok(Some(written.unwrap_or_default()))
 }
 
 /// An Event on the node when its GpuReady verdict changes status.
