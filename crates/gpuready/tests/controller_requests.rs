@@ -1,0 +1,227 @@
+//! What the controller costs the API server (issue 4's closing note): requests
+//! for one full convergence of each example cluster in deploy/examples, and for
+//! a no-op resync by a fresh instance, which must write nothing.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use gpuready_api::GpuNodeProfile;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+use support::*;
+
+/// Creates the dump's nodes as kubelet would (object, then status), with GFD
+/// timestamps moved to now while keeping their age relative to the newest: the
+/// deliberately stale node stays three days old.
+async fn create_example_nodes(client: &Client, nodes: &[Node]) {
+    let newest = nodes
+        .iter()
+        .filter_map(gfd_timestamp)
+        .max()
+        .unwrap_or_default();
+    let api: Api<Node> = Api::all(client.clone());
+    for n in nodes {
+        let mut labels = n.labels().clone();
+        if let Some(ts) = gfd_timestamp(n) {
+            labels.insert(
+                "nvidia.com/gfd.timestamp".into(),
+                (now_s() - (newest - ts)).to_string(),
+            );
+        }
+        let object: Node = serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": { "name": n.name_any(), "labels": labels, "annotations": n.annotations() },
+            "spec": n.spec,
+        }))
+        .expect("node");
+        api.create(&PostParams::default(), &object)
+            .await
+            .expect("create node");
+        api.patch_status(
+            &n.name_any(),
+            &PatchParams::default(),
+            &Patch::Merge(&json!({ "status": n.status })),
+        )
+        .await
+        .expect("node status");
+    }
+}
+
+fn gfd_timestamp(n: &Node) -> Option<i64> {
+    n.labels().get("nvidia.com/gfd.timestamp")?.parse().ok()
+}
+
+async fn apply_profiles(client: &Client, profiles: &[GpuNodeProfile]) {
+    let api: Api<GpuNodeProfile> = Api::all(client.clone());
+    for p in profiles {
+        api.patch(
+            &p.name_any(),
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(p),
+        )
+        .await
+        .expect("apply profile");
+    }
+}
+
+/// Converged: nothing left to change on any node, every profile's status
+/// observed at its generation, and no write request for two seconds.
+async fn converged(client: &Client, run: &Running) {
+    eventually(60, "converged and quiet", || async {
+        if !pending_changes(client).await.is_empty() {
+            return None;
+        }
+        let profiles = Api::<GpuNodeProfile>::all(client.clone())
+            .list(&Default::default())
+            .await
+            .ok()?;
+        let observed = profiles.items.iter().all(|p| {
+            p.status.as_ref().and_then(|s| s.observed_generation) == p.metadata.generation
+        });
+        let before = run.metrics.writes_sent();
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        (observed && run.metrics.writes_sent() == before).then_some(())
+    })
+    .await;
+}
+
+/// `(taint, labels, conditions)` writes the engine plans over the cluster as it is.
+async fn planned_writes(client: &Client) -> (u64, u64, u64) {
+    let nodes = Api::<Node>::all(client.clone())
+        .list(&Default::default())
+        .await
+        .expect("list nodes")
+        .items;
+    let profiles = Api::<GpuNodeProfile>::all(client.clone())
+        .list(&Default::default())
+        .await
+        .expect("list profiles")
+        .items;
+    let report =
+        gpuready::check::run_engine(&nodes, &profiles, jiff::Timestamp::now()).expect("engine");
+    let count = |f: &dyn Fn(&gpuready_core::NodeChanges) -> bool| {
+        report.nodes.iter().filter(|a| f(&a.changes)).count() as u64
+    };
+    (
+        count(&|c| c.taint.is_some()),
+        count(&|c| c.labels.is_some()),
+        count(&|c| c.conditions.is_some()),
+    )
+}
+
+fn counts(run: &Running) -> String {
+    let by_kind: BTreeMap<&str, u64> = ["taint", "labels", "conditions", "profile_status", "event"]
+        .into_iter()
+        .map(|k| (k, run.writes(k)))
+        .collect();
+    format!(
+        "{} requests ({} writes, {} reads) by method {:?}; writes by kind {:?}",
+        run.metrics.writes_sent() + run.metrics.reads_sent(),
+        run.metrics.writes_sent(),
+        run.metrics.reads_sent(),
+        run.requests_by_method(),
+        by_kind
+    )
+}
+
+#[tokio::test]
+async fn each_example_cluster_converges_in_a_counted_number_of_requests_and_a_resync_writes_nothing()
+ {
+    let examples = repo_root().join("deploy/examples");
+    let mut dirs: Vec<_> = std::fs::read_dir(&examples)
+        .expect("deploy/examples")
+        .map(|e| e.expect("entry").path())
+        .filter(|p| p.join("nodes.json").exists())
+        .collect();
+    dirs.sort();
+    assert_eq!(dirs.len(), 3, "three example clusters");
+
+    for dir in dirs {
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("?");
+        let nodes = gpuready::input::read_nodes(&dir.join("nodes.json")).expect("nodes.json");
+        let profiles =
+            gpuready::input::read_profiles(&dir.join("profiles.yaml")).expect("profiles.yaml");
+        let env = env_with_crd().await;
+        let client = env.client().expect("client");
+        create_example_nodes(&client, &nodes).await;
+        apply_profiles(&client, &profiles).await;
+
+        let planned = planned_writes(&client).await;
+        let run = start_controller(&env, test_args());
+        converged(&client, &run).await;
+        println!(
+            "{name} ({} nodes, {} profiles) full convergence: {}",
+            nodes.len(),
+            profiles.len(),
+            counts(&run)
+        );
+        assert!(run.node_writes() > 0, "{name}: the example needs changes");
+        assert_eq!(
+            (
+                run.writes("taint"),
+                run.writes("labels"),
+                run.writes("conditions")
+            ),
+            planned,
+            "{name}: each planned node write sent once, nothing more"
+        );
+        run.stop().await.expect("clean stop");
+
+        // A second instance over the converged cluster: lists, watches, no write.
+        let resync = start_controller(&env, test_args());
+        eventually(30, "caches synced", || async { resync.health.ready().ok() }).await;
+        tokio::time::sleep(Duration::from_secs(3)).await;
+        println!("{name} no-op resync: {}", counts(&resync));
+        assert_eq!(
+            resync.metrics.writes_sent(),
+            0,
+            "{name}: a no-op resync writes nothing"
+        );
+        resync.stop().await.expect("clean stop");
+        check_example_verdicts(name, &client).await;
+    }
+}
+
+/// Node, expected `GpuReady` (status, reason) or none written, tainted.
+type Verdict = (&'static str, Option<(&'static str, &'static str)>, bool);
+
+/// A few verdicts the examples are there to show, read back from the nodes.
+async fn check_example_verdicts(example: &str, client: &Client) {
+    let expect: &[Verdict] = match example {
+        "rtx3090-rtx4070tis" => &[
+            ("gpu-3090", Some(("True", "Ready")), false),
+            ("gpu-4070tis", Some(("False", "DevicesUnhealthy")), true),
+            ("gpu-3090-b", Some(("False", "GfdLabelsStale")), true),
+        ],
+        "talos-rtx3050" => &[("talos-gpu-1", Some(("True", "Ready")), false)],
+        "pascal-maxwell" => &[
+            ("gtx1070-a", Some(("True", "Ready")), false),
+            ("quadro-m5000", Some(("False", "FamilyExcluded")), true),
+            // Observe: nothing written.
+            ("gtx1070-cuda13", None, false),
+            ("cpu-1", None, false),
+        ],
+        _ => &[],
+    };
+    for (node, condition, tainted) in expect {
+        let n = get_node(client, node).await;
+        let got = gpu_ready(&n);
+        assert_eq!(
+            got.as_ref().map(|(s, r)| (s.as_str(), r.as_str())),
+            *condition,
+            "{example}/{node}: GpuReady"
+        );
+        assert_eq!(gated(&n), *tainted, "{example}/{node}: tainted");
+    }
+    if example == "rtx3090-rtx4070tis" {
+        let n = get_node(client, "gpu-3090-b").await;
+        assert!(
+            has_taint(&n, "karpenter.sh/disrupted"),
+            "Karpenter's taint kept"
+        );
+    }
+}
