@@ -137,9 +137,12 @@ async fn a_concurrent_writer_flapping_its_own_taint_never_loses_it_while_gpuread
     let gpuready_changes = transitions(&versions, gated);
     let flap_changes = transitions(&versions, |n| has_taint(n, FLAP));
     let requests = run.requests_by_method();
-    let patches = requests.get("PATCH").copied().unwrap_or(0);
-    let gpuready_conflicts =
-        patches.saturating_sub(run.node_writes() + run.writes("profile_status"));
+    // Every PATCH that was not a counted write was a taint patch refused with
+    // 409 (Events are POSTed, then PATCHed as a series when they repeat).
+    let method = |m: &str| requests.get(m).copied().unwrap_or(0);
+    let event_patches = run.writes("event").saturating_sub(method("POST"));
+    let gpuready_conflicts = method("PATCH")
+        .saturating_sub(run.node_writes() + run.writes("profile_status") + event_patches);
     println!(
         "in {elapsed:.1?}: writer {} writes, {} checks, {} conflicts; gpuready taint changes \
          observed {gpuready_changes} ({} taint writes, {gpuready_conflicts} taint patches refused \
