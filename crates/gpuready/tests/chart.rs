@@ -14,6 +14,7 @@
 //! `UPDATE_MANIFESTS=1 cargo test -p gpuready --test chart raw_manifests`.
 
 mod deploy_support;
+mod support;
 
 use std::collections::BTreeSet;
 use std::path::Path;

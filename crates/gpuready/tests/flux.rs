@@ -18,6 +18,7 @@
 //! controller in it.
 
 mod deploy_support;
+mod support;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

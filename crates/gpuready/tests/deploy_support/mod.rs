@@ -5,13 +5,10 @@
 #![allow(dead_code)]
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::path::PathBuf;
 use std::process::Command;
-use std::sync::Arc;
 use std::time::Duration;
 
-use gpuready::controller::{self, Health, Metrics, RunArgs};
 use gpuready_testenv::TestEnv;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
@@ -19,15 +16,17 @@ use kube::api::{Api, Patch, PatchParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 pub const CRD_NAME: &str = "gpunodeprofiles.gpuready.io";
 /// The example the install tests converge (3 nodes, 1 profile).
 pub const EXAMPLE: &str = "deploy/examples/rtx3090-rtx4070tis";
 
-pub fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+// Re-exported, not redefined: the controller harness lives in tests/support.
+#[allow(unused_imports)]
+pub use crate::support::{
+    Running, eventually, gpu_ready, repo_root, start_controller_with as start_controller,
+    taint_keys,
+};
 
 pub fn chart_dir() -> PathBuf {
     repo_root().join("charts/gpuready")
@@ -137,25 +136,6 @@ pub async fn wait_established(api: &Api<CustomResourceDefinition>, name: &str) {
     }
 }
 
-/// Polls `check` until it returns `Some`, or panics with `what` after `secs`.
-pub async fn eventually<T, F, Fut>(secs: u64, what: &str, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(
-            tokio::time::Instant::now() <= deadline,
-            "timed out after {secs}s waiting for: {what}"
-        );
-        tokio::time::sleep(Duration::from_millis(250)).await;
-    }
-}
-
 /// The admin config of `env`, impersonating service account `namespace/name`
 /// with the groups a token of that account carries (as
 /// `TestEnv::client_as_service_account` does), for a client built differently.
@@ -168,70 +148,6 @@ pub fn service_account_config(env: &TestEnv, namespace: &str, name: &str) -> kub
         "system:authenticated".into(),
     ]);
     config
-}
-
-/// A controller running in this process.
-pub struct Running {
-    pub metrics: Arc<Metrics>,
-    pub health: Arc<Health>,
-    pub stop: CancellationToken,
-    pub task: tokio::task::JoinHandle<Result<(), controller::Error>>,
-}
-
-impl Running {
-    pub async fn stop(self) -> Result<(), controller::Error> {
-        self.stop.cancel();
-        tokio::time::timeout(Duration::from_secs(30), self.task)
-            .await
-            .expect("controller stops in time")
-            .expect("controller task")
-    }
-
-    /// The value of one sample of the text exposition, e.g.
-    /// `gpuready_writes_total{kind="crd"}`; 0 when absent.
-    pub fn sample(&self, series: &str) -> f64 {
-        self.metrics
-            .encode()
-            .lines()
-            .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
-            .and_then(|l| l.rsplit(' ').next())
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0.0)
-    }
-}
-
-/// Logs of the controller under test (RUST_LOG, default info), shown for failed tests.
-pub fn init_logs() {
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube=warn")),
-        )
-        .with_test_writer()
-        .try_init();
-}
-
-/// Runs gpuready in-process with a counted client built from `config`.
-pub fn start_controller(config: kube::Config, args: RunArgs) -> Running {
-    init_logs();
-    let metrics = Arc::new(Metrics::default());
-    let health = Arc::new(Health::default());
-    let client =
-        controller::requests::counted_client(config, metrics.clone()).expect("counted client");
-    let stop = CancellationToken::new();
-    let task = tokio::spawn(controller::run(
-        client,
-        args,
-        metrics.clone(),
-        health.clone(),
-        stop.clone(),
-    ));
-    Running {
-        metrics,
-        health,
-        stop,
-        task,
-    }
 }
 
 /// The nodes of `deploy/examples/<name>/nodes.json`, with the GFD timestamps
@@ -325,23 +241,4 @@ pub async fn apply_profile(client: &Client, doc: Value) -> String {
     .await
     .unwrap_or_else(|e| panic!("applying profile {}: {e}", p.name_any()));
     p.name_any()
-}
-
-pub fn taint_keys(node: &Node) -> Vec<String> {
-    node.spec
-        .as_ref()
-        .and_then(|s| s.taints.as_ref())
-        .map(|t| t.iter().map(|t| t.key.clone()).collect())
-        .unwrap_or_default()
-}
-
-/// `(status, reason)` of the node's GpuReady condition.
-pub fn gpu_ready(node: &Node) -> Option<(String, String)> {
-    node.status
-        .as_ref()?
-        .conditions
-        .as_ref()?
-        .iter()
-        .find(|c| c.type_ == "GpuReady")
-        .map(|c| (c.status.clone(), c.reason.clone().unwrap_or_default()))
 }

@@ -209,11 +209,17 @@ pub fn init_logs() {
 }
 
 pub fn start_controller(env: &TestEnv, args: RunArgs) -> Running {
+    start_controller_with(env.config(), args)
+}
+
+/// Runs gpuready in-process with a counted client built from `config` (e.g. one
+/// impersonating the chart's ServiceAccount).
+pub fn start_controller_with(config: kube::Config, args: RunArgs) -> Running {
     init_logs();
     let metrics = Arc::new(Metrics::default());
     let health = Arc::new(Health::default());
-    let client = controller::requests::counted_client(env.config(), metrics.clone())
-        .expect("counted client");
+    let client =
+        controller::requests::counted_client(config, metrics.clone()).expect("counted client");
     let stop = CancellationToken::new();
     let task = tokio::spawn(controller::run(
         client,
@@ -423,6 +429,11 @@ impl Running {
             .find(|l| l.starts_with(series) && l[series.len()..].starts_with(' '))
             .and_then(|l| l.rsplit(' ').next())
             .and_then(|v| v.parse().ok())
+    }
+
+    /// Like [`Running::metric`], 0 when the series is absent.
+    pub fn sample(&self, series: &str) -> f64 {
+        self.metric(series).unwrap_or(0.0)
     }
 
     pub fn is_leader(&self) -> bool {
