@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The test command: builds the real control plane once (cached under
-# ~/.cache/gpuready), then runs every test of the workspace against it.
+# ~/.cache/gpuready), then runs every test of the workspace against it and ends
+# with one line of totals.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 if [ -z "${KUBEBUILDER_ASSETS:-}" ]; then
@@ -9,4 +10,10 @@ if [ -z "${KUBEBUILDER_ASSETS:-}" ]; then
   export KUBEBUILDER_ASSETS
 fi
 echo "control plane: $KUBEBUILDER_ASSETS" >&2
-exec cargo test --workspace --locked "$@"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+status=0
+cargo test --workspace --locked "$@" 2>&1 | tee "$log" || status=$?
+awk '/^test result:/ { for (i = 1; i <= NF; i++) { if ($(i+1) ~ /^passed/) p += $i; if ($(i+1) ~ /^failed/) f += $i } }
+     END { printf "tests: %d passed, %d failed\n", p, f }' "$log"
+exit "$status"
