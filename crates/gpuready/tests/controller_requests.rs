@@ -91,18 +91,7 @@ async fn converged(client: &Client, run: &Running) {
 
 /// `(taint, labels, conditions)` writes the engine plans over the cluster as it is.
 async fn planned_writes(client: &Client) -> (u64, u64, u64) {
-    let nodes = Api::<Node>::all(client.clone())
-        .list(&Default::default())
-        .await
-        .expect("list nodes")
-        .items;
-    let profiles = Api::<GpuNodeProfile>::all(client.clone())
-        .list(&Default::default())
-        .await
-        .expect("list profiles")
-        .items;
-    let report =
-        gpuready::check::run_engine(&nodes, &profiles, jiff::Timestamp::now()).expect("engine");
+    let report = live_report(client).await;
     let count = |f: &dyn Fn(&gpuready_core::NodeChanges) -> bool| {
         report.nodes.iter().filter(|a| f(&a.changes)).count() as u64
     };

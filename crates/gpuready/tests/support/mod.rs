@@ -455,9 +455,9 @@ impl Running {
     }
 }
 
-/// The nodes on which gpuready would still change something, judged by the same
-/// engine over the live objects (heartbeats ignored): empty once converged.
-pub async fn pending_changes(client: &Client) -> Vec<String> {
+/// The engine's report over the live nodes and profiles, now (what `gpuready
+/// check` prints against a cluster).
+pub async fn live_report(client: &Client) -> gpuready::check::CheckReport {
     let nodes = Api::<Node>::all(client.clone())
         .list(&Default::default())
         .await
@@ -468,8 +468,14 @@ pub async fn pending_changes(client: &Client) -> Vec<String> {
         .await
         .expect("list profiles")
         .items;
-    gpuready::check::run_engine(&nodes, &profiles, jiff::Timestamp::now())
-        .expect("engine")
+    gpuready::check::run_engine(&nodes, &profiles, jiff::Timestamp::now()).expect("engine")
+}
+
+/// The nodes on which gpuready would still change something, judged by the same
+/// engine over the live objects (heartbeats ignored): empty once converged.
+pub async fn pending_changes(client: &Client) -> Vec<String> {
+    live_report(client)
+        .await
         .nodes
         .into_iter()
         .filter(|a| !a.changes.is_empty())
