@@ -368,17 +368,6 @@ pub struct NotReadyNode {
 }
 
 impl GpuNodeProfileSpec {
-    /// The layers that gate readiness (all of them unless the profile narrows it).
-    pub fn gating(&self) -> Vec<Layer> {
-        match &self.gating_layers {
-            Some(layers) => Layer::ALL
-                .into_iter()
-                .filter(|l| layers.contains(l))
-                .collect(),
-            None => Layer::ALL.to_vec(),
-        }
-    }
-
     pub fn is_gating(&self, layer: Layer) -> bool {
         self.gating_layers
             .as_ref()

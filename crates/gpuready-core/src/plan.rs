@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use gpuready_api::keys::{self, reasons};
-use gpuready_api::{GpuNodeProfile, Layer, Mode, TaintPolicy};
+use gpuready_api::{GpuNodeProfile, Mode, TaintPolicy};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{NodeCondition, Taint};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -386,9 +386,4 @@ pub fn plan_release(facts: &NodeFacts) -> NodeChanges {
         conditions: owns_conditions.then(Vec::new),
         taint_held_by_brake: false,
     }
-}
-
-/// Whether a layer is the reason the node is held back (for summaries).
-pub fn blocking_layer(report: &LayerReport) -> Option<Layer> {
-    report.first_failure().map(|l| l.layer)
 }

@@ -247,8 +247,3 @@ pub fn profile_status(
             .collect(),
     }
 }
-
-/// Whether writing `new` over `current` changes anything a reader would see.
-pub fn status_differs(current: Option<&GpuNodeProfileStatus>, new: &GpuNodeProfileStatus) -> bool {
-    current != Some(new)
-}
