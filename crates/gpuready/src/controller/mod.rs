@@ -34,7 +34,7 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::utils::WatchStreamExt;
 use kube::runtime::{Controller, PredicateConfig, watcher};
 use kube::{Client, ResourceExt};
-use tokio::sync::{Notify, watch};
+use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
@@ -59,6 +59,8 @@ pub struct Context {
     /// else polls them (a node reconcile stalled until its 30 s timeout).
     pub caches_ready: watch::Receiver<bool>,
     brakes: Mutex<BTreeMap<String, BrakeState>>,
+    /// Asks the controller to reconcile a node (see `status::pass`).
+    pub requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
     /// Node → resourceVersion gpuready's last write to it returned, until a
     /// reconcile finds the cache at that version.
     last_writes: Mutex<BTreeMap<String, String>>,
@@ -256,8 +258,14 @@ async fn run_controllers(
     )
     .default_backoff()
     .reflect(profile_writer)
-    .touched_objects();
+    .filter_map(spec_changes());
     let profile_stream = drop_watch_errors("GpuNodeProfile", profile_stream);
+    // Nodes the status pass wants judged again without a change of theirs (held
+    // back by the safety brake until it released).
+    let (requeue, requeued) = mpsc::unbounded_channel::<ObjectRef<Node>>();
+    let requeued = futures::stream::unfold(requeued, |mut rx| async move {
+        rx.recv().await.map(|r| (r, rx))
+    });
 
     let mut node_cfg = watcher::Config::default();
     if let Some(sel) = &args.node_selector {
@@ -283,6 +291,7 @@ async fn run_controllers(
         status_dirty: Notify::new(),
         caches_ready,
         brakes: Mutex::default(),
+        requeue,
         last_writes: Mutex::default(),
         nfd: Mutex::default(),
     });
@@ -320,6 +329,7 @@ async fn run_controllers(
         .watches_stream(profile_stream, move |profile: GpuNodeProfile| {
             nodes_of_profile(&nodes_for_profile, &profile)
         })
+        .reconcile_on(requeued)
         .with_config(ControllerConfig::default().concurrency(args.concurrency))
         .graceful_shutdown_on(stop_fut)
         .run(node::reconcile, error_policy, ctx.clone())
@@ -360,6 +370,35 @@ fn drop_watch_errors<K>(
         }
         std::future::ready(r.is_ok())
     })
+}
+
+/// Profile events that can change a node's verdict: a new spec (generation),
+/// deletion, or a profile seen for the first time. Status writes — gpuready's own,
+/// after every burst of reconciles — are dropped, or each would re-queue every
+/// node of the profile.
+type ProfileEvent = Result<watcher::Event<GpuNodeProfile>, watcher::Error>;
+type ProfileTrigger = std::future::Ready<Option<Result<GpuNodeProfile, watcher::Error>>>;
+
+fn spec_changes() -> impl FnMut(ProfileEvent) -> ProfileTrigger {
+    let mut seen: BTreeMap<String, (Option<i64>, bool)> = BTreeMap::new();
+    move |event| {
+        let out = match event {
+            Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => {
+                let key = (
+                    p.metadata.generation,
+                    p.metadata.deletion_timestamp.is_some(),
+                );
+                (seen.insert(p.name_any(), key) != Some(key)).then_some(Ok(p))
+            }
+            Ok(watcher::Event::Delete(p)) => {
+                seen.remove(&p.name_any());
+                Some(Ok(p))
+            }
+            Ok(watcher::Event::Init | watcher::Event::InitDone) => None,
+            Err(e) => Some(Err(e)),
+        };
+        std::future::ready(out)
+    }
 }
 
 /// The nodes a profile change can affect: those its selector matches now, and

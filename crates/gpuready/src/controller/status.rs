@@ -13,6 +13,7 @@ use gpuready_core::{GovernanceKind, NodeAssessment, Status};
 use jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType};
+use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -81,7 +82,15 @@ pub async fn pass(ctx: &Context) -> Result<(), kube::Error> {
             .map(|v| v.iter().collect())
             .unwrap_or_default();
         let not_ready = nodes.iter().filter(|n| n.ready != Some(true)).count();
+        let was_engaged = ctx.brake_engaged(&name);
         let engaged = ctx.update_brake(&name, nodes.len(), not_ready, now);
+        if was_engaged && !engaged {
+            // Nodes held back while the brake was on get their taint now: nothing
+            // about them changed, so nothing else would reconcile them.
+            for n in nodes.iter().filter(|n| n.ready != Some(true)) {
+                let _ = ctx.requeue.send(ObjectRef::new(&n.name));
+            }
+        }
         record_metrics(ctx, &name, &nodes, engaged);
 
         let extra = ExtraConditions {
