@@ -66,6 +66,14 @@ pub struct NfdCrdPlan {
 }
 
 impl NfdCrdPlan {
+    /// The verdict on one CRD, by name.
+    pub fn class_of(&self, name: &str) -> Option<&CrdClass> {
+        self.verdicts
+            .iter()
+            .find(|v| v.name == name)
+            .map(|v| &v.class)
+    }
+
     /// Names of the CRDs to server-side apply (Missing or Older), in order.
     pub fn to_apply(&self) -> impl Iterator<Item = &str> {
         self.verdicts
@@ -377,12 +385,7 @@ mod tests {
     }
 
     fn class_of<'a>(plan: &'a NfdCrdPlan, name: &str) -> &'a CrdClass {
-        &plan
-            .verdicts
-            .iter()
-            .find(|v| v.name == name)
-            .expect("verdict")
-            .class
+        plan.class_of(name).expect("verdict")
     }
 
     fn rule_root(crd: &mut CustomResourceDefinition) -> &mut JSONSchemaProps {

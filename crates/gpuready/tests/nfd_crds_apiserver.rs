@@ -86,12 +86,7 @@ async fn read_plan(crds: &Api<CustomResourceDefinition>) -> NfdCrdPlan {
 }
 
 fn class<'a>(plan: &'a NfdCrdPlan, name: &str) -> &'a CrdClass {
-    &plan
-        .verdicts
-        .iter()
-        .find(|v| v.name == name)
-        .expect("verdict")
-        .class
+    plan.class_of(name).expect("verdict")
 }
 
 fn api(client: &kube::Client, kind: &str, namespace: Option<&str>) -> Api<DynamicObject> {

@@ -44,29 +44,24 @@ pub fn profiles_with_selectors(
         .collect()
 }
 
+/// The engine over one node. `hold_new_taints` only changes the planned taint
+/// (the safety brake), never the verdict, so a caller that reads only verdicts
+/// passes `false`.
 pub fn assess_node(
     ctx: &Context,
-    node: &Node,
+    facts: &NodeFacts,
     profiles: &[(Arc<GpuNodeProfile>, Selector)],
     now: Timestamp,
-    hold: &dyn Fn(&str) -> bool,
-) -> (NodeFacts, NodeAssessment) {
-    let facts = NodeFacts::from_node(node);
+    hold_new_taints: bool,
+) -> NodeAssessment {
     let pairs: Vec<(&GpuNodeProfile, &Selector)> =
         profiles.iter().map(|(p, s)| (p.as_ref(), s)).collect();
-    let mut opts = PlanOptions {
+    let opts = PlanOptions {
         now,
         heartbeat_seconds: i64::try_from(ctx.args.heartbeat.as_secs()).unwrap_or(i64::MAX),
-        hold_new_taints: false,
+        hold_new_taints,
     };
-    let first = assess(&facts, &pairs, &opts);
-    if let Some(p) = &first.profile
-        && hold(p)
-    {
-        opts.hold_new_taints = true;
-        return (facts.clone(), assess(&facts, &pairs, &opts));
-    }
-    (facts, first)
+    assess(facts, &pairs, &opts)
 }
 
 pub async fn reconcile(node: Arc<Node>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -114,10 +109,11 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
         // The turn is counted before the brake is consulted, so the turn that
         // trips the brake is held back too: a burst taints at most
         // floor(threshold × matched) nodes, not one more.
-        let (facts, unheld) = assess_node(ctx, &node, &profiles, now, &|_| false);
+        let facts = NodeFacts::from_node(&node);
+        let unheld = assess_node(ctx, &facts, &profiles, now, false);
         ctx.record_turn(&facts, &unheld, now);
         let assessment = match &unheld.profile {
-            Some(p) if ctx.brake_engaged(p) => assess_node(ctx, &node, &profiles, now, &|_| true).1,
+            Some(p) if ctx.brake_engaged(p) => assess_node(ctx, &facts, &profiles, now, true),
             _ => unheld,
         };
         // Recorded once: a span field recorded again is printed again.

@@ -9,7 +9,7 @@ use std::time::Duration;
 use gpuready_api::keys;
 use gpuready_api::{GpuNodeProfile, GpuNodeProfileStatus, Layer};
 use gpuready_core::status::{ExtraConditions, profile_status};
-use gpuready_core::{GovernanceKind, NodeAssessment, Status};
+use gpuready_core::{GovernanceKind, NodeAssessment, NodeFacts, Status};
 use jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType};
@@ -55,7 +55,8 @@ pub async fn pass(ctx: &Context) -> Result<(), kube::Error> {
     let selectors = profiles_with_selectors(&profiles);
     let mut by_profile: BTreeMap<String, Vec<NodeAssessment>> = BTreeMap::new();
     for node in ctx.nodes.state() {
-        let (_, a) = assess_node(ctx, &node, &selectors, now, &|p| ctx.brake_engaged(p));
+        // Verdicts only: the brake changes planned taints, not readiness.
+        let a = assess_node(ctx, &NodeFacts::from_node(&node), &selectors, now, false);
         match a.governance {
             GovernanceKind::Governed => {
                 if let Some(p) = a.profile.clone() {
