@@ -11,6 +11,7 @@ pub mod plan;
 pub mod product;
 pub mod select;
 pub mod status;
+pub mod tally;
 pub mod version;
 
 pub use assess::{GovernanceKind, NodeAssessment, assess};

@@ -1,16 +1,14 @@
 //! A GpuNodeProfile's status from the assessments of the nodes it matches: counts,
 //! kstatus-compatible conditions and a bounded not-ready summary.
 
-use std::collections::BTreeMap;
-
 use gpuready_api::keys::{self, reasons};
 use gpuready_api::profile::MAX_NOT_READY_SUMMARY;
 use gpuready_api::{GpuNodeProfileStatus, Layer, NotReadyNode};
 use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
-use crate::assess::{GovernanceKind, NodeAssessment};
-use crate::evaluate::Status;
+use crate::assess::NodeAssessment;
+use crate::tally::{LayerTally, ProfileTally};
 
 /// Condition kstatus reads as "needs a human": nodes in conflict.
 pub const CONDITION_STALLED: &str = "Stalled";
@@ -36,13 +34,14 @@ fn condition(
     }
 }
 
-fn names_message(names: &[String]) -> String {
-    let shown: Vec<&str> = names
+/// `shown` (at most MAX_NAMES_IN_MESSAGE names, in order) out of `total`.
+fn names_message(shown: &[String], total: usize) -> String {
+    let shown: Vec<&str> = shown
         .iter()
         .take(MAX_NAMES_IN_MESSAGE)
         .map(String::as_str)
         .collect();
-    let more = names.len().saturating_sub(MAX_NAMES_IN_MESSAGE);
+    let more = total.saturating_sub(shown.len());
     if more > 0 {
         format!("{} and {more} more", shown.join(", "))
     } else {
@@ -67,18 +66,21 @@ pub fn profile_status(
     previous: Option<&GpuNodeProfileStatus>,
     now: Timestamp,
 ) -> GpuNodeProfileStatus {
-    let mut sorted: Vec<&NodeAssessment> = nodes.to_vec();
-    sorted.sort_by(|a, b| a.name.cmp(&b.name));
-    let matched = sorted.len();
-    let ready: Vec<&&NodeAssessment> = sorted.iter().filter(|n| n.ready == Some(true)).collect();
-    let not_ready: Vec<&&NodeAssessment> =
-        sorted.iter().filter(|n| n.ready != Some(true)).collect();
-    let conflicts: Vec<String> = sorted
-        .iter()
-        .filter(|n| n.governance == GovernanceKind::Conflict)
-        .map(|n| n.name.clone())
-        .collect();
+    let tally = ProfileTally::of(profile_name, nodes.iter().copied());
+    status_from_tally(profile_name, generation, &tally, extra, previous, now)
+}
 
+/// The status of a profile from its running tally: work bounded by the number
+/// of layers and names shown, whatever the size of the fleet.
+pub fn status_from_tally(
+    profile_name: &str,
+    generation: Option<i64>,
+    tally: &ProfileTally,
+    extra: &ExtraConditions,
+    previous: Option<&GpuNodeProfileStatus>,
+    now: Timestamp,
+) -> GpuNodeProfileStatus {
+    let matched = tally.matched;
     let mut conditions = Vec::new();
     let ready_cond = if matched == 0 {
         condition(
@@ -89,7 +91,7 @@ pub fn profile_status(
             generation,
             now,
         )
-    } else if not_ready.is_empty() {
+    } else if tally.not_ready.is_empty() {
         condition(
             keys::CONDITION_READY,
             true,
@@ -99,9 +101,11 @@ pub fn profile_status(
             now,
         )
     } else {
-        let names: Vec<String> = not_ready
+        let names: Vec<String> = tally
+            .not_ready
             .iter()
-            .map(|n| format!("{} ({})", n.name, n.reason))
+            .take(MAX_NAMES_IN_MESSAGE)
+            .map(|(n, e)| format!("{n} ({})", e.reason))
             .collect();
         condition(
             keys::CONDITION_READY,
@@ -109,8 +113,8 @@ pub fn profile_status(
             reasons::NODES_NOT_READY,
             format!(
                 "{}/{matched} node(s) not ready: {}",
-                not_ready.len(),
-                names_message(&names)
+                tally.not_ready.len(),
+                names_message(&names, tally.not_ready.len())
             ),
             generation,
             now,
@@ -118,21 +122,11 @@ pub fn profile_status(
     };
     conditions.push(ready_cond);
 
+    let governed = tally.governed;
     for layer in Layer::ALL {
-        let failing: Vec<(&str, &str)> = sorted
-            .iter()
-            .filter_map(|n| {
-                n.layers
-                    .iter()
-                    .find(|l| l.layer == layer && l.status != Status::Ready)
-                    .map(|l| (n.name.as_str(), l.reason.as_str()))
-            })
-            .collect();
-        let governed = sorted
-            .iter()
-            .filter(|n| n.governance == GovernanceKind::Governed)
-            .count();
-        let c = if failing.is_empty() {
+        let empty = LayerTally::default();
+        let t = tally.layers.get(&layer).unwrap_or(&empty);
+        let c = if t.failing.is_empty() {
             condition(
                 &layer.condition_type(),
                 true,
@@ -142,24 +136,26 @@ pub fn profile_status(
                 now,
             )
         } else {
-            let mut by_reason: BTreeMap<&str, usize> = BTreeMap::new();
-            for (_, r) in &failing {
-                *by_reason.entry(r).or_default() += 1;
-            }
-            let top = by_reason
+            let top = t
+                .reasons
                 .iter()
                 .max_by_key(|(_, n)| **n)
-                .map(|(r, _)| *r)
+                .map(|(r, _)| r.as_str())
                 .unwrap_or("NotReady");
-            let names: Vec<String> = failing.iter().map(|(n, r)| format!("{n} ({r})")).collect();
+            let names: Vec<String> = t
+                .failing
+                .iter()
+                .take(MAX_NAMES_IN_MESSAGE)
+                .map(|(n, r)| format!("{n} ({r})"))
+                .collect();
             condition(
                 &layer.condition_type(),
                 false,
                 top,
                 format!(
                     "{}/{governed} node(s): {}",
-                    failing.len(),
-                    names_message(&names)
+                    t.failing.len(),
+                    names_message(&names, t.failing.len())
                 ),
                 generation,
                 now,
@@ -168,6 +164,7 @@ pub fn profile_status(
         conditions.push(c);
     }
 
+    let conflicts = &tally.conflicts;
     conditions.push(if conflicts.is_empty() {
         condition(
             CONDITION_STALLED,
@@ -185,7 +182,14 @@ pub fn profile_status(
             format!(
                 "{} node(s) also selected by another GpuNodeProfile, left as they are: {}",
                 conflicts.len(),
-                names_message(&conflicts)
+                names_message(
+                    &conflicts
+                        .iter()
+                        .take(MAX_NAMES_IN_MESSAGE)
+                        .cloned()
+                        .collect::<Vec<_>>(),
+                    conflicts.len()
+                )
             ),
             generation,
             now,
@@ -228,21 +232,17 @@ pub fn profile_status(
     GpuNodeProfileStatus {
         observed_generation: generation,
         matched_nodes: i32::try_from(matched).unwrap_or(i32::MAX),
-        ready_nodes: i32::try_from(ready.len()).unwrap_or(i32::MAX),
-        not_ready_nodes: i32::try_from(not_ready.len()).unwrap_or(i32::MAX),
+        ready_nodes: i32::try_from(tally.ready).unwrap_or(i32::MAX),
+        not_ready_nodes: i32::try_from(tally.not_ready.len()).unwrap_or(i32::MAX),
         conditions,
-        not_ready_summary: not_ready
+        not_ready_summary: tally
+            .not_ready
             .iter()
             .take(MAX_NOT_READY_SUMMARY)
-            .map(|n| NotReadyNode {
-                name: n.name.clone(),
-                layer: n
-                    .layers
-                    .iter()
-                    .find(|l| l.gating && l.status != Status::Ready)
-                    .map(|l| l.layer.to_string())
-                    .unwrap_or_else(|| n.reason.clone()),
-                reason: n.reason.clone(),
+            .map(|(name, e)| NotReadyNode {
+                name: name.clone(),
+                layer: e.layer.clone(),
+                reason: e.reason.clone(),
             })
             .collect(),
     }

@@ -38,6 +38,11 @@ pub struct Method {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Code {
+    pub code: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct CrdState {
     pub crd: String,
     pub state: String,
@@ -54,6 +59,10 @@ pub struct Metrics {
     pub writes: Family<Kind, Counter>,
     pub requests: Family<Method, Counter>,
     pub leader: Gauge,
+    /// 0 while the GpuNodeProfile CRD is missing or being deleted (gpuready holds).
+    pub profile_crd_present: Gauge,
+    /// Responses by status code for the codes gpuready retries (429, 503, 504).
+    pub retryable_responses: Family<Code, Counter>,
     pub nfd_crds: Family<CrdState, Gauge>,
     /// Write requests (anything but GET/LIST/WATCH), for tests and closing notes.
     pub write_requests: Arc<AtomicU64>,
@@ -72,6 +81,8 @@ impl Default for Metrics {
             writes: Family::default(),
             requests: Family::default(),
             leader: Gauge::default(),
+            profile_crd_present: Gauge::default(),
+            retryable_responses: Family::default(),
             nfd_crds: Family::default(),
             write_requests: Arc::default(),
             read_requests: Arc::default(),
@@ -116,6 +127,16 @@ impl Default for Metrics {
             "leader",
             "1 while this replica holds the leader lease",
             m.leader.clone(),
+        );
+        registry.register(
+            "profile_crd_present",
+            "1 while the GpuNodeProfile CRD exists and is established; 0 holds every node as it is",
+            m.profile_crd_present.clone(),
+        );
+        registry.register(
+            "api_retryable_responses",
+            "Responses the client retries (429, 503, 504) by code; every retry is also counted in api_requests",
+            m.retryable_responses.clone(),
         );
         registry.register(
             "nfd_crd_state",

@@ -2,7 +2,9 @@
 //! taint, labels and conditions in step with its verdict; aggregates profile
 //! status; serves metrics and health; elects a leader so only one replica writes.
 
+pub mod backoff;
 pub mod config;
+pub mod crd_guard;
 pub mod error;
 pub mod http;
 pub mod leader;
@@ -13,7 +15,7 @@ pub mod prune;
 pub mod requests;
 pub mod status;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -34,9 +36,14 @@ use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::utils::WatchStreamExt;
 use kube::runtime::{Controller, PredicateConfig, watcher};
 use kube::{Client, ResourceExt};
-use tokio::sync::{Notify, mpsc, watch};
+use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
+
+use backoff::{ErrorBackoff, WatchBackoff};
+use crd_guard::CrdGuard;
+use gpuready_core::tally::NodeVerdict;
+use status::StatusInput;
 
 pub use config::RunArgs;
 pub use error::Error;
@@ -50,8 +57,12 @@ pub struct Context {
     pub recorder: Recorder,
     pub profiles: Store<GpuNodeProfile>,
     pub nodes: Store<Node>,
-    /// Wakes the status aggregator after node reconciles.
-    pub status_dirty: Notify,
+    /// Verdicts and other news for the status task, which owns the tally.
+    status: mpsc::UnboundedSender<StatusInput>,
+    /// Holds releases while the GpuNodeProfile CRD is missing.
+    pub crd: Arc<CrdGuard>,
+    /// Per-node backoff after failed reconciles.
+    pub errors: ErrorBackoff,
     /// True once both caches have been listed. Tasks other than the controller's
     /// own wait on this, never on `Store::wait_until_ready`: kube-runtime's
     /// `DelayedInit` keeps a single waker, so of several tasks waiting on one
@@ -63,12 +74,25 @@ pub struct Context {
     pub requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
     /// Node → resourceVersion gpuready's last write to it returned, until a
     /// reconcile finds the cache at that version.
-    last_writes: Mutex<BTreeMap<String, String>>,
+    last_writes: LastWrites,
     /// The NFD CRD condition every profile carries (set by the NFD reconciler).
     pub nfd: Mutex<Option<(bool, String, String)>>,
 }
 
 impl Context {
+    /// Hands a node's verdict to the status task (the tally). Never blocks.
+    pub fn report_verdict(&self, node: &str, a: &NodeAssessment) {
+        let _ = self.status.send(StatusInput::Verdict {
+            node: node.to_owned(),
+            verdict: NodeVerdict::of(a),
+        });
+    }
+
+    /// Asks for a status pass over every profile (e.g. the NFD condition changed).
+    pub fn refresh_status(&self) {
+        let _ = self.status.send(StatusInput::All);
+    }
+
     pub fn brake_engaged(&self, profile: &str) -> bool {
         self.brakes
             .lock()
@@ -124,9 +148,7 @@ impl Context {
 
     /// Remembers the resourceVersion gpuready's own write left the node at.
     pub fn note_write(&self, node: &str, resource_version: String) {
-        if let Ok(mut w) = self.last_writes.lock() {
-            w.insert(node.to_owned(), resource_version);
-        }
+        self.last_writes.insert(node, resource_version);
     }
 
     /// Whether the cached copy of the node may predate gpuready's last write to
@@ -134,9 +156,7 @@ impl Context {
     /// the node from the API when true.
     pub fn cache_may_be_behind(&self, node: &str, cached: Option<&str>) -> bool {
         self.last_writes
-            .lock()
-            .ok()
-            .and_then(|mut w| w.remove(node))
+            .take(node)
             .is_some_and(|rv| Some(rv.as_str()) != cached)
     }
 
@@ -147,6 +167,36 @@ impl Context {
 
     pub fn nfd_condition(&self) -> Option<(bool, String, String)> {
         self.nfd.lock().ok().and_then(|n| n.clone())
+    }
+}
+
+/// Node → resourceVersion of gpuready's last write to it. Shared with the node
+/// watch, which forgets a node when it is deleted (the map never outgrows the
+/// fleet).
+#[derive(Clone, Default)]
+pub struct LastWrites(Arc<Mutex<HashMap<String, String>>>);
+
+impl LastWrites {
+    fn insert(&self, node: &str, rv: String) {
+        if let Ok(mut w) = self.0.lock() {
+            w.insert(node.to_owned(), rv);
+        }
+    }
+
+    fn take(&self, node: &str) -> Option<String> {
+        self.0.lock().ok().and_then(|mut w| w.remove(node))
+    }
+
+    pub fn forget(&self, node: &str) {
+        let _ = self.take(node);
+    }
+
+    pub fn len(&self) -> usize {
+        self.0.lock().map(|w| w.len()).unwrap_or(0)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -171,31 +221,46 @@ impl Health {
     }
 }
 
-/// Waits until the GpuNodeProfile CRD exists and is Established.
+/// Waits until the GpuNodeProfile CRD exists and is Established. API errors
+/// (a server still starting, a dropped connection, 429/5xx) are retried with
+/// backoff rather than ending the process: a controller that exits 1 on a
+/// transient error at start-up turns a blip into a CrashLoopBackOff.
 pub async fn wait_for_crd(client: &Client, stop: &CancellationToken) -> Result<(), Error> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let name = "gpunodeprofiles.gpuready.io";
+    let name = crd_guard::PROFILE_CRD;
     let mut warned = false;
+    let mut retry = WatchBackoff::default();
     loop {
-        let established = api.get_opt(name).await?.is_some_and(|crd| {
-            crd.status
-                .and_then(|s| s.conditions)
-                .into_iter()
-                .flatten()
-                .any(|c| c.type_ == "Established" && c.status == "True")
-        });
-        if established {
-            return Ok(());
-        }
-        if !warned {
-            warn!(
-                "CRD {name} is not installed or not established: install it with `gpuready crd | kubectl apply --server-side -f -` or the Helm chart; waiting"
-            );
-            warned = true;
-        }
+        let wait = match api.get_opt(name).await {
+            Ok(crd) => {
+                let established = crd.is_some_and(|crd| {
+                    crd.status
+                        .and_then(|s| s.conditions)
+                        .into_iter()
+                        .flatten()
+                        .any(|c| c.type_ == "Established" && c.status == "True")
+                });
+                if established {
+                    return Ok(());
+                }
+                if !warned {
+                    warn!(
+                        "CRD {name} is not installed or not established: install it with `gpuready crd | kubectl apply --server-side -f -` or the Helm chart; waiting"
+                    );
+                    warned = true;
+                }
+                retry = WatchBackoff::default();
+                Duration::from_secs(2)
+            }
+            Err(e) => {
+                let wait = retry.next().unwrap_or(Duration::from_secs(2));
+                warn!(error = %e, retry_in = ?wait, "reading the GpuNodeProfile CRD failed; retrying");
+                wait
+            }
+        };
         tokio::select! {
             _ = stop.cancelled() => return Err(Error::CrdMissing(name.into())),
-            _ = tokio::time::sleep(Duration::from_secs(2)) => {},
+            _ = tokio::time::sleep(wait) => {},
         }
     }
 }
@@ -251,14 +316,20 @@ async fn run_controllers(
         },
     );
 
+    let (status_tx, status_rx) = mpsc::unbounded_channel::<StatusInput>();
+    let crd = Arc::new(CrdGuard::new(
+        client.clone(),
+        metrics.clone(),
+        health.clone(),
+    ));
     let (profile_reader, profile_writer) = reflector::store::<GpuNodeProfile>();
     let profile_stream = watcher(
         Api::<GpuNodeProfile>::all(client.clone()),
         watcher::Config::default(),
     )
-    .default_backoff()
+    .backoff(WatchBackoff::default())
     .reflect(profile_writer)
-    .filter_map(spec_changes());
+    .flat_map(profile_triggers(status_tx.clone(), crd.clone()));
     let profile_stream = drop_watch_errors("GpuNodeProfile", profile_stream);
     // Nodes the status pass wants judged again without a change of theirs (held
     // back by the safety brake until it released).
@@ -271,11 +342,13 @@ async fn run_controllers(
     if let Some(sel) = &args.node_selector {
         node_cfg = node_cfg.labels(sel);
     }
+    let last_writes = LastWrites::default();
     let (node_reader, node_writer) = reflector::store::<Node>();
     let node_stream = watcher(Api::<Node>::all(client.clone()), node_cfg)
-        .default_backoff()
+        .backoff(WatchBackoff::default())
         .modify(prune::prune_node)
         .reflect(node_writer)
+        .inspect(node_gone(status_tx.clone(), last_writes.clone()))
         .applied_objects()
         .predicate_filter(prune::node_relevance, PredicateConfig::default());
     let node_stream = drop_watch_errors("Node", node_stream);
@@ -288,11 +361,13 @@ async fn run_controllers(
         recorder,
         profiles: profile_reader.clone(),
         nodes: node_reader.clone(),
-        status_dirty: Notify::new(),
+        status: status_tx,
+        crd: crd.clone(),
+        errors: ErrorBackoff::default(),
         caches_ready,
         brakes: Mutex::default(),
         requeue,
-        last_writes: Mutex::default(),
+        last_writes,
         nfd: Mutex::default(),
     });
 
@@ -314,7 +389,11 @@ async fn run_controllers(
             }
         })
     };
-    let aggregator = tokio::spawn(status::run(ctx.clone(), stop.clone()));
+    // The status task stops after the node controller, so it sees every verdict
+    // of the last reconciles and writes the final profile status.
+    let status_stop = CancellationToken::new();
+    let aggregator = tokio::spawn(status::run(ctx.clone(), status_rx, status_stop.clone()));
+    let crd_watch = tokio::spawn(crd.clone().watch(stop.clone()));
     // Only the leader gets here, so only one replica ever writes the NFD CRDs.
     let nfd_crds = (args.nfd_crds != config::NfdCrdMode::Off)
         .then(|| tokio::spawn(nfd::run(ctx.clone(), stop.clone())));
@@ -332,7 +411,7 @@ async fn run_controllers(
         .reconcile_on(requeued)
         .with_config(ControllerConfig::default().concurrency(args.concurrency))
         .graceful_shutdown_on(stop_fut)
-        .run(node::reconcile, error_policy, ctx.clone())
+        .run(reconcile, error_policy, ctx.clone())
         .for_each(|r| async move {
             if let Err(e) = r {
                 match e {
@@ -343,16 +422,46 @@ async fn run_controllers(
         })
         .await;
     synced.abort();
-    aggregator.abort();
+    crd_watch.abort();
     if let Some(task) = nfd_crds {
         task.abort();
     }
-    // A last status pass so the profile reflects the final writes.
-    if let Err(e) = status::pass(&ctx).await {
-        warn!(error = %e, "final status pass failed");
+    status_stop.cancel();
+    if tokio::time::timeout(Duration::from_secs(20), aggregator)
+        .await
+        .is_err()
+    {
+        warn!("the final profile status pass did not finish in 20 s");
     }
     info!("controller stopped");
     Ok(())
+}
+
+/// The node reconciler, plus what the wiring owns around it: the per-node error
+/// backoff is forgotten at the node's first success.
+async fn reconcile(node: Arc<Node>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let name = node.name_any();
+    let result = node::reconcile(node, ctx.clone()).await;
+    if result.is_ok() {
+        ctx.errors.forget(&name);
+    }
+    result
+}
+
+/// On a node's deletion: the status task drops its verdict and the last-writes
+/// map forgets it. A deletion missed during a watch gap is caught by the status
+/// task's periodic recount; its last-writes entry is at most one short string.
+fn node_gone(
+    status: mpsc::UnboundedSender<StatusInput>,
+    last_writes: LastWrites,
+) -> impl FnMut(&Result<watcher::Event<Node>, watcher::Error>) {
+    move |event| {
+        if let Ok(watcher::Event::Delete(n)) = event {
+            let name = n.name_any();
+            last_writes.forget(&name);
+            let _ = status.send(StatusInput::NodeGone(name));
+        }
+    }
 }
 
 /// Logs and drops watch errors once the watcher's own backoff has handled them.
@@ -376,28 +485,69 @@ fn drop_watch_errors<K>(
 /// deletion, or a profile seen for the first time. Status writes — gpuready's own,
 /// after every burst of reconciles — are dropped, or each would re-queue every
 /// node of the profile.
+///
+/// Deletion is decided from the set of profiles, not from Delete events alone: a
+/// re-list after a watch gap (a 410, an API server restart) produces no Delete
+/// for a profile removed meanwhile, so at the end of each re-list every profile
+/// seen before and missing now is passed on as deleted.
 type ProfileEvent = Result<watcher::Event<GpuNodeProfile>, watcher::Error>;
-type ProfileTrigger = std::future::Ready<Option<Result<GpuNodeProfile, watcher::Error>>>;
+type ProfileTriggers =
+    futures::stream::Iter<std::vec::IntoIter<Result<GpuNodeProfile, watcher::Error>>>;
 
-fn spec_changes() -> impl FnMut(ProfileEvent) -> ProfileTrigger {
-    let mut seen: BTreeMap<String, (Option<i64>, bool)> = BTreeMap::new();
+fn profile_triggers(
+    status: mpsc::UnboundedSender<StatusInput>,
+    crd: Arc<CrdGuard>,
+) -> impl FnMut(ProfileEvent) -> ProfileTriggers {
+    // Name → (generation, being deleted) and the last object seen.
+    let mut seen: BTreeMap<String, ((Option<i64>, bool), GpuNodeProfile)> = BTreeMap::new();
+    let mut relisted: Option<BTreeSet<String>> = None;
     move |event| {
-        let out = match event {
+        let mut out = Vec::new();
+        let changed = |p: GpuNodeProfile, out: &mut Vec<_>| {
+            let _ = status.send(StatusInput::Profile(p.name_any()));
+            out.push(Ok(p));
+        };
+        match event {
             Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => {
+                let name = p.name_any();
+                if let Some(r) = relisted.as_mut() {
+                    r.insert(name.clone());
+                }
                 let key = (
                     p.metadata.generation,
                     p.metadata.deletion_timestamp.is_some(),
                 );
-                (seen.insert(p.name_any(), key) != Some(key)).then_some(Ok(p))
+                if seen.get(&name).map(|(k, _)| *k) != Some(key) {
+                    seen.insert(name, (key, p.clone()));
+                    changed(p, &mut out);
+                }
             }
             Ok(watcher::Event::Delete(p)) => {
+                crd.note_profile_deletion();
                 seen.remove(&p.name_any());
-                Some(Ok(p))
+                changed(p, &mut out);
             }
-            Ok(watcher::Event::Init | watcher::Event::InitDone) => None,
-            Err(e) => Some(Err(e)),
-        };
-        std::future::ready(out)
+            Ok(watcher::Event::Init) => relisted = Some(BTreeSet::new()),
+            Ok(watcher::Event::InitDone) => {
+                let present = relisted.take().unwrap_or_default();
+                let gone: Vec<String> = seen
+                    .keys()
+                    .filter(|n| !present.contains(*n))
+                    .cloned()
+                    .collect();
+                if !gone.is_empty() {
+                    crd.note_profile_deletion();
+                }
+                for name in gone {
+                    if let Some((_, p)) = seen.remove(&name) {
+                        info!(profile = %name, "profile deleted while the watch was down");
+                        changed(p, &mut out);
+                    }
+                }
+            }
+            Err(e) => out.push(Err(e)),
+        }
+        futures::stream::iter(out)
     }
 }
 
@@ -418,11 +568,13 @@ fn nodes_of_profile(nodes: &Store<Node>, profile: &GpuNodeProfile) -> Vec<Object
         .collect()
 }
 
-fn error_policy(node: Arc<Node>, err: &Error, _ctx: Arc<Context>) -> Action {
-    error!(node = %node.name_any(), error = %err, "reconcile failed");
-    let delay = match err {
-        Error::Kube(kube::Error::Api(s)) if s.code == 403 => Duration::from_secs(60),
-        _ => Duration::from_secs(5),
-    };
+fn error_policy(node: Arc<Node>, err: &Error, ctx: Arc<Context>) -> Action {
+    let name = node.name_any();
+    let mut delay = ctx.errors.failed(&name);
+    if matches!(err, Error::Kube(kube::Error::Api(s)) if s.code == 403) {
+        // Missing RBAC is not fixed by retrying soon.
+        delay = delay.max(Duration::from_secs(60));
+    }
+    error!(node = %name, error = %err, retry_in = ?delay, "reconcile failed");
     Action::requeue(delay)
 }

@@ -637,7 +637,7 @@ fn set_condition(ctx: &Context, cond: (bool, String, String)) -> bool {
     info!(status = cond.0, reason = %cond.1, message = %cond.2, "NfdCrds condition");
     *current = Some(cond);
     drop(current);
-    ctx.status_dirty.notify_one();
+    ctx.refresh_status();
     true
 }
 

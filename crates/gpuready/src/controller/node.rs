@@ -80,7 +80,6 @@ pub async fn reconcile(node: Arc<Node>, ctx: Arc<Context>) -> Result<Action, Err
             })
             .inc();
     }
-    ctx.status_dirty.notify_one();
     result
 }
 
@@ -111,6 +110,8 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
         // floor(threshold × matched) nodes, not one more.
         let facts = NodeFacts::from_node(&node);
         let unheld = assess_node(ctx, &facts, &profiles, now, false);
+        // Scale hook: the verdict goes to the status task's tally (O(1) here).
+        ctx.report_verdict(&name, &unheld);
         ctx.record_turn(&facts, &unheld, now);
         let assessment = match &unheld.profile {
             Some(p) if ctx.brake_engaged(p) => assess_node(ctx, &facts, &profiles, now, true),
@@ -123,6 +124,15 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
             tracing::Span::current().record("profile", p.as_str());
         }
 
+        // Scale hook: releasing a node whose profile vanished waits until the
+        // CRD is confirmed present (its deletion deletes every profile at once).
+        if assessment.governance == GovernanceKind::Ungoverned
+            && !assessment.changes.is_empty()
+            && !ctx.crd.release_allowed().await
+        {
+            warn!("holding the node as it is: the GpuNodeProfile CRD is missing");
+            return Ok(Action::requeue(Duration::from_secs(10)));
+        }
         match write_changes(ctx, &api, &node, &assessment.changes).await {
             Ok(written) => {
                 let wrote = written.is_some();

@@ -1,154 +1,260 @@
-//! Profile status, metrics and profile Events, aggregated over the node cache.
-//! Runs after node reconciles (debounced) and on a slow timer; writes a profile's
-//! status only when it differs.
+//! Profile status, metrics and profile Events from a running tally of node
+//! verdicts. Node reconciles send each verdict through a typed channel; this task
+//! owns the tally, never judges a node itself on the hot path, and writes a
+//! profile's status only when it differs. A full recount from the cache, minutes
+//! apart, is the safety net for anything a message could have missed.
 
-use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
 use gpuready_api::keys;
 use gpuready_api::{GpuNodeProfile, GpuNodeProfileStatus, Layer};
-use gpuready_core::status::{ExtraConditions, profile_status};
-use gpuready_core::{GovernanceKind, NodeAssessment, NodeFacts, Status};
+use gpuready_core::NodeFacts;
+use gpuready_core::status::{ExtraConditions, status_from_tally};
+use gpuready_core::tally::{NodeVerdict, ProfileTally, Tally};
 use jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
+use tokio::sync::mpsc;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
-use tracing::{info, warn};
+use tracing::{debug, info, warn};
 
 use super::Context;
 use super::metrics::{Profile, ProfileLayer, ProfileState};
 use super::node::{assess_node, profiles_with_selectors};
 
-/// Coalesces bursts of node reconciles into one status pass.
+/// Coalesces bursts of verdicts into one status write per profile.
 const DEBOUNCE: Duration = Duration::from_millis(500);
-/// Status is refreshed at least this often even when nothing triggers it.
+/// Every profile's status and metrics are refreshed at least this often (the
+/// brake window moves with time; no node needs judging for it).
 const RESYNC: Duration = Duration::from_secs(30);
+/// The safety net: every cached node judged again, the tally rebuilt.
+const RECOUNT: Duration = Duration::from_secs(300);
 
-pub async fn run(ctx: Arc<Context>, stop: CancellationToken) {
+/// What the status task is told. Senders never wait: the channel is unbounded
+/// and the task drains it faster than reconciles fill it (a message costs a
+/// map lookup).
+#[derive(Debug)]
+pub enum StatusInput {
+    /// A node's verdict after a reconcile (`None`: no profile governs it).
+    Verdict {
+        node: String,
+        verdict: Option<NodeVerdict>,
+    },
+    /// The node left the cache.
+    NodeGone(String),
+    /// A profile was created, changed or deleted: its status needs a pass
+    /// (observedGeneration, a selector that now matches nothing).
+    Profile(String),
+    /// Something every profile carries changed (the NFD CRD condition).
+    All,
+}
+
+/// Which profiles a pass writes.
+#[derive(Debug, Default)]
+struct Dirty {
+    all: bool,
+    profiles: BTreeSet<String>,
+}
+
+impl Dirty {
+    fn apply(&mut self, tally: &mut Tally, input: StatusInput) {
+        match input {
+            StatusInput::Verdict { node, verdict } => {
+                self.profiles.extend(tally.set(&node, verdict));
+            }
+            StatusInput::NodeGone(node) => self.profiles.extend(tally.set(&node, None)),
+            StatusInput::Profile(p) => {
+                self.profiles.insert(p);
+            }
+            StatusInput::All => self.all = true,
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        !self.all && self.profiles.is_empty()
+    }
+}
+
+/// The status task: runs until `stop`, then drains what reconciles sent and
+/// makes one last pass so the profiles reflect the final writes.
+pub async fn run(
+    ctx: Arc<Context>,
+    mut input: mpsc::UnboundedReceiver<StatusInput>,
+    stop: CancellationToken,
+) {
+    tokio::select! {
+        _ = stop.cancelled() => return,
+        ready = ctx.wait_for_caches() => if !ready { return },
+    }
+    let mut tally = recount(&ctx);
+    let mut dirty = Dirty {
+        all: true,
+        ..Dirty::default()
+    };
+    let mut next_resync = Instant::now() + RESYNC;
+    let mut next_recount = Instant::now() + RECOUNT;
     loop {
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = ctx.status_dirty.notified() => {},
-            _ = tokio::time::sleep(RESYNC) => {},
+        if !dirty.is_empty() {
+            pass(&ctx, &tally, &dirty).await;
+            dirty = Dirty::default();
         }
         tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(DEBOUNCE) => {},
+            _ = stop.cancelled() => {
+                while let Ok(m) = input.try_recv() {
+                    dirty.apply(&mut tally, m);
+                }
+                dirty.all = true;
+                pass(&ctx, &tally, &dirty).await;
+                return;
+            }
+            m = input.recv() => {
+                let Some(m) = m else { return };
+                dirty.apply(&mut tally, m);
+                if dirty.is_empty() {
+                    // A verdict equal to the recorded one: nothing to write.
+                    continue;
+                }
+                // Collect the rest of the burst before writing.
+                let until = Instant::now() + DEBOUNCE;
+                loop {
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(until) => break,
+                        m = input.recv() => match m {
+                            Some(m) => dirty.apply(&mut tally, m),
+                            None => break,
+                        },
+                    }
+                }
+            }
+            _ = tokio::time::sleep_until(next_resync) => {
+                dirty.all = true;
+                next_resync = Instant::now() + RESYNC;
+            }
         }
-        if !ctx.wait_for_caches().await {
-            return;
-        }
-        if let Err(e) = pass(&ctx).await {
-            warn!(error = %e, "profile status pass failed");
+        if Instant::now() >= next_recount {
+            // Messages sent before the recount are superseded by it; those sent
+            // after it (still queued) are newer and apply on top.
+            tally = recount(&ctx);
+            dirty.all = true;
+            next_recount = Instant::now() + RECOUNT;
         }
     }
 }
 
-/// One pass: assess every cached node, then update each profile.
-pub async fn pass(ctx: &Context) -> Result<(), kube::Error> {
+/// Every cached node judged again: the tally from scratch.
+fn recount(ctx: &Context) -> Tally {
     let now = Timestamp::now();
-    let profiles = ctx.profiles.state();
-    let selectors = profiles_with_selectors(&profiles);
-    let mut by_profile: BTreeMap<String, Vec<NodeAssessment>> = BTreeMap::new();
+    let selectors = profiles_with_selectors(&ctx.profiles.state());
+    let mut tally = Tally::default();
     for node in ctx.nodes.state() {
         // Verdicts only: the brake changes planned taints, not readiness.
         let a = assess_node(ctx, &NodeFacts::from_node(&node), &selectors, now, false);
-        match a.governance {
-            GovernanceKind::Governed => {
-                if let Some(p) = a.profile.clone() {
-                    by_profile.entry(p).or_default().push(a);
-                }
-            }
-            GovernanceKind::Conflict => {
-                for p in a.conflicting_profiles.clone() {
-                    by_profile.entry(p).or_default().push(a.clone());
-                }
-            }
-            GovernanceKind::Ungoverned => {}
-        }
+        tally.set(&a.name, NodeVerdict::of(&a));
     }
+    debug!(nodes = tally.nodes(), "recounted every node's verdict");
+    tally
+}
 
-    ctx.metrics.nodes.clear();
-    ctx.metrics.layer_ready.clear();
-    ctx.metrics.brake.clear();
+/// Writes the status of the dirty profiles (all of them on a resync). A failed
+/// write is logged and the pass goes on: one profile never holds back another.
+async fn pass(ctx: &Context, tally: &Tally, dirty: &Dirty) {
+    let now = Timestamp::now();
+    let profiles = ctx.profiles.state();
+    if dirty.all {
+        // Rebuilt from scratch so series of deleted profiles disappear.
+        ctx.metrics.nodes.clear();
+        ctx.metrics.layer_ready.clear();
+        ctx.metrics.brake.clear();
+    }
     let api: Api<GpuNodeProfile> = Api::all(ctx.client.clone());
+    let empty = ProfileTally::default();
     for profile in &profiles {
         let name = profile.name_any();
-        let nodes: Vec<&NodeAssessment> = by_profile
-            .get(&name)
-            .map(|v| v.iter().collect())
-            .unwrap_or_default();
-        let not_ready = nodes.iter().filter(|n| n.ready != Some(true)).count();
-        let was_engaged = ctx.brake_engaged(&name);
-        let engaged = ctx.update_brake(&name, nodes.len(), not_ready, now);
-        if was_engaged && !engaged {
-            // Nodes held back while the brake was on get their taint now: nothing
-            // about them changed, so nothing else would reconcile them.
-            for n in nodes.iter().filter(|n| n.ready != Some(true)) {
-                let _ = ctx.requeue.send(ObjectRef::new(&n.name));
-            }
-        }
-        record_metrics(ctx, &name, &nodes, engaged);
-
-        let extra = ExtraConditions {
-            brake: Some(brake_condition(ctx, engaged)),
-            nfd_crds: ctx.nfd_condition(),
-        };
-        let new = profile_status(
-            &name,
-            profile.metadata.generation,
-            &nodes,
-            &extra,
-            profile.status.as_ref(),
-            now,
-        );
-        if profile.status.as_ref() == Some(&new) {
+        if !dirty.all && !dirty.profiles.contains(&name) {
             continue;
         }
-        let body = json!({
-            "apiVersion": "gpuready.io/v1alpha1",
-            "kind": "GpuNodeProfile",
-            "metadata": { "name": name },
-            "status": new,
-        });
-        api.patch_status(
-            &name,
-            &PatchParams::apply(keys::FIELD_MANAGER).force(),
-            &Patch::Apply(&body),
-        )
-        .await?;
-        ctx.metrics.count_write("profile_status");
-        publish_profile_transitions(ctx, profile, profile.status.as_ref(), &new).await;
+        let t = tally.profile(&name).unwrap_or(&empty);
+        if let Err(e) = update_profile(ctx, &api, profile, t, now).await {
+            warn!(profile = %name, error = %e, "writing the profile status failed; retried on the next pass");
+        }
     }
+}
+
+async fn update_profile(
+    ctx: &Context,
+    api: &Api<GpuNodeProfile>,
+    profile: &GpuNodeProfile,
+    t: &ProfileTally,
+    now: Timestamp,
+) -> Result<(), kube::Error> {
+    let name = profile.name_any();
+    let was_engaged = ctx.brake_engaged(&name);
+    let engaged = ctx.update_brake(&name, t.matched, t.not_ready.len(), now);
+    if was_engaged && !engaged {
+        // Nodes held back while the brake was on get their taint now: nothing
+        // about them changed, so nothing else would reconcile them.
+        for n in t.not_ready.keys() {
+            let _ = ctx.requeue.send(ObjectRef::new(n));
+        }
+    }
+    record_metrics(ctx, &name, t, engaged);
+
+    let extra = ExtraConditions {
+        brake: Some(brake_condition(ctx, engaged)),
+        nfd_crds: ctx.nfd_condition(),
+    };
+    let new = status_from_tally(
+        &name,
+        profile.metadata.generation,
+        t,
+        &extra,
+        profile.status.as_ref(),
+        now,
+    );
+    if profile.status.as_ref() == Some(&new) {
+        return Ok(());
+    }
+    let body = json!({
+        "apiVersion": "gpuready.io/v1alpha1",
+        "kind": "GpuNodeProfile",
+        "metadata": { "name": name },
+        "status": new,
+    });
+    api.patch_status(
+        &name,
+        &PatchParams::apply(keys::FIELD_MANAGER).force(),
+        &Patch::Apply(&body),
+    )
+    .await?;
+    ctx.metrics.count_write("profile_status");
+    publish_profile_transitions(ctx, profile, profile.status.as_ref(), &new).await;
     Ok(())
 }
 
-fn record_metrics(ctx: &Context, profile: &str, nodes: &[&NodeAssessment], engaged: bool) {
+fn record_metrics(ctx: &Context, profile: &str, t: &ProfileTally, engaged: bool) {
     let state = |s: &str| ProfileState {
         profile: profile.to_owned(),
         state: s.to_owned(),
     };
-    let count = |f: &dyn Fn(&NodeAssessment) -> bool| {
-        i64::try_from(nodes.iter().filter(|n| f(n)).count()).unwrap_or(i64::MAX)
-    };
+    let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
     ctx.metrics
         .nodes
         .get_or_create(&state("ready"))
-        .set(count(&|n| n.ready == Some(true)));
+        .set(gauge(t.ready));
     ctx.metrics
         .nodes
         .get_or_create(&state("not_ready"))
-        .set(count(&|n| {
-            n.ready != Some(true) && n.governance == GovernanceKind::Governed
-        }));
+        .set(gauge(t.governed_not_ready));
     ctx.metrics
         .nodes
         .get_or_create(&state("conflict"))
-        .set(count(&|n| n.governance == GovernanceKind::Conflict));
+        .set(gauge(t.conflicts.len()));
     for layer in Layer::ALL {
         ctx.metrics
             .layer_ready
@@ -156,11 +262,7 @@ fn record_metrics(ctx: &Context, profile: &str, nodes: &[&NodeAssessment], engag
                 profile: profile.to_owned(),
                 layer: layer.to_string(),
             })
-            .set(count(&|n| {
-                n.layers
-                    .iter()
-                    .any(|l| l.layer == layer && l.status == Status::Ready)
-            }));
+            .set(gauge(t.layer_ready(layer)));
     }
     ctx.metrics
         .brake

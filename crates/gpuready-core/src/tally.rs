@@ -1,0 +1,350 @@
+//! Running counts of node verdicts per profile, changed one node at a time.
+//! The one place that counts ready / not ready / conflict: profile status,
+//! metrics and `check` all read a [`ProfileTally`], so they cannot disagree,
+//! and a single node's change costs O(log n) instead of a pass over the fleet.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use gpuready_api::Layer;
+
+use crate::assess::{GovernanceKind, NodeAssessment};
+use crate::evaluate::Status;
+
+/// One layer's verdict, as much of it as the aggregate reads.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LayerVerdict {
+    pub layer: Layer,
+    pub status: Status,
+    /// Kept only when the layer is not Ready (the aggregate names failures only).
+    pub reason: String,
+}
+
+/// What a profile's aggregate needs to know about one node it matches: the
+/// verdict without the planned changes or the messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NodeVerdict {
+    pub governance: GovernanceKind,
+    /// The governing profile, or every profile of a conflict.
+    pub profiles: Vec<String>,
+    pub ready: bool,
+    pub reason: String,
+    /// The first gating layer that is not Ready (the summary names it), else `reason`.
+    pub summary_layer: String,
+    pub layers: Vec<LayerVerdict>,
+}
+
+impl NodeVerdict {
+    /// `None` for an ungoverned node: no profile counts it.
+    pub fn of(a: &NodeAssessment) -> Option<NodeVerdict> {
+        let profiles = match a.governance {
+            GovernanceKind::Ungoverned => return None,
+            GovernanceKind::Governed => a.profile.clone().into_iter().collect(),
+            GovernanceKind::Conflict => a.conflicting_profiles.clone(),
+        };
+        Some(NodeVerdict {
+            governance: a.governance,
+            profiles,
+            ready: a.ready == Some(true),
+            reason: a.reason.clone(),
+            summary_layer: a
+                .layers
+                .iter()
+                .find(|l| l.gating && l.status != Status::Ready)
+                .map(|l| l.layer.to_string())
+                .unwrap_or_else(|| a.reason.clone()),
+            layers: a
+                .layers
+                .iter()
+                .map(|l| LayerVerdict {
+                    layer: l.layer,
+                    status: l.status,
+                    reason: if l.status == Status::Ready {
+                        String::new()
+                    } else {
+                        l.reason.clone()
+                    },
+                })
+                .collect(),
+        })
+    }
+}
+
+/// A not-ready node as the profile status lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NotReadyEntry {
+    pub reason: String,
+    pub layer: String,
+}
+
+/// The failures of one layer among a profile's nodes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LayerTally {
+    /// Nodes whose layer is Ready.
+    pub ready: usize,
+    /// Node → reason, for every node whose layer is not Ready, in name order.
+    pub failing: BTreeMap<String, String>,
+    /// Reason → how many failing nodes give it.
+    pub reasons: BTreeMap<String, usize>,
+}
+
+/// The aggregate of one profile's matched nodes (governed, or in conflict
+/// involving it). Every count is kept current by [`ProfileTally::add`] and
+/// [`ProfileTally::remove`]; nothing here is recomputed from the whole set.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ProfileTally {
+    pub matched: usize,
+    pub governed: usize,
+    pub ready: usize,
+    /// Governed and not ready (conflicts are counted apart).
+    pub governed_not_ready: usize,
+    /// Every matched node that is not ready (conflicts included), in name order.
+    pub not_ready: BTreeMap<String, NotReadyEntry>,
+    pub conflicts: BTreeSet<String>,
+    pub layers: BTreeMap<Layer, LayerTally>,
+}
+
+fn dec(n: &mut usize) {
+    *n = n.saturating_sub(1);
+}
+
+impl ProfileTally {
+    pub fn add(&mut self, node: &str, v: &NodeVerdict) {
+        self.matched += 1;
+        match v.governance {
+            GovernanceKind::Governed => {
+                self.governed += 1;
+                if !v.ready {
+                    self.governed_not_ready += 1;
+                }
+            }
+            GovernanceKind::Conflict => {
+                self.conflicts.insert(node.to_owned());
+            }
+            GovernanceKind::Ungoverned => {}
+        }
+        if v.ready {
+            self.ready += 1;
+        } else {
+            self.not_ready.insert(
+                node.to_owned(),
+                NotReadyEntry {
+                    reason: v.reason.clone(),
+                    layer: v.summary_layer.clone(),
+                },
+            );
+        }
+        for l in &v.layers {
+            let t = self.layers.entry(l.layer).or_default();
+            if l.status == Status::Ready {
+                t.ready += 1;
+            } else {
+                t.failing.insert(node.to_owned(), l.reason.clone());
+                *t.reasons.entry(l.reason.clone()).or_default() += 1;
+            }
+        }
+    }
+
+    /// Undoes [`ProfileTally::add`] of the same verdict.
+    pub fn remove(&mut self, node: &str, v: &NodeVerdict) {
+        dec(&mut self.matched);
+        match v.governance {
+            GovernanceKind::Governed => {
+                dec(&mut self.governed);
+                if !v.ready {
+                    dec(&mut self.governed_not_ready);
+                }
+            }
+            GovernanceKind::Conflict => {
+                self.conflicts.remove(node);
+            }
+            GovernanceKind::Ungoverned => {}
+        }
+        if v.ready {
+            dec(&mut self.ready);
+        } else {
+            self.not_ready.remove(node);
+        }
+        for l in &v.layers {
+            let Some(t) = self.layers.get_mut(&l.layer) else {
+                continue;
+            };
+            if l.status == Status::Ready {
+                dec(&mut t.ready);
+            } else {
+                t.failing.remove(node);
+                if let Some(n) = t.reasons.get_mut(&l.reason) {
+                    dec(n);
+                    if *n == 0 {
+                        t.reasons.remove(&l.reason);
+                    }
+                }
+            }
+        }
+    }
+
+    /// Nodes whose `layer` is Ready.
+    pub fn layer_ready(&self, layer: Layer) -> usize {
+        self.layers.get(&layer).map_or(0, |t| t.ready)
+    }
+
+    /// The tally of a fixed set of assessments (`check`, tests, the recount).
+    pub fn of<'a>(
+        profile: &str,
+        nodes: impl IntoIterator<Item = &'a NodeAssessment>,
+    ) -> ProfileTally {
+        let mut t = ProfileTally::default();
+        for a in nodes {
+            if let Some(v) = NodeVerdict::of(a)
+                && v.profiles.iter().any(|p| p == profile)
+            {
+                t.add(&a.name, &v);
+            }
+        }
+        t
+    }
+}
+
+/// Every node's last verdict and every profile's tally. Owned by one task (the
+/// status aggregator); fed one node at a time.
+#[derive(Debug, Default)]
+pub struct Tally {
+    nodes: HashMap<String, NodeVerdict>,
+    profiles: BTreeMap<String, ProfileTally>,
+}
+
+impl Tally {
+    /// Records a node's verdict (`None`: ungoverned or gone). Returns the
+    /// profiles whose tally changed: empty when the verdict is the one already
+    /// recorded, which is the common case of a reconcile that changed nothing.
+    pub fn set(&mut self, node: &str, verdict: Option<NodeVerdict>) -> BTreeSet<String> {
+        let mut touched = BTreeSet::new();
+        if self.nodes.get(node) == verdict.as_ref() {
+            return touched;
+        }
+        if let Some(old) = self.nodes.remove(node) {
+            for p in &old.profiles {
+                if let Some(t) = self.profiles.get_mut(p) {
+                    t.remove(node, &old);
+                    if t.matched == 0 {
+                        self.profiles.remove(p);
+                    }
+                }
+                touched.insert(p.clone());
+            }
+        }
+        if let Some(new) = verdict {
+            for p in &new.profiles {
+                self.profiles.entry(p.clone()).or_default().add(node, &new);
+                touched.insert(p.clone());
+            }
+            self.nodes.insert(node.to_owned(), new);
+        }
+        touched
+    }
+
+    /// The tally of `profile` (empty when it matches no node).
+    pub fn profile(&self, profile: &str) -> Option<&ProfileTally> {
+        self.profiles.get(profile)
+    }
+
+    pub fn nodes(&self) -> usize {
+        self.nodes.len()
+    }
+
+    /// Names of the nodes with a recorded verdict.
+    pub fn node_names(&self) -> impl Iterator<Item = &str> {
+        self.nodes.keys().map(String::as_str)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn verdict(profiles: &[&str], ready: bool, layer_reason: Option<&str>) -> NodeVerdict {
+        NodeVerdict {
+            governance: if profiles.len() > 1 {
+                GovernanceKind::Conflict
+            } else {
+                GovernanceKind::Governed
+            },
+            profiles: profiles.iter().map(|p| (*p).to_owned()).collect(),
+            ready,
+            reason: if ready { "Ready" } else { "DriverTooOld" }.into(),
+            summary_layer: "Driver".into(),
+            layers: vec![LayerVerdict {
+                layer: Layer::Driver,
+                status: if layer_reason.is_some() {
+                    Status::NotReady
+                } else {
+                    Status::Ready
+                },
+                reason: layer_reason.unwrap_or_default().into(),
+            }],
+        }
+    }
+
+    #[test]
+    fn add_then_remove_leaves_nothing_behind() {
+        let mut t = Tally::default();
+        assert_eq!(t.set("a", Some(verdict(&["p"], true, None))).len(), 1);
+        assert_eq!(
+            t.set("b", Some(verdict(&["p"], false, Some("DriverTooOld")))),
+            BTreeSet::from(["p".to_owned()])
+        );
+        let p = t.profile("p").expect("tally of p");
+        assert_eq!(
+            (p.matched, p.ready, p.governed_not_ready),
+            (2, 1, 1),
+            "{p:?}"
+        );
+        assert_eq!(p.layer_ready(Layer::Driver), 1);
+        assert_eq!(p.layers[&Layer::Driver].reasons["DriverTooOld"], 1);
+        // The same verdict again changes nothing.
+        assert!(
+            t.set("b", Some(verdict(&["p"], false, Some("DriverTooOld"))))
+                .is_empty()
+        );
+        t.set("b", None);
+        t.set("a", None);
+        assert!(t.profile("p").is_none());
+        assert_eq!(t.nodes(), 0);
+    }
+
+    #[test]
+    fn a_conflict_counts_in_every_profile_and_moves_out_cleanly() {
+        let mut t = Tally::default();
+        t.set("n", Some(verdict(&["p", "q"], false, None)));
+        for name in ["p", "q"] {
+            let p = t.profile(name).expect("tally");
+            assert_eq!(p.conflicts.len(), 1);
+            assert_eq!(p.not_ready.len(), 1);
+            assert_eq!(p.governed, 0);
+        }
+        let touched = t.set("n", Some(verdict(&["p"], true, None)));
+        assert_eq!(touched, BTreeSet::from(["p".to_owned(), "q".to_owned()]));
+        assert!(t.profile("q").is_none());
+        let p = t.profile("p").expect("tally");
+        assert_eq!((p.matched, p.ready, p.conflicts.len()), (1, 1, 0));
+    }
+
+    #[test]
+    fn a_tally_built_incrementally_equals_one_built_at_once() {
+        let mut t = Tally::default();
+        let mut want = ProfileTally::default();
+        for i in 0..50 {
+            let v = verdict(&["p"], i % 3 == 0, (i % 3 != 0).then_some("DriverTooOld"));
+            t.set(&format!("n{i}"), Some(v.clone()));
+            // Flip every other node through a different verdict and back.
+            if i % 2 == 0 {
+                t.set(
+                    &format!("n{i}"),
+                    Some(verdict(&["p"], false, Some("Other"))),
+                );
+                t.set(&format!("n{i}"), Some(v.clone()));
+            }
+            want.add(&format!("n{i}"), &v);
+        }
+        assert_eq!(t.profile("p"), Some(&want));
+    }
+}
