@@ -6,6 +6,7 @@ pub mod backoff;
 pub mod config;
 pub mod crd_guard;
 pub mod error;
+pub mod gating;
 pub mod http;
 pub mod leader;
 pub mod metrics;
@@ -63,6 +64,8 @@ pub struct Context {
     pub crd: Arc<CrdGuard>,
     /// Per-node backoff after failed reconciles.
     pub errors: ErrorBackoff,
+    /// Taint writes first; the rest of a node's writes wait for a quiet moment.
+    pub gate: Arc<gating::Gate>,
     /// True once both caches have been listed. Tasks other than the controller's
     /// own wait on this, never on `Store::wait_until_ready`: kube-runtime's
     /// `DelayedInit` keeps a single waker, so of several tasks waiting on one
@@ -364,6 +367,7 @@ async fn run_controllers(
         status: status_tx,
         crd: crd.clone(),
         errors: ErrorBackoff::default(),
+        gate: Arc::default(),
         caches_ready,
         brakes: Mutex::default(),
         requeue,
@@ -394,6 +398,10 @@ async fn run_controllers(
     let status_stop = CancellationToken::new();
     let aggregator = tokio::spawn(status::run(ctx.clone(), status_rx, status_stop.clone()));
     let crd_watch = tokio::spawn(crd.clone().watch(stop.clone()));
+    let gate_drain = {
+        let (gate, requeue, stop) = (ctx.gate.clone(), ctx.requeue.clone(), stop.clone());
+        tokio::spawn(async move { gate.drain(requeue, stop).await })
+    };
     // Only the leader gets here, so only one replica ever writes the NFD CRDs.
     let nfd_crds = (args.nfd_crds != config::NfdCrdMode::Off)
         .then(|| tokio::spawn(nfd::run(ctx.clone(), stop.clone())));
@@ -423,6 +431,7 @@ async fn run_controllers(
         .await;
     synced.abort();
     crd_watch.abort();
+    gate_drain.abort();
     if let Some(task) = nfd_crds {
         task.abort();
     }

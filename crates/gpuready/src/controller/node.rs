@@ -133,12 +133,28 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
             warn!("holding the node as it is: the GpuNodeProfile CRD is missing");
             return Ok(Action::requeue(Duration::from_secs(10)));
         }
-        match write_changes(ctx, &api, &node, &assessment.changes).await {
+        // Scale hook (gating.rs): while other taint writes are under way, send
+        // only this node's taint now and defer its labels, condition and Event.
+        let mut changes = std::borrow::Cow::Borrowed(&assessment.changes);
+        let deferred = changes.taint.is_some() && ctx.gate.busy();
+        if deferred {
+            let c = changes.to_mut();
+            c.labels = None;
+            c.conditions = None;
+        }
+        if changes.taint.is_some() {
+            ctx.gate.note_taint_write();
+        }
+        match write_changes(ctx, &api, &node, &changes).await {
             Ok(written) => {
                 let wrote = written.is_some();
                 if let Some(rv) = written {
                     ctx.note_write(&name, rv);
-                    publish_transition(ctx, &node, &facts, &assessment).await;
+                    if deferred {
+                        ctx.gate.defer(&name);
+                    } else {
+                        publish_transition(ctx, &node, &facts, &assessment).await;
+                    }
                 }
                 debug!(ready = ?assessment.ready, reason = %assessment.reason, wrote, "reconciled");
                 return Ok(next_check(ctx, &assessment));
