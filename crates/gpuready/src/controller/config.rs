@@ -41,13 +41,15 @@ pub struct RunArgs {
     #[arg(long, env = "GPUREADY_CONCURRENCY", default_value_t = 8)]
     pub concurrency: u16,
 
-    /// Client-side limit on requests per second to the API server (0: none; the
-    /// API server's priority and fairness still applies).
-    #[arg(long, env = "GPUREADY_CLIENT_QPS", default_value_t = 50)]
+    /// Client-side limit on requests per second to the API server. 0 (the
+    /// default): none — the API server's priority and fairness protects it, and
+    /// --concurrency bounds what gpuready has in flight (docs/performance.md
+    /// has the measurements behind this default).
+    #[arg(long, env = "GPUREADY_CLIENT_QPS", default_value_t = 0)]
     pub client_qps: u32,
 
-    /// Requests allowed in a burst above --client-qps.
-    #[arg(long, env = "GPUREADY_CLIENT_BURST", default_value_t = 100)]
+    /// Requests allowed in a burst above --client-qps (ignored when it is 0).
+    #[arg(long, env = "GPUREADY_CLIENT_BURST", default_value_t = 0)]
     pub client_burst: u32,
 
     /// Rewrite unchanged node conditions after this long, so a reader can tell a

@@ -1,0 +1,207 @@
+//! The fleet under test: N GPU nodes created the way kubelet creates them (the
+//! object, then its status through the status subresource), with the bulk of a
+//! real node (images, addresses, node info, kubelet conditions, NFD labels) so
+//! memory per node means something, and one profile that governs them all.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use futures::{StreamExt, TryStreamExt};
+use gpuready_api::GpuNodeProfile;
+use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::runtime::wait::{await_condition, conditions};
+use kube::{Client, ResourceExt};
+use serde_json::{Value, json};
+
+use crate::error::Error;
+
+pub const POOL_LABEL: &str = "bench.gpuready.io/pool";
+pub const PROFILE: &str = "bench";
+/// Requests in flight while building the fleet (setup, not measured).
+const SETUP_CONCURRENCY: usize = 32;
+
+pub fn node_name(i: usize) -> String {
+    format!("gpu-{i:05}")
+}
+
+/// Installs the GpuNodeProfile CRD from the repository and waits for it.
+pub async fn install_crd(client: &Client, repo: &Path) -> Result<(), Error> {
+    let text = std::fs::read_to_string(repo.join("deploy/crds/gpunodeprofiles.gpuready.io.yaml"))?;
+    let doc = text
+        .split("---\n")
+        .find(|d| d.contains("kind: CustomResourceDefinition"))
+        .ok_or_else(|| Error::Other("no CRD in deploy/crds".into()))?;
+    let crd: CustomResourceDefinition = serde_yaml_ng::from_str(doc)?;
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    api.patch(
+        &crd.name_any(),
+        &PatchParams::apply("gpuready-bench").force(),
+        &Patch::Apply(&crd),
+    )
+    .await?;
+    tokio::time::timeout(
+        Duration::from_secs(60),
+        await_condition(api, &crd.name_any(), conditions::is_crd_established()),
+    )
+    .await
+    .map_err(|_| Error::Timeout("CRD established".into()))?
+    .map_err(|e| Error::Other(e.to_string()))?;
+    Ok(())
+}
+
+/// The profile: an RTX 3090 pool. `min_driver` decides whether every node is
+/// broken ("999.0": driver too old) or ready ("570.0").
+pub async fn apply_profile(client: &Client, min_driver: &str) -> Result<(), Error> {
+    let p: GpuNodeProfile = serde_json::from_value(json!({
+        "apiVersion": "gpuready.io/v1alpha1",
+        "kind": "GpuNodeProfile",
+        "metadata": { "name": PROFILE },
+        "spec": {
+            "nodeSelector": { "matchLabels": { POOL_LABEL: "a" } },
+            "gpu": { "products": ["NVIDIA-GeForce-RTX-3090"], "minMemoryMib": 24000 },
+            "minDriverVersion": min_driver,
+            // The run is long; GFD labels must not go stale during it.
+            "maxLabelAgeSeconds": 86400,
+            "readyLabels": { "bench.gpuready.io/gpu": "rtx3090" },
+        }
+    }))?;
+    Api::<GpuNodeProfile>::all(client.clone())
+        .patch(
+            PROFILE,
+            &PatchParams::apply("gpuready-bench").force(),
+            &Patch::Apply(&p),
+        )
+        .await?;
+    Ok(())
+}
+
+/// GFD, NFD and kubelet labels of a healthy RTX 3090 node.
+pub fn labels(i: usize) -> BTreeMap<String, String> {
+    let now = jiff::Timestamp::now().as_second().to_string();
+    let mut l: BTreeMap<String, String> = [
+        (POOL_LABEL, "a".to_owned()),
+        ("kubernetes.io/hostname", node_name(i)),
+        ("kubernetes.io/os", "linux".into()),
+        ("kubernetes.io/arch", "amd64".into()),
+        ("node.kubernetes.io/instance-type", "g5.2xlarge".into()),
+        ("topology.kubernetes.io/region", "eu-west-1".into()),
+        (
+            "topology.kubernetes.io/zone",
+            format!("eu-west-1{}", ["a", "b", "c"][i % 3]),
+        ),
+        ("nvidia.com/gfd.timestamp", now),
+        ("nvidia.com/gpu.present", "true".into()),
+        ("nvidia.com/gpu.product", "NVIDIA-GeForce-RTX-3090".into()),
+        ("nvidia.com/gpu.memory", "24576".into()),
+        ("nvidia.com/gpu.compute.major", "8".into()),
+        ("nvidia.com/gpu.compute.minor", "6".into()),
+        ("nvidia.com/gpu.family", "ampere".into()),
+        ("nvidia.com/gpu.count", "1".into()),
+        ("nvidia.com/gpu.machine", "g5.2xlarge".into()),
+        ("nvidia.com/cuda.driver-version.full", "580.178.04".into()),
+        ("nvidia.com/cuda.runtime-version.full", "13.0".into()),
+        (
+            "feature.node.kubernetes.io/pci-0300_10de.present",
+            "true".into(),
+        ),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v))
+    .collect();
+    for f in [
+        "cpu-cpuid.AVX2",
+        "cpu-cpuid.AVX512F",
+        "cpu-cpuid.FMA3",
+        "cpu-hardware_multithreading",
+        "cpu-model.family",
+        "kernel-version.major",
+        "kernel-version.minor",
+        "memory-numa",
+        "pci-0200_1d0f.present",
+        "storage-nonrotationaldisk",
+        "system-os_release.ID",
+        "system-os_release.VERSION_ID",
+    ] {
+        l.insert(format!("feature.node.kubernetes.io/{f}"), "true".into());
+    }
+    l
+}
+
+/// The status a kubelet writes: capacity, conditions, addresses, node info and
+/// a list of images (the bulk gpuready drops from its cache).
+pub fn status(i: usize) -> Value {
+    let now = jiff::Timestamp::now().to_string();
+    let cond = |t: &str, s: &str, r: &str| {
+        json!({ "type": t, "status": s, "reason": r, "message": format!("kubelet: {r}"),
+                "lastHeartbeatTime": now, "lastTransitionTime": now })
+    };
+    let images: Vec<Value> = (0..12)
+        .map(|k| {
+            json!({
+                "names": [
+                    format!("registry.example/team-{k}/image@sha256:{:064x}", i * 31 + k),
+                    format!("registry.example/team-{k}/image:v1.{k}.{}", i % 7),
+                ],
+                "sizeBytes": 100_000_000 + k * 1000,
+            })
+        })
+        .collect();
+    let res = json!({ "cpu": "8", "memory": "32Gi", "pods": "110", "ephemeral-storage": "200Gi",
+                      "hugepages-2Mi": "0", "hugepages-1Gi": "0", "nvidia.com/gpu": "1" });
+    json!({
+        "status": {
+            "capacity": res, "allocatable": res,
+            "conditions": [
+                cond("MemoryPressure", "False", "KubeletHasSufficientMemory"),
+                cond("DiskPressure", "False", "KubeletHasNoDiskPressure"),
+                cond("PIDPressure", "False", "KubeletHasSufficientPID"),
+                cond("Ready", "True", "KubeletReady"),
+            ],
+            "addresses": [
+                { "type": "InternalIP", "address": format!("10.{}.{}.{}", i / 65536, (i / 256) % 256, i % 256) },
+                { "type": "Hostname", "address": node_name(i) },
+                { "type": "InternalDNS", "address": format!("{}.eu-west-1.compute.internal", node_name(i)) },
+            ],
+            "daemonEndpoints": { "kubeletEndpoint": { "Port": 10250 } },
+            "nodeInfo": {
+                "machineID": format!("{:032x}", i), "systemUUID": format!("ec2{:029x}", i),
+                "bootID": format!("{:032x}", i * 7), "kernelVersion": "6.8.0-1019-aws",
+                "osImage": "Ubuntu 24.04.1 LTS", "containerRuntimeVersion": "containerd://1.7.24",
+                "kubeletVersion": "v1.37.2", "kubeProxyVersion": "", "operatingSystem": "linux",
+                "architecture": "amd64",
+            },
+            "images": images,
+        }
+    })
+}
+
+/// Creates nodes `0..n`: the object, then its status.
+pub async fn create_nodes(client: &Client, n: usize) -> Result<(), Error> {
+    let api: Api<Node> = Api::all(client.clone());
+    futures::stream::iter(0..n)
+        .map(|i| {
+            let api = api.clone();
+            async move {
+                let node: Node = serde_json::from_value(json!({
+                    "apiVersion": "v1", "kind": "Node",
+                    "metadata": { "name": node_name(i), "labels": labels(i) },
+                    "spec": { "providerID": format!("aws:///eu-west-1a/i-{i:017x}") },
+                }))?;
+                api.create(&PostParams::default(), &node).await?;
+                api.patch_status(
+                    &node_name(i),
+                    &PatchParams::default(),
+                    &Patch::Merge(&status(i)),
+                )
+                .await?;
+                Ok::<(), Error>(())
+            }
+        })
+        .buffer_unordered(SETUP_CONCURRENCY)
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
+}

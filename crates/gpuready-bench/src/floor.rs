@@ -1,0 +1,86 @@
+//! The floor: the least a controller could send to taint (or untaint) every
+//! node — one list, then one resourceVersion-locked merge patch per node carrying
+//! the whole taint list, re-read and retried on 409 — at the same client limits
+//! and concurrency as gpuready. It uses its own taint key so it never meets
+//! gpuready's.
+
+use std::time::{Duration, Instant};
+
+use futures::{StreamExt, TryStreamExt};
+use k8s_openapi::api::core::v1::{Node, Taint};
+use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::{Client, ResourceExt};
+use serde_json::json;
+
+use crate::error::Error;
+
+pub const FLOOR_TAINT: &str = "bench.gpuready.io/floor";
+
+pub struct FloorRun {
+    pub elapsed: Duration,
+    pub writes: usize,
+    pub conflicts: usize,
+}
+
+fn taints(node: &Node) -> Vec<Taint> {
+    node.spec
+        .as_ref()
+        .and_then(|s| s.taints.clone())
+        .unwrap_or_default()
+}
+
+/// Adds (`taint`) or removes the floor's taint on every node.
+pub async fn run(client: &Client, concurrency: usize, taint: bool) -> Result<FloorRun, Error> {
+    let started = Instant::now();
+    let api: Api<Node> = Api::all(client.clone());
+    let nodes = api.list(&ListParams::default()).await?.items;
+    let results: Vec<(usize, usize)> = futures::stream::iter(nodes)
+        .map(|node| {
+            let api = api.clone();
+            async move {
+                let name = node.name_any();
+                let mut node = node;
+                let mut conflicts = 0;
+                loop {
+                    let mut list = taints(&node);
+                    let has = list.iter().any(|t| t.key == FLOOR_TAINT);
+                    if has == taint {
+                        return Ok::<_, Error>((0, conflicts));
+                    }
+                    if taint {
+                        list.push(Taint {
+                            key: FLOOR_TAINT.into(),
+                            value: Some("broken".into()),
+                            effect: "NoSchedule".into(),
+                            time_added: None,
+                        });
+                    } else {
+                        list.retain(|t| t.key != FLOOR_TAINT);
+                    }
+                    let patch = json!({
+                        "metadata": { "resourceVersion": node.resource_version() },
+                        "spec": { "taints": if list.is_empty() { serde_json::Value::Null } else { serde_json::to_value(&list)? } },
+                    });
+                    match api
+                        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+                        .await
+                    {
+                        Ok(_) => return Ok((1, conflicts)),
+                        Err(kube::Error::Api(s)) if s.code == 409 => {
+                            conflicts += 1;
+                            node = api.get(&name).await?;
+                        }
+                        Err(e) => return Err(e.into()),
+                    }
+                }
+            }
+        })
+        .buffer_unordered(concurrency.max(1))
+        .try_collect()
+        .await?;
+    Ok(FloorRun {
+        elapsed: started.elapsed(),
+        writes: results.iter().map(|r| r.0).sum(),
+        conflicts: results.iter().map(|r| r.1).sum(),
+    })
+}

@@ -1,0 +1,528 @@
+//! `gpuready-bench`: gpuready at fleet scale against a real kube-apiserver, side
+//! by side with a floor client, in one run per fleet size. Prints a markdown
+//! table (docs/performance.md explains every row).
+//!
+//! ```text
+//! cargo run --release -p gpuready-bench -- --nodes 1000,5000
+//! ```
+
+mod error;
+mod fleet;
+mod floor;
+mod observe;
+mod process;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use clap::Parser;
+use gpuready::controller::Metrics;
+use gpuready::controller::requests;
+use gpuready_testenv::TestEnv;
+use k8s_openapi::api::core::v1::Node;
+use kube::Client;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
+use tokio::sync::watch;
+
+use error::Error;
+use observe::Counts;
+
+#[derive(Debug, Parser)]
+#[command(about = "gpuready against N nodes on a real API server, next to a floor client")]
+struct Args {
+    /// Fleet sizes, one control plane each.
+    #[arg(long, value_delimiter = ',', default_value = "1000")]
+    nodes: Vec<usize>,
+    /// Client-side limit for gpuready and the floor alike (gpuready's --client-qps).
+    #[arg(long, default_value_t = 0)]
+    client_qps: u32,
+    /// gpuready's --client-burst, for the floor too.
+    #[arg(long, default_value_t = 0)]
+    client_burst: u32,
+    /// gpuready's --concurrency, and the floor's requests in flight.
+    #[arg(long, default_value_t = 8)]
+    concurrency: u16,
+    /// Single-node changes (each one a break and a repair) timed at the end.
+    #[arg(long, default_value_t = 20)]
+    flips: usize,
+    /// Seconds the converged controller is watched at rest.
+    #[arg(long, default_value_t = 75)]
+    rest_seconds: u64,
+    /// Extra arguments for `gpuready run` (repeat; e.g. --controller-arg=--heartbeat=60s).
+    #[arg(long = "controller-arg", allow_hyphen_values = true)]
+    controller_args: Vec<String>,
+    /// The gpuready binary (default: built with `cargo build --release`).
+    #[arg(long)]
+    gpuready: Option<PathBuf>,
+}
+
+/// Everything measured at one fleet size.
+#[derive(Debug, Default)]
+struct Row {
+    nodes: usize,
+    floor_taint: Duration,
+    floor_untaint: Duration,
+    floor_writes: usize,
+    floor_cpu: f64,
+    startup: Duration,
+    cpu_startup: f64,
+    taint_all: Duration,
+    untaint_all: Duration,
+    writes_taint_phase: BTreeMap<String, u64>,
+    writes_untaint_phase: BTreeMap<String, u64>,
+    cpu_taint_phase: f64,
+    cpu_untaint_phase: f64,
+    rss_rest_kib: u64,
+    rss_peak_kib: u64,
+    cpu_per_change_ms: f64,
+    reaction_p50: Duration,
+    reaction_p99: Duration,
+    rest_writes: u64,
+    rest_window: Duration,
+}
+
+fn repo_root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn self_cpu() -> f64 {
+    process::cpu_seconds(std::process::id())
+}
+
+/// The release binary, built now unless given.
+fn gpuready_binary(args: &Args) -> Result<PathBuf, Error> {
+    if let Some(p) = &args.gpuready {
+        return Ok(p.clone());
+    }
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    eprintln!("building gpuready (release)…");
+    let status = Command::new(cargo)
+        .current_dir(repo_root())
+        .args([
+            "build",
+            "--release",
+            "--locked",
+            "-p",
+            "gpuready",
+            "--bin",
+            "gpuready",
+        ])
+        .status()?;
+    if !status.success() {
+        return Err(Error::Other("cargo build of gpuready failed".into()));
+    }
+    Ok(repo_root().join("target/release/gpuready"))
+}
+
+fn free_port() -> Result<u16, Error> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")?
+        .local_addr()?
+        .port())
+}
+
+/// Waits until `pred` holds for the observer's counts.
+async fn wait_counts(
+    rx: &mut watch::Receiver<Counts>,
+    what: &str,
+    limit: Duration,
+    pred: impl Fn(&Counts) -> bool,
+) -> Result<Instant, Error> {
+    tokio::time::timeout(limit, rx.wait_for(|c| pred(c)))
+        .await
+        .map_err(|_| Error::Timeout(format!("{what} within {limit:?}")))?
+        .map_err(|_| Error::Other("the observer stopped".into()))?;
+    Ok(Instant::now())
+}
+
+fn writes(port: u16) -> BTreeMap<String, u64> {
+    process::scrape(port)
+        .map(|t| process::family(&t, "gpuready_writes_total", "kind"))
+        .unwrap_or_default()
+}
+
+fn diff(after: &BTreeMap<String, u64>, before: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
+    after
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.clone(),
+                v.saturating_sub(before.get(k).copied().unwrap_or(0)),
+            )
+        })
+        .filter(|(_, v)| *v > 0)
+        .collect()
+}
+
+struct Controller {
+    child: Child,
+    port: u16,
+}
+
+impl Controller {
+    fn start(bin: &Path, env: &TestEnv, args: &Args) -> Result<Controller, Error> {
+        let port = free_port()?;
+        let child = Command::new(bin)
+            .arg("run")
+            .args(["--http-addr", &format!("127.0.0.1:{port}")])
+            .args(["--nfd-crds", "off", "--leader-elect", "false"])
+            // Every node breaks at once on purpose: the safety brake would
+            // (rightly) hold the taints back.
+            .arg("--brake-threshold=1")
+            .args(["--client-qps", &args.client_qps.to_string()])
+            .args(["--client-burst", &args.client_burst.to_string()])
+            .args(["--concurrency", &args.concurrency.to_string()])
+            .args(&args.controller_args)
+            .env("KUBECONFIG", env.kubeconfig_path())
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()?;
+        Ok(Controller { child, port })
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn cpu(&self) -> f64 {
+        process::cpu_seconds(self.pid())
+    }
+}
+
+impl Drop for Controller {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+async fn set_product(client: &Client, node: &str, product: &str) -> Result<(), Error> {
+    Api::<Node>::all(client.clone())
+        .patch(
+            node,
+            &PatchParams::default(),
+            &Patch::Merge(
+                &json!({ "metadata": { "labels": { "nvidia.com/gpu.product": product } } }),
+            ),
+        )
+        .await?;
+    Ok(())
+}
+
+fn percentile(sorted: &[Duration], p: f64) -> Duration {
+    if sorted.is_empty() {
+        return Duration::ZERO;
+    }
+    let rank = ((sorted.len() as f64) * p).ceil() as usize;
+    sorted[rank.clamp(1, sorted.len()) - 1]
+}
+
+async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
+    let long = Duration::from_secs(1800);
+    let env = TestEnv::start().await?;
+    let admin = env.client()?;
+    fleet::install_crd(&admin, &repo_root()).await?;
+    fleet::apply_profile(&admin, "999.0").await?;
+    let started = Instant::now();
+    fleet::create_nodes(&admin, n).await?;
+    eprintln!("[{n}] {n} nodes created in {:.1?}", started.elapsed());
+    let mut row = Row {
+        nodes: n,
+        ..Row::default()
+    };
+
+    // The floor, at gpuready's client settings.
+    let limiter = requests::limiter(args.client_qps, args.client_burst);
+    let floor_client =
+        requests::limited_client(env.config(), Arc::new(Metrics::default()), limiter)?;
+    let cpu0 = self_cpu();
+    let t = floor::run(&floor_client, usize::from(args.concurrency), true).await?;
+    row.floor_taint = t.elapsed;
+    let u = floor::run(&floor_client, usize::from(args.concurrency), false).await?;
+    row.floor_untaint = u.elapsed;
+    row.floor_writes = t.writes + u.writes;
+    row.floor_cpu = self_cpu() - cpu0;
+    eprintln!(
+        "[{n}] floor: taint {:.1?}, untaint {:.1?} ({} conflicts)",
+        t.elapsed,
+        u.elapsed,
+        t.conflicts + u.conflicts
+    );
+
+    // gpuready: starts on a healthy fleet and converges it.
+    fleet::apply_profile(&admin, "570.0").await?;
+    let (mut counts, observer) = observe::start(admin.clone());
+    wait_counts(&mut counts, "the observer lists every node", long, |c| {
+        c.nodes == n
+    })
+    .await?;
+    let spawned = Instant::now();
+    let ctl = Controller::start(bin, &env, args)?;
+    let at = wait_counts(&mut counts, "every GpuReady=True", long, |c| {
+        c.condition_true == n
+    })
+    .await?;
+    row.startup = at - spawned;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    row.cpu_startup = ctl.cpu();
+    let converged = writes(ctl.port);
+    eprintln!(
+        "[{n}] gpuready: converged from start in {:.1?}",
+        row.startup
+    );
+
+    // Break: one profile change (driver minimum above every node's) breaks
+    // every node at once.
+    let cpu0 = ctl.cpu();
+    let broke = Instant::now();
+    fleet::apply_profile(&admin, "999.0").await?;
+    let at = wait_counts(&mut counts, "every node tainted", long, |c| c.tainted == n).await?;
+    row.taint_all = at - broke;
+    wait_counts(&mut counts, "every GpuReady=False", long, |c| {
+        c.condition_false == n
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    row.cpu_taint_phase = ctl.cpu() - cpu0;
+    let tainted = writes(ctl.port);
+    row.writes_taint_phase = diff(&tainted, &converged);
+    eprintln!("[{n}] gpuready: tainted all in {:.1?}", row.taint_all);
+
+    // Repair: one profile change makes every node ready.
+    let cpu1 = ctl.cpu();
+    let repaired = Instant::now();
+    fleet::apply_profile(&admin, "570.0").await?;
+    let at = wait_counts(&mut counts, "every node untainted", long, |c| {
+        c.tainted == 0
+    })
+    .await?;
+    row.untaint_all = at - repaired;
+    wait_counts(&mut counts, "every GpuReady=True", long, |c| {
+        c.condition_true == n
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    row.cpu_untaint_phase = ctl.cpu() - cpu1;
+    row.writes_untaint_phase = diff(&writes(ctl.port), &tainted);
+    eprintln!("[{n}] gpuready: untainted all in {:.1?}", row.untaint_all);
+
+    // Single-node changes: a label flips the product, gpuready taints; back, untaints.
+    let node = fleet::node_name(n / 2);
+    let mut reactions = Vec::new();
+    let cpu2 = ctl.cpu();
+    for _ in 0..args.flips {
+        for (product, want_tainted) in [
+            ("NVIDIA-Bench-Other", true),
+            ("NVIDIA-GeForce-RTX-3090", false),
+        ] {
+            let sent = Instant::now();
+            set_product(&admin, &node, product).await?;
+            let node2 = node.clone();
+            wait_counts(
+                &mut counts,
+                "the single node reacts",
+                Duration::from_secs(60),
+                |c| {
+                    c.last_change.get(&node2).is_some_and(|(s, _)| {
+                        s.tainted == want_tainted && s.gpu_ready == Some(!want_tainted)
+                    })
+                },
+            )
+            .await?;
+            let seen = counts.borrow().last_change.get(&node).map(|(_, at)| *at);
+            // The taint flips first; the time of the taint change is what counts.
+            if let Some(at) = seen {
+                reactions.push(at.saturating_duration_since(sent));
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+    }
+    let flips = (2 * args.flips).max(1) as f64;
+    row.cpu_per_change_ms = (ctl.cpu() - cpu2) * 1000.0 / flips;
+    reactions.sort();
+    row.reaction_p50 = percentile(&reactions, 0.50);
+    row.reaction_p99 = percentile(&reactions, 0.99);
+
+    // At rest.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    let before = process::scrape(ctl.port)
+        .map(|t| process::write_requests(&t))
+        .unwrap_or(0);
+    let rest = Instant::now();
+    tokio::time::sleep(Duration::from_secs(args.rest_seconds)).await;
+    let after = process::scrape(ctl.port)
+        .map(|t| process::write_requests(&t))
+        .unwrap_or(0);
+    row.rest_window = rest.elapsed();
+    row.rest_writes = after.saturating_sub(before);
+    (row.rss_rest_kib, row.rss_peak_kib) = process::rss_kib(ctl.pid());
+    drop(ctl);
+    observer.abort();
+    Ok(row)
+}
+
+fn secs(d: Duration) -> String {
+    format!("{:.1} s", d.as_secs_f64())
+}
+
+fn ratio(a: Duration, b: Duration) -> String {
+    if b.is_zero() {
+        "–".into()
+    } else {
+        format!("{:.2}×", a.as_secs_f64() / b.as_secs_f64())
+    }
+}
+
+fn kinds(m: &BTreeMap<String, u64>) -> String {
+    m.iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn table(rows: &[Row], args: &Args) -> String {
+    let mut out = String::new();
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    out.push_str(&format!(
+        "Measured {} on {cores} core(s); client qps {} burst {} (0: no client-side limit), concurrency {}.\n\n",
+        jiff::Timestamp::now().strftime("%Y-%m-%d"),
+        args.client_qps,
+        args.client_burst,
+        args.concurrency
+    ));
+    out.push_str("| | ");
+    out.push_str(
+        &rows
+            .iter()
+            .map(|r| format!("{} nodes", r.nodes))
+            .collect::<Vec<_>>()
+            .join(" | "),
+    );
+    out.push_str(" |\n|---|");
+    out.push_str(&"---|".repeat(rows.len()));
+    out.push('\n');
+    let mut line = |name: &str, f: &dyn Fn(&Row) -> String| {
+        out.push_str(&format!("| {name} | "));
+        out.push_str(&rows.iter().map(f).collect::<Vec<_>>().join(" | "));
+        out.push_str(" |\n");
+    };
+    line("gpuready: start-up, converged (from process start)", &|r| {
+        secs(r.startup)
+    });
+    line("gpuready: CPU for start-up", &|r| {
+        format!("{:.1} s", r.cpu_startup)
+    });
+    line("floor: taint all", &|r| secs(r.floor_taint));
+    line("gpuready: taint all (from the profile change)", &|r| {
+        secs(r.taint_all)
+    });
+    line("gpuready ÷ floor (taint all)", &|r| {
+        ratio(r.taint_all, r.floor_taint)
+    });
+    line("floor: untaint all", &|r| secs(r.floor_untaint));
+    line("gpuready: untaint all (from the profile fix)", &|r| {
+        secs(r.untaint_all)
+    });
+    line("gpuready ÷ floor (untaint all)", &|r| {
+        ratio(r.untaint_all, r.floor_untaint)
+    });
+    line("floor: writes (both phases)", &|r| {
+        r.floor_writes.to_string()
+    });
+    line("gpuready: writes while tainting", &|r| {
+        kinds(&r.writes_taint_phase)
+    });
+    line("gpuready: writes while untainting", &|r| {
+        kinds(&r.writes_untaint_phase)
+    });
+    line("gpuready: node writes + Events per transition", &|r| {
+        let total: u64 = r
+            .writes_taint_phase
+            .iter()
+            .chain(r.writes_untaint_phase.iter())
+            .filter(|(k, _)| k.as_str() != "profile_status")
+            .map(|(_, v)| v)
+            .sum();
+        format!("{:.2}", total as f64 / (2 * r.nodes).max(1) as f64)
+    });
+    line("floor: client CPU (both phases)", &|r| {
+        format!("{:.1} s", r.floor_cpu)
+    });
+    line("gpuready: CPU (taint all)", &|r| {
+        format!("{:.1} s", r.cpu_taint_phase)
+    });
+    line("gpuready: CPU (untaint all)", &|r| {
+        format!("{:.1} s", r.cpu_untaint_phase)
+    });
+    line("gpuready: CPU per single-node change", &|r| {
+        format!("{:.1} ms", r.cpu_per_change_ms)
+    });
+    line("gpuready: label→taint reaction p50 / p99", &|r| {
+        format!(
+            "{} / {} ms",
+            r.reaction_p50.as_millis(),
+            r.reaction_p99.as_millis()
+        )
+    });
+    line("gpuready: RSS at rest / peak", &|r| {
+        format!(
+            "{:.1} / {:.1} MiB",
+            r.rss_rest_kib as f64 / 1024.0,
+            r.rss_peak_kib as f64 / 1024.0
+        )
+    });
+    line("gpuready: writes/s at rest", &|r| {
+        format!(
+            "{:.3} ({} in {:.0} s)",
+            r.rest_writes as f64 / r.rest_window.as_secs_f64().max(1.0),
+            r.rest_writes,
+            r.rest_window.as_secs_f64()
+        )
+    });
+    for w in rows.windows(2) {
+        let (a, b) = (&w[0], &w[1]);
+        let per_node = (b.rss_rest_kib as f64 - a.rss_rest_kib as f64) * 1024.0
+            / (b.nodes as f64 - a.nodes as f64).max(1.0);
+        out.push_str(&format!(
+            "\nRSS growth {}→{} nodes: {:.1} KB per node; CPU per single-node change {:.2}× the {}-node figure.\n",
+            a.nodes,
+            b.nodes,
+            per_node / 1000.0,
+            b.cpu_per_change_ms / a.cpu_per_change_ms.max(f64::MIN_POSITIVE),
+            a.nodes
+        ));
+    }
+    out
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    let args = Args::parse();
+    let bin = match gpuready_binary(&args) {
+        Ok(b) => b,
+        Err(e) => {
+            eprintln!("error: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let mut rows = Vec::new();
+    for &n in &args.nodes {
+        match bench(n, &args, &bin).await {
+            Ok(r) => rows.push(r),
+            Err(e) => {
+                eprintln!("error at {n} nodes: {e}");
+                return std::process::ExitCode::from(1);
+            }
+        }
+        // Partial results survive a later failure.
+        eprintln!("{}", table(&rows, &args));
+    }
+    println!("{}", table(&rows, &args));
+    std::process::ExitCode::SUCCESS
+}

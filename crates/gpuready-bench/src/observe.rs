@@ -1,0 +1,93 @@
+//! What the benchmark sees of the fleet: a watch that keeps, per node, whether
+//! gpuready's taint is on and what its GpuReady condition says, and publishes
+//! the counts so a phase can wait for "every node tainted".
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use futures::StreamExt;
+use gpuready_api::keys;
+use k8s_openapi::api::core::v1::Node;
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Api, Client, ResourceExt};
+use tokio::sync::watch;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct NodeSeen {
+    pub tainted: bool,
+    /// The GpuReady condition's status: Some(true) True, Some(false) otherwise.
+    pub gpu_ready: Option<bool>,
+}
+
+#[derive(Clone, Debug, Default)]
+pub struct Counts {
+    pub nodes: usize,
+    pub tainted: usize,
+    pub condition_true: usize,
+    pub condition_false: usize,
+    /// When each node last changed taint state (for the single-node reaction).
+    pub last_change: HashMap<String, (NodeSeen, Instant)>,
+}
+
+fn seen(node: &Node) -> NodeSeen {
+    NodeSeen {
+        tainted: node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_ref())
+            .is_some_and(|t| t.iter().any(|t| t.key == keys::DEFAULT_TAINT_KEY)),
+        gpu_ready: node
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == keys::CONDITION_GPU_READY))
+            .map(|c| c.status == "True"),
+    }
+}
+
+/// Starts the watch; the receiver always holds the latest counts.
+pub fn start(client: Client) -> (watch::Receiver<Counts>, tokio::task::JoinHandle<()>) {
+    let (tx, rx) = watch::channel(Counts::default());
+    let task = tokio::spawn(async move {
+        let mut stream = std::pin::pin!(
+            watcher(Api::<Node>::all(client), watcher::Config::default())
+                .default_backoff()
+                .touched_objects()
+        );
+        let mut state: HashMap<String, NodeSeen> = HashMap::new();
+        while let Some(item) = stream.next().await {
+            let Ok(node) = item else { continue };
+            let name = node.name_any();
+            let s = seen(&node);
+            if state.get(&name) == Some(&s) {
+                continue;
+            }
+            let old = state.insert(name.clone(), s);
+            // Counted incrementally: a pass over the fleet per event would make
+            // the observer, on the same two cores, slower than what it observes.
+            tx.send_modify(|c| {
+                c.nodes = state.len();
+                for (v, sign) in [(old, -1i64), (Some(s), 1)] {
+                    let Some(v) = v else { continue };
+                    let bump = |n: &mut usize| {
+                        *n = if sign > 0 {
+                            *n + 1
+                        } else {
+                            n.saturating_sub(1)
+                        };
+                    };
+                    if v.tainted {
+                        bump(&mut c.tainted);
+                    }
+                    match v.gpu_ready {
+                        Some(true) => bump(&mut c.condition_true),
+                        Some(false) => bump(&mut c.condition_false),
+                        None => {}
+                    }
+                }
+                c.last_change.insert(name, (s, Instant::now()));
+            });
+        }
+    });
+    (rx, task)
+}
