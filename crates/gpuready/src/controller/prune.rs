@@ -6,10 +6,20 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
 use gpuready_api::keys;
-use k8s_openapi::api::core::v1::{Node, NodeStatus};
+use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus};
 
-/// Drops images, nodeInfo, addresses, volumes, foreign annotations and every
-/// managedFields entry but gpuready's own (which tells what gpuready owns).
+/// The kubelet condition the engine reads; the others (memory, disk, PID
+/// pressure, network) are dropped from the cache.
+const KUBELET_READY: &str = "Ready";
+
+/// Keeps only what the engine judges from (`NodeFacts::from_node`) and what a
+/// write needs (name, resourceVersion, uid for Events): labels (any of them may
+/// be in a profile's selector), gpuready's annotations and managedFields entry,
+/// taints, extended resources, and the kubelet's Ready and gpuready's own
+/// conditions. Images, nodeInfo, addresses, other conditions, foreign
+/// annotations and managedFields, owner references and the rest of the spec
+/// are dropped before the node enters the cache: memory follows what gpuready
+/// reads, not what kubelet and other controllers write.
 pub fn prune_node(node: &mut Node) {
     let meta = &mut node.metadata;
     if let Some(mf) = meta.managed_fields.as_mut() {
@@ -17,6 +27,15 @@ pub fn prune_node(node: &mut Node) {
     }
     if let Some(a) = meta.annotations.as_mut() {
         a.retain(|k, _| k.starts_with(keys::KEY_PREFIX));
+    }
+    meta.owner_references = None;
+    meta.generate_name = None;
+    if let Some(spec) = node.spec.as_mut() {
+        *spec = NodeSpec {
+            taints: spec.taints.take(),
+            unschedulable: spec.unschedulable,
+            ..NodeSpec::default()
+        };
     }
     if let Some(status) = node.status.as_mut() {
         let keep = |m: &mut Option<std::collections::BTreeMap<String, _>>| {
@@ -26,6 +45,11 @@ pub fn prune_node(node: &mut Node) {
         };
         keep(&mut status.capacity);
         keep(&mut status.allocatable);
+        if let Some(c) = status.conditions.as_mut() {
+            c.retain(|c| {
+                c.type_ == KUBELET_READY || c.type_.starts_with(keys::CONDITION_GPU_READY)
+            });
+        }
         *status = NodeStatus {
             capacity: status.capacity.take(),
             allocatable: status.allocatable.take(),
@@ -72,4 +96,108 @@ pub fn node_relevance(node: &Node) -> Option<u64> {
         }
     }
     Some(h.finish())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpuready_core::NodeFacts;
+    use serde_json::json;
+
+    /// A node as kubelet, GFD, NFD and gpuready leave it.
+    fn full_node() -> Node {
+        let cond = |t: &str, s: &str| {
+            json!({ "type": t, "status": s, "reason": format!("{t}Reason"), "message": "m",
+                    "lastHeartbeatTime": "2026-11-30T10:00:00Z", "lastTransitionTime": "2026-11-30T10:00:00Z" })
+        };
+        serde_json::from_value(json!({
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": {
+                "name": "gpu-1", "uid": "u-1", "resourceVersion": "42",
+                "labels": {
+                    "pool": "a", "nvidia.com/gpu.product": "NVIDIA-GeForce-RTX-3090",
+                    "nvidia.com/gpu.memory": "24576", "nvidia.com/gfd.timestamp": "1764496800",
+                    "nvidia.com/cuda.driver-version.full": "580.178.04",
+                    "feature.node.kubernetes.io/pci-0300_10de.present": "true",
+                    "gpuready.io/ready": "false",
+                },
+                "annotations": {
+                    "gpuready.io/taint": "gpuready.io/not-ready:NoSchedule",
+                    "node.alpha.kubernetes.io/ttl": "0",
+                    "volumes.kubernetes.io/controller-managed-attach-detach": "true",
+                },
+                "ownerReferences": [{ "apiVersion": "v1", "kind": "Foo", "name": "x", "uid": "y" }],
+                "managedFields": [
+                    { "manager": "kubelet", "operation": "Update", "apiVersion": "v1",
+                      "fieldsType": "FieldsV1", "fieldsV1": { "f:status": { "f:images": {} } } },
+                    { "manager": keys::FIELD_MANAGER, "operation": "Apply", "apiVersion": "v1",
+                      "fieldsType": "FieldsV1",
+                      "fieldsV1": { "f:metadata": { "f:labels": { "f:gpuready.io/ready": {} } } } },
+                ],
+            },
+            "spec": {
+                "podCIDR": "10.0.0.0/24", "providerID": "aws:///i-1",
+                "taints": [{ "key": "gpuready.io/not-ready", "value": "x", "effect": "NoSchedule" }],
+            },
+            "status": {
+                "capacity": { "cpu": "8", "nvidia.com/gpu": "1" },
+                "allocatable": { "cpu": "8", "nvidia.com/gpu": "0" },
+                "conditions": [
+                    cond("MemoryPressure", "False"), cond("DiskPressure", "False"),
+                    cond("Ready", "True"), cond("GpuReady", "False"),
+                ],
+                "addresses": [{ "type": "InternalIP", "address": "10.0.0.1" }],
+                "nodeInfo": { "machineID": "m", "systemUUID": "s", "bootID": "b",
+                    "kernelVersion": "k", "osImage": "o", "containerRuntimeVersion": "c",
+                    "kubeletVersion": "v", "kubeProxyVersion": "", "operatingSystem": "linux",
+                    "architecture": "amd64" },
+                "images": [{ "names": ["registry.example/a@sha256:0"], "sizeBytes": 1 }],
+            },
+        }))
+        .expect("node")
+    }
+
+    #[test]
+    fn pruning_keeps_every_fact_the_engine_reads() {
+        let full = full_node();
+        let mut pruned = full.clone();
+        prune_node(&mut pruned);
+        assert_eq!(NodeFacts::from_node(&pruned), NodeFacts::from_node(&full));
+        assert_eq!(node_relevance(&pruned), node_relevance(&prune_twice(&full)));
+    }
+
+    fn prune_twice(n: &Node) -> Node {
+        let mut n = n.clone();
+        prune_node(&mut n);
+        prune_node(&mut n);
+        n
+    }
+
+    #[test]
+    fn pruning_drops_what_the_engine_never_reads() {
+        let mut n = full_node();
+        let before = serde_json::to_vec(&n).expect("json").len();
+        prune_node(&mut n);
+        let after = serde_json::to_vec(&n).expect("json").len();
+        let status = n.status.as_ref().expect("status");
+        let types: Vec<&str> = status
+            .conditions
+            .iter()
+            .flatten()
+            .map(|c| c.type_.as_str())
+            .collect();
+        assert_eq!(types, ["Ready", "GpuReady"]);
+        assert!(status.images.is_none() && status.node_info.is_none());
+        assert!(
+            n.spec
+                .as_ref()
+                .is_some_and(|s| s.pod_cidr.is_none() && s.taints.is_some())
+        );
+        assert_eq!(n.metadata.managed_fields.as_ref().map(Vec::len), Some(1));
+        assert_eq!(n.metadata.annotations.as_ref().map(|a| a.len()), Some(1));
+        assert!(after * 5 < before * 3, "{before} → {after} bytes");
+        // What a write needs stays.
+        assert_eq!(n.metadata.uid.as_deref(), Some("u-1"));
+        assert_eq!(n.metadata.resource_version.as_deref(), Some("42"));
+    }
 }
