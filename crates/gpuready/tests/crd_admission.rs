@@ -15,7 +15,6 @@ use gpuready_testenv::{TestEnv, unique_name};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
-use kube::runtime::wait::{await_condition, conditions};
 use serde_json::{Value, json};
 
 const CRD_FILE: &str = "deploy/crds/gpunodeprofiles.gpuready.io.yaml";
@@ -67,15 +66,9 @@ async fn install_crd(env: &TestEnv) -> Result<(), String> {
     )
     .await
     .map_err(|e| format!("the API server refused {CRD_FILE}: {e}"))?;
-    let established = await_condition(crds.clone(), CRD_NAME, conditions::is_crd_established());
-    match tokio::time::timeout(Duration::from_secs(30), established).await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(format!("waiting for Established: {e}")),
-        Err(_) => {
-            let status = crds.get_status(CRD_NAME).await.map(|c| c.status);
-            Err(format!("{CRD_NAME} not Established after 30s: {status:?}"))
-        }
-    }
+    gpuready_testenv::crds::wait_established(&kube::Client::from(crds), &[CRD_NAME])
+        .await
+        .map_err(|e| e.to_string())
 }
 
 fn profiles(env: &TestEnv) -> Api<GpuNodeProfile> {
