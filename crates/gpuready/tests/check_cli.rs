@@ -624,3 +624,33 @@ fn kubemoot_workers_get_gpureadys_taint_beside_the_guides() {
     let cpu = node(&report, "cpu-worker-1");
     assert_eq!(cpu["ready"], Value::Null, "no gpu-node label: ungoverned");
 }
+
+/// Like the API server, which lists every problem of an object, offline check
+/// names every problem of a profile file, one `error:` line each, not only the
+/// first.
+#[test]
+fn every_problem_of_a_profile_file_is_reported() {
+    let second = PROFILE_HEAD.replace("name: p\n", "name: q\n");
+    let (_d, profiles) = file(
+        "profiles.yaml",
+        &format!(
+            "{PROFILE_HEAD}  gpu:\n    minComputeCapability: \"8\"\n    minMemoryMb: 8000\n  cudaVersion: \"13\"\n---\n{second}  minDriverVersion: \"580\"\n"
+        ),
+    );
+    let o = check(&[good_nodes()], &[profiles], &[]);
+    assert_refused(
+        &o,
+        &[
+            "document 1 (GpuNodeProfile p): spec.gpu.minComputeCapability",
+            "document 1 (GpuNodeProfile p): spec.gpu.minMemoryMb: unknown field",
+            "document 1 (GpuNodeProfile p): spec.cudaVersion",
+            "document 2 (GpuNodeProfile q): spec.minDriverVersion",
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("error: ")).count(),
+        4,
+        "one line per problem:\n{err}"
+    );
+}

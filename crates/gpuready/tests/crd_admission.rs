@@ -405,6 +405,15 @@ fn bad_cases() -> Vec<Bad> {
             ],
         ),
         b(
+            ("spec.resources{}", "maximum"),
+            "resource quantity over u32 (the bound the uint32 format stood for)",
+            spec_with(json!({ "resources": { "nvidia.com/gpu": 4_294_967_296_u64 } })),
+            &[
+                "spec.resources.nvidia.com/gpu",
+                "should be less than or equal to",
+            ],
+        ),
+        b(
             ("spec.maxLabelAgeSeconds", "maximum"),
             "label age over a week",
             spec_with(json!({ "maxLabelAgeSeconds": 604801 })),
@@ -1043,4 +1052,31 @@ async fn dry_run_create(client: &kube::Client, doc: &Value) -> Result<(), String
         .await
         .map(|_| ())
         .map_err(|e| e.to_string())
+}
+
+/// Applying the committed CRD prints no warning: the API server warned
+/// `unrecognized format "uint32"` for every unsigned field on every apply before
+/// the generator replaced those formats by their bounds.
+#[tokio::test]
+async fn applying_the_crd_prints_no_warning() {
+    let env = env().await;
+    let out = env
+        .kubectl()
+        .args([
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager",
+            "gpuready-tests",
+        ])
+        .args(["--dry-run=server", "-f"])
+        .arg(repo_root().join(CRD_FILE))
+        .output()
+        .expect("run kubectl");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        !stderr.contains("Warning"),
+        "kubectl apply printed a warning: {stderr}"
+    );
 }
