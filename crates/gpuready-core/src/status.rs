@@ -82,7 +82,39 @@ pub fn status_from_tally(
 ) -> GpuNodeProfileStatus {
     let matched = tally.matched;
     let mut conditions = Vec::new();
-    let ready_cond = if matched == 0 {
+    let not_ready_names = || -> String {
+        let names: Vec<String> = tally
+            .not_ready
+            .iter()
+            .take(MAX_NAMES_IN_MESSAGE)
+            .map(|(n, e)| format!("{n} ({})", e.reason))
+            .collect();
+        names_message(&names, tally.not_ready.len())
+    };
+    let ready_cond = if !tally.conflicts.is_empty() {
+        // A conflict needs a person; say so in the reason `kubectl get gnp`
+        // shows, not as one more "not ready".
+        condition(
+            keys::CONDITION_READY,
+            false,
+            reasons::CONFLICT,
+            format!(
+                "{} node(s) also selected by another GpuNodeProfile: {}",
+                tally.conflicts.len(),
+                names_message(
+                    &tally
+                        .conflicts
+                        .iter()
+                        .take(MAX_NAMES_IN_MESSAGE)
+                        .cloned()
+                        .collect::<Vec<_>>(),
+                    tally.conflicts.len()
+                )
+            ),
+            generation,
+            now,
+        )
+    } else if matched == 0 {
         condition(
             keys::CONDITION_READY,
             true,
@@ -100,13 +132,23 @@ pub fn status_from_tally(
             generation,
             now,
         )
+    } else if tally.not_ready_observed == tally.not_ready.len() {
+        // Observe: gpuready writes nothing to these nodes, so there is nothing
+        // to wait for. Ready=True (kstatus Current, a Flux health check passes);
+        // the reason and the counts tell that nodes are not ready.
+        condition(
+            keys::CONDITION_READY,
+            true,
+            reasons::OBSERVED_NODES_NOT_READY,
+            format!(
+                "Observe mode (report only): {}/{matched} node(s) not ready: {}",
+                tally.not_ready.len(),
+                not_ready_names()
+            ),
+            generation,
+            now,
+        )
     } else {
-        let names: Vec<String> = tally
-            .not_ready
-            .iter()
-            .take(MAX_NAMES_IN_MESSAGE)
-            .map(|(n, e)| format!("{n} ({})", e.reason))
-            .collect();
         condition(
             keys::CONDITION_READY,
             false,
@@ -114,7 +156,7 @@ pub fn status_from_tally(
             format!(
                 "{}/{matched} node(s) not ready: {}",
                 tally.not_ready.len(),
-                names_message(&names, tally.not_ready.len())
+                not_ready_names()
             ),
             generation,
             now,

@@ -27,6 +27,8 @@ pub struct NodeVerdict {
     /// The governing profile, or every profile of a conflict.
     pub profiles: Vec<String>,
     pub ready: bool,
+    /// Governed by a profile in Observe mode (gpuready only reports).
+    pub observe: bool,
     pub reason: String,
     /// The first gating layer that is not Ready (the summary names it), else `reason`.
     pub summary_layer: String,
@@ -45,6 +47,7 @@ impl NodeVerdict {
             governance: a.governance,
             profiles,
             ready: a.ready == Some(true),
+            observe: a.observe,
             reason: a.reason.clone(),
             summary_layer: a
                 .layers
@@ -99,6 +102,8 @@ pub struct ProfileTally {
     pub governed_not_ready: usize,
     /// Every matched node that is not ready (conflicts included), in name order.
     pub not_ready: BTreeMap<String, NotReadyEntry>,
+    /// Of `not_ready`, those governed in Observe mode.
+    pub not_ready_observed: usize,
     pub conflicts: BTreeSet<String>,
     pub layers: BTreeMap<Layer, LayerTally>,
 }
@@ -125,6 +130,9 @@ impl ProfileTally {
         if v.ready {
             self.ready += 1;
         } else {
+            if v.observe {
+                self.not_ready_observed += 1;
+            }
             self.not_ready.insert(
                 node.to_owned(),
                 NotReadyEntry {
@@ -162,6 +170,9 @@ impl ProfileTally {
         if v.ready {
             dec(&mut self.ready);
         } else {
+            if v.observe {
+                dec(&mut self.not_ready_observed);
+            }
             self.not_ready.remove(node);
         }
         for l in &v.layers {
@@ -270,6 +281,7 @@ mod tests {
             },
             profiles: profiles.iter().map(|p| (*p).to_owned()).collect(),
             ready,
+            observe: false,
             reason: if ready { "Ready" } else { "DriverTooOld" }.into(),
             summary_layer: "Driver".into(),
             layers: vec![LayerVerdict {
