@@ -66,7 +66,7 @@ pub fn profile_status(
     previous: Option<&GpuNodeProfileStatus>,
     now: Timestamp,
 ) -> GpuNodeProfileStatus {
-    let tally = ProfileTally::of(profile_name, nodes.iter().copied());
+    let tally = ProfileTally::of(nodes.iter().copied());
     status_from_tally(profile_name, generation, &tally, extra, previous, now)
 }
 

@@ -198,16 +198,12 @@ impl ProfileTally {
         self.layers.get(&layer).map_or(0, |t| t.ready)
     }
 
-    /// The tally of a fixed set of assessments (`check`, tests, the recount).
-    pub fn of<'a>(
-        profile: &str,
-        nodes: impl IntoIterator<Item = &'a NodeAssessment>,
-    ) -> ProfileTally {
+    /// The tally of a fixed set of assessments, each counted for this profile
+    /// (the caller picked the nodes it matches); ungoverned ones are skipped.
+    pub fn of<'a>(nodes: impl IntoIterator<Item = &'a NodeAssessment>) -> ProfileTally {
         let mut t = ProfileTally::default();
         for a in nodes {
-            if let Some(v) = NodeVerdict::of(a)
-                && v.profiles.iter().any(|p| p == profile)
-            {
+            if let Some(v) = NodeVerdict::of(a) {
                 t.add(&a.name, &v);
             }
         }
