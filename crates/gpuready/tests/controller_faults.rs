@@ -285,3 +285,86 @@ async fn after_a_20_s_api_server_outage_node_changes_are_seen_within_seconds() {
     );
     run.stop().await.expect("clean stop");
 }
+
+/// RBAC for a controller identity that may write the status of some profiles
+/// only: everything else gpuready needs, cluster-wide.
+async fn grant_all_but_some_profile_status(client: &Client, user: &str, writable: &[&str]) {
+    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+    use kube::api::{Patch, PatchParams};
+    let role: ClusterRole = serde_json::from_value(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+        "metadata": { "name": user },
+        "rules": [
+            { "apiGroups": [""], "resources": ["nodes", "nodes/status"],
+              "verbs": ["get", "list", "watch", "patch", "update"] },
+            { "apiGroups": ["gpuready.io"], "resources": ["gpunodeprofiles"],
+              "verbs": ["get", "list", "watch"] },
+            { "apiGroups": ["gpuready.io"], "resources": ["gpunodeprofiles/status"],
+              "verbs": ["get", "patch", "update"], "resourceNames": writable },
+            { "apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"],
+              "verbs": ["get", "list", "watch"] },
+            { "apiGroups": ["", "events.k8s.io"], "resources": ["events"],
+              "verbs": ["create", "patch"] },
+        ],
+    }))
+    .expect("role");
+    let binding: ClusterRoleBinding = serde_json::from_value(json!({
+        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+        "metadata": { "name": user },
+        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": user },
+        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }],
+    }))
+    .expect("binding");
+    let apply = PatchParams::apply("test").force();
+    Api::<ClusterRole>::all(client.clone())
+        .patch(user, &apply, &Patch::Apply(&role))
+        .await
+        .expect("apply role");
+    Api::<ClusterRoleBinding>::all(client.clone())
+        .patch(user, &apply, &Patch::Apply(&binding))
+        .await
+        .expect("apply binding");
+}
+
+#[tokio::test]
+async fn a_profile_whose_status_write_fails_does_not_hold_back_the_others() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    // Five pools, one profile each; the controller may not write "p-c"'s status.
+    let pools = ["a", "b", "c", "d", "e"];
+    for pool in pools {
+        create_node(
+            &client,
+            &format!("gpu-{pool}"),
+            rtx3090_in(pool),
+            1,
+            json!([]),
+        )
+        .await;
+        apply_profile(&client, &rtx3090_profile(&format!("p-{pool}"), pool, "")).await;
+    }
+    let user = "gpuready-partial";
+    grant_all_but_some_profile_status(&client, user, &["p-a", "p-b", "p-d", "p-e"]).await;
+    let mut config = env.config();
+    config.auth_info.impersonate = Some(user.into());
+    let run = start_controller_with(config, test_args());
+    for pool in pools {
+        wait_gated(&client, &format!("gpu-{pool}"), false, 30).await;
+    }
+    // Every profile but the forbidden one gets its status, whatever the order
+    // the pass visits them in.
+    for pool in ["a", "b", "d", "e"] {
+        eventually(30, &format!("p-{pool} has a status"), || async {
+            profile_counts(&client, &format!("p-{pool}"))
+                .await
+                .filter(|c| *c == (1, 1, 0))
+        })
+        .await;
+    }
+    assert_eq!(
+        profile_counts(&client, "p-c").await,
+        None,
+        "p-c was refused"
+    );
+    run.stop().await.expect("clean stop");
+}
