@@ -66,7 +66,7 @@ fn read_text(path: &Path) -> Result<String, InputError> {
         message,
     };
     let utf16 = |body: &[u8], from: fn([u8; 2]) -> u16, name: &str| {
-        if body.len() % 2 != 0 {
+        if !body.len().is_multiple_of(2) {
             return Err(encoding(format!(
                 "{name} text with an odd number of bytes ({})",
                 body.len() + 2
