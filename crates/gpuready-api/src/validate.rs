@@ -532,3 +532,40 @@ fn unknown_in(
         _ => {}
     }
 }
+
+/// Drops `null` values of fields the schema does not mark `nullable`, as the API
+/// server does before defaulting (a `readyLabels` entry `key: null` is stored as
+/// no entry, `matchLabels: {pool: null}` as an empty selector): offline must
+/// judge the object the server would store.
+pub fn prune_nulls(raw: &mut serde_json::Value) {
+    if let Some(schema) = profile_schema().as_object() {
+        prune_in(raw, &serde_json::Value::Object(schema.clone()));
+    }
+}
+
+fn prune_in(value: &mut serde_json::Value, schema: &serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            let extra = schema.get("additionalProperties").filter(|a| a.is_object());
+            map.retain(|key, v| {
+                let sub = props.and_then(|p| p.get(key)).or(extra);
+                let nullable =
+                    sub.and_then(|s| s.get("nullable")).and_then(Value::as_bool) == Some(true);
+                !(v.is_null() && sub.is_some() && !nullable)
+            });
+            for (key, v) in map.iter_mut() {
+                if let Some(sub) = props.and_then(|p| p.get(key)).or(extra) {
+                    prune_in(v, sub);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(sub) = schema.get("items") {
+                items.iter_mut().for_each(|v| prune_in(v, sub));
+            }
+        }
+        _ => {}
+    }
+}

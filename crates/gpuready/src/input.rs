@@ -406,7 +406,7 @@ fn objects<T: DeserializeOwned>(
     path: &Path,
     api_version: &str,
     kind: &'static str,
-    check: impl Fn(&Value) -> Result<(), (String, String)>,
+    check: impl Fn(&mut Value) -> Result<(), (String, String)>,
     mut keep: impl FnMut(T, usize, &str) -> Result<(), InputError>,
 ) -> Result<usize, InputError> {
     let mut count = 0;
@@ -467,7 +467,8 @@ fn objects<T: DeserializeOwned>(
         if name.is_empty() {
             return Err(fail("metadata.name", "required".into()));
         }
-        check(&item).map_err(|(field, message)| fail(&field, message))?;
+        let mut item = item;
+        check(&mut item).map_err(|(field, message)| fail(&field, message))?;
         let obj: T = serde_path_to_error::deserialize(item)
             .map_err(|e| fail(&e.path().to_string(), e.inner().to_string()))?;
         count += 1;
@@ -489,7 +490,7 @@ pub fn read_nodes_into(path: &Path, out: &mut Vec<Node>) -> Result<(), InputErro
         path,
         "v1",
         "Node",
-        |_| Ok(()),
+        |_: &mut Value| Ok(()),
         |n: Node, _, _| {
             out.push(n);
             Ok(())
@@ -523,7 +524,9 @@ pub fn read_all_profiles(paths: &[PathBuf]) -> Result<Vec<GpuNodeProfile>, Input
             path,
             "gpuready.io/v1alpha1",
             "GpuNodeProfile",
-            |raw: &Value| {
+            |raw: &mut Value| {
+                // What the server stores: nulls of non-nullable fields dropped.
+                gpuready_api::validate::prune_nulls(raw);
                 // Strict like `kubectl apply` (server-side field validation
                 // Strict): a misspelt field would otherwise be dropped silently
                 // and the check would judge a different profile.
