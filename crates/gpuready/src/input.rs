@@ -86,24 +86,26 @@ fn read_text(path: &Path) -> Result<String, InputError> {
             .collect::<Result<String, _>>()
     };
     match bytes.as_slice() {
-        [0xFF, 0xFE, body @ ..] => utf16(body, u16::from_le_bytes, "UTF-16LE"),
-        [0xFE, 0xFF, body @ ..] => utf16(body, u16::from_be_bytes, "UTF-16BE"),
-        _ => {
-            let body = bytes.strip_prefix(&[0xEF, 0xBB, 0xBF]).unwrap_or(&bytes);
-            let bom = bytes.len() - body.len();
-            match std::str::from_utf8(body) {
-                Ok(_) => Ok(String::from_utf8_lossy(body).into_owned()),
-                Err(e) => {
-                    let at = e.valid_up_to();
-                    let line = 1 + body[..at].iter().filter(|b| **b == b'\n').count();
-                    Err(encoding(format!(
-                        "not valid UTF-8 at byte {} (line {line}): save the file as UTF-8 (or UTF-16 with a byte-order mark)",
-                        at + bom
-                    )))
-                }
-            }
-        }
+        [0xFF, 0xFE, body @ ..] => return utf16(body, u16::from_le_bytes, "UTF-16LE"),
+        [0xFE, 0xFF, body @ ..] => return utf16(body, u16::from_be_bytes, "UTF-16BE"),
+        _ => {}
     }
+    // UTF-8, converted in place: a copy would double the peak for a large dump.
+    let mut bytes = bytes;
+    let bom = if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        bytes.drain(..3);
+        3
+    } else {
+        0
+    };
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = 1 + e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count();
+        encoding(format!(
+            "not valid UTF-8 at byte {} (line {line}): save the file as UTF-8 (or UTF-16 with a byte-order mark)",
+            at + bom
+        ))
+    })
 }
 
 /// The deepest flow nesting in `text` and the line where it passes
