@@ -6,7 +6,8 @@
 //! The normal test run tries `GPUREADY_FUZZ_CASES` inputs (default 150); set it
 //! higher for a longer budget, and `GPUREADY_FUZZ_SEED` for another sequence:
 //! `GPUREADY_FUZZ_CASES=5000 cargo test -p gpuready --test fuzz_check -- --nocapture`.
-//! The figures printed at the end go into docs/hardening.md.
+//! The figures printed at the end go into docs/hardening.md; `GPUREADY_FUZZ_BIN`
+//! runs another build (a baseline) through the same inputs.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -116,7 +117,16 @@ fn mutate_value(v: &mut Value, rng: &mut Rng) {
             }
         }
         2 => {
-            // Add an odd key to a map.
+            // Add an odd key to a map, most often to a label map.
+            let labels: Vec<&Vec<String>> = all
+                .iter()
+                .filter(|p| p.last().is_some_and(|l| l == "labels"))
+                .collect();
+            let path = if !labels.is_empty() && rng.below(2) == 0 {
+                (*rng.pick(&labels)).clone()
+            } else {
+                path
+            };
             if let Some(Value::Object(m)) = at(v, &path) {
                 let keys = [
                     "feature.node.kubernetes.io/pci-aé1_10de.present",
@@ -161,8 +171,8 @@ fn mutate_bytes(bytes: &mut Vec<u8>, rng: &mut Rng) {
             let span = bytes[pos..end].to_vec();
             bytes.splice(pos..pos, span);
         }
-        2 if rng.below(50) == 0 => {
-            let flood = b"[".repeat(20_000 + rng.below(200_000));
+        2 if rng.below(8) == 0 => {
+            let flood = b"[".repeat(20_000 + rng.below(140_000));
             bytes.splice(pos..pos, flood);
         }
         _ => {
@@ -182,12 +192,20 @@ struct Tally {
     slowest: Duration,
 }
 
+/// The binary under test: this build, or `GPUREADY_FUZZ_BIN` (an older build, to
+/// measure a baseline in the same run).
+fn binary() -> PathBuf {
+    std::env::var_os("GPUREADY_FUZZ_BIN")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_BIN_EXE_gpuready")))
+}
+
 fn run_case(dir: &Path, nodes: &Path, profiles: &Path, output: &str) -> (Option<i32>, Duration) {
     let started = Instant::now();
     let mut child = Command::new("sh")
         .arg("-c")
         .arg(format!("ulimit -v {MEMORY_LIMIT_KIB}; exec \"$0\" \"$@\""))
-        .arg(env!("CARGO_BIN_EXE_gpuready"))
+        .arg(binary())
         .args(["check", "--now", NOW, "-o", output, "--nodes"])
         .arg(nodes)
         .arg("--profiles")
@@ -237,6 +255,20 @@ fn mutated_examples_never_panic_hang_or_exit_oddly() {
         let mut bytes = original.clone();
         let as_yaml = rng.below(2) == 0;
         if rng.below(3) == 0 {
+            if as_yaml {
+                // The YAML form of the same objects, so byte mutations reach the
+                // YAML reader too (the examples' node dumps are JSON).
+                let text = String::from_utf8_lossy(original);
+                let docs: Vec<Value> = serde_yaml_ng::Deserializer::from_str(&text)
+                    .filter_map(|d| serde::Deserialize::deserialize(d).ok())
+                    .collect();
+                bytes = docs
+                    .iter()
+                    .map(|d| serde_yaml_ng::to_string(d).unwrap_or_default())
+                    .collect::<Vec<_>>()
+                    .join("---\n")
+                    .into_bytes();
+            }
             mutate_bytes(&mut bytes, &mut rng);
         } else {
             // Parse (profiles are YAML), mutate, write as JSON or YAML.
