@@ -569,3 +569,50 @@ fn prune_in(value: &mut serde_json::Value, schema: &serde_json::Value) {
         _ => {}
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The CEL rules spell the reserved domains and autoscaler prefixes by hand
+    /// (attribute strings cannot be built from constants): keep them equal.
+    #[test]
+    fn crd_rules_name_every_reserved_domain_and_prefix() {
+        let crd = serde_json::to_string(&crate::crd::gpu_node_profile_crd()).unwrap_or_default();
+        for d in crate::keys::RESERVED_KEY_DOMAINS {
+            let escaped = d.replace('.', "\\\\\\\\.");
+            assert_eq!(
+                [
+                    format!("({escaped}|"),
+                    format!("|{escaped}|"),
+                    format!("|{escaped})"),
+                ]
+                .iter()
+                .map(|alt| crd.matches(alt.as_str()).count())
+                .sum::<usize>(),
+                2,
+                "{d} in both the taint and the readyLabels rule"
+            );
+        }
+        for p in crate::keys::AUTOSCALER_TAINT_PREFIXES {
+            assert!(crd.contains(&format!("startsWith('{p}')")), "{p}");
+        }
+    }
+
+    #[test]
+    fn reserved_keys_and_patterns() {
+        assert!(is_reserved_taint_key("nvidia.com/gpu"));
+        assert!(is_reserved_taint_key("node.kubernetes.io/unschedulable"));
+        assert!(is_reserved_taint_key("x.readiness.k8s.io/gpu"));
+        assert!(is_reserved_taint_key("node.cluster.x-k8s.io/uninitialized"));
+        assert!(!is_reserved_taint_key("readiness.k8s.io/gpu"));
+        assert!(!is_reserved_taint_key("gpuready.io/not-ready"));
+        assert!(!is_reserved_taint_key("notnvidia.com/x"));
+        for ok in ["NVIDIA-*", "A?", "RTX-[34]0[0-9]0", "[!a]x", "*"] {
+            assert!(is_product_pattern(ok), "{ok}");
+        }
+        for bad in ["[RTX", "NVIDIA-**", "a]", "[]", "[!]", "[[a]"] {
+            assert!(!is_product_pattern(bad), "{bad}");
+        }
+    }
+}
