@@ -47,6 +47,21 @@ pub enum InputError {
         path: PathBuf,
         expected: &'static str,
     },
+    /// Every problem of a file, as the API server lists every problem of an
+    /// object: one per line, each worded like a single error.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\nerror: "))]
+    Several(Vec<InputError>),
+}
+
+impl InputError {
+    /// One error, or all of them; None when there are none.
+    fn from_all(mut errors: Vec<InputError>) -> Option<InputError> {
+        match errors.len() {
+            0 => None,
+            1 => Some(errors.remove(0)),
+            _ => Some(InputError::Several(errors)),
+        }
+    }
 }
 
 /// Deeper flow nesting (`[[[…` or `{{{…`) than any Kubernetes object needs. The
@@ -402,28 +417,32 @@ fn for_each_object(
 }
 
 /// Objects of one kind from a file: single objects, `List`s (`items`), or both.
-/// `check` runs on each raw object before it is typed and returns (field,
-/// message) on failure.
+/// `check` runs on each raw object before it is typed and returns every
+/// (field, message) it finds; `keep` takes each typed object and returns its
+/// problems too. Problems are collected over the whole file, not stopped at the
+/// first; only unreadable text (encoding, syntax) stops the reading.
 fn objects<T: DeserializeOwned>(
     path: &Path,
     api_version: &str,
     kind: &'static str,
-    check: impl Fn(&mut Value) -> Result<(), (String, String)>,
-    mut keep: impl FnMut(T, usize, &str) -> Result<(), InputError>,
+    check: impl Fn(&mut Value) -> Vec<(String, String)>,
+    mut keep: impl FnMut(T, usize) -> Vec<(String, String)>,
 ) -> Result<usize, InputError> {
     let mut count = 0;
+    let mut errors = Vec::new();
     for_each_object(path, |doc_no, index, item| {
         let at = index.map(|j| format!(", items[{j}]")).unwrap_or_default();
         let item = match item {
             Ok(item) => item,
             Err((field, message)) => {
-                return Err(InputError::Field {
+                errors.push(InputError::Field {
                     path: path.to_owned(),
                     doc: doc_no,
                     what: at,
                     field,
                     message,
                 });
+                return Ok(());
             }
         };
         let found_kind = item.get("kind").and_then(Value::as_str);
@@ -443,21 +462,23 @@ fn objects<T: DeserializeOwned>(
         };
         match found_api {
             None => {
-                return Err(fail(
+                errors.push(fail(
                     "apiVersion",
                     format!("required: expected apiVersion: {api_version}"),
                 ));
+                return Ok(());
             }
             Some(a) if a != api_version && found_kind == Some(kind) => {
-                return Err(fail(
+                errors.push(fail(
                     "apiVersion",
                     format!("expected {api_version} for a {kind}, found {a:?}"),
                 ));
+                return Ok(());
             }
             _ => {}
         }
         if found_kind != Some(kind) {
-            return Err(fail(
+            errors.push(fail(
                 "kind",
                 format!(
                     "expected {kind} ({api_version}), found {} ({})",
@@ -465,17 +486,30 @@ fn objects<T: DeserializeOwned>(
                     found_api.unwrap_or_default(),
                 ),
             ));
+            return Ok(());
         }
         if name.is_empty() {
-            return Err(fail("metadata.name", "required".into()));
+            errors.push(fail("metadata.name", "required".into()));
+            return Ok(());
         }
         let mut item = item;
-        check(&mut item).map_err(|(field, message)| fail(&field, message))?;
-        let obj: T = serde_path_to_error::deserialize(item)
-            .map_err(|e| fail(&e.path().to_string(), e.inner().to_string()))?;
+        let problems = check(&mut item);
+        let obj: T = match serde_path_to_error::deserialize(item) {
+            Ok(obj) => obj,
+            Err(e) => {
+                errors.extend(problems.into_iter().map(|(f, m)| fail(&f, m)));
+                errors.push(fail(&e.path().to_string(), e.inner().to_string()));
+                return Ok(());
+            }
+        };
         count += 1;
-        keep(obj, doc_no, &what)
+        let problems: Vec<_> = problems.into_iter().chain(keep(obj, doc_no)).collect();
+        errors.extend(problems.into_iter().map(|(f, m)| fail(&f, m)));
+        Ok(())
     })?;
+    if let Some(e) = InputError::from_all(errors) {
+        return Err(e);
+    }
     if count == 0 {
         return Err(InputError::Empty {
             path: path.to_owned(),
@@ -492,10 +526,10 @@ pub fn read_nodes_into(path: &Path, out: &mut Vec<Node>) -> Result<(), InputErro
         path,
         "v1",
         "Node",
-        |_: &mut Value| Ok(()),
-        |n: Node, _, _| {
+        |_: &mut Value| Vec::new(),
+        |n: Node, _| {
             out.push(n);
-            Ok(())
+            Vec::new()
         },
     )
     .map(|_| ())
@@ -521,8 +555,9 @@ pub fn read_profiles(path: &Path) -> Result<Vec<GpuNodeProfile>, InputError> {
 pub fn read_all_profiles(paths: &[PathBuf]) -> Result<Vec<GpuNodeProfile>, InputError> {
     let mut out = Vec::new();
     let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    let mut errors = Vec::new();
     for path in paths {
-        objects(
+        let read = objects(
             path,
             "gpuready.io/v1alpha1",
             "GpuNodeProfile",
@@ -532,41 +567,42 @@ pub fn read_all_profiles(paths: &[PathBuf]) -> Result<Vec<GpuNodeProfile>, Input
                 // Strict like `kubectl apply` (server-side field validation
                 // Strict): a misspelt field would otherwise be dropped silently
                 // and the check would judge a different profile.
-                match gpuready_api::validate::unknown_fields(raw)
+                gpuready_api::validate::unknown_fields(raw)
                     .into_iter()
-                    .next()
-                {
-                    Some(field) => Err((field, "unknown field (misspelt?)".to_owned())),
-                    None => Ok(()),
-                }
+                    .map(|field| (field, "unknown field (misspelt?)".to_owned()))
+                    .collect()
             },
-            |p: GpuNodeProfile, doc, what| {
-                let fail = |field: String, message: String| InputError::Field {
-                    path: path.to_owned(),
-                    doc,
-                    what: what.to_owned(),
-                    field,
-                    message,
-                };
-                if let Some(e) = p.validate().into_iter().next() {
-                    return Err(fail(e.field, e.message));
+            |p: GpuNodeProfile, doc| {
+                let mut problems: Vec<(String, String)> = p
+                    .validate()
+                    .into_iter()
+                    .map(|e| (e.field, e.message))
+                    .collect();
+                if let Err(e) = gpuready_core::select::profile_selector(&p) {
+                    problems.push(("spec.nodeSelector".into(), e.message));
                 }
-                gpuready_core::select::profile_selector(&p)
-                    .map_err(|e| fail("spec.nodeSelector".into(), e.message))?;
                 let name = p.metadata.name.clone().unwrap_or_default();
                 let here = format!("{} document {doc}", path.display());
                 if let Some(first) = seen.insert(name.clone(), here) {
-                    return Err(fail(
+                    problems.push((
                         "metadata.name".into(),
                         format!(
                             "{name:?} is also the name of the profile in {first}: the API server keeps one object per name (give each profile its own name)"
                         ),
                     ));
                 }
-                out.push(p);
-                Ok(())
+                if problems.is_empty() {
+                    out.push(p);
+                }
+                problems
             },
-        )?;
+        );
+        if let Err(e) = read {
+            errors.push(e);
+        }
     }
-    Ok(out)
+    match InputError::from_all(errors) {
+        Some(e) => Err(e),
+        None => Ok(out),
+    }
 }
