@@ -85,7 +85,7 @@ pub async fn check_live(args: &CheckArgs) -> Result<CheckReport, LiveError> {
         })?
         .items;
     let profiles = if args.profiles.is_empty() {
-        match Api::<GpuNodeProfile>::all(client)
+        match Api::<GpuNodeProfile>::all(client.clone())
             .list(&ListParams::default())
             .await
         {
