@@ -202,6 +202,13 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
             {
                 not_applicable_to_vm(spec, layer)
             }
+            // DRA without a complete pool and without GFD labels to fall back
+            // on: these layers wait for the pool, under the pool's reason.
+            Layer::Driver | Layer::Profile | Layer::Compatibility
+                if dra && pool.is_none() && !facts.gfd.seen =>
+            {
+                dra_pending(facts)
+            }
             Layer::Driver => driver_layer(spec, &judged).or_via(attributes),
             Layer::FeatureDiscovery if dra => dra_feature_layer(facts),
             Layer::FeatureDiscovery => {
@@ -284,7 +291,11 @@ fn apply_deadline(
         DeadlineStart::LastReady => match gpu_ready {
             // Ready until this verdict: the clock starts now.
             Some(c) if c.status == "True" => Some(now),
-            Some(c) => c.last_transition_time.as_ref().map(|t| t.0).or(facts.created),
+            Some(c) => c
+                .last_transition_time
+                .as_ref()
+                .map(|t| t.0)
+                .or(facts.created),
             None => facts.created,
         },
     };
@@ -294,11 +305,8 @@ fn apply_deadline(
     let left = since.as_second() + i64::from(d.seconds) - now.as_second();
     if left > 0 {
         let left = u64::try_from(left).unwrap_or(u64::MAX);
-        report.recheck_after_seconds = Some(
-            report
-                .recheck_after_seconds
-                .map_or(left, |r| r.min(left)),
-        );
+        report.recheck_after_seconds =
+            Some(report.recheck_after_seconds.map_or(left, |r| r.min(left)));
         return;
     }
     report.deadline = Some(DeadlinePassed {
@@ -319,6 +327,20 @@ fn not_applicable_to_vm(spec: &GpuNodeProfileSpec, layer: Layer) -> Verdict {
         ),
     )
     .via(Source::Profile)
+}
+
+/// A layer that reads GPU attributes while the DRA pool cannot give them.
+fn dra_pending(facts: &NodeFacts) -> Verdict {
+    let reason = match &facts.evidence.dra {
+        DraEvidence::NotRead => reasons::DRA_EVIDENCE_UNAVAILABLE,
+        DraEvidence::Incomplete { .. } => reasons::RESOURCE_POOL_INCOMPLETE,
+        DraEvidence::NoSlices | DraEvidence::Complete(_) => reasons::NO_RESOURCE_SLICE,
+    };
+    unknown(
+        reason,
+        "the GPU attributes come from the node's gpu.nvidia.com ResourceSlices, and there is no complete pool to read (see DevicePlugin)",
+    )
+    .via(Source::ResourceSlices)
 }
 
 /// FeatureDiscovery under DRA: the attributes come from the pool itself.
@@ -720,7 +742,8 @@ fn sandbox_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> (Verdict, Opti
     };
     // Passthrough hands out whole GPUs, so its total is a GPU count; a vGPU
     // host's mediated devices are not.
-    let advertised = (spec.workload == Workload::VmPassthrough && !chosen.is_empty()).then_some(total);
+    let advertised =
+        (spec.workload == Workload::VmPassthrough && !chosen.is_empty()).then_some(total);
     (v.via(Source::SandboxResources), advertised)
 }
 

@@ -298,7 +298,14 @@ impl DraDevice {
                 .taints
                 .iter()
                 .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
-                .map(|t| format!("{}={}:{}", t.key, t.value.as_deref().unwrap_or(""), t.effect))
+                .map(|t| {
+                    format!(
+                        "{}={}:{}",
+                        t.key,
+                        t.value.as_deref().unwrap_or(""),
+                        t.effect
+                    )
+                })
                 .collect(),
         }
     }
@@ -348,7 +355,11 @@ impl DraPool {
     pub fn blocking_taints(&self) -> Vec<String> {
         self.devices
             .iter()
-            .flat_map(|d| d.blocking_taints.iter().map(move |t| format!("{}: {t}", d.name)))
+            .flat_map(|d| {
+                d.blocking_taints
+                    .iter()
+                    .map(move |t| format!("{}: {t}", d.name))
+            })
             .collect()
     }
 

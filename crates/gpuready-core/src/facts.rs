@@ -289,11 +289,7 @@ impl NodeFacts {
                     .and_then(|a| a.get(keys::ANNOTATION_RELEASED))
                     .cloned(),
             },
-            created: node
-                .metadata
-                .creation_timestamp
-                .as_ref()
-                .map(|t| t.0),
+            created: node.metadata.creation_timestamp.as_ref().map(|t| t.0),
             evidence: Evidence::default(),
             name,
             labels,

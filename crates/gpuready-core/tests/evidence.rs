@@ -21,7 +21,10 @@ use serde_json::json;
 const NODE: &str = "gpu-h200-01";
 
 fn fixture(name: &str) -> String {
-    let path = format!("{}/tests/fixtures/evidence/{name}", env!("CARGO_MANIFEST_DIR"));
+    let path = format!(
+        "{}/tests/fixtures/evidence/{name}",
+        env!("CARGO_MANIFEST_DIR")
+    );
     std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path}: {e}"))
 }
 
@@ -54,7 +57,11 @@ fn gfd_node() -> NodeBuilder {
     b.gpus(1, 1)
 }
 
-fn with(node: &NodeBuilder, slices: Option<&[ResourceSlice]>, nf: Option<&[NodeFeature]>) -> NodeFacts {
+fn with(
+    node: &NodeBuilder,
+    slices: Option<&[ResourceSlice]>,
+    nf: Option<&[NodeFeature]>,
+) -> NodeFacts {
     let index = EvidenceIndex::new(slices, nf);
     node.facts().with_evidence(index.for_node(NODE))
 }
@@ -72,7 +79,8 @@ fn node_feature(models: &[(&str, u32)]) -> NodeFeature {
     ];
     for (device, n) in models {
         for _ in 0..*n {
-            elements.push(json!({"attributes": {"class": "0302", "vendor": "10de", "device": device}}));
+            elements
+                .push(json!({"attributes": {"class": "0302", "vendor": "10de", "device": device}}));
         }
     }
     serde_json::from_value(json!({
@@ -104,14 +112,22 @@ fn one_profile_judges_dra_attributes_and_gfd_labels_alike() {
     let slices = [slice("dra-h200-1gpu.yaml")];
     let dra = judge_facts(H200_PROFILE, &with(&dra_node(), Some(&slices), None));
     assert!(dra.ready(), "{dra:#?}");
-    let dp = dra.expect(Layer::DevicePlugin, Status::Ready, reasons::DRA_DEVICES_AVAILABLE);
+    let dp = dra.expect(
+        Layer::DevicePlugin,
+        Status::Ready,
+        reasons::DRA_DEVICES_AVAILABLE,
+    );
     assert_eq!(dp.evidence, Source::ResourceSlices);
     dp.mentions(&["1 GPU(s) usable", "gpu-h200-01/1"]);
     // 580.159.4 (semver, as the DRA driver writes it) is 580.159.04.
     let drv = dra.expect(Layer::Driver, Status::Ready, "DriverVersionOk");
     assert_eq!(drv.evidence, Source::ResourceSlices);
     drv.mentions(&["580.159.4", "580.159.04"]);
-    dra.expect(Layer::FeatureDiscovery, Status::Ready, reasons::DRA_ATTRIBUTES);
+    dra.expect(
+        Layer::FeatureDiscovery,
+        Status::Ready,
+        reasons::DRA_ATTRIBUTES,
+    );
     dra.expect(Layer::Profile, Status::Ready, "ProfileMatches")
         .mentions(&["NVIDIA-H200", "143771 MiB", "compute 9.0", "hopper"]);
     dra.expect(Layer::Compatibility, Status::Ready, "Compatible");
@@ -120,30 +136,56 @@ fn one_profile_judges_dra_attributes_and_gfd_labels_alike() {
     assert!(gfd.ready(), "{gfd:#?}");
     let dp = gfd.expect(Layer::DevicePlugin, Status::Ready, "Allocatable");
     assert_eq!(dp.evidence, Source::Allocatable);
-    assert_eq!(gfd.get(Layer::Profile).map(|l| l.evidence), Some(Source::GfdLabels));
+    assert_eq!(
+        gfd.get(Layer::Profile).map(|l| l.evidence),
+        Some(Source::GfdLabels)
+    );
 }
 
 #[test]
 fn auto_falls_back_to_the_device_plugin_without_slices() {
     // Slices read, none for this node: the device plugin's rules, as before.
     let r = judge_facts(H200_PROFILE, &with(&dra_node(), Some(&[]), None));
-    r.expect(Layer::DevicePlugin, Status::NotReady, "ResourceNotAdvertised");
+    r.expect(
+        Layer::DevicePlugin,
+        Status::NotReady,
+        "ResourceNotAdvertised",
+    );
     // Not read at all: same.
     let r = judge_facts(H200_PROFILE, &dra_node().facts());
-    r.expect(Layer::DevicePlugin, Status::NotReady, "ResourceNotAdvertised");
+    r.expect(
+        Layer::DevicePlugin,
+        Status::NotReady,
+        "ResourceNotAdvertised",
+    );
 }
 
 #[test]
 fn dra_expected_but_absent() {
     let r = judge_facts("evidence: DRA", &with(&gfd_node(), Some(&[]), None));
-    r.expect(Layer::DevicePlugin, Status::NotReady, reasons::NO_RESOURCE_SLICE)
-        .mentions(&["gpu.nvidia.com"]);
+    r.expect(
+        Layer::DevicePlugin,
+        Status::NotReady,
+        reasons::NO_RESOURCE_SLICE,
+    )
+    .mentions(&["gpu.nvidia.com"]);
     let r = judge_facts("evidence: DRA", &gfd_node().facts());
-    r.expect(Layer::DevicePlugin, Status::Unknown, reasons::DRA_EVIDENCE_UNAVAILABLE);
+    r.expect(
+        Layer::DevicePlugin,
+        Status::Unknown,
+        reasons::DRA_EVIDENCE_UNAVAILABLE,
+    );
     // DevicePlugin evidence ignores slices even where they exist.
     let slices = [slice("dra-h200-1gpu.yaml")];
-    let r = judge_facts("evidence: DevicePlugin", &with(&dra_node(), Some(&slices), None));
-    r.expect(Layer::DevicePlugin, Status::NotReady, "ResourceNotAdvertised");
+    let r = judge_facts(
+        "evidence: DevicePlugin",
+        &with(&dra_node(), Some(&slices), None),
+    );
+    r.expect(
+        Layer::DevicePlugin,
+        Status::NotReady,
+        "ResourceNotAdvertised",
+    );
 }
 
 #[test]
@@ -153,10 +195,17 @@ fn mig_devices_count_their_parent_gpu() {
     let pool = facts.evidence.dra.complete().expect("complete pool");
     assert_eq!(pool.physical_gpus(false), 1);
     assert_eq!(pool.devices.len(), 4);
-    let r = judge_facts("gpu: {products: [NVIDIA-H200], count: 1}\ncudaVersion: \"13.0\"", &facts);
+    let r = judge_facts(
+        "gpu: {products: [NVIDIA-H200], count: 1}\ncudaVersion: \"13.0\"",
+        &facts,
+    );
     assert!(r.ready(), "{r:#?}");
-    r.expect(Layer::DevicePlugin, Status::Ready, reasons::DRA_DEVICES_AVAILABLE)
-        .mentions(&["0 full GPU, 4 MIG"]);
+    r.expect(
+        Layer::DevicePlugin,
+        Status::Ready,
+        reasons::DRA_DEVICES_AVAILABLE,
+    )
+    .mentions(&["0 full GPU, 4 MIG"]);
     // Two GPUs expected, one (in MIG mode) published.
     let r = judge_facts("gpu: {count: 2}", &facts);
     r.expect(Layer::DevicePlugin, Status::NotReady, "TooFewDevices");
@@ -181,25 +230,40 @@ fn a_device_taint_makes_that_gpu_unusable() {
     let mut s = slice("dra-h200-8gpu.yaml");
     let facts = with(&dra_node(), Some(std::slice::from_ref(&s)), None);
     let r = judge_facts("gpu: {count: 8}", &facts);
-    r.expect(Layer::DevicePlugin, Status::Ready, reasons::DRA_DEVICES_AVAILABLE)
-        .mentions(&["8 GPU(s) usable"]);
+    r.expect(
+        Layer::DevicePlugin,
+        Status::Ready,
+        reasons::DRA_DEVICES_AVAILABLE,
+    )
+    .mentions(&["8 GPU(s) usable"]);
     // XID 31 is on the driver's ignore list: effect None, informational only.
     taint_device(&mut s, "gpu-2", "gpu.nvidia.com/xid", "31", "None");
-    let r = judge_facts("gpu: {count: 8}", &with(&dra_node(), Some(std::slice::from_ref(&s)), None));
+    let r = judge_facts(
+        "gpu: {count: 8}",
+        &with(&dra_node(), Some(std::slice::from_ref(&s)), None),
+    );
     assert!(r.ready());
     // XID 79 (fallen off the bus): NoSchedule.
     taint_device(&mut s, "gpu-5", "gpu.nvidia.com/xid", "79", "NoSchedule");
     let facts = with(&dra_node(), Some(std::slice::from_ref(&s)), None);
     let r = judge_facts("gpu: {count: 8}", &facts);
-    r.expect(Layer::DevicePlugin, Status::NotReady, reasons::DEVICES_TAINTED)
-        .mentions(&["7 of 8", "gpu-5: gpu.nvidia.com/xid=79:NoSchedule"]);
+    r.expect(
+        Layer::DevicePlugin,
+        Status::NotReady,
+        reasons::DEVICES_TAINTED,
+    )
+    .mentions(&["7 of 8", "gpu-5: gpu.nvidia.com/xid=79:NoSchedule"]);
     // A profile needing fewer GPUs still fits on the untainted ones.
     assert!(judge_facts("gpu: {count: 7}", &facts).ready());
     // The condition message names the evidence.
     let profile = profile("h200", "gpu: {count: 8}");
     let a = assess_one(&facts, &profile);
     assert_eq!(a.reason, reasons::DEVICES_TAINTED);
-    assert!(a.message.contains("DevicePlugin (from ResourceSlices)"), "{}", a.message);
+    assert!(
+        a.message.contains("DevicePlugin (from ResourceSlices)"),
+        "{}",
+        a.message
+    );
 }
 
 fn assess_one(facts: &NodeFacts, p: &GpuNodeProfile) -> gpuready_core::NodeAssessment {
@@ -208,7 +272,13 @@ fn assess_one(facts: &NodeFacts, p: &GpuNodeProfile) -> gpuready_core::NodeAsses
 }
 
 /// A second generation of the 8-GPU pool that is published in two slices.
-fn generation(base: &ResourceSlice, generation: i64, count: i64, devices: std::ops::Range<usize>, suffix: &str) -> ResourceSlice {
+fn generation(
+    base: &ResourceSlice,
+    generation: i64,
+    count: i64,
+    devices: std::ops::Range<usize>,
+    suffix: &str,
+) -> ResourceSlice {
     let mut s = base.clone();
     s.metadata.name = Some(format!("gen{generation}-{suffix}"));
     s.spec.pool.generation = generation;
@@ -225,17 +295,37 @@ fn only_the_newest_complete_generation_counts() {
     let facts = with(&dra_node(), Some(&[g1.clone(), g2a.clone()]), None);
     assert!(matches!(
         facts.evidence.dra,
-        DraEvidence::Incomplete { generation: 2, have: 1, want: 2, .. }
+        DraEvidence::Incomplete {
+            generation: 2,
+            have: 1,
+            want: 2,
+            ..
+        }
     ));
     let r = judge_facts("gpu: {count: 8}", &facts);
-    r.expect(Layer::DevicePlugin, Status::NotReady, reasons::RESOURCE_POOL_INCOMPLETE)
-        .mentions(&["generation 2: 1 of 2"]);
+    r.expect(
+        Layer::DevicePlugin,
+        Status::NotReady,
+        reasons::RESOURCE_POOL_INCOMPLETE,
+    )
+    .mentions(&["generation 2: 1 of 2"]);
     // FeatureDiscovery does not blame GFD for a pool in flight.
-    r.expect(Layer::FeatureDiscovery, Status::Unknown, reasons::DRA_ATTRIBUTES);
+    r.expect(
+        Layer::FeatureDiscovery,
+        Status::Unknown,
+        reasons::DRA_ATTRIBUTES,
+    );
     // Generation 2 complete with 7 GPUs: generation 1's 8 no longer count.
     let g2b = generation(&g1, 2, 2, 4..7, "b");
     let facts = with(&dra_node(), Some(&[g1, g2a, g2b]), None);
-    assert_eq!(facts.evidence.dra.complete().map(|p| p.physical_gpus(false)), Some(7));
+    assert_eq!(
+        facts
+            .evidence
+            .dra
+            .complete()
+            .map(|p| p.physical_gpus(false)),
+        Some(7)
+    );
     let r = judge_facts("gpu: {count: 8}", &facts);
     r.expect(Layer::DevicePlugin, Status::NotReady, "TooFewDevices");
 }
@@ -273,29 +363,47 @@ fn pci_bus_count_finds_a_lost_gpu_the_stack_still_advertises() {
     // One fell off the bus; labels and allocatable still say 8.
     let nf = [node_feature(&[("2335", 7)])];
     let r = judge_facts("gpu: {count: 8}", &with(&node, None, Some(&nf)));
-    let dp = r.expect(Layer::DevicePlugin, Status::NotReady, reasons::GPU_MISSING_FROM_BUS);
+    let dp = r.expect(
+        Layer::DevicePlugin,
+        Status::NotReady,
+        reasons::GPU_MISSING_FROM_BUS,
+    );
     assert_eq!(dp.evidence, Source::NodeFeature);
     dp.mentions(&["8 GPU(s) are advertised", "shows only 7"]);
     r.expect(Layer::Profile, Status::NotReady, "TooFewGpus");
     // Nine on the bus, eight advertised: one the stack does not serve.
     let nf = [node_feature(&[("2335", 9)])];
     let r = judge_facts("gpu: {count: 8}", &with(&node, None, Some(&nf)));
-    r.expect(Layer::DevicePlugin, Status::NotReady, reasons::GPU_NOT_ADVERTISED);
+    r.expect(
+        Layer::DevicePlugin,
+        Status::NotReady,
+        reasons::GPU_NOT_ADVERTISED,
+    );
 }
 
 #[test]
 fn pci_bus_count_against_dra_devices() {
     let slices = [slice("dra-h200-8gpu.yaml")];
     let nf = [node_feature(&[("2335", 7)])];
-    let r = judge_facts("gpu: {count: 8}", &with(&dra_node(), Some(&slices), Some(&nf)));
-    r.expect(Layer::DevicePlugin, Status::NotReady, reasons::GPU_MISSING_FROM_BUS);
+    let r = judge_facts(
+        "gpu: {count: 8}",
+        &with(&dra_node(), Some(&slices), Some(&nf)),
+    );
+    r.expect(
+        Layer::DevicePlugin,
+        Status::NotReady,
+        reasons::GPU_MISSING_FROM_BUS,
+    );
 }
 
 #[test]
 fn two_gpu_models_on_one_node_are_named() {
     let node = gfd_node().label(nvidia::GPU_COUNT, "2").gpus(2, 2);
     let nf = [node_feature(&[("2335", 1), ("2330", 1)])];
-    let r = judge_facts("gpu: {products: [NVIDIA-H200]}", &with(&node, None, Some(&nf)));
+    let r = judge_facts(
+        "gpu: {products: [NVIDIA-H200]}",
+        &with(&node, None, Some(&nf)),
+    );
     assert!(r.ready(), "{r:#?}");
     r.expect(Layer::Hardware, Status::Ready, reasons::NVIDIA_GPUS_ON_BUS)
         .mentions(&["2 GPU models", "GFD labels only one"]);
@@ -331,12 +439,21 @@ fn vfio_gfd_node() -> NodeBuilder {
 
 #[test]
 fn vfio_mode_gfd_values_get_their_own_reason() {
-    let r = judge("minDriverVersion: \"580.65.06\"\ncudaVersion: \"13.0\"", &vfio_gfd_node());
+    let r = judge(
+        "minDriverVersion: \"580.65.06\"\ncudaVersion: \"13.0\"",
+        &vfio_gfd_node(),
+    );
     let d = r.expect(Layer::Driver, Status::NotReady, reasons::GFD_VFIO_MODE);
     d.mentions(&["vfio-pci", "VmPassthrough"]);
-    r.expect(Layer::FeatureDiscovery, Status::NotReady, reasons::GFD_VFIO_MODE);
+    r.expect(
+        Layer::FeatureDiscovery,
+        Status::NotReady,
+        reasons::GFD_VFIO_MODE,
+    );
     assert!(
-        r.layers.iter().all(|l| l.reason != reasons::MALFORMED_LABEL),
+        r.layers
+            .iter()
+            .all(|l| l.reason != reasons::MALFORMED_LABEL),
         "{r:#?}"
     );
 }
@@ -349,10 +466,19 @@ fn passthrough_nodes_are_judged_by_sandbox_resources() {
     let spec = "workload: VmPassthrough\nminDriverVersion: \"580.65.06\"\ncudaVersion: \"13.0\"";
     let r = judge(spec, &node);
     assert!(r.ready(), "{r:#?}");
-    let dp = r.expect(Layer::DevicePlugin, Status::Ready, reasons::SANDBOX_RESOURCES);
+    let dp = r.expect(
+        Layer::DevicePlugin,
+        Status::Ready,
+        reasons::SANDBOX_RESOURCES,
+    );
     assert_eq!(dp.evidence, Source::SandboxResources);
     dp.mentions(&["nvidia.com/GH100_H200_SXM_141GB=1"]);
-    for layer in [Layer::Driver, Layer::FeatureDiscovery, Layer::Profile, Layer::Compatibility] {
+    for layer in [
+        Layer::Driver,
+        Layer::FeatureDiscovery,
+        Layer::Profile,
+        Layer::Compatibility,
+    ] {
         r.expect(layer, Status::Ready, reasons::NOT_APPLICABLE_TO_WORKLOAD);
     }
     // Named resources: another model does not count.
@@ -360,24 +486,38 @@ fn passthrough_nodes_are_judged_by_sandbox_resources() {
         "workload: VmPassthrough\nsandboxResources: [nvidia.com/GH100_H200_NVL]",
         &node,
     );
-    r.expect(Layer::DevicePlugin, Status::NotReady, reasons::SANDBOX_RESOURCE_MISSING)
-        .mentions(&["nvidia.com/GH100_H200_NVL"]);
+    r.expect(
+        Layer::DevicePlugin,
+        Status::NotReady,
+        reasons::SANDBOX_RESOURCE_MISSING,
+    )
+    .mentions(&["nvidia.com/GH100_H200_NVL"]);
     // The sandbox plugin not (yet) running.
     let bare = vfio_gfd_node().label(nvidia::WORKLOAD_CONFIG, "vm-passthrough");
-    judge("workload: VmPassthrough", &bare)
-        .expect(Layer::DevicePlugin, Status::NotReady, reasons::SANDBOX_RESOURCE_MISSING);
+    judge("workload: VmPassthrough", &bare).expect(
+        Layer::DevicePlugin,
+        Status::NotReady,
+        reasons::SANDBOX_RESOURCE_MISSING,
+    );
     // The bus backs the passthrough count.
     let nf = [node_feature(&[("2335", 2)])];
     let index = EvidenceIndex::new(None, Some(&nf));
     let facts = node.facts().with_evidence(index.for_node(NODE));
-    judge_facts("workload: VmPassthrough", &facts)
-        .expect(Layer::DevicePlugin, Status::NotReady, reasons::GPU_NOT_ADVERTISED);
+    judge_facts("workload: VmPassthrough", &facts).expect(
+        Layer::DevicePlugin,
+        Status::NotReady,
+        reasons::GPU_NOT_ADVERTISED,
+    );
 }
 
 #[test]
 fn the_workload_label_must_match_the_profile() {
     let node = gfd_node().label(nvidia::WORKLOAD_CONFIG, "vm-passthrough");
-    judge("", &node).expect(Layer::DevicePlugin, Status::NotReady, reasons::WORKLOAD_MISMATCH);
+    judge("", &node).expect(
+        Layer::DevicePlugin,
+        Status::NotReady,
+        reasons::WORKLOAD_MISMATCH,
+    );
     let node = gfd_node().label(nvidia::WORKLOAD_CONFIG, "container");
     assert!(judge("", &node).ready());
 }
@@ -389,7 +529,11 @@ fn a_vgpu_guest_driver_must_match_the_host_branch() {
         .label(nvidia::VGPU_HOST_VERSION, "550.54.16")
         .label(nvidia::VGPU_HOST_BRANCH, "r550_40");
     judge("", &guest)
-        .expect(Layer::Driver, Status::NotReady, reasons::VGPU_BRANCH_MISMATCH)
+        .expect(
+            Layer::Driver,
+            Status::NotReady,
+            reasons::VGPU_BRANCH_MISMATCH,
+        )
         .mentions(&["R580", "r550_40"]);
     let matched = guest.clone().driver("550.54.15");
     judge("", &matched).expect(Layer::Driver, Status::Ready, "DriverVersionOk");
@@ -414,15 +558,28 @@ fn never_ready_deadline_counts_from_creation() {
     assert!(a.message.contains("1h deadline"), "{}", a.message);
     assert!(a.message.contains("(NoGfdLabels)"), "{}", a.message);
     let labels = a.changes.labels.expect("labels");
-    assert_eq!(labels.get(keys::LABEL_DEADLINE_EXCEEDED).map(String::as_str), Some("true"));
+    assert_eq!(
+        labels
+            .get(keys::LABEL_DEADLINE_EXCEEDED)
+            .map(String::as_str),
+        Some("true")
+    );
     // Young node: no verdict yet, a recheck at the deadline.
     let young = created(dra_node(), 600);
     let r = judge(spec_yaml, &young);
     assert_eq!(r.deadline, None);
     assert!(r.recheck_after_seconds.is_some_and(|s| s <= 3000), "{r:?}");
     // Without `label`, no label; ready nodes are never past a deadline.
-    let a = assess_one(&broken.facts(), &profile("h200", "notReadyDeadline: {seconds: 3600}"));
-    assert!(!a.changes.labels.expect("labels").contains_key(keys::LABEL_DEADLINE_EXCEEDED));
+    let a = assess_one(
+        &broken.facts(),
+        &profile("h200", "notReadyDeadline: {seconds: 3600}"),
+    );
+    assert!(
+        !a.changes
+            .labels
+            .expect("labels")
+            .contains_key(keys::LABEL_DEADLINE_EXCEEDED)
+    );
     assert_eq!(judge(spec_yaml, &created(gfd_node(), 7200)).deadline, None);
 }
 

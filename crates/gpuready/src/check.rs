@@ -140,8 +140,10 @@ async fn list_resource_slices(
     client: &kube::Client,
 ) -> Result<Option<Vec<ResourceSlice>>, LiveError> {
     use kube::api::{Api, DynamicObject, ListParams};
-    let api: Api<DynamicObject> =
-        Api::all_with(client.clone(), &crate::controller::evidence::slice_resource());
+    let api: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &crate::controller::evidence::slice_resource(),
+    );
     match api.list(&ListParams::default()).await {
         Ok(list) => Ok(Some(
             list.items

@@ -141,12 +141,9 @@ pub fn read_nodes(path: &Path) -> Result<Vec<Node>, InputError> {
 
 /// ResourceSlices as `kubectl get resourceslices -o json` prints them.
 pub fn read_resource_slices(path: &Path) -> Result<Vec<ResourceSlice>, InputError> {
-    objects(
-        path,
-        Some("resource.k8s.io/v1"),
-        "ResourceSlice",
-        |_, _| Ok(()),
-    )
+    objects(path, Some("resource.k8s.io/v1"), "ResourceSlice", |_, _| {
+        Ok(())
+    })
 }
 
 /// NFD NodeFeatures as `kubectl get nodefeatures -A -o json` prints them.
@@ -160,7 +157,10 @@ pub fn read_node_features(path: &Path) -> Result<Vec<NodeFeature>, InputError> {
                 .map(|_| ())
                 .ok_or_else(|| {
                     (
-                        format!("metadata.labels[{}]", gpuready_api::keys::nfd::NODE_NAME_LABEL),
+                        format!(
+                            "metadata.labels[{}]",
+                            gpuready_api::keys::nfd::NODE_NAME_LABEL
+                        ),
                         "required: it names the node the features belong to".to_owned(),
                     )
                 })

@@ -1341,7 +1341,14 @@ async fn dashboard_and_alerts_use_only_metrics_gpuready_exports() {
 }
 
 /// A DynamicObject API for a resource given by group, version, kind, plural.
-fn dynamic_api(client: &Client, group: &str, version: &str, kind: &str, plural: &str, ns: Option<&str>) -> Api<kube::api::DynamicObject> {
+fn dynamic_api(
+    client: &Client,
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+    ns: Option<&str>,
+) -> Api<kube::api::DynamicObject> {
     let ar = kube::api::ApiResource::from_gvk_with_plural(
         &kube::api::GroupVersionKind::gvk(group, version, kind),
         plural,
@@ -1354,8 +1361,12 @@ fn dynamic_api(client: &Client, group: &str, version: &str, kind: &str, plural: 
 
 /// nfd-worker's NodeFeature for `node`: `gpus` NVIDIA H200s (class 0302) and a NIC.
 fn node_feature_json(node: &str, ns: &str, gpus: usize) -> Value {
-    let mut elements = vec![json!({"attributes": {"class": "0200", "vendor": "1af4", "device": "1041"}})];
-    elements.extend((0..gpus).map(|_| json!({"attributes": {"class": "0302", "vendor": "10de", "device": "2335"}})));
+    let mut elements =
+        vec![json!({"attributes": {"class": "0200", "vendor": "1af4", "device": "1041"}})];
+    elements.extend(
+        (0..gpus)
+            .map(|_| json!({"attributes": {"class": "0302", "vendor": "10de", "device": "2335"}})),
+    );
     json!({
         "apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeature",
         "metadata": {"name": node, "namespace": ns, "labels": {"nfd.node.kubernetes.io/node-name": node}},
@@ -1380,14 +1391,21 @@ async fn resource_slices_and_node_features_drive_the_taint_as_the_service_accoun
         .expect("NFD CRDs");
     for doc in yaml_documents(&text) {
         let crd: CustomResourceDefinition = serde_json::from_value(doc).expect("CRD");
-        crds.patch(&crd.name_any(), &PatchParams::apply("nfd").force(), &Patch::Apply(&crd))
-            .await
-            .expect("apply NFD CRD");
+        crds.patch(
+            &crd.name_any(),
+            &PatchParams::apply("nfd").force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .expect("apply NFD CRD");
         wait_established(&crds, &crd.name_any()).await;
     }
     let nfd_ns = "node-feature-discovery";
     Api::<Namespace>::all(admin.clone())
-        .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": nfd_ns}})).expect("ns"))
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": nfd_ns}})).expect("ns"),
+        )
         .await
         .expect("namespace");
 
@@ -1395,7 +1413,14 @@ async fn resource_slices_and_node_features_drive_the_taint_as_the_service_accoun
     support::create_node(
         &admin,
         node,
-        [("pool".to_owned(), "dra".to_owned())].into(),
+        [
+            ("pool".to_owned(), "dra".to_owned()),
+            (
+                "feature.node.kubernetes.io/pci-0302_10de.present".to_owned(),
+                "true".to_owned(),
+            ),
+        ]
+        .into(),
         0,
         json!([]),
     )
@@ -1429,8 +1454,13 @@ spec:
             eventually(60, &format!("GpuReady={status} {reason}"), || async {
                 let n = nodes.get(node).await.ok()?;
                 let tainted = taint_keys(&n).contains(&keys::DEFAULT_TAINT_KEY.to_owned());
-                (gpu_ready(&n) == Some((status.into(), reason.into())) && tainted == (status != "True"))
-                    .then_some(())
+                let ok = gpu_ready(&n) == Some((status.into(), reason.into()))
+                    && tainted == (status != "True");
+                if !ok {
+                    // Shown only when the test fails: what the node says instead.
+                    println!("waiting: GpuReady {:?}, tainted {tainted}", gpu_ready(&n));
+                }
+                ok.then_some(())
             })
             .await;
         }
@@ -1438,15 +1468,26 @@ spec:
     expect("False", keys::reasons::NO_RESOURCE_SLICE).await;
 
     // The DRA driver publishes its slice: ready, untainted.
-    let slices = dynamic_api(&admin, "resource.k8s.io", "v1", "ResourceSlice", "resourceslices", None);
+    let slices = dynamic_api(
+        &admin,
+        "resource.k8s.io",
+        "v1",
+        "ResourceSlice",
+        "resourceslices",
+        None,
+    );
     let fixture = std::fs::read_to_string(
-        support::repo_root().join("crates/gpuready-core/tests/fixtures/evidence/dra-h200-1gpu.yaml"),
+        support::repo_root()
+            .join("crates/gpuready-core/tests/fixtures/evidence/dra-h200-1gpu.yaml"),
     )
     .expect("fixture");
     let mut slice: Value = serde_yaml_ng::from_str(&fixture).expect("slice");
     slice["metadata"] = json!({"name": "h200-gpu-slice"});
     slices
-        .create(&PostParams::default(), &serde_json::from_value(slice.clone()).expect("slice"))
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(slice.clone()).expect("slice"),
+        )
         .await
         .expect("create slice");
     expect("True", "Ready").await;
@@ -1459,26 +1500,48 @@ spec:
         "taints": [{"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule"}],
     }]}});
     slices
-        .patch("h200-gpu-slice", &PatchParams::default(), &Patch::Merge(&taint))
+        .patch(
+            "h200-gpu-slice",
+            &PatchParams::default(),
+            &Patch::Merge(&taint),
+        )
         .await
         .expect("taint the device");
     expect("False", keys::reasons::DEVICES_TAINTED).await;
     let healed = json!({"spec": {"devices": slice["spec"]["devices"]}});
     slices
-        .patch("h200-gpu-slice", &PatchParams::default(), &Patch::Merge(&healed))
+        .patch(
+            "h200-gpu-slice",
+            &PatchParams::default(),
+            &Patch::Merge(&healed),
+        )
         .await
         .expect("untaint the device");
     expect("True", "Ready").await;
 
     // NFD's PCI scan: two GPUs on the bus, one published.
-    let features = dynamic_api(&admin, "nfd.k8s-sigs.io", "v1alpha1", "NodeFeature", "nodefeatures", Some(nfd_ns));
+    let features = dynamic_api(
+        &admin,
+        "nfd.k8s-sigs.io",
+        "v1alpha1",
+        "NodeFeature",
+        "nodefeatures",
+        Some(nfd_ns),
+    );
     features
-        .create(&PostParams::default(), &serde_json::from_value(node_feature_json(node, nfd_ns, 2)).expect("nf"))
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(node_feature_json(node, nfd_ns, 2)).expect("nf"),
+        )
         .await
         .expect("create NodeFeature");
     expect("False", keys::reasons::GPU_NOT_ADVERTISED).await;
     features
-        .patch(node, &PatchParams::apply("nfd-worker").force(), &Patch::Apply(&node_feature_json(node, nfd_ns, 1)))
+        .patch(
+            node,
+            &PatchParams::apply("nfd-worker").force(),
+            &Patch::Apply(&node_feature_json(node, nfd_ns, 1)),
+        )
         .await
         .expect("update NodeFeature");
     expect("True", "Ready").await;
@@ -1497,21 +1560,47 @@ spec:
     run.stop().await.expect("clean stop");
 
     // Read-only: the ServiceAccount writes neither source.
-    let sa = env.client_as_service_account(ns, RELEASE).expect("SA client");
-    let err = dynamic_api(&sa, "resource.k8s.io", "v1", "ResourceSlice", "resourceslices", None)
-        .create(&PostParams::default(), &serde_json::from_value(slice).expect("slice"))
-        .await
-        .expect_err("SA cannot create ResourceSlices");
+    let sa = env
+        .client_as_service_account(ns, RELEASE)
+        .expect("SA client");
+    let err = dynamic_api(
+        &sa,
+        "resource.k8s.io",
+        "v1",
+        "ResourceSlice",
+        "resourceslices",
+        None,
+    )
+    .create(
+        &PostParams::default(),
+        &serde_json::from_value(slice).expect("slice"),
+    )
+    .await
+    .expect_err("SA cannot create ResourceSlices");
     assert_eq!(status_code(&err), Some(403), "{err}");
-    let err = dynamic_api(&sa, "nfd.k8s-sigs.io", "v1alpha1", "NodeFeature", "nodefeatures", Some(nfd_ns))
-        .delete(node, &DeleteParams::default())
-        .await
-        .expect_err("SA cannot delete NodeFeatures");
+    let err = dynamic_api(
+        &sa,
+        "nfd.k8s-sigs.io",
+        "v1alpha1",
+        "NodeFeature",
+        "nodefeatures",
+        Some(nfd_ns),
+    )
+    .delete(node, &DeleteParams::default())
+    .await
+    .expect_err("SA cannot delete NodeFeatures");
     assert_eq!(status_code(&err), Some(403), "{err}");
     // ... and gets would need `get`, which it does not have either.
-    let err = dynamic_api(&sa, "nfd.k8s-sigs.io", "v1alpha1", "NodeFeature", "nodefeatures", Some(nfd_ns))
-        .get(node)
-        .await
-        .expect_err("no get on NodeFeatures");
+    let err = dynamic_api(
+        &sa,
+        "nfd.k8s-sigs.io",
+        "v1alpha1",
+        "NodeFeature",
+        "nodefeatures",
+        Some(nfd_ns),
+    )
+    .get(node)
+    .await
+    .expect_err("no get on NodeFeatures");
     assert_eq!(status_code(&err), Some(403), "{err}");
 }

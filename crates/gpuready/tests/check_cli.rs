@@ -610,30 +610,43 @@ fn slice_fixture() -> PathBuf {
 fn resource_slices_and_node_features_offline() {
     let (_d1, nodes) = file("nodes.json", DRA_NODES);
     let (_d2, profiles) = file("profiles.yaml", DRA_PROFILE);
-    // Without slices: the device plugin's rules, and no nvidia.com/gpu.
+    // Without slices: the device plugin's rules; no GFD labels, no nvidia.com/gpu.
     let o = check(&[nodes.clone()], &[profiles.clone()], &["-o", "json"]);
     assert_exit(&o, 1);
     assert_eq!(
         first_failure(node(&json(&o), "gpu-h200-01")),
-        Some(("DevicePlugin".into(), "ResourceNotAdvertised".into()))
+        Some(("Driver".into(), "NoGfdLabels".into()))
     );
     // The kubectl List form of the slices: ready, judged from ResourceSlices.
-    let slice: Value = serde_yaml_ng::from_str(
-        &std::fs::read_to_string(slice_fixture()).expect("fixture"),
-    )
-    .expect("slice YAML");
+    let slice: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(slice_fixture()).expect("fixture"))
+            .expect("slice YAML");
     let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [slice]});
     let (_d3, slices) = file("slices.json", &list.to_string());
     let s = slices.to_str().expect("utf-8");
-    let o = check(&[nodes.clone()], &[profiles.clone()], &["-o", "json", "--resource-slices", s]);
+    let o = check(
+        &[nodes.clone()],
+        &[profiles.clone()],
+        &["-o", "json", "--resource-slices", s],
+    );
     assert_exit(&o, 0);
     let report = json(&o);
-    let layers = node(&report, "gpu-h200-01")["layers"].as_array().expect("layers").clone();
-    let dp = layers.iter().find(|l| l["layer"] == "DevicePlugin").expect("DevicePlugin");
+    let layers = node(&report, "gpu-h200-01")["layers"]
+        .as_array()
+        .expect("layers")
+        .clone();
+    let dp = layers
+        .iter()
+        .find(|l| l["layer"] == "DevicePlugin")
+        .expect("DevicePlugin");
     assert_eq!(dp["evidence"], "ResourceSlices", "{dp}");
     assert_eq!(dp["reason"], "DraDevicesAvailable", "{dp}");
     // The table shows the evidence column.
-    let o = check(&[nodes.clone()], &[profiles.clone()], &["--resource-slices", s]);
+    let o = check(
+        &[nodes.clone()],
+        &[profiles.clone()],
+        &["--resource-slices", s],
+    );
     assert_exit(&o, 0);
     assert!(stdout(&o).contains("EVIDENCE"), "{}", stdout(&o));
     assert!(stdout(&o).contains("ResourceSlices"), "{}", stdout(&o));
@@ -649,7 +662,11 @@ fn resource_slices_and_node_features_offline() {
     }]});
     let (_d4, features) = file("nf.json", &nf.to_string());
     let f = features.to_str().expect("utf-8");
-    let o = check(&[nodes.clone()], &[profiles.clone()], &["-o", "json", "--resource-slices", s, "--node-features", f]);
+    let o = check(
+        &[nodes.clone()],
+        &[profiles.clone()],
+        &["-o", "json", "--resource-slices", s, "--node-features", f],
+    );
     assert_exit(&o, 1);
     assert_eq!(
         first_failure(node(&json(&o), "gpu-h200-01")),
@@ -657,9 +674,19 @@ fn resource_slices_and_node_features_offline() {
     );
 
     // A NodeFeature that names no node is bad input, with the field.
-    let bad = nf.to_string().replace("nfd.node.kubernetes.io/node-name", "other");
+    let bad = nf
+        .to_string()
+        .replace("nfd.node.kubernetes.io/node-name", "other");
     let (_d5, badf) = file("bad.json", &bad);
-    let o = check(&[nodes], &[profiles], &["--node-features", badf.to_str().expect("utf-8")]);
+    let o = check(
+        &[nodes],
+        &[profiles],
+        &["--node-features", badf.to_str().expect("utf-8")],
+    );
     assert_exit(&o, 2);
-    assert!(stderr(&o).contains("nfd.node.kubernetes.io/node-name"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("nfd.node.kubernetes.io/node-name"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -16,9 +16,9 @@ use gpuready_core::Evidence;
 use gpuready_core::evidence::node_feature_node;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::{self, Event, watcher};
-use kube::runtime::WatchStreamExt;
 use kube::{Client, ResourceExt};
 use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
@@ -31,7 +31,11 @@ const REDISCOVER: Duration = Duration::from_secs(300);
 /// The ResourceSlice API resource (served since Kubernetes 1.34).
 pub fn slice_resource() -> ApiResource {
     ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(keys::dra::API_GROUP, keys::dra::API_VERSION, keys::dra::KIND),
+        &GroupVersionKind::gvk(
+            keys::dra::API_GROUP,
+            keys::dra::API_VERSION,
+            keys::dra::KIND,
+        ),
         keys::dra::PLURAL,
     )
 }
@@ -85,8 +89,7 @@ impl EvidenceStores {
         let slices: Option<Vec<ResourceSlice>> = read(&self.slices, node);
         let features: Option<Vec<NodeFeature>> = read(&self.features, node);
         let slice_refs: Option<Vec<&ResourceSlice>> = slices.as_ref().map(|v| v.iter().collect());
-        let feature_refs: Option<Vec<&NodeFeature>> =
-            features.as_ref().map(|v| v.iter().collect());
+        let feature_refs: Option<Vec<&NodeFeature>> = features.as_ref().map(|v| v.iter().collect());
         Evidence::for_node(node, slice_refs.as_deref(), feature_refs.as_deref())
     }
 
@@ -123,8 +126,12 @@ pub fn spawn(
     stop: CancellationToken,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let slices = {
-        let (client, stores, requeue, stop) =
-            (client.clone(), stores.clone(), requeue.clone(), stop.clone());
+        let (client, stores, requeue, stop) = (
+            client.clone(),
+            stores.clone(),
+            requeue.clone(),
+            stop.clone(),
+        );
         tokio::spawn(async move {
             let api: Api<DynamicObject> = Api::all_with(client, &slice_resource());
             follow(

@@ -471,8 +471,7 @@ pub async fn live_report(client: &Client) -> gpuready::check::CheckReport {
     let extra = gpuready::check::read_live_evidence(client)
         .await
         .expect("list evidence");
-    gpuready::check::run_engine(&nodes, &profiles, &extra, jiff::Timestamp::now())
-        .expect("engine")
+    gpuready::check::run_engine(&nodes, &profiles, &extra, jiff::Timestamp::now()).expect("engine")
 }
 
 /// The nodes on which gpuready would still change something, judged by the same
