@@ -611,7 +611,11 @@ fn resource_slices_and_node_features_offline() {
     let (_d1, nodes) = file("nodes.json", DRA_NODES);
     let (_d2, profiles) = file("profiles.yaml", DRA_PROFILE);
     // Without slices: the device plugin's rules; no GFD labels, no nvidia.com/gpu.
-    let o = check(&[nodes.clone()], &[profiles.clone()], &["-o", "json"]);
+    let o = check(
+        std::slice::from_ref(&nodes),
+        std::slice::from_ref(&profiles),
+        &["-o", "json"],
+    );
     assert_exit(&o, 1);
     assert_eq!(
         first_failure(node(&json(&o), "gpu-h200-01")),
@@ -625,8 +629,8 @@ fn resource_slices_and_node_features_offline() {
     let (_d3, slices) = file("slices.json", &list.to_string());
     let s = slices.to_str().expect("utf-8");
     let o = check(
-        &[nodes.clone()],
-        &[profiles.clone()],
+        std::slice::from_ref(&nodes),
+        std::slice::from_ref(&profiles),
         &["-o", "json", "--resource-slices", s],
     );
     assert_exit(&o, 0);
@@ -643,8 +647,8 @@ fn resource_slices_and_node_features_offline() {
     assert_eq!(dp["reason"], "DraDevicesAvailable", "{dp}");
     // The table shows the evidence column.
     let o = check(
-        &[nodes.clone()],
-        &[profiles.clone()],
+        std::slice::from_ref(&nodes),
+        std::slice::from_ref(&profiles),
         &["--resource-slices", s],
     );
     assert_exit(&o, 0);
@@ -663,8 +667,8 @@ fn resource_slices_and_node_features_offline() {
     let (_d4, features) = file("nf.json", &nf.to_string());
     let f = features.to_str().expect("utf-8");
     let o = check(
-        &[nodes.clone()],
-        &[profiles.clone()],
+        std::slice::from_ref(&nodes),
+        std::slice::from_ref(&profiles),
         &["-o", "json", "--resource-slices", s, "--node-features", f],
     );
     assert_exit(&o, 1);
