@@ -612,3 +612,23 @@ fn evidence_bundle_defaults_to_not_read() {
     assert_eq!(facts.evidence, Evidence::default());
     assert_eq!(facts.evidence.dra, DraEvidence::NotRead);
 }
+
+#[test]
+fn offline_validation_of_the_evidence_fields() {
+    let bad: gpuready_api::GpuNodeProfileSpec = serde_yaml_ng::from_str(
+        r#"
+nodeSelector: {}
+notReadyDeadline: {seconds: 10}
+sandboxResources: [GH100_H200_SXM_141GB]
+"#,
+    )
+    .expect("parses");
+    let fields: Vec<String> = bad.validate().into_iter().map(|e| e.field).collect();
+    assert_eq!(
+        fields,
+        ["spec.sandboxResources", "spec.notReadyDeadline.seconds"]
+    );
+    let s = spec("evidence: DRA\nworkload: VmVgpu\nsandboxResources: [nvidia.com/GRID_A100-40C]");
+    assert_eq!(s.evidence, gpuready_api::EvidenceMode::Dra);
+    assert_eq!(s.workload, gpuready_api::Workload::VmVgpu);
+}

@@ -26,7 +26,9 @@ use tracing::{debug, info, warn};
 
 /// How often an absent API is looked for again (DRA enabled or NFD installed
 /// after gpuready started).
-const REDISCOVER: Duration = Duration::from_secs(300);
+/// One LIST a minute while absent: gpuready itself may install the NodeFeature
+/// CRD (`--nfd-crds=apply`) just after it starts.
+const REDISCOVER: Duration = Duration::from_secs(60);
 
 /// The ResourceSlice API resource (served since Kubernetes 1.34).
 pub fn slice_resource() -> ApiResource {
@@ -103,6 +105,9 @@ impl EvidenceStores {
             .is_err()
         {
             warn!("DRA/NFD evidence not listed after {limit:?}; judging with what is known");
+            // Once: later reconciles must not each wait for a source that
+            // cannot be listed (it still counts as "not read" until it is).
+            self.settled.send_modify(|s| *s = (true, true));
         }
     }
 }
