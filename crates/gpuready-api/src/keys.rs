@@ -50,6 +50,10 @@ pub mod reasons {
     pub const NODE_NOT_READY: &str = "NodeNotReady";
     pub const NO_NODES: &str = "NoMatchingNodes";
     pub const NODES_NOT_READY: &str = "NodesNotReady";
+    /// Profile `Ready=True` of an `Observe` profile with not-ready nodes: a
+    /// report-only profile has nothing left to reconcile, so it is done (kstatus
+    /// Current) while its nodes are reported, not ready, in the counts.
+    pub const OBSERVED_NODES_NOT_READY: &str = "ObservedNodesNotReady";
 
     // Evidence beyond GFD labels (docs/evidence.md names what triggers each).
     /// DRA expected but the node has no `gpu.nvidia.com` ResourceSlice.

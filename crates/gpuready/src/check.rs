@@ -13,6 +13,7 @@ use jiff::Timestamp;
 use kube::core::Selector;
 use serde::Serialize;
 
+use crate::cluster::{ClusterArgs, ClusterError, describe_request_error};
 use crate::input::{self, InputError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -51,21 +52,19 @@ pub struct CheckArgs {
     /// over saved dumps, whose GFD timestamps age otherwise.
     #[arg(long, value_name = "RFC3339")]
     pub now: Option<Timestamp>,
+    /// The cluster to read when no --nodes are given.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
 /// Why a live check could not run. Maps to exit code 2.
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
-    #[error("no Kubernetes configuration (set KUBECONFIG or run in a cluster): {0}")]
-    Config(#[from] kube::config::InferConfigError),
-    #[error("connecting to the cluster: {0}")]
-    Client(#[source] kube::Error),
-    #[error("listing {what}: {source}")]
-    List {
-        what: &'static str,
-        #[source]
-        source: kube::Error,
-    },
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// A request failed; the text names the server when it was not reached.
+    #[error("{0}")]
+    Request(String),
     #[error(transparent)]
     Input(#[from] InputError),
 }
@@ -74,15 +73,11 @@ pub enum LiveError {
 /// Only GET/LIST requests are sent.
 pub async fn check_live(args: &CheckArgs) -> Result<CheckReport, LiveError> {
     use kube::api::{Api, ListParams};
-    let config = kube::Config::infer().await?;
-    let client = kube::Client::try_from(config).map_err(LiveError::Client)?;
+    let (client, server) = args.cluster.client().await?;
     let nodes = Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
         .list(&ListParams::default())
         .await
-        .map_err(|source| LiveError::List {
-            what: "nodes",
-            source,
-        })?
+        .map_err(|e| LiveError::Request(describe_request_error(&server, "listing nodes", &e)))?
         .items;
     let profiles = if args.profiles.is_empty() {
         match Api::<GpuNodeProfile>::all(client.clone())
@@ -96,11 +91,12 @@ pub async fn check_live(args: &CheckArgs) -> Result<CheckReport, LiveError> {
                 );
                 Vec::new()
             }
-            Err(source) => {
-                return Err(LiveError::List {
-                    what: "gpunodeprofiles",
-                    source,
-                });
+            Err(e) => {
+                return Err(LiveError::Request(describe_request_error(
+                    &server,
+                    "listing gpunodeprofiles",
+                    &e,
+                )));
             }
         }
     } else {
@@ -158,10 +154,7 @@ async fn list_resource_slices(
             );
             Ok(None)
         }
-        Err(source) => Err(LiveError::List {
-            what: "resourceslices",
-            source,
-        }),
+        Err(e) => Err(LiveError::Request(format!("listing resourceslices: {e}"))),
     }
 }
 
@@ -180,10 +173,7 @@ async fn list_node_features(client: &kube::Client) -> Result<Option<Vec<NodeFeat
             );
             Ok(None)
         }
-        Err(source) => Err(LiveError::List {
-            what: "nodefeatures",
-            source,
-        }),
+        Err(e) => Err(LiveError::Request(format!("listing nodefeatures: {e}"))),
     }
 }
 
