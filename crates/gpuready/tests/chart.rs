@@ -1495,6 +1495,14 @@ spec:
         .await
         .expect("create slice");
     expect("True", "Ready").await;
+    // `gpuready check` against the cluster reads the same slices and agrees.
+    let report = support::live_report(&admin).await;
+    let a = report
+        .nodes
+        .iter()
+        .find(|a| a.name == node)
+        .expect("node in the live report");
+    assert_eq!(a.ready, Some(true), "{}: {}", a.reason, a.message);
 
     // Health: the driver taints gpu-0 (XID 79, NoSchedule).
     let taint = json!({"spec": {"devices": [{
