@@ -386,6 +386,21 @@ fn node_layer(facts: &NodeFacts) -> Verdict {
 }
 
 fn hardware_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
+    // How the GPUs are bound (nvidia driver or vfio-pci) decides what every
+    // layer above can read, so a node serving another workload fails here.
+    if let Some(label) = facts.labels.get(nvidia::WORKLOAD_CONFIG)
+        && label != spec.workload.label_value()
+    {
+        return not_ready(
+            reasons::WORKLOAD_MISMATCH,
+            format!(
+                "{}={label} but the profile serves {} nodes: relabel the node or select it with a profile for {label}",
+                nvidia::WORKLOAD_CONFIG,
+                spec.workload.label_value()
+            ),
+        )
+        .via(Source::Profile);
+    }
     let hw = &facts.hardware;
     if let Some(m) = hw.gpu_present.malformed() {
         return malformed(m);
@@ -530,23 +545,9 @@ fn driver_version_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict
     }
 }
 
-/// DevicePlugin: the workload label, then the advertisement the profile's
-/// evidence selects (device plugin, DRA pool, sandbox plugin), then the GPU
+/// DevicePlugin: the advertisement the profile's evidence selects (device plugin, DRA pool, sandbox plugin), then the GPU
 /// count on the PCI bus against the count advertised.
 fn device_plugin_evidence(spec: &GpuNodeProfileSpec, facts: &NodeFacts, dra: bool) -> Verdict {
-    if let Some(label) = facts.labels.get(nvidia::WORKLOAD_CONFIG)
-        && label != spec.workload.label_value()
-    {
-        return not_ready(
-            reasons::WORKLOAD_MISMATCH,
-            format!(
-                "{}={label} but the profile serves {} nodes: relabel the node or select it with a profile for {label}",
-                nvidia::WORKLOAD_CONFIG,
-                spec.workload.label_value()
-            ),
-        )
-        .via(Source::Profile);
-    }
     let (v, advertised) = if spec.workload != Workload::Container {
         sandbox_layer(spec, facts)
     } else if dra {

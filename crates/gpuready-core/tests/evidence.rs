@@ -514,9 +514,16 @@ fn passthrough_nodes_are_judged_by_sandbox_resources() {
 fn the_workload_label_must_match_the_profile() {
     let node = gfd_node().label(nvidia::WORKLOAD_CONFIG, "vm-passthrough");
     judge("", &node).expect(
-        Layer::DevicePlugin,
+        Layer::Hardware,
         Status::NotReady,
         reasons::WORKLOAD_MISMATCH,
+    );
+    // A passthrough node without GFD labels: the mismatch is the first failure.
+    let bare = dra_node().label(nvidia::WORKLOAD_CONFIG, "vm-passthrough");
+    let r = judge("", &bare);
+    assert_eq!(
+        r.first_failure().map(|l| l.reason.as_str()),
+        Some(reasons::WORKLOAD_MISMATCH)
     );
     let node = gfd_node().label(nvidia::WORKLOAD_CONFIG, "container");
     assert!(judge("", &node).ready());
