@@ -13,6 +13,8 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use gpuready_api::GpuNodeProfile;
+use gpuready_api::dra::ResourceSlice;
+use gpuready_api::nfd::NodeFeature;
 use k8s_openapi::api::core::v1::Node;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqAccess};
 use serde_json::Value;
@@ -539,6 +541,47 @@ pub fn read_nodes_into(path: &Path, out: &mut Vec<Node>) -> Result<(), InputErro
 pub fn read_nodes(path: &Path) -> Result<Vec<Node>, InputError> {
     let mut out = Vec::new();
     read_nodes_into(path, &mut out)?;
+    Ok(out)
+}
+
+/// ResourceSlices as `kubectl get resourceslices -o json` prints them.
+pub fn read_resource_slices(path: &Path) -> Result<Vec<ResourceSlice>, InputError> {
+    let mut out = Vec::new();
+    objects(
+        path,
+        "resource.k8s.io/v1",
+        "ResourceSlice",
+        |_: &mut Value| Vec::new(),
+        |s: ResourceSlice, _| {
+            out.push(s);
+            Vec::new()
+        },
+    )?;
+    Ok(out)
+}
+
+/// NFD NodeFeatures as `kubectl get nodefeatures -A -o json` prints them.
+pub fn read_node_features(path: &Path) -> Result<Vec<NodeFeature>, InputError> {
+    let mut out = Vec::new();
+    objects(
+        path,
+        "nfd.k8s-sigs.io/v1alpha1",
+        "NodeFeature",
+        |_: &mut Value| Vec::new(),
+        |f: NodeFeature, _| match gpuready_core::evidence::node_feature_node(&f) {
+            Some(_) => {
+                out.push(f);
+                Vec::new()
+            }
+            None => vec![(
+                format!(
+                    "metadata.labels[{}]",
+                    gpuready_api::keys::nfd::NODE_NAME_LABEL
+                ),
+                "required: it names the node the features belong to".to_owned(),
+            )],
+        },
+    )?;
     Ok(out)
 }
 
