@@ -2,14 +2,17 @@
 //! writes onto Nodes, and CRD generation. No client, no I/O.
 
 pub mod crd;
+pub mod dra;
 pub mod keys;
 pub mod layer;
 pub mod nfd;
 pub mod profile;
+pub mod selector_schema;
 pub mod validate;
 
 pub use layer::Layer;
 pub use profile::{
-    Family, GpuExpectation, GpuNodeProfile, GpuNodeProfileSpec, GpuNodeProfileStatus, Mode,
-    NotReadyNode, TaintEffect, TaintPolicy, TaintSpec,
+    DeadlineStart, EvidenceMode, Family, GpuExpectation, GpuNodeProfile, GpuNodeProfileSpec,
+    GpuNodeProfileStatus, Mode, NotReadyDeadline, NotReadyNode, TaintEffect, TaintPolicy,
+    TaintSpec, Workload,
 };

@@ -65,9 +65,11 @@ pub const MAX_NOT_READY_SUMMARY: usize = 20;
     )
 )]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!has(self.readyLabels) || self.readyLabels.all(k, !(has(self.nodeSelector.matchLabels) && k in self.nodeSelector.matchLabels) && !(has(self.nodeSelector.matchExpressions) && self.nodeSelector.matchExpressions.exists(e, e.key == k)))").message("readyLabels must not name a key of nodeSelector: gpuready would remove the label that makes the node belong to this profile"))]
 pub struct GpuNodeProfileSpec {
     /// Which nodes this profile governs. A node matched by two profiles is reported
     /// as a Conflict and left as it is.
+    #[schemars(schema_with = "crate::selector_schema::node_selector")]
     pub node_selector: LabelSelector,
 
     /// The GPU every governed node must carry.
@@ -76,7 +78,7 @@ pub struct GpuNodeProfileSpec {
 
     /// Minimum NVIDIA driver version, e.g. `580.65.06` or `570.26`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = Rule::new("self.matches('^[0-9]+\\\\.[0-9]+(\\\\.[0-9]+)?$')").message("minDriverVersion must look like 580.65.06 or 570.26"))]
+    #[x_kube(validation = Rule::new("self.matches('^[0-9]{1,9}\\\\.[0-9]{1,9}(\\\\.[0-9]{1,9})?$')").message("minDriverVersion must look like 580.65.06 or 570.26 (at most 9 digits a part)"))]
     #[schemars(length(max = 32))]
     pub min_driver_version: Option<String>,
 
@@ -84,7 +86,7 @@ pub struct GpuNodeProfileSpec {
     /// against the card's compute capability, the driver's minimum for that CUDA
     /// release and the CUDA version the driver reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = Rule::new("self.matches('^[0-9]+\\\\.[0-9]+$')").message("cudaVersion must look like 12.4 or 13.0"))]
+    #[x_kube(validation = Rule::new("self.matches('^[0-9]{1,9}\\\\.[0-9]{1,9}$')").message("cudaVersion must look like 12.4 or 13.0 (at most 9 digits a part)"))]
     #[schemars(length(max = 16))]
     pub cuda_version: Option<String>,
 
@@ -100,7 +102,9 @@ pub struct GpuNodeProfileSpec {
     /// `nvidia.com/gpu` at `gpu.count` (or 1), or any `nvidia.com/mig-*` resource
     /// when the node runs the MIG `mixed` strategy.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(extend("maxProperties" = 16))]
+    // `maximum` because the server ignores `format: uint32`: a larger number would
+    // be admitted and then fail to deserialize in the controller.
+    #[schemars(extend("maxProperties" = 16, "additionalProperties" = {"type": "integer", "format": "uint32", "minimum": 0, "maximum": 4294967295u32}))]
     #[x_kube(validation = Rule::new("self.all(k, k.matches('^[a-z0-9.-]+/[A-Za-z0-9._-]+$') && self[k] >= 1)").message("resources must map a domain-qualified resource name (like nvidia.com/gpu) to a quantity of at least 1"))]
     pub resources: BTreeMap<String, u32>,
 
@@ -130,7 +134,8 @@ pub struct GpuNodeProfileSpec {
     // kube-apiserver refuses the CRD ("estimated rule cost exceeds budget by 6.0x").
     #[schemars(extend("maxProperties" = 16, "additionalProperties" = {"type": "string", "maxLength": 63}))]
     #[x_kube(validation = Rule::new("self.all(k, !k.startsWith('gpuready.io/ready') && !k.startsWith('gpuready.io/profile'))").message("readyLabels must not set gpuready.io/ready or gpuready.io/profile: gpuready writes those itself"))]
-    #[x_kube(validation = Rule::new("self.all(k, k.size() <= 253 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))").message("readyLabels keys must be valid label keys, like example.com/gpu-pool"))]
+    #[x_kube(validation = Rule::new("self.all(k, !k.matches('^([^/]*\\\\.)?(kubernetes\\\\.io|k8s\\\\.io|x-k8s\\\\.io|nvidia\\\\.com|karpenter\\\\.sh|karpenter\\\\.k8s\\\\.aws)/'))").message("readyLabels must not name keys other systems own (kubernetes.io, k8s.io, x-k8s.io, nvidia.com, karpenter.sh, karpenter.k8s.aws and their subdomains): use your own domain, like example.com/gpu-pool"))]
+    #[x_kube(validation = Rule::new("self.all(k, !format.qualifiedName().validate(k).hasValue())").message("readyLabels keys must be valid label keys, like example.com/gpu-pool"))]
     #[x_kube(validation = Rule::new("self.all(k, self[k].size() <= 63 && self[k].matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'))").message("readyLabels values must be valid label values: at most 63 characters of letters, digits, '-', '_' or '.'"))]
     pub ready_labels: BTreeMap<String, String>,
 
@@ -138,6 +143,115 @@ pub struct GpuNodeProfileSpec {
     /// `GpuReady`. Off by default to keep `kubectl describe node` short.
     #[serde(default)]
     pub per_layer_node_conditions: bool,
+
+    /// Which evidence advertises the GPUs: `DevicePlugin` (extended resources in
+    /// `status.allocatable`, GFD labels), `DRA` (ResourceSlices of driver
+    /// `gpu.nvidia.com`), or `Auto` (default): DRA when the node has such a
+    /// ResourceSlice, else the device plugin.
+    #[serde(default)]
+    pub evidence: EvidenceMode,
+
+    /// The workload the governed nodes serve, as the GPU operator's
+    /// `nvidia.com/gpu.workload.config` label names it. `VmPassthrough` and
+    /// `VmVgpu` nodes are judged by the sandbox device plugin's resources, never
+    /// by container-driver labels. Default `Container`.
+    #[serde(default)]
+    pub workload: Workload,
+
+    /// Sandbox device plugin resources a `VmPassthrough`/`VmVgpu` node must
+    /// advertise, e.g. `nvidia.com/GH100_H200_SXM_141GB` (at `gpu.count`, or 1,
+    /// in total). Empty: any `nvidia.com/` resource named like the sandbox
+    /// plugin names them (no lower-case letter).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    // maxLength on the items keeps the CEL cost estimate within budget.
+    #[schemars(length(max = 16), extend("items" = {"type": "string", "maxLength": 253}))]
+    #[x_kube(validation = Rule::new("self.all(k, k.size() <= 253 && k.matches('^[a-z0-9.-]+/[A-Za-z0-9._-]+$'))").message("sandboxResources must be domain-qualified resource names like nvidia.com/GH100_H200_SXM_141GB"))]
+    pub sandbox_resources: Vec<String>,
+
+    /// How long a node may stay not ready before gpuready marks it for
+    /// remediation (condition reason, Event, metric, optional label). gpuready
+    /// never deletes, drains or cordons a node. Absent: no deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_ready_deadline: Option<NotReadyDeadline>,
+}
+
+/// Where the GPUs' advertisement is read from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum EvidenceMode {
+    /// DRA when the node has a `gpu.nvidia.com` ResourceSlice, else the device plugin.
+    #[default]
+    Auto,
+    /// The device plugin: `status.allocatable` and GFD labels.
+    DevicePlugin,
+    /// The NVIDIA DRA driver: ResourceSlices of driver `gpu.nvidia.com`.
+    #[serde(rename = "DRA")]
+    Dra,
+}
+
+impl EvidenceMode {
+    pub fn is_auto(&self) -> bool {
+        *self == EvidenceMode::Auto
+    }
+}
+
+/// The GPU operator's sandbox workload of a node (`nvidia.com/gpu.workload.config`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum Workload {
+    /// Containers on the NVIDIA driver (the operator's default).
+    #[default]
+    Container,
+    /// GPUs bound to vfio-pci for KubeVirt/Kata VMs (label value `vm-passthrough`).
+    VmPassthrough,
+    /// A vGPU host handing out mediated devices (label value `vm-vgpu`).
+    VmVgpu,
+}
+
+impl Workload {
+    pub fn is_container(&self) -> bool {
+        *self == Workload::Container
+    }
+
+    /// The value of `nvidia.com/gpu.workload.config` for this workload.
+    pub fn label_value(self) -> &'static str {
+        match self {
+            Workload::Container => "container",
+            Workload::VmPassthrough => "vm-passthrough",
+            Workload::VmVgpu => "vm-vgpu",
+        }
+    }
+}
+
+/// A limit on how long a governed node may stay not ready.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NotReadyDeadline {
+    /// Seconds a node may stay not ready, counted from `since`.
+    #[schemars(range(min = 60, max = 2592000))]
+    pub seconds: u32,
+
+    /// `FirstSeen` (default): from the node's creationTimestamp, for nodes that
+    /// register but never become ready. `LastReady`: from the moment the
+    /// `GpuReady` condition last left True (its lastTransitionTime).
+    #[serde(default)]
+    pub since: DeadlineStart,
+
+    /// Also set the label `gpuready.io/not-ready-deadline-exceeded=true` on the
+    /// node while it is past the deadline, for remediation systems (medik8s Node
+    /// Healthcheck, autoscalers).
+    #[serde(default)]
+    pub label: bool,
+}
+
+/// What a [`NotReadyDeadline`] counts from. Both come from state the API server
+/// keeps, never from gpuready's memory, so a restart changes nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum DeadlineStart {
+    /// The node's `metadata.creationTimestamp`.
+    #[default]
+    FirstSeen,
+    /// The `GpuReady` condition's lastTransitionTime while it is not True (the
+    /// node's creation when gpuready has not written the condition yet).
+    LastReady,
 }
 
 fn default_max_label_age() -> u32 {
@@ -153,8 +267,9 @@ pub struct GpuExpectation {
     /// (`*`, `?`, `[...]`), case-insensitive. The `NVIDIA-` prefix older drivers
     /// omit and the `-SHARED` suffix of time-slicing/MPS are tolerated on both sides.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 32))]
+    #[schemars(length(max = 32), inner(length(max = 128)))]
     #[x_kube(validation = Rule::new("self.all(p, p.size() >= 1 && p.size() <= 128)").message("each product must be 1 to 128 characters"))]
+    #[x_kube(validation = Rule::new("self.all(p, !p.contains('**') && p.matches('^([^\\\\[\\\\]]|\\\\[(![^\\\\[\\\\]]+|[^!\\\\[\\\\]][^\\\\[\\\\]]*)\\\\])*$'))").message("products must be valid patterns: *, ? and [...] classes, each [ closed by ], no **"))]
     pub products: Vec<String>,
 
     /// Minimum `nvidia.com/gpu.memory`, in MiB (e.g. 24576 for a 24 GiB card).
@@ -271,7 +386,7 @@ pub enum TaintPolicy {
 /// The readiness taint.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = Rule::new("!self.key.matches('^([^/]*\\\\.)?(kubernetes\\\\.io|k8s\\\\.io)/')").message("taint.key must not be in the kubernetes.io/ or k8s.io/ namespaces: those belong to Kubernetes"))]
+#[x_kube(validation = Rule::new("!self.key.matches('^([^/]*\\\\.)?(kubernetes\\\\.io|k8s\\\\.io|x-k8s\\\\.io|nvidia\\\\.com|karpenter\\\\.sh|karpenter\\\\.k8s\\\\.aws)/') || self.key.startsWith('readiness.k8s.io/') || self.key.startsWith('startup-taint.cluster-autoscaler.kubernetes.io/') || self.key.startsWith('ignore-taint.cluster-autoscaler.kubernetes.io/')").message("taint.key must not be in a namespace other systems own (kubernetes.io, k8s.io, x-k8s.io, nvidia.com, karpenter.sh, karpenter.k8s.aws): pick your own domain, or one of the autoscaler prefixes readiness.k8s.io/, startup-taint.cluster-autoscaler.kubernetes.io/, ignore-taint.cluster-autoscaler.kubernetes.io/"))]
 pub struct TaintSpec {
     /// Taint key. Default `gpuready.io/not-ready`.
     #[serde(default = "default_taint_key")]

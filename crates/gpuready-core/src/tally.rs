@@ -29,6 +29,8 @@ pub struct NodeVerdict {
     pub ready: bool,
     /// Governed by a profile in Observe mode (gpuready only reports).
     pub observe: bool,
+    /// Past the profile's deadline for becoming ready.
+    pub past_deadline: bool,
     pub reason: String,
     /// The first gating layer that is not Ready (the summary names it), else `reason`.
     pub summary_layer: String,
@@ -48,6 +50,7 @@ impl NodeVerdict {
             profiles,
             ready: a.ready == Some(true),
             observe: a.observe,
+            past_deadline: a.deadline_passed.is_some(),
             reason: a.reason.clone(),
             summary_layer: a
                 .layers
@@ -104,6 +107,8 @@ pub struct ProfileTally {
     pub not_ready: BTreeMap<String, NotReadyEntry>,
     /// Of `not_ready`, those governed in Observe mode.
     pub not_ready_observed: usize,
+    /// Nodes past the profile's deadline.
+    pub past_deadline: usize,
     pub conflicts: BTreeSet<String>,
     pub layers: BTreeMap<Layer, LayerTally>,
 }
@@ -115,6 +120,9 @@ fn dec(n: &mut usize) {
 impl ProfileTally {
     pub fn add(&mut self, node: &str, v: &NodeVerdict) {
         self.matched += 1;
+        if v.past_deadline {
+            self.past_deadline += 1;
+        }
         match v.governance {
             GovernanceKind::Governed => {
                 self.governed += 1;
@@ -155,6 +163,9 @@ impl ProfileTally {
     /// Undoes [`ProfileTally::add`] of the same verdict.
     pub fn remove(&mut self, node: &str, v: &NodeVerdict) {
         dec(&mut self.matched);
+        if v.past_deadline {
+            dec(&mut self.past_deadline);
+        }
         match v.governance {
             GovernanceKind::Governed => {
                 dec(&mut self.governed);
@@ -278,6 +289,7 @@ mod tests {
             profiles: profiles.iter().map(|p| (*p).to_owned()).collect(),
             ready,
             observe: false,
+            past_deadline: false,
             reason: if ready { "Ready" } else { "DriverTooOld" }.into(),
             summary_layer: "Driver".into(),
             layers: vec![LayerVerdict {

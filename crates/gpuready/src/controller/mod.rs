@@ -6,12 +6,14 @@ pub mod backoff;
 pub mod config;
 pub mod crd_guard;
 pub mod error;
+pub mod evidence;
 pub mod gating;
 pub mod http;
 pub mod leader;
 pub mod metrics;
 pub mod nfd;
 pub mod node;
+pub mod profiles;
 pub mod prune;
 pub mod requests;
 pub mod status;
@@ -80,6 +82,8 @@ pub struct Context {
     last_writes: LastWrites,
     /// The NFD CRD condition every profile carries (set by the NFD reconciler).
     pub nfd: Mutex<Option<(bool, String, String)>>,
+    /// ResourceSlices and NodeFeatures per node (see `evidence`).
+    pub evidence: Arc<evidence::EvidenceStores>,
 }
 
 impl Context {
@@ -326,11 +330,16 @@ async fn run_controllers(
         health.clone(),
     ));
     let (profile_reader, profile_writer) = reflector::store::<GpuNodeProfile>();
-    let profile_stream = watcher(
-        Api::<GpuNodeProfile>::all(client.clone()),
-        watcher::Config::default(),
+    // Untyped, then typed one by one: a profile that does not deserialize is
+    // reported and skipped instead of failing the list (see profiles.rs).
+    let profile_stream = profiles::typed(
+        watcher(
+            profiles::dynamic_api(client.clone()),
+            watcher::Config::default(),
+        )
+        .backoff(WatchBackoff::default()),
+        recorder.clone(),
     )
-    .backoff(WatchBackoff::default())
     .reflect(profile_writer)
     .flat_map(profile_triggers(status_tx.clone(), crd.clone()));
     let profile_stream = drop_watch_errors("GpuNodeProfile", profile_stream);
@@ -373,7 +382,14 @@ async fn run_controllers(
         requeue,
         last_writes,
         nfd: Mutex::default(),
+        evidence: Arc::default(),
     });
+    let evidence_tasks = evidence::spawn(
+        client.clone(),
+        ctx.evidence.clone(),
+        ctx.requeue.clone(),
+        stop.clone(),
+    );
 
     let synced = {
         let (p, n, health) = (profile_reader.clone(), node_reader.clone(), health.clone());
@@ -432,6 +448,9 @@ async fn run_controllers(
     synced.abort();
     crd_watch.abort();
     gate_drain.abort();
+    for task in evidence_tasks {
+        task.abort();
+    }
     if let Some(task) = nfd_crds {
         task.abort();
     }

@@ -90,6 +90,7 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
     if !synced {
         return Err(Error::CacheNotReady("the cache sync task ended".into()));
     }
+    ctx.evidence.wait_settled(Duration::from_secs(30)).await;
     let api: Api<Node> = Api::all(ctx.client.clone());
     let name = cached.name_any();
     let mut node: Node = (*cached).clone();
@@ -108,7 +109,7 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
         // The turn is counted before the brake is consulted, so the turn that
         // trips the brake is held back too: a burst taints at most
         // floor(threshold × matched) nodes, not one more.
-        let facts = NodeFacts::from_node(&node);
+        let facts = NodeFacts::from_node(&node).with_evidence(ctx.evidence.for_node(&name));
         let unheld = assess_node(ctx, &facts, &profiles, now, false);
         // Scale hook: the verdict goes to the status task's tally (O(1) here).
         ctx.report_verdict(&name, &unheld);
@@ -154,6 +155,8 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
                         ctx.gate.defer(&name);
                     } else {
                         publish_transition(ctx, &node, &facts, &assessment).await;
+                        super::evidence::publish_deadline(ctx, &node, &facts, &assessment)
+                            .await;
                     }
                 }
                 debug!(ready = ?assessment.ready, reason = %assessment.reason, wrote, "reconciled");

@@ -154,7 +154,13 @@ fn recount(ctx: &Context) -> Tally {
     let mut tally = Tally::default();
     for node in ctx.nodes.state() {
         // Verdicts only: the brake changes planned taints, not readiness.
-        let a = assess_node(ctx, &NodeFacts::from_node(&node), &selectors, now, false);
+        let a = assess_node(
+            ctx,
+            &NodeFacts::from_node(&node).with_evidence(ctx.evidence.for_node(&node.name_any())),
+            &selectors,
+            now,
+            false,
+        );
         tally.set(&a.name, NodeVerdict::of(&a));
     }
     debug!(nodes = tally.nodes(), "recounted every node's verdict");
@@ -217,6 +223,17 @@ async fn update_profile(
         profile.status.as_ref(),
         now,
     );
+    // A profile that got past admission yet breaks the CRD's rules says so.
+    let new = match gpuready_core::status::profile_problem(profile) {
+        Some(why) => gpuready_core::status::mark_invalid(
+            new,
+            &why,
+            profile.metadata.generation,
+            profile.status.as_ref(),
+            now,
+        ),
+        None => new,
+    };
     if profile.status.as_ref() == Some(&new) {
         return Ok(());
     }
@@ -255,6 +272,10 @@ fn record_metrics(ctx: &Context, profile: &str, t: &ProfileTally, engaged: bool)
         .nodes
         .get_or_create(&state("conflict"))
         .set(gauge(t.conflicts.len()));
+    ctx.metrics
+        .nodes
+        .get_or_create(&state("past_deadline"))
+        .set(gauge(t.past_deadline));
     for layer in Layer::ALL {
         ctx.metrics
             .layer_ready
