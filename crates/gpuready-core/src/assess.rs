@@ -109,15 +109,15 @@ fn assess_governed(
     let report: LayerReport = evaluate(&profile.spec, facts, now);
     let changes = plan::plan_governed(profile, facts, &report, opts);
     let ready = report.ready();
-    let (_, reason, message) = plan::gpu_ready_condition(&profile.name_any(), &report);
+    let verdict = plan::gpu_ready_condition(&profile.name_any(), &report);
     NodeAssessment {
         name: facts.name.clone(),
         profile: Some(profile.name_any()),
         governance: GovernanceKind::Governed,
         conflicting_profiles: vec![],
         ready: Some(ready),
-        reason,
-        message,
+        reason: verdict.reason,
+        message: verdict.message,
         recheck_after_seconds: report.recheck_after_seconds,
         observe: profile.spec.mode == gpuready_api::Mode::Observe,
         layers: report.layers,

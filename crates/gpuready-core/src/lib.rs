@@ -16,4 +16,4 @@ pub mod version;
 pub use assess::{GovernanceKind, NodeAssessment, assess};
 pub use evaluate::{LayerReport, LayerResult, Status, evaluate};
 pub use facts::NodeFacts;
-pub use plan::{NodeChanges, PlanOptions, TaintChange};
+pub use plan::{ConditionChange, NodeChanges, PlanOptions, TaintChange, TaintChangeKind};

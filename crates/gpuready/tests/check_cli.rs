@@ -225,7 +225,7 @@ fn json_output_has_the_documented_shape() {
     // A not-ready node in Enforce mode: the full taint list it would get, its
     // foreign taint (karpenter's) kept first.
     let changes = &governed["changes"];
-    assert_eq!(changes["taint"]["summary"], "add");
+    assert_eq!(changes["taint"]["kind"], "add");
     assert_eq!(
         changes["taint"]["taints"],
         serde_json::json!([
@@ -234,7 +234,7 @@ fn json_output_has_the_documented_shape() {
         ])
     );
     assert_eq!(changes["labels"]["gpuready.io/ready"], "false");
-    assert_eq!(changes["conditions"][0]["type"], "GpuReady");
+    assert_eq!(changes["conditions"]["set"][0]["type"], "GpuReady");
     assert_eq!(report["summary"]["notReady"], 6);
 }
 

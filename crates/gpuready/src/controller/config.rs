@@ -14,6 +14,21 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .map_err(|_| format!("{s:?} must not be negative"))
 }
 
+/// `--heartbeat`: `off` (or `0s`) never rewrites an unchanged condition;
+/// otherwise a duration of at least 10 s.
+pub fn parse_heartbeat(s: &str) -> Result<Duration, String> {
+    if matches!(s.trim(), "off" | "0" | "0s") {
+        return Ok(Duration::ZERO);
+    }
+    let d = parse_duration(s)?;
+    if d < Duration::from_secs(10) {
+        return Err(format!(
+            "{s:?} is too short: use `off` (the default) or at least 10s"
+        ));
+    }
+    Ok(d)
+}
+
 /// What gpuready does about the NFD CRDs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum NfdCrdMode {
@@ -50,9 +65,11 @@ pub struct RunArgs {
     #[arg(long, env = "GPUREADY_CLIENT_BURST", default_value_t = 100)]
     pub client_burst: u32,
 
-    /// Rewrite unchanged node conditions after this long, so a reader can tell a
-    /// live verdict from one left behind by a stopped gpuready.
-    #[arg(long, env = "GPUREADY_HEARTBEAT", default_value = "5m", value_parser = parse_duration)]
+    /// Rewrite unchanged node conditions after this long (a per-node liveness
+    /// stamp in lastHeartbeatTime, at N/heartbeat writes per second forever).
+    /// `off` (default): a condition is written only when it changes; liveness is
+    /// the leader Lease and the profile status.
+    #[arg(long, env = "GPUREADY_HEARTBEAT", default_value = "off", value_parser = parse_heartbeat)]
     pub heartbeat: Duration,
 
     /// Only watch nodes matching this label selector (e.g. `nvidia.com/gpu.present=true`)
@@ -124,7 +141,7 @@ impl RunArgs {
             concurrency: 4,
             client_qps: 0,
             client_burst: 0,
-            heartbeat: Duration::from_secs(300),
+            heartbeat: Duration::ZERO,
             node_selector: None,
             brake_threshold: 0.5,
             brake_window: Duration::from_secs(300),
