@@ -277,6 +277,63 @@ async fn a_leader_whose_renewals_fail_stops_writing_at_its_deadline_and_the_othe
     b.stop().await.expect("b stops cleanly");
 }
 
+#[tokio::test]
+async fn a_leader_that_sees_another_holder_in_the_lease_stops_writing_at_once() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    create_node(&client, "gpu-1", rtx3090_in("a"), 1, json!([])).await;
+    apply_profile(&client, &rtx3090_profile("rtx3090", "a", "")).await;
+    let (a, a_sent) = start_recorded(env.config(), ha_args("gpuready-a"));
+    eventually(30, "a leads and converged", || async {
+        let n = get_node(&client, "gpu-1").await;
+        (a.is_leader() && label(&n, keys::LABEL_READY).is_some()).then_some(())
+    })
+    .await;
+    // Someone else takes the Lease (a split brain as another replica would
+    // see it after a's renewals stopped reaching the server).
+    let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(jiff::Timestamp::now());
+    Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(client.clone(), "default")
+        .patch(
+            "gpuready",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({ "spec": {
+                "holderIdentity": "intruder", "renewTime": now, "acquireTime": now,
+            }})),
+        )
+        .await
+        .expect("take the lease");
+    let taken = Instant::now();
+    eventually(10, "a steps down", || async {
+        (!a.is_leader()).then_some(())
+    })
+    .await;
+    let stepped_down = Instant::now();
+    println!(
+        "a stepped down {:.1?} after the lease changed hands",
+        stepped_down - taken
+    );
+    assert!(
+        stepped_down - taken < Duration::from_secs(2),
+        "at once, not at a deadline"
+    );
+    // A change a would have acted on.
+    set_node_status(&client, "gpu-1", 1, 0, true).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(a_sent.writes_since(stepped_down), Vec::<String>::new());
+    assert!(
+        !gated(&get_node(&client, "gpu-1").await),
+        "nobody wrote the node"
+    );
+    let ended = tokio::time::timeout(Duration::from_secs(30), a.task)
+        .await
+        .expect("a ends")
+        .expect("a's task");
+    assert!(
+        matches!(ended, Err(controller::Error::LostLeadership)),
+        "{ended:?}"
+    );
+}
+
 // ---- Hands off ungoverned nodes ----
 
 #[tokio::test]
