@@ -448,6 +448,23 @@ proptest! {
         }
     }
 
+    /// (d2) A node no profile governs and that carries nothing gpuready
+    /// recorded (no ownership annotation, no owned labels, none of its
+    /// condition types) is never written, whatever taints it has.
+    #[test]
+    fn an_ungoverned_node_without_gpuready_traces_is_never_written(node in node(), profiles in profiles(), opts in plan_options()) {
+        let facts = gpuready_core::NodeFacts::from_node(&node);
+        let a = assess_with(&node, &profiles, &opts);
+        let traces = facts.owned.taint.is_some()
+            || facts.owned.released_at.is_some()
+            || facts.owned.labels_annotation.is_some()
+            || facts.owned.labels.iter().any(|k| facts.labels.contains_key(k))
+            || !facts.gpu_conditions.is_empty();
+        if a.governance == GovernanceKind::Ungoverned && !traces {
+            prop_assert!(a.changes.is_empty(), "{:#?}", a.changes);
+        }
+    }
+
     /// (e) DriverVersion::parse never panics on any string.
     #[test]
     fn driver_version_parse_never_panics(s in "\\PC{0,24}", t in "[0-9.]{0,16}") {

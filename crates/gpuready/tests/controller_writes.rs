@@ -363,6 +363,8 @@ async fn a_node_no_profile_selects_keeps_gpureadys_taint_until_a_profile_governs
     }
     let after = get_node(&client, "gpu-1").await;
     assert_eq!(taints(&after), taints(&before), "every taint kept");
+    // `check` against the cluster predicts the same: nothing to do.
+    assert_eq!(pending_changes(&client).await, Vec::<String>::new());
     assert_eq!(after.resource_version(), before.resource_version());
 
     // A profile that selects it: gpuready governs it — the (healthy) node's
