@@ -13,7 +13,7 @@ pub mod select;
 pub mod status;
 pub mod version;
 
-pub use assess::{GovernanceKind, NodeAssessment, assess};
+pub use assess::{GovernanceKind, Judgement, NodeAssessment, assess, judge};
 pub use evaluate::{LayerReport, LayerResult, Status, evaluate};
 pub use facts::NodeFacts;
 pub use plan::{ConditionChange, NodeChanges, PlanOptions, TaintChange, TaintChangeKind};

@@ -1066,3 +1066,44 @@ fn a_transition_is_one_node_patch_and_one_condition_patch() {
             .all(gpuready_core::facts::is_own_condition)
     );
 }
+
+#[test]
+fn judging_once_then_planning_is_assessing_and_the_verdict_plans_nothing() {
+    let nodes = [
+        ready_node().build(),
+        not_ready_node().build(),
+        with_foreign_taints(not_ready_node(), true).build(),
+    ];
+    let cases = [
+        one(profile("p", "")),
+        one(profile("p", "mode: Observe")),
+        vec![profile("p", ""), profile("q", "")],
+        vec![],
+    ];
+    for node in &nodes {
+        for profiles in &cases {
+            let selectors: Vec<_> = profiles
+                .iter()
+                .map(|p| gpuready_core::select::profile_selector(p).expect("selector"))
+                .collect();
+            let pairs: Vec<_> = profiles.iter().zip(selectors.iter()).collect();
+            let facts = gpuready_core::NodeFacts::from_node(node);
+            let judgement = gpuready_core::judge(&facts, &pairs, now());
+            assert!(judgement.verdict.changes.is_empty());
+            let planned = judgement.clone().plan(&facts, &opts());
+            assert_eq!(planned, assess_with(node, profiles, &opts()));
+            // The brake changes the plan, never the verdict.
+            let held = judgement.plan(
+                &facts,
+                &PlanOptions {
+                    hold_new_taints: true,
+                    ..opts()
+                },
+            );
+            assert_eq!(
+                (held.ready, &held.reason, held.governance),
+                (planned.ready, &planned.reason, planned.governance)
+            );
+        }
+    }
+}

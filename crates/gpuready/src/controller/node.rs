@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use gpuready_api::GpuNodeProfile;
 use gpuready_api::keys;
 use gpuready_core::{
-    ConditionChange, GovernanceKind, NodeAssessment, NodeChanges, NodeFacts, PlanOptions, assess,
+    ConditionChange, GovernanceKind, NodeAssessment, NodeChanges, NodeFacts, PlanOptions, judge,
 };
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
@@ -47,9 +47,29 @@ pub fn profiles_with_selectors(
         .collect()
 }
 
-/// The engine over one node. `hold_new_taints` only changes the planned taint
-/// (the safety brake), never the verdict, so a caller that reads only verdicts
-/// passes `false`.
+/// Plan options from the controller's flags.
+fn plan_options(ctx: &Context, now: Timestamp, hold_new_taints: bool) -> PlanOptions {
+    PlanOptions {
+        now,
+        heartbeat_seconds: i64::try_from(ctx.args.heartbeat.as_secs()).unwrap_or(i64::MAX),
+        hold_new_taints,
+    }
+}
+
+/// The verdict on one node, with no write planned (`changes` empty): for
+/// readers of verdicts such as profile status.
+pub fn verdict_of(
+    facts: &NodeFacts,
+    profiles: &[(Arc<GpuNodeProfile>, Selector)],
+    now: Timestamp,
+) -> NodeAssessment {
+    let pairs: Vec<(&GpuNodeProfile, &Selector)> =
+        profiles.iter().map(|(p, s)| (p.as_ref(), s)).collect();
+    judge(facts, &pairs, now).verdict
+}
+
+/// The engine over one node: verdict and planned writes. `hold_new_taints`
+/// only changes the planned taint (the safety brake), never the verdict.
 pub fn assess_node(
     ctx: &Context,
     facts: &NodeFacts,
@@ -59,12 +79,7 @@ pub fn assess_node(
 ) -> NodeAssessment {
     let pairs: Vec<(&GpuNodeProfile, &Selector)> =
         profiles.iter().map(|(p, s)| (p.as_ref(), s)).collect();
-    let opts = PlanOptions {
-        now,
-        heartbeat_seconds: i64::try_from(ctx.args.heartbeat.as_secs()).unwrap_or(i64::MAX),
-        hold_new_taints,
-    };
-    assess(facts, &pairs, &opts)
+    judge(facts, &pairs, now).plan(facts, &plan_options(ctx, now, hold_new_taints))
 }
 
 pub async fn reconcile(node: Arc<Node>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -109,16 +124,21 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
     for attempt in 0..MAX_CONFLICT_RETRIES {
         let now = Timestamp::now();
         let profiles = profiles_with_selectors(&ctx.profiles.state());
-        // The turn is counted before the brake is consulted, so the turn that
-        // trips the brake is held back too: a burst taints at most
-        // floor(threshold × matched) nodes, not one more.
+        // Judged once. The turn is counted before the brake is consulted, so
+        // the turn that trips the brake is held back too: a burst taints at
+        // most floor(threshold × matched) nodes, not one more.
         let facts = NodeFacts::from_node(&node);
-        let unheld = assess_node(ctx, &facts, &profiles, now, false);
-        ctx.record_turn(&facts, &unheld, now);
-        let assessment = match &unheld.profile {
-            Some(p) if ctx.brake_engaged(p) => assess_node(ctx, &facts, &profiles, now, true),
-            _ => unheld,
-        };
+        let pairs: Vec<(&GpuNodeProfile, &Selector)> =
+            profiles.iter().map(|(p, s)| (p.as_ref(), s)).collect();
+        let judgement = judge(&facts, &pairs, now);
+        ctx.record_turn(&facts, &judgement.verdict, now);
+        let hold = judgement
+            .verdict
+            .profile
+            .as_deref()
+            .is_some_and(|p| ctx.brake_engaged(p));
+        // Planned once, with the brake's answer.
+        let assessment = judgement.plan(&facts, &plan_options(ctx, now, hold));
         // Recorded once: a span field recorded again is printed again.
         if attempt == 0
             && let Some(p) = &assessment.profile
