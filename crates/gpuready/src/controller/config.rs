@@ -102,7 +102,9 @@ pub struct RunArgs {
     #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
     pub lease_namespace: String,
 
-    /// Lease duration in seconds: how long a dead leader blocks a successor.
+    /// Lease duration in seconds: how long a dead leader blocks a successor. The
+    /// leader renews every third of it and stops writing two thirds after its
+    /// last renewal it saw (the renew deadline).
     #[arg(long, env = "GPUREADY_LEASE_DURATION", default_value_t = 15)]
     pub lease_duration_seconds: u64,
 
