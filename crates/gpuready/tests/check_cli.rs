@@ -582,3 +582,38 @@ fn free_form_maps_of_a_profile_are_not_unknown_fields() {
     let o = check(&[good_nodes()], &[profiles], &[]);
     assert!(o.status.code() != Some(2), "{}", stderr(&o));
 }
+
+#[test]
+fn check_words_adoption_and_leaves_an_ungoverned_bootstrap_taint_alone() {
+    // A not-ready node registered with gpuready's bootstrap taint.
+    let text = std::fs::read_to_string(example("talos-rtx3050", "nodes.json")).expect("example");
+    let mut list: Value = serde_json::from_str(&text).expect("example JSON");
+    let node = &mut list["items"][0];
+    node["status"]["allocatable"]["nvidia.com/gpu"] = "0".into();
+    node["spec"]["taints"] = serde_json::json!([
+        { "key": "gpuready.io/not-ready", "value": "true", "effect": "NoSchedule" }
+    ]);
+    let (_d, nodes) = file("nodes.json", &list.to_string());
+    // No profile selects it: nothing to do, the taint stays.
+    let (_p, elsewhere) = file(
+        "profiles.yaml",
+        "apiVersion: gpuready.io/v1alpha1\nkind: GpuNodeProfile\nmetadata:\n  name: p\nspec:\n  nodeSelector:\n    matchLabels: {gpu-pool: elsewhere}\n",
+    );
+    let o = check(&[nodes.clone()], &[elsewhere], &[]);
+    let out = stdout(&o);
+    assert!(!out.contains("would:"), "{out}");
+    // A profile selects it: gpuready adopts the taint already there.
+    let (_q, governing) = file(
+        "profiles.yaml",
+        "apiVersion: gpuready.io/v1alpha1\nkind: GpuNodeProfile\nmetadata:\n  name: p\nspec:\n  nodeSelector:\n    matchLabels: {gpu-pool: talos-rtx3050}\n",
+    );
+    let o = check(&[nodes], &[governing], &[]);
+    assert_exit(&o, 1);
+    let out = stdout(&o);
+    assert!(
+        out.contains(
+            "would: adopt the taint gpuready.io/not-ready:NoSchedule already on the node;"
+        ),
+        "{out}"
+    );
+}
