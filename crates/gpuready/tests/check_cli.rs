@@ -599,7 +599,7 @@ fn check_words_adoption_and_leaves_an_ungoverned_bootstrap_taint_alone() {
         "profiles.yaml",
         "apiVersion: gpuready.io/v1alpha1\nkind: GpuNodeProfile\nmetadata:\n  name: p\nspec:\n  nodeSelector:\n    matchLabels: {gpu-pool: elsewhere}\n",
     );
-    let o = check(&[nodes.clone()], &[elsewhere], &[]);
+    let o = check(std::slice::from_ref(&nodes), &[elsewhere], &[]);
     let out = stdout(&o);
     assert!(!out.contains("would:"), "{out}");
     // A profile selects it: gpuready adopts the taint already there.
