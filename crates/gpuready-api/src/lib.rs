@@ -2,6 +2,7 @@
 //! writes onto Nodes, and CRD generation. No client, no I/O.
 
 pub mod crd;
+pub mod dra;
 pub mod keys;
 pub mod layer;
 pub mod nfd;
@@ -10,6 +11,7 @@ pub mod validate;
 
 pub use layer::Layer;
 pub use profile::{
-    Family, GpuExpectation, GpuNodeProfile, GpuNodeProfileSpec, GpuNodeProfileStatus, Mode,
-    NotReadyNode, TaintEffect, TaintPolicy, TaintSpec,
+    DeadlineStart, EvidenceMode, Family, GpuExpectation, GpuNodeProfile, GpuNodeProfileSpec,
+    GpuNodeProfileStatus, Mode, NotReadyDeadline, NotReadyNode, TaintEffect, TaintPolicy,
+    TaintSpec, Workload,
 };

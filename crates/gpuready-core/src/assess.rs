@@ -45,6 +45,9 @@ pub struct NodeAssessment {
     pub observe: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recheck_after_seconds: Option<u64>,
+    /// Set while the node is past its profile's `notReadyDeadline`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline_passed: Option<crate::evaluate::DeadlinePassed>,
 }
 
 /// The verdict on one node before any write is planned: which profile governs
@@ -85,6 +88,7 @@ pub fn judge<'a>(
                     reason: verdict.reason,
                     message: verdict.message,
                     recheck_after_seconds: report.recheck_after_seconds,
+                    deadline_passed: report.deadline.clone(),
                     observe: profile.spec.mode == gpuready_api::Mode::Observe,
                     layers: report.layers.clone(),
                     changes: NodeChanges::default(),
@@ -116,6 +120,7 @@ pub fn judge<'a>(
                     observe: observe_only,
                     layers: vec![],
                     recheck_after_seconds: None,
+                    deadline_passed: None,
                 },
                 basis: Basis::Conflict(names),
             }
@@ -133,6 +138,7 @@ pub fn judge<'a>(
                 changes: NodeChanges::default(),
                 observe: false,
                 recheck_after_seconds: None,
+                deadline_passed: None,
             },
             basis: Basis::Ungoverned,
         },

@@ -5,6 +5,7 @@ pub mod assess;
 pub mod brake;
 pub mod compat;
 pub mod evaluate;
+pub mod evidence;
 pub mod facts;
 pub mod nfd_crds;
 pub mod plan;
@@ -15,5 +16,6 @@ pub mod version;
 
 pub use assess::{GovernanceKind, Judgement, NodeAssessment, assess, judge};
 pub use evaluate::{LayerReport, LayerResult, Status, evaluate};
+pub use evidence::{Evidence, Source};
 pub use facts::NodeFacts;
 pub use plan::{ConditionChange, NodeChanges, PlanOptions, TaintChange, TaintChangeKind};

@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod error;
+pub mod evidence;
 pub mod fence;
 pub mod http;
 pub mod leader;
@@ -67,6 +68,8 @@ pub struct Context {
     last_writes: Mutex<BTreeMap<String, String>>,
     /// The NFD CRD condition every profile carries (set by the NFD reconciler).
     pub nfd: Mutex<Option<(bool, String, String)>>,
+    /// ResourceSlices and NodeFeatures per node (see `evidence`).
+    pub evidence: Arc<evidence::EvidenceStores>,
 }
 
 impl Context {
@@ -319,7 +322,14 @@ async fn run_controllers(
         requeue,
         last_writes: Mutex::default(),
         nfd: Mutex::default(),
+        evidence: Arc::default(),
     });
+    let evidence_tasks = evidence::spawn(
+        client.clone(),
+        ctx.evidence.clone(),
+        ctx.requeue.clone(),
+        stop.clone(),
+    );
 
     let synced = {
         let (p, n, health) = (profile_reader.clone(), node_reader.clone(), health.clone());
@@ -369,6 +379,9 @@ async fn run_controllers(
         .await;
     synced.abort();
     aggregator.abort();
+    for task in evidence_tasks {
+        task.abort();
+    }
     if let Some(task) = nfd_crds {
         task.abort();
     }

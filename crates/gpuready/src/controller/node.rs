@@ -109,6 +109,7 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
     if !synced {
         return Err(Error::CacheNotReady("the cache sync task ended".into()));
     }
+    ctx.evidence.wait_settled(Duration::from_secs(30)).await;
     let api: Api<Node> = Api::all(ctx.client.clone());
     let name = cached.name_any();
     let mut node: Node = (*cached).clone();
@@ -127,7 +128,7 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
         // Judged once. The turn is counted before the brake is consulted, so
         // the turn that trips the brake is held back too: a burst taints at
         // most floor(threshold × matched) nodes, not one more.
-        let facts = NodeFacts::from_node(&node);
+        let facts = NodeFacts::from_node(&node).with_evidence(ctx.evidence.for_node(&name));
         let pairs: Vec<(&GpuNodeProfile, &Selector)> =
             profiles.iter().map(|(p, s)| (p.as_ref(), s)).collect();
         let judgement = judge(&facts, &pairs, now);
@@ -154,6 +155,7 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
                 if let Some(rv) = written {
                     ctx.note_write(&name, rv);
                     publish_transition(ctx, &node, &facts, &assessment).await;
+                    super::evidence::publish_deadline(ctx, &node, &facts, &assessment).await;
                 }
                 debug!(ready = ?assessment.ready, reason = %assessment.reason, wrote, "reconciled");
                 return Ok(next_check(ctx, &assessment));

@@ -56,7 +56,11 @@ pub async fn pass(ctx: &Context) -> Result<(), kube::Error> {
     let mut by_profile: BTreeMap<String, Vec<NodeAssessment>> = BTreeMap::new();
     for node in ctx.nodes.state() {
         // Verdicts only: the brake changes planned taints, not readiness.
-        let a = verdict_of(&NodeFacts::from_node(&node), &selectors, now);
+        let a = verdict_of(
+            &NodeFacts::from_node(&node).with_evidence(ctx.evidence.for_node(&node.name_any())),
+            &selectors,
+            now,
+        );
         match a.governance {
             GovernanceKind::Governed => {
                 if let Some(p) = a.profile.clone() {
@@ -149,6 +153,10 @@ fn record_metrics(ctx: &Context, profile: &str, nodes: &[&NodeAssessment], engag
         .nodes
         .get_or_create(&state("conflict"))
         .set(count(&|n| n.governance == GovernanceKind::Conflict));
+    ctx.metrics
+        .nodes
+        .get_or_create(&state("past_deadline"))
+        .set(count(&|n| n.deadline_passed.is_some()));
     for layer in Layer::ALL {
         ctx.metrics
             .layer_ready
