@@ -7,6 +7,7 @@ pub mod keys;
 pub mod layer;
 pub mod nfd;
 pub mod profile;
+pub mod selector_schema;
 pub mod validate;
 
 pub use layer::Layer;
