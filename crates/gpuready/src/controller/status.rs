@@ -26,7 +26,7 @@ use tracing::{debug, info, warn};
 
 use super::Context;
 use super::metrics::{Profile, ProfileLayer, ProfileState};
-use super::node::{assess_node, profiles_with_selectors};
+use super::node::{profiles_with_selectors, verdict_of};
 
 /// Coalesces bursts of verdicts into one status write per profile.
 const DEBOUNCE: Duration = Duration::from_millis(500);
@@ -154,12 +154,10 @@ fn recount(ctx: &Context) -> Tally {
     let mut tally = Tally::default();
     for node in ctx.nodes.state() {
         // Verdicts only: the brake changes planned taints, not readiness.
-        let a = assess_node(
-            ctx,
+        let a = verdict_of(
             &NodeFacts::from_node(&node).with_evidence(ctx.evidence.for_node(&node.name_any())),
             &selectors,
             now,
-            false,
         );
         tally.set(&a.name, NodeVerdict::of(&a));
     }
