@@ -87,6 +87,9 @@ fn start_recorded(config: kube::Config, args: RunArgs) -> (Running, Sent) {
     let client = kube::client::ClientBuilder::try_from(config)
         .expect("client builder")
         .with_layer(&sent)
+        // The counting layer clones the service below it (it waits for a rate
+        // token before sending), so it sits on a buffer, as in gpuready's client.
+        .with_layer(&tower::buffer::BufferLayer::new(1024))
         .with_layer(&controller::requests::CountRequests {
             metrics: metrics.clone(),
             limiter: None,

@@ -161,8 +161,7 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
         // only this node's patch (taint, labels, annotations) now and defer its
         // condition and Event.
         let mut changes = std::borrow::Cow::Borrowed(&assessment.changes);
-        let deferred =
-            changes.taint.is_some() && changes.conditions.is_some() && ctx.gate.busy();
+        let deferred = changes.taint.is_some() && changes.conditions.is_some() && ctx.gate.busy();
         if deferred {
             changes.to_mut().conditions = None;
         }
@@ -178,8 +177,7 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
                         ctx.gate.defer(&name);
                     } else {
                         publish_transition(ctx, &node, &facts, &assessment).await;
-                        super::evidence::publish_deadline(ctx, &node, &facts, &assessment)
-                            .await;
+                        super::evidence::publish_deadline(ctx, &node, &facts, &assessment).await;
                     }
                 }
                 debug!(ready = ?assessment.ready, reason = %assessment.reason, wrote, "reconciled");
