@@ -92,6 +92,18 @@ pub async fn run(
         _ = stop.cancelled() => return,
         ready = ctx.wait_for_caches() => if !ready { return },
     }
+    // The first pass carries the NFD condition when the NFD reconciler will
+    // set one: writing the status without it first would cost a second write
+    // (and a restart on a converged cluster must write nothing).
+    if ctx.args.nfd_crds != super::config::NfdCrdMode::Off {
+        let until = Instant::now() + Duration::from_secs(10);
+        while ctx.nfd_condition().is_none() && Instant::now() < until {
+            tokio::select! {
+                _ = stop.cancelled() => return,
+                _ = tokio::time::sleep(Duration::from_millis(100)) => {},
+            }
+        }
+    }
     let mut tally = recount(&ctx);
     let mut dirty = Dirty {
         all: true,
