@@ -5,11 +5,12 @@ pub mod crd;
 pub mod keys;
 pub mod layer;
 pub mod nfd;
+pub mod probe;
 pub mod profile;
 pub mod validate;
 
 pub use layer::Layer;
 pub use profile::{
     Family, GpuExpectation, GpuNodeProfile, GpuNodeProfileSpec, GpuNodeProfileStatus, Mode,
-    NotReadyNode, TaintEffect, TaintPolicy, TaintSpec,
+    NotReadyNode, ProbeExpectation, ProbePolicy, TaintEffect, TaintPolicy, TaintSpec,
 };

@@ -113,10 +113,13 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
     let node = node_layer(facts);
     let node_ok = node.status == Status::Ready;
     let mut recheck = None;
-    let mut layers = Vec::with_capacity(Layer::ALL.len());
-    for layer in Layer::ALL {
+    let mut layers = Vec::with_capacity(Layer::ALL.len() + Layer::OPTIONAL.len());
+    for layer in Layer::every() {
         let v = match layer {
             Layer::Node => continue,
+            // Left out entirely when there is no report and the profile ignores
+            // that: profiles written before the probe existed judge as before.
+            Layer::Health if !crate::health::applies(spec, facts) => continue,
             // A node that is down tells us nothing current about its GPU stack.
             _ if !node_ok => unknown(
                 reasons::NODE_NOT_READY,
@@ -132,6 +135,20 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
             }
             Layer::Profile => profile_layer(spec, facts),
             Layer::Compatibility => compatibility_layer(spec, facts),
+            Layer::Health => match crate::health::judge(spec, facts, now) {
+                Some(h) => {
+                    recheck = match (recheck, h.recheck_after_seconds) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    Verdict {
+                        status: h.status,
+                        reason: h.reason,
+                        message: h.message,
+                    }
+                }
+                None => continue,
+            },
         };
         layers.push(LayerResult {
             layer,

@@ -169,6 +169,9 @@ pub struct NodeFacts {
     pub gfd: GfdFacts,
     pub hardware: HardwareFacts,
     pub owned: OwnedState,
+    /// The node's `gpuready probe` report, when the caller found its carrier
+    /// (the Node itself never holds it: see docs/probe.md).
+    pub probe: Option<crate::health::ProbeEvidence>,
 }
 
 /// Annotation recording the taint gpuready applied, so cleanup can remove exactly
@@ -226,7 +229,10 @@ impl NodeFacts {
             allocatable: quantities(status.and_then(|s| s.allocatable.as_ref())),
             gpu_conditions: conditions
                 .iter()
-                .filter(|c| c.type_.starts_with(keys::CONDITION_GPU_READY))
+                .filter(|c| {
+                    c.type_.starts_with(keys::CONDITION_GPU_READY)
+                        || c.type_ == keys::CONDITION_PROBE_HEALTHY
+                })
                 .cloned()
                 .collect(),
             owned: OwnedState {
@@ -242,7 +248,14 @@ impl NodeFacts {
             },
             name,
             labels,
+            probe: None,
         }
+    }
+
+    /// The same facts with the node's probe report attached.
+    pub fn with_probe(mut self, probe: Option<crate::health::ProbeEvidence>) -> NodeFacts {
+        self.probe = probe;
+        self
     }
 }
 

@@ -6,6 +6,7 @@ pub mod brake;
 pub mod compat;
 pub mod evaluate;
 pub mod facts;
+pub mod health;
 pub mod nfd_crds;
 pub mod plan;
 pub mod product;

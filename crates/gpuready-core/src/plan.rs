@@ -162,6 +162,14 @@ pub fn gpu_ready_condition(profile: &str, report: &LayerReport) -> (String, Stri
     (status.into(), reason, message)
 }
 
+fn condition_status(s: Status) -> &'static str {
+    match s {
+        Status::Ready => "True",
+        Status::NotReady => "False",
+        Status::Unknown => "Unknown",
+    }
+}
+
 fn truncate(mut s: String) -> String {
     if s.len() > MAX_CONDITION_MESSAGE {
         let mut cut = MAX_CONDITION_MESSAGE - 3;
@@ -306,16 +314,21 @@ pub fn plan_governed(
         reason,
         message,
     )];
+    // The probe's own condition, whenever the Health layer was judged: what a
+    // person reading `kubectl describe node` wants to see first after an XID.
+    if let Some(h) = report.get(gpuready_api::Layer::Health) {
+        desired.push((
+            keys::CONDITION_PROBE_HEALTHY.to_owned(),
+            condition_status(h.status).to_owned(),
+            h.reason.clone(),
+            h.message.clone(),
+        ));
+    }
     if spec.per_layer_node_conditions {
         for l in &report.layers {
             desired.push((
                 l.layer.condition_type(),
-                match l.status {
-                    Status::Ready => "True",
-                    Status::NotReady => "False",
-                    Status::Unknown => "Unknown",
-                }
-                .to_owned(),
+                condition_status(l.status).to_owned(),
                 l.reason.clone(),
                 l.message.clone(),
             ));

@@ -118,7 +118,16 @@ pub fn profile_status(
     };
     conditions.push(ready_cond);
 
-    for layer in Layer::ALL {
+    for layer in Layer::every() {
+        // Health is judged only where a probe reports or the profile requires
+        // one; a profile none of whose nodes has it gets no condition for it.
+        if layer == Layer::Health
+            && !sorted
+                .iter()
+                .any(|n| n.layers.iter().any(|l| l.layer == Layer::Health))
+        {
+            continue;
+        }
         let failing: Vec<(&str, &str)> = sorted
             .iter()
             .filter_map(|n| {

@@ -328,6 +328,7 @@ prop_compose! {
             taint: TaintSpec { key: taint_key.to_owned(), value: taint_value.to_owned(), effect },
             ready_labels: if ready_labels { BTreeMap::from([("example.com/pool".to_owned(), "a".to_owned())]) } else { BTreeMap::new() },
             per_layer_node_conditions: per_layer,
+            probe: None,
         }
     }
 }

@@ -5,3 +5,4 @@ pub mod check;
 pub mod controller;
 pub mod input;
 pub mod nfd_cli;
+pub mod probe;

@@ -9,6 +9,7 @@ pub mod leader;
 pub mod metrics;
 pub mod nfd;
 pub mod node;
+pub mod probe_reports;
 pub mod prune;
 pub mod requests;
 pub mod status;
@@ -66,6 +67,8 @@ pub struct Context {
     last_writes: Mutex<BTreeMap<String, String>>,
     /// The NFD CRD condition every profile carries (set by the NFD reconciler).
     pub nfd: Mutex<Option<(bool, String, String)>>,
+    /// Reports of `gpuready probe`, when `--probe-namespace` is set.
+    pub probe_reports: Option<probe_reports::ProbeReports>,
 }
 
 impl Context {
@@ -143,6 +146,16 @@ impl Context {
     /// Waits until both caches have been listed once; false if they never will be.
     pub async fn wait_for_caches(&self) -> bool {
         self.caches_ready.clone().wait_for(|r| *r).await.is_ok()
+    }
+
+    /// The node's facts with its probe report attached (when reports are read).
+    pub fn facts_of(&self, node: &Node) -> NodeFacts {
+        let facts = NodeFacts::from_node(node);
+        let probe = self
+            .probe_reports
+            .as_ref()
+            .and_then(|r| r.evidence(&facts.name));
+        facts.with_probe(probe)
     }
 
     pub fn nfd_condition(&self) -> Option<(bool, String, String)> {
@@ -280,6 +293,15 @@ async fn run_controllers(
         .predicate_filter(prune::node_relevance, PredicateConfig::default());
     let node_stream = drop_watch_errors("Node", node_stream);
 
+    // Probe reports: a node's report changing in substance re-queues that node.
+    let (probe_reports, probe_triggers) = match &args.probe_namespace {
+        Some(ns) => {
+            let (reports, triggers) = probe_reports::watch(client.clone(), ns);
+            (Some(reports), triggers.boxed())
+        }
+        None => (None, futures::stream::pending().boxed()),
+    };
+
     let (caches_ready_tx, caches_ready) = watch::channel(false);
     let ctx = Arc::new(Context {
         client: client.clone(),
@@ -294,6 +316,7 @@ async fn run_controllers(
         requeue,
         last_writes: Mutex::default(),
         nfd: Mutex::default(),
+        probe_reports,
     });
 
     let synced = {
@@ -330,6 +353,7 @@ async fn run_controllers(
             nodes_of_profile(&nodes_for_profile, &profile)
         })
         .reconcile_on(requeued)
+        .reconcile_on(probe_triggers)
         .with_config(ControllerConfig::default().concurrency(args.concurrency))
         .graceful_shutdown_on(stop_fut)
         .run(node::reconcile, error_policy, ctx.clone())

@@ -109,7 +109,7 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
         // The turn is counted before the brake is consulted, so the turn that
         // trips the brake is held back too: a burst taints at most
         // floor(threshold × matched) nodes, not one more.
-        let facts = NodeFacts::from_node(&node);
+        let facts = ctx.facts_of(&node);
         let unheld = assess_node(ctx, &facts, &profiles, now, false);
         ctx.record_turn(&facts, &unheld, now);
         let assessment = match &unheld.profile {

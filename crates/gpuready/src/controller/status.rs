@@ -56,7 +56,7 @@ pub async fn pass(ctx: &Context) -> Result<(), kube::Error> {
     let mut by_profile: BTreeMap<String, Vec<NodeAssessment>> = BTreeMap::new();
     for node in ctx.nodes.state() {
         // Verdicts only: the brake changes planned taints, not readiness.
-        let a = assess_node(ctx, &NodeFacts::from_node(&node), &selectors, now, false);
+        let a = assess_node(ctx, &ctx.facts_of(&node), &selectors, now, false);
         match a.governance {
             GovernanceKind::Governed => {
                 if let Some(p) = a.profile.clone() {
