@@ -14,6 +14,7 @@ use gpuready_core::health::{ProbeEvidence, parse_report};
 
 const H200_SMI: &str = include_str!("fixtures/probe/h200-nvidia-smi.json");
 const H200_REAL: &str = include_str!("fixtures/probe/h200-report.json");
+const H200_REAL_EVENTS: &str = include_str!("fixtures/probe/h200-report-events.json");
 
 /// The H200 node as GFD labels it (shared/fixtures/gfd-v0.20.0-h200 values).
 fn h200_node() -> NodeBuilder {
@@ -90,6 +91,24 @@ fn h200_real_capture_is_healthy() {
         .expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY)
         .mentions(&["1× NVIDIA H200 143771 MiB compute 9.0", "XIDs not monitored"]);
     assert!(report.ready());
+}
+
+/// The same H200 with the NVML event set watched for 10 s: registration works
+/// on the real driver, so the verdict vouches for "no fatal XID" too.
+#[test]
+fn h200_real_capture_with_events_is_healthy() {
+    let mut real = parse_report(H200_REAL_EVENTS).expect("the captured report parses");
+    assert!(real.events.monitored);
+    assert_eq!(real.events.error, None);
+    real.generated_at = at(-30).to_string();
+    let mut profile = String::from("probe: {whenMissing: Blocking, maxReportAgeSeconds: 120}\n");
+    profile.push_str("gpu: {products: [NVIDIA-H200], minMemoryMib: 143000, minComputeCapability: \"9.0\", count: 1}\n");
+    profile.push_str("minDriverVersion: \"580.65.06\"\ncudaVersion: \"13.0\"");
+    let report = judge_with(&profile, &h200_node(), &real);
+    report
+        .expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY)
+        .mentions(&["or fatal XID since the probe started"]);
+    assert!(report.ready(), "{:?}", report.first_failure());
 }
 
 #[test]

@@ -9,7 +9,7 @@ use std::time::Duration;
 use gpuready_api::keys;
 use gpuready_api::{GpuNodeProfile, GpuNodeProfileStatus, Layer};
 use gpuready_core::status::{ExtraConditions, profile_status};
-use gpuready_core::{GovernanceKind, NodeAssessment, NodeFacts, Status};
+use gpuready_core::{GovernanceKind, NodeAssessment, Status};
 use jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType};

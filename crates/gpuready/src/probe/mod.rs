@@ -29,6 +29,11 @@ pub struct ProbeArgs {
     #[arg(long)]
     pub once: bool,
 
+    /// With --once: watch NVML's critical events (XIDs, double-bit ECC) this long
+    /// before printing, e.g. `10s`. Default 0: no events are watched.
+    #[arg(long, default_value = "0s", value_parser = parse_duration, requires = "once")]
+    pub events_for: Duration,
+
     /// Format of the report printed by --once.
     #[arg(long, value_enum, default_value_t = ProbeOutput::Json)]
     pub output: ProbeOutput,
@@ -196,12 +201,25 @@ pub fn run(args: ProbeArgs) -> ExitCode {
 fn run_once(args: &ProbeArgs) -> ExitCode {
     let started = Timestamp::now();
     let (nvml, state) = nvml::init(args.nvml_library.as_deref());
-    let events = EventLog {
-        monitored: false,
-        error: Some("--once reads one snapshot and watches no events".into()),
-        ..EventLog::default()
+    let events = Arc::new(nvml::Events::default());
+    let log = match &nvml {
+        Some(n) if !args.events_for.is_zero() => {
+            let stop = AtomicBool::new(false);
+            std::thread::scope(|scope| {
+                let watcher = scope.spawn(|| nvml::watch_events(n, &events, &stop));
+                std::thread::sleep(args.events_for);
+                stop.store(true, Ordering::Relaxed);
+                let _ = watcher.join();
+            });
+            events.snapshot()
+        }
+        _ => EventLog {
+            monitored: false,
+            error: Some("--once without --events-for watches no events".into()),
+            ..EventLog::default()
+        },
     };
-    let report = build_report(args.node_name.as_deref(), started, state, nvml.as_ref(), events);
+    let report = build_report(args.node_name.as_deref(), started, state, nvml.as_ref(), log);
     let text = match args.output {
         ProbeOutput::Json => serde_json::to_string_pretty(&report).map(|mut s| {
             s.push('\n');

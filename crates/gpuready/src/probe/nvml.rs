@@ -50,7 +50,7 @@ pub fn init(explicit: Option<&OsStr>) -> (Option<Nvml>, NvmlState) {
                 };
                 return (Some(nvml), state);
             }
-            Err(e) => errors.push(format!("{}: {}", c.to_string_lossy(), describe(&e))),
+            Err(e) => errors.push(describe(c, &e)),
         }
     }
     (
@@ -64,12 +64,12 @@ pub fn init(explicit: Option<&OsStr>) -> (Option<Nvml>, NvmlState) {
     )
 }
 
-fn describe(e: &NvmlError) -> String {
+fn describe(library: &OsStr, e: &NvmlError) -> String {
     match e {
-        // libloading's message names the file and dlerror(), which is what a
-        // person needs ("cannot open shared object file").
+        // libloading's message is dlerror(), which already names the file
+        // ("libnvidia-ml.so.1: cannot open shared object file").
         NvmlError::LibloadingError(inner) => inner.to_string(),
-        other => other.to_string(),
+        other => format!("{}: {other}", library.to_string_lossy()),
     }
 }
 
