@@ -189,6 +189,8 @@ fn judge_report(
     };
 
     // GPU count: NVML's enumeration against the profile and against GFD's label.
+    // Under MIG both count slices while NVML counts physical GPUs: not compared.
+    let mig = under_mig(facts, report);
     let seen = report
         .device_count
         .unwrap_or(u32::try_from(report.gpus.len()).unwrap_or(u32::MAX));
@@ -199,6 +201,7 @@ fn judge_report(
             "NVML initialised but enumerates no GPU: the driver lost its devices (XID 79?) or the container sees none; check nvidia-smi on the host".into(),
         );
     } else if let Some(want) = spec.gpu.count
+        && !mig
         && seen < want
     {
         add(
@@ -208,6 +211,7 @@ fn judge_report(
         );
     }
     if let Field::Present(labelled) = &facts.gfd.count
+        && !mig
         && seen > 0
         && seen < *labelled
     {
@@ -328,14 +332,21 @@ fn xid_action(xid: u64) -> &'static str {
     }
 }
 
-/// GFD labels NVML contradicts. Skipped under MIG, where GFD labels the slices.
-fn label_contradictions(facts: &NodeFacts, report: &ProbeReport) -> Vec<String> {
-    let gfd = &facts.gfd;
-    let mig = gfd
+/// MIG is on (GFD's strategy, or NVML's mode on any GPU): GFD's product,
+/// memory and count then describe slices, not the GPUs NVML enumerates.
+fn under_mig(facts: &NodeFacts, report: &ProbeReport) -> bool {
+    facts
+        .gfd
         .mig_strategy
         .as_deref()
         .is_some_and(|s| s == "single" || s == "mixed")
-        || report.gpus.iter().any(|g| g.mig_enabled == Some(true));
+        || report.gpus.iter().any(|g| g.mig_enabled == Some(true))
+}
+
+/// GFD labels NVML contradicts. Skipped under MIG, where GFD labels the slices.
+fn label_contradictions(facts: &NodeFacts, report: &ProbeReport) -> Vec<String> {
+    let gfd = &facts.gfd;
+    let mig = under_mig(facts, report);
     let mut out = Vec::new();
     if report.gpus.is_empty() {
         return out;

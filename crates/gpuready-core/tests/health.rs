@@ -217,6 +217,17 @@ fn gpus_missing() {
     judge_with("", &eight, &seven)
         .expect(Layer::Health, Status::NotReady, r::GPUS_MISSING)
         .mentions(&["a GPU was lost since GFD last counted"]);
+    // Under MIG single, gpu.count counts slices (7 per H200): not compared.
+    let mig = node
+        .clone()
+        .label(nvidia::MIG_STRATEGY, "single")
+        .label(nvidia::GPU_COUNT, "7")
+        .label(nvidia::GPU_PRODUCT, "NVIDIA-H200-MIG-1g.18gb")
+        .label(nvidia::GPU_MEMORY, "16384")
+        .gpus(7, 7);
+    let mut one = h200_report();
+    one.gpus[0].mig_enabled = Some(true);
+    judge_with("gpu: {count: 7}", &mig, &one).expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY);
 }
 
 #[test]
