@@ -2,11 +2,11 @@
 //! judged against the profile and cross-checked with GFD's labels. Pure: the
 //! report is an input, time is an input.
 
+use gpuready_api::GpuNodeProfileSpec;
 use gpuready_api::keys::health_reasons as r;
 use gpuready_api::keys::nvidia;
 use gpuready_api::probe::{EventKind, PROBE_REPORT_API_VERSION, ProbeReport};
 use gpuready_api::profile::{DEFAULT_FATAL_XIDS, ProbeExpectation, ProbePolicy};
-use gpuready_api::GpuNodeProfileSpec;
 use jiff::Timestamp;
 
 use crate::evaluate::Status;
@@ -82,7 +82,11 @@ pub fn applies(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> bool {
 }
 
 /// Judges the node's probe report; `None` when the layer does not apply.
-pub fn judge(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) -> Option<HealthVerdict> {
+pub fn judge(
+    spec: &GpuNodeProfileSpec,
+    facts: &NodeFacts,
+    now: Timestamp,
+) -> Option<HealthVerdict> {
     let defaults = ProbeExpectation::default();
     let rules = spec.probe.as_ref().unwrap_or(&defaults);
     let report = match &facts.probe {
@@ -117,7 +121,9 @@ pub fn judge(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) -> Op
         return Some(verdict(
             Status::Unknown,
             r::PROBE_REPORT_INVALID,
-            format!("the report names node {node}, not this one: only the probe on a node may publish its report"),
+            format!(
+                "the report names node {node}, not this one: only the probe on a node may publish its report"
+            ),
         ));
     }
     let Ok(generated) = report.generated_at.parse::<Timestamp>() else {
@@ -207,7 +213,9 @@ fn judge_report(
         add(
             0,
             r::GPUS_MISSING,
-            format!("NVML sees {seen} GPU(s), the profile expects at least {want}: a GPU fell off the bus or failed to initialise; check nvidia-smi and the kernel log for XID 79, then reboot or service the node"),
+            format!(
+                "NVML sees {seen} GPU(s), the profile expects at least {want}: a GPU fell off the bus or failed to initialise; check nvidia-smi and the kernel log for XID 79, then reboot or service the node"
+            ),
         );
     }
     if let Field::Present(labelled) = &facts.gfd.count
@@ -234,7 +242,9 @@ fn judge_report(
             add(
                 1,
                 r::UNCORRECTABLE_ECC,
-                format!("{id}: {n} uncorrectable ECC error(s) since the driver loaded: drain the node and reset the GPU (or reboot); if they come back, run field diagnostics and RMA"),
+                format!(
+                    "{id}: {n} uncorrectable ECC error(s) since the driver loaded: drain the node and reset the GPU (or reboot); if they come back, run field diagnostics and RMA"
+                ),
             );
         }
         if let Some(rr) = &gpu.row_remapping {
@@ -242,13 +252,17 @@ fn judge_report(
                 add(
                     2,
                     r::ROW_REMAP_FAILED,
-                    format!("{id}: row remapping failed (no spare rows left): the memory is failing; take the GPU out of service and RMA it"),
+                    format!(
+                        "{id}: row remapping failed (no spare rows left): the memory is failing; take the GPU out of service and RMA it"
+                    ),
                 );
             } else if rr.pending {
                 add(
                     3,
                     r::ROW_REMAP_PENDING,
-                    format!("{id}: a row remapping is pending: drain the node and reset the GPU (nvidia-smi -r) or reboot to apply it"),
+                    format!(
+                        "{id}: a row remapping is pending: drain the node and reset the GPU (nvidia-smi -r) or reboot to apply it"
+                    ),
                 );
             }
         }
@@ -258,7 +272,9 @@ fn judge_report(
             add(
                 3,
                 r::ROW_REMAP_PENDING,
-                format!("{id}: a page retirement is pending: drain the node and reload the driver (reboot) to apply it"),
+                format!(
+                    "{id}: a page retirement is pending: drain the node and reload the driver (reboot) to apply it"
+                ),
             );
         }
     }
@@ -299,7 +315,11 @@ fn judge_report(
     }
 
     if findings.is_empty() {
-        return verdict(Status::Ready, r::PROBE_HEALTHY, healthy_message(report, &other_xids));
+        return verdict(
+            Status::Ready,
+            r::PROBE_HEALTHY,
+            healthy_message(report, &other_xids),
+        );
     }
     findings.sort_by_key(|f| f.rank);
     let reason = findings[0].reason;
@@ -322,12 +342,18 @@ fn gpu_id(gpu: &gpuready_api::probe::GpuState) -> String {
 /// NVIDIA's immediate action for the default fatal XIDs (Xid catalog).
 fn xid_action(xid: u64) -> &'static str {
     match xid {
-        79 => "the GPU has fallen off the bus: reboot the node; if it recurs, reseat or service the GPU",
+        79 => {
+            "the GPU has fallen off the bus: reboot the node; if it recurs, reseat or service the GPU"
+        }
         48 | 95 | 140 => "uncorrectable memory error: drain the node and reset the GPU",
         64 => "row remapping or page retirement failed: take the GPU out of service and RMA it",
         74 => "NVLink error: drain the node and reset the GPUs on the link",
-        154 => "the driver changed the GPU's recovery action (reset or reboot required): drain the node and follow it",
-        61 | 62 | 119 | 120 => "GPU firmware (micro-controller or GSP) stopped answering: drain the node and reset the GPU",
+        154 => {
+            "the driver changed the GPU's recovery action (reset or reboot required): drain the node and follow it"
+        }
+        61 | 62 | 119 | 120 => {
+            "GPU firmware (micro-controller or GSP) stopped answering: drain the node and reset the GPU"
+        }
         _ => "listed as fatal by the profile: drain the node and reset the GPU",
     }
 }
@@ -415,7 +441,9 @@ fn healthy_message(report: &ProbeReport, other_xids: &[String]) -> String {
         let name = format!(
             "{}{}{}",
             g.name.as_deref().unwrap_or("GPU"),
-            g.memory_mib.map(|m| format!(" {m} MiB")).unwrap_or_default(),
+            g.memory_mib
+                .map(|m| format!(" {m} MiB"))
+                .unwrap_or_default(),
             g.compute_capability
                 .as_deref()
                 .map(|c| format!(" compute {c}"))
@@ -438,7 +466,11 @@ fn healthy_message(report: &ProbeReport, other_xids: &[String]) -> String {
             .as_deref()
             .map(|d| format!("driver {d}"))
             .unwrap_or_else(|| "answers".into()),
-        if gpus.is_empty() { "no GPU details".into() } else { gpus }
+        if gpus.is_empty() {
+            "no GPU details".into()
+        } else {
+            gpus
+        }
     );
     if report.events.monitored {
         msg.push_str(", or fatal XID since the probe started");
@@ -454,10 +486,7 @@ fn healthy_message(report: &ProbeReport, other_xids: &[String]) -> String {
         ));
     }
     if !other_xids.is_empty() {
-        msg.push_str(&format!(
-            "; non-fatal XIDs seen: {}",
-            other_xids.join(", ")
-        ));
+        msg.push_str(&format!("; non-fatal XIDs seen: {}", other_xids.join(", ")));
     }
     msg
 }

@@ -89,7 +89,10 @@ fn h200_real_capture_is_healthy() {
     let report = judge_with("", &h200_node(), &real);
     report
         .expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY)
-        .mentions(&["1× NVIDIA H200 143771 MiB compute 9.0", "XIDs not monitored"]);
+        .mentions(&[
+            "1× NVIDIA H200 143771 MiB compute 9.0",
+            "XIDs not monitored",
+        ]);
     assert!(report.ready());
 }
 
@@ -146,7 +149,9 @@ fn unreadable_reports_are_unknown() {
             "probe-report/v9",
         ),
     ] {
-        let facts = node.facts().with_probe(Some(ProbeEvidence::from_json(text)));
+        let facts = node
+            .facts()
+            .with_probe(Some(ProbeEvidence::from_json(text)));
         gpuready_core::evaluate(&spec(""), &facts, now())
             .expect(Layer::Health, Status::Unknown, r::PROBE_REPORT_INVALID)
             .mentions(&[fragment]);
@@ -158,7 +163,11 @@ fn unreadable_reports_are_unknown() {
         .mentions(&["someone-else"]);
     let mut bad_time = h200_report();
     bad_time.generated_at = "yesterday".into();
-    judge_with("", &node, &bad_time).expect(Layer::Health, Status::Unknown, r::PROBE_REPORT_INVALID);
+    judge_with("", &node, &bad_time).expect(
+        Layer::Health,
+        Status::Unknown,
+        r::PROBE_REPORT_INVALID,
+    );
 }
 
 #[test]
@@ -175,10 +184,16 @@ fn stale_report() {
     judge_with("", &node, &old)
         .expect(Layer::Health, Status::Unknown, r::PROBE_REPORT_STALE)
         .mentions(&["older than the 300s limit", &at(-301).to_string()]);
-    judge_with("probe: {whenMissing: Blocking}", &node, &old)
-        .expect(Layer::Health, Status::NotReady, r::PROBE_REPORT_STALE);
-    judge_with("probe: {maxReportAgeSeconds: 0}", &node, &old)
-        .expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY);
+    judge_with("probe: {whenMissing: Blocking}", &node, &old).expect(
+        Layer::Health,
+        Status::NotReady,
+        r::PROBE_REPORT_STALE,
+    );
+    judge_with("probe: {maxReportAgeSeconds: 0}", &node, &old).expect(
+        Layer::Health,
+        Status::Ready,
+        r::PROBE_HEALTHY,
+    );
     // A fresh report schedules the re-check for when it would go stale.
     let fresh = judge_with("probe: {maxReportAgeSeconds: 120}", &node, &h200_report());
     assert_eq!(fresh.recheck_after_seconds, Some(91));
@@ -212,7 +227,10 @@ fn gpus_missing() {
     seven.device_count = Some(7);
     judge_with("gpu: {count: 8}", &eight, &seven)
         .expect(Layer::Health, Status::NotReady, r::GPUS_MISSING)
-        .mentions(&["NVML sees 7 GPU(s), the profile expects at least 8", "nvidia.com/gpu.count=8"]);
+        .mentions(&[
+            "NVML sees 7 GPU(s), the profile expects at least 8",
+            "nvidia.com/gpu.count=8",
+        ]);
     // Without a profile count, the label alone tells.
     judge_with("", &eight, &seven)
         .expect(Layer::Health, Status::NotReady, r::GPUS_MISSING)
@@ -227,7 +245,11 @@ fn gpus_missing() {
         .gpus(7, 7);
     let mut one = h200_report();
     one.gpus[0].mig_enabled = Some(true);
-    judge_with("gpu: {count: 7}", &mig, &one).expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY);
+    judge_with("gpu: {count: 7}", &mig, &one).expect(
+        Layer::Health,
+        Status::Ready,
+        r::PROBE_HEALTHY,
+    );
 }
 
 #[test]
@@ -239,7 +261,11 @@ fn uncorrectable_ecc() {
     }
     judge_with("", &node, &report)
         .expect(Layer::Health, Status::NotReady, r::UNCORRECTABLE_ECC)
-        .mentions(&["GPU 0 (GPU-72dbae72", "2 uncorrectable ECC error(s)", "reset the GPU"]);
+        .mentions(&[
+            "GPU 0 (GPU-72dbae72",
+            "2 uncorrectable ECC error(s)",
+            "reset the GPU",
+        ]);
 
     // Lifetime (aggregate) errors alone were already handled by a reset: healthy.
     let mut past = h200_report();
@@ -313,8 +339,11 @@ fn fatal_and_benign_xids() {
     judge_with("probe: {fatalXids: [92]}", &node, &both)
         .expect(Layer::Health, Status::NotReady, r::FATAL_XID)
         .mentions(&["XID 92 ×3", "listed as fatal by the profile"]);
-    judge_with("probe: {fatalXids: [92]}", &node, &off_bus)
-        .expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY);
+    judge_with("probe: {fatalXids: [92]}", &node, &off_bus).expect(
+        Layer::Health,
+        Status::Ready,
+        r::PROBE_HEALTHY,
+    );
 }
 
 #[test]
@@ -353,8 +382,11 @@ fn labels_contradicting_nvml() {
     judge_with("", &old_cc, &h200_report())
         .expect(Layer::Health, Status::NotReady, r::LABELS_CONTRADICT_PROBE)
         .mentions(&["say 8.0 but NVML reports 9.0"]);
-    judge_with("probe: {checkLabels: false}", &stale, &report)
-        .expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY);
+    judge_with("probe: {checkLabels: false}", &stale, &report).expect(
+        Layer::Health,
+        Status::Ready,
+        r::PROBE_HEALTHY,
+    );
     // Spellings GFD uses for the same card agree: no prefix, -SHARED suffix.
     let shared = h200_node().label(nvidia::GPU_PRODUCT, "H200-SHARED");
     judge_with("", &shared, &h200_report()).expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY);
@@ -410,5 +442,9 @@ fn probe_condition_on_the_node() {
     // Without a report (and Ignore) the condition is not written at all.
     let a = gpuready_core::assess(&node.facts(), &[(&profile, &selector)], &opts());
     let conditions = a.changes.conditions.expect("conditions written");
-    assert!(conditions.iter().all(|c| c.type_ != keys::CONDITION_PROBE_HEALTHY));
+    assert!(
+        conditions
+            .iter()
+            .all(|c| c.type_ != keys::CONDITION_PROBE_HEALTHY)
+    );
 }

@@ -1363,7 +1363,10 @@ fn args_of(container: &Value) -> Vec<String> {
 #[tokio::test]
 async fn probe_daemonset_reaches_the_gpus_without_requesting_one_and_passes_restricted() {
     let env = shared_env().await;
-    let ns = env.create_namespace("chart-probe").await.expect("namespace");
+    let ns = env
+        .create_namespace("chart-probe")
+        .await
+        .expect("namespace");
     let release = unique_name("gr");
     let text = render(env, &release, &ns, PROBE_VALUES).await;
     let docs = yaml_documents(&text);
@@ -1392,7 +1395,11 @@ async fn probe_daemonset_reaches_the_gpus_without_requesting_one_and_passes_rest
         "spec.nodeName"
     );
     // No GPU is requested: the probe must see the GPUs the workloads hold.
-    assert!(!c["resources"].to_string().contains("nvidia.com"), "{}", c["resources"]);
+    assert!(
+        !c["resources"].to_string().contains("nvidia.com"),
+        "{}",
+        c["resources"]
+    );
     // It runs where the readiness taint keeps everything else away.
     let tolerations = pod["tolerations"].as_array().expect("tolerations");
     assert!(
@@ -1457,7 +1464,9 @@ fn as_probe(env: &TestEnv, ns: &str, sa: &str, node: Option<&str>) -> Client {
     let mut config = service_account_config(env, ns, sa);
     if let Some(node) = node {
         config.headers.push((
-            http::HeaderName::from_static("impersonate-extra-authentication.kubernetes.io%2fnode-name"),
+            http::HeaderName::from_static(
+                "impersonate-extra-authentication.kubernetes.io%2fnode-name",
+            ),
             http::HeaderValue::from_str(node).expect("header value"),
         ));
     }
@@ -1499,33 +1508,58 @@ async fn probe_service_account_may_write_only_its_own_nodes_report() {
                     .delete("gpuready-probe-n2", &DeleteParams::default())
                     .await
                     .expect("delete the report written before the policy loaded");
-                assert!(std::time::Instant::now() < deadline, "the policy never refused");
+                assert!(
+                    std::time::Instant::now() < deadline,
+                    "the policy never refused"
+                );
                 tokio::time::sleep(std::time::Duration::from_millis(500)).await;
             }
         }
     };
-    assert!(refused.contains("may write only the report of the node"), "{refused}");
+    assert!(
+        refused.contains("may write only the report of the node"),
+        "{refused}"
+    );
 
     // Its own node's report: created, then updated (a heartbeat).
-    publish(&on_n1, &ns, "n1", &report("n1")).await.expect("create own report");
-    publish(&on_n1, &ns, "n1", &report("n1")).await.expect("update own report");
+    publish(&on_n1, &ns, "n1", &report("n1"))
+        .await
+        .expect("create own report");
+    publish(&on_n1, &ns, "n1", &report("n1"))
+        .await
+        .expect("update own report");
     // A token bound to no node writes nothing.
     let unbound = as_probe(env, &ns, &probe, None);
     assert!(publish(&unbound, &ns, "n1", &report("n1")).await.is_err());
 
     // RBAC: nothing to read, nothing else to write.
     let cms: Api<ConfigMap> = Api::namespaced(on_n1.clone(), &ns);
-    assert_eq!(status_code(&cms.get("gpuready-probe-n1").await.expect_err("get")), Some(403));
-    assert_eq!(status_code(&cms.list(&ListParams::default()).await.expect_err("list")), Some(403));
     assert_eq!(
-        status_code(&cms.delete("gpuready-probe-n1", &DeleteParams::default()).await.expect_err("delete")),
+        status_code(&cms.get("gpuready-probe-n1").await.expect_err("get")),
+        Some(403)
+    );
+    assert_eq!(
+        status_code(&cms.list(&ListParams::default()).await.expect_err("list")),
+        Some(403)
+    );
+    assert_eq!(
+        status_code(
+            &cms.delete("gpuready-probe-n1", &DeleteParams::default())
+                .await
+                .expect_err("delete")
+        ),
         Some(403)
     );
     let elsewhere = publish(&on_n1, "default", "n1", &report("n1")).await;
     assert!(elsewhere.is_err(), "wrote outside its namespace");
     let nodes: Api<Node> = Api::all(on_n1.clone());
     assert_eq!(
-        status_code(&nodes.list(&ListParams::default()).await.expect_err("list nodes")),
+        status_code(
+            &nodes
+                .list(&ListParams::default())
+                .await
+                .expect_err("list nodes")
+        ),
         Some(403)
     );
     let patch = json!({"metadata": {"labels": {"x": "y"}}});
@@ -1540,18 +1574,32 @@ async fn probe_service_account_may_write_only_its_own_nodes_report() {
     );
     let secrets: Api<Secret> = Api::namespaced(on_n1.clone(), &ns);
     assert_eq!(
-        status_code(&secrets.list(&ListParams::default()).await.expect_err("secrets")),
+        status_code(
+            &secrets
+                .list(&ListParams::default())
+                .await
+                .expect_err("secrets")
+        ),
         Some(403)
     );
     let leases: Api<Lease> = Api::namespaced(on_n1, &ns);
     assert_eq!(
-        status_code(&leases.list(&ListParams::default()).await.expect_err("leases")),
+        status_code(
+            &leases
+                .list(&ListParams::default())
+                .await
+                .expect_err("leases")
+        ),
         Some(403)
     );
 
     // The controller's ServiceAccount reads the reports, and only reads them.
-    let controller = Client::try_from(service_account_config(env, &ns, &format!("{release}-gpuready")))
-        .expect("client");
+    let controller = Client::try_from(service_account_config(
+        env,
+        &ns,
+        &format!("{release}-gpuready"),
+    ))
+    .expect("client");
     let cms: Api<ConfigMap> = Api::namespaced(controller, &ns);
     let list = cms
         .list(&ListParams::default().labels(&format!("{}=true", keys::LABEL_PROBE_REPORT)))

@@ -207,3 +207,51 @@ async fn probe_reports_drive_the_taint_on_and_off() {
     .await;
     run.stop().await.expect("controller stops");
 }
+
+#[tokio::test]
+async fn the_api_server_refuses_application_xids_and_health_in_gating_layers_is_accepted() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    let api: kube::Api<gpuready_api::GpuNodeProfile> = kube::Api::all(client.clone());
+    let doc = |name: &str, probe: Value| {
+        json!({
+            "apiVersion": "gpuready.io/v1alpha1",
+            "kind": "GpuNodeProfile",
+            "metadata": {"name": name},
+            "spec": {
+                "nodeSelector": {"matchLabels": {"pool": "x"}},
+                "gatingLayers": ["Node", "Hardware", "Driver", "DevicePlugin", "FeatureDiscovery", "Profile", "Compatibility", "Health"],
+                "probe": probe,
+            }
+        })
+    };
+    let pp = kube::api::PatchParams::apply("test");
+    let refused = api
+        .patch(
+            "app-xid",
+            &pp,
+            &kube::api::Patch::Apply(&doc("app-xid", json!({"fatalXids": [79, 31]}))),
+        )
+        .await
+        .expect_err("XID 31 refused");
+    assert!(
+        refused
+            .to_string()
+            .contains("must not list the application XIDs"),
+        "{refused}"
+    );
+    let ok = api
+        .patch(
+            "fatal",
+            &pp,
+            &kube::api::Patch::Apply(&doc(
+                "fatal",
+                json!({"fatalXids": [79], "whenMissing": "Blocking"}),
+            )),
+        )
+        .await
+        .expect("a valid probe section is accepted");
+    let probe = ok.spec.probe.expect("probe kept");
+    assert_eq!(probe.max_report_age_seconds, 300, "defaulted by the schema");
+    assert!(probe.check_labels);
+}

@@ -38,11 +38,7 @@ impl ProbeReports {
 
 /// What a report ConfigMap says, for the engine.
 pub fn evidence_of(cm: &ConfigMap) -> ProbeEvidence {
-    match cm
-        .data
-        .as_ref()
-        .and_then(|d| d.get(PROBE_REPORT_DATA_KEY))
-    {
+    match cm.data.as_ref().and_then(|d| d.get(PROBE_REPORT_DATA_KEY)) {
         Some(json) => ProbeEvidence::from_json(json),
         None => ProbeEvidence::Invalid(format!(
             "ConfigMap {} has no data key {PROBE_REPORT_DATA_KEY}",
@@ -56,7 +52,10 @@ pub fn evidence_of(cm: &ConfigMap) -> ProbeEvidence {
 pub fn watch(
     client: Client,
     namespace: &str,
-) -> (ProbeReports, impl Stream<Item = ObjectRef<Node>> + Send + 'static) {
+) -> (
+    ProbeReports,
+    impl Stream<Item = ObjectRef<Node>> + Send + 'static,
+) {
     let (reader, writer) = reflector::store::<ConfigMap>();
     let api: Api<ConfigMap> = Api::namespaced(client, namespace);
     let cfg = watcher::Config::default().labels(&format!("{}=true", keys::LABEL_PROBE_REPORT));
@@ -144,7 +143,8 @@ mod tests {
     fn heartbeat_alone_is_no_change() {
         let a = cm(r#"{"apiVersion":"v","generatedAt":"2026-11-30T12:00:00Z","gpus":[]}"#);
         let b = cm(r#"{"apiVersion":"v","generatedAt":"2026-11-30T12:01:00Z","gpus":[]}"#);
-        let c = cm(r#"{"apiVersion":"v","generatedAt":"2026-11-30T12:01:00Z","gpus":[{"index":0}]}"#);
+        let c =
+            cm(r#"{"apiVersion":"v","generatedAt":"2026-11-30T12:01:00Z","gpus":[{"index":0}]}"#);
         assert_eq!(substance(&a), substance(&b));
         assert_ne!(substance(&b), substance(&c));
         assert_eq!(node_of("gpuready-probe-n1").as_deref(), Some("n1"));

@@ -77,7 +77,12 @@ pub fn build_report(
 ) -> ProbeReport {
     let snap = nvml.map(nvml::snapshot);
     let (driver_version, cuda_driver_version, device_count, gpus) = match snap {
-        Some(s) => (s.driver_version, s.cuda_driver_version, s.device_count, s.gpus),
+        Some(s) => (
+            s.driver_version,
+            s.cuda_driver_version,
+            s.device_count,
+            s.gpus,
+        ),
         None => (None, None, None, Vec::new()),
     };
     ProbeReport {
@@ -219,12 +224,20 @@ fn run_once(args: &ProbeArgs) -> ExitCode {
             ..EventLog::default()
         },
     };
-    let report = build_report(args.node_name.as_deref(), started, state, nvml.as_ref(), log);
+    let report = build_report(
+        args.node_name.as_deref(),
+        started,
+        state,
+        nvml.as_ref(),
+        log,
+    );
     let text = match args.output {
-        ProbeOutput::Json => serde_json::to_string_pretty(&report).map(|mut s| {
-            s.push('\n');
-            s
-        }).map_err(|e| e.to_string()),
+        ProbeOutput::Json => serde_json::to_string_pretty(&report)
+            .map(|mut s| {
+                s.push('\n');
+                s
+            })
+            .map_err(|e| e.to_string()),
         ProbeOutput::Yaml => serde_yaml_ng::to_string(&report).map_err(|e| e.to_string()),
     };
     match text {

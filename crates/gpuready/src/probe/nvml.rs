@@ -186,7 +186,10 @@ fn gpu(nvml: &Nvml, index: u32) -> GpuState {
 /// wrap `nvmlDeviceGetRemappedRows`, and the workspace forbids unsafe code.
 const FI_REMAPPED: [u32; 4] = [142, 143, 144, 145];
 
-fn row_remapping(device: &nvml_wrapper::Device<'_>, errors: &mut Vec<String>) -> Option<RowRemapping> {
+fn row_remapping(
+    device: &nvml_wrapper::Device<'_>,
+    errors: &mut Vec<String>,
+) -> Option<RowRemapping> {
     let ids: Vec<FieldId> = FI_REMAPPED.iter().map(|&i| FieldId(i)).collect();
     let samples = keep(errors, "rowRemapping", device.field_values_for(&ids))?;
     let mut values = [None; 4];
@@ -202,11 +205,13 @@ fn row_remapping(device: &nvml_wrapper::Device<'_>, errors: &mut Vec<String>) ->
         };
     }
     let [cor, unc, pending, failure] = values;
-    (cor.is_some() || unc.is_some() || pending.is_some() || failure.is_some()).then(|| RowRemapping {
-        correctable_rows: cor.unwrap_or(0),
-        uncorrectable_rows: unc.unwrap_or(0),
-        pending: pending.is_some_and(|v| v != 0),
-        failure: failure.is_some_and(|v| v != 0),
+    (cor.is_some() || unc.is_some() || pending.is_some() || failure.is_some()).then(|| {
+        RowRemapping {
+            correctable_rows: cor.unwrap_or(0),
+            uncorrectable_rows: unc.unwrap_or(0),
+            pending: pending.is_some_and(|v| v != 0),
+            failure: failure.is_some_and(|v| v != 0),
+        }
     })
 }
 
@@ -222,14 +227,23 @@ fn sample_u64(v: &SampleValue) -> Option<u64> {
 fn throttle_names(t: ThrottleReasons) -> Vec<String> {
     let names = [
         (ThrottleReasons::GPU_IDLE, "GpuIdle"),
-        (ThrottleReasons::APPLICATIONS_CLOCKS_SETTING, "ApplicationsClocksSetting"),
+        (
+            ThrottleReasons::APPLICATIONS_CLOCKS_SETTING,
+            "ApplicationsClocksSetting",
+        ),
         (ThrottleReasons::SW_POWER_CAP, "SwPowerCap"),
         (ThrottleReasons::HW_SLOWDOWN, "HwSlowdown"),
         (ThrottleReasons::SYNC_BOOST, "SyncBoost"),
         (ThrottleReasons::SW_THERMAL_SLOWDOWN, "SwThermalSlowdown"),
         (ThrottleReasons::HW_THERMAL_SLOWDOWN, "HwThermalSlowdown"),
-        (ThrottleReasons::HW_POWER_BRAKE_SLOWDOWN, "HwPowerBrakeSlowdown"),
-        (ThrottleReasons::DISPLAY_CLOCK_SETTING, "DisplayClockSetting"),
+        (
+            ThrottleReasons::HW_POWER_BRAKE_SLOWDOWN,
+            "HwPowerBrakeSlowdown",
+        ),
+        (
+            ThrottleReasons::DISPLAY_CLOCK_SETTING,
+            "DisplayClockSetting",
+        ),
     ];
     names
         .iter()
@@ -331,10 +345,9 @@ pub fn watch_events(nvml: &Nvml, events: &Arc<Events>, stop: &AtomicBool) {
         match set.wait(1000) {
             Ok(data) => {
                 let at = jiff::Timestamp::now().to_string();
-                let gpu = data
-                    .device
-                    .uuid()
-                    .unwrap_or_else(|_| format!("index:{}", data.device.index().unwrap_or(u32::MAX)));
+                let gpu = data.device.uuid().unwrap_or_else(|_| {
+                    format!("index:{}", data.device.index().unwrap_or(u32::MAX))
+                });
                 if data.event_type.contains(EventTypes::CRITICAL_XID_ERROR) {
                     let xid = match data.event_data {
                         Some(XidError::Value(x)) => Some(x),

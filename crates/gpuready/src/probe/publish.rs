@@ -36,7 +36,10 @@ pub enum PublishError {
 
 /// The ConfigMap body for a node's report (what the probe applies; tests that
 /// act as the probe apply the same).
-pub fn report_configmap(node: &str, report: &ProbeReport) -> Result<serde_json::Value, PublishError> {
+pub fn report_configmap(
+    node: &str,
+    report: &ProbeReport,
+) -> Result<serde_json::Value, PublishError> {
     let name = configmap_name(node).ok_or_else(|| PublishError::NameTooLong(node.to_owned()))?;
     let body = serde_json::to_string(report)?;
     Ok(json!({
