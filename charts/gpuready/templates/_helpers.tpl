@@ -81,6 +81,15 @@ app.kubernetes.io/component: probe
 {{- end }}
 {{- end }}
 
+{{/* The probe's image: repository:tag, or repository@digest. */}}
+{{- define "gpuready.probeImage" -}}
+{{- if .Values.probe.image.digest }}
+{{- printf "%s@%s" .Values.probe.image.repository .Values.probe.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.probe.image.repository (default .Chart.AppVersion .Values.probe.image.tag) }}
+{{- end }}
+{{- end }}
+
 {{/* The NFD CRDs gpuready may install or upgrade (--nfd-crds=apply). */}}
 {{- define "gpuready.nfdCrdNames" -}}
 - nodefeatures.nfd.k8s-sigs.io

@@ -1379,6 +1379,11 @@ async fn probe_daemonset_reaches_the_gpus_without_requesting_one_and_passes_rest
     assert_eq!(pod["nodeSelector"]["nvidia.com/gpu.present"], "true");
     let c = &pod["containers"][0];
     assert_eq!(args_of(c)[0], "probe");
+    // The glibc image (the driver's NVML cannot be loaded by a static musl binary).
+    assert_eq!(
+        c["image"],
+        format!("gpuready/gpuready-probe:{}", chart_app_version())
+    );
     let env_of = |name: &str| -> Value {
         c["env"]
             .as_array()
