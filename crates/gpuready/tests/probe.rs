@@ -16,6 +16,7 @@ use gpuready_api::probe::{
     ProbeReport, RowRemapping,
 };
 use k8s_openapi::api::core::v1::Node;
+use kube::ResourceExt;
 use serde_json::{Value, json};
 use support::*;
 
@@ -254,4 +255,88 @@ async fn the_api_server_refuses_application_xids_and_health_in_gating_layers_is_
     let probe = ok.spec.probe.expect("probe kept");
     assert_eq!(probe.max_report_age_seconds, 300, "defaulted by the schema");
     assert!(probe.check_labels);
+}
+
+/// The agent itself, in-cluster mode, on a machine without NVML (as in CI): it
+/// publishes its node's report (NVML unusable, with why) on every interval, and
+/// a SIGTERM stops it cleanly.
+#[tokio::test]
+async fn the_probe_process_publishes_its_report_and_stops_on_sigterm() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let env = gpuready_testenv::TestEnv::shared()
+        .await
+        .expect("test control plane");
+    let client = env.client().expect("client");
+    let ns = env
+        .create_namespace("probe-agent")
+        .await
+        .expect("namespace");
+    let mut child = tokio::process::Command::from({
+        let mut c = gpuready();
+        c.args(["probe", "--interval", "1s", "--log-format", "json"])
+            .env("KUBECONFIG", env.kubeconfig_path())
+            .env("NODE_NAME", "agent-node")
+            .env("POD_NAMESPACE", &ns)
+            .env("GPUREADY_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        c
+    })
+    .kill_on_drop(true)
+    .spawn()
+    .expect("start gpuready probe");
+    let cms: kube::Api<ConfigMap> = kube::Api::namespaced(client, &ns);
+    let first = eventually(60, "the probe publishes its report", || async {
+        cms.get_opt("gpuready-probe-agent-node")
+            .await
+            .ok()
+            .flatten()
+    })
+    .await;
+    let report = match gpuready::controller::probe_reports::evidence_of(&first) {
+        gpuready_core::health::ProbeEvidence::Report(r) => r,
+        other => panic!("not a report: {other:?}"),
+    };
+    assert_eq!(report.node.as_deref(), Some("agent-node"));
+    assert!(!report.nvml.usable);
+    assert!(
+        report
+            .nvml
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("/nonexistent/libnvidia-ml.so.1")),
+        "{:?}",
+        report.nvml
+    );
+    assert_eq!(
+        first
+            .labels()
+            .get(keys::LABEL_PROBE_REPORT)
+            .map(String::as_str),
+        Some("true")
+    );
+    // The heartbeat: a newer generatedAt within a few intervals.
+    eventually(30, "a second report", || async {
+        let cm = cms.get("gpuready-probe-agent-node").await.ok()?;
+        match gpuready::controller::probe_reports::evidence_of(&cm) {
+            gpuready_core::health::ProbeEvidence::Report(r)
+                if r.generated_at != report.generated_at =>
+            {
+                Some(())
+            }
+            _ => None,
+        }
+    })
+    .await;
+    let pid = child.id().expect("pid").to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill -TERM");
+    assert!(killed.success());
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("the probe stops within 20 s of SIGTERM")
+        .expect("wait");
+    assert_eq!(status.code(), Some(0), "{status:?}");
 }
