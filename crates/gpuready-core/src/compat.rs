@@ -1,6 +1,7 @@
 //! What NVIDIA publishes about architectures, drivers and CUDA releases, as tables.
 //! Sources: GFD's getArchFamily, the CUDA 13.2 U2 release notes (Table 3) and the
-//! R580 deprecation notice; see shared/reference/gpu-node-facts.md §2 and §5.
+//! R580 deprecation notice; see docs/gpu-facts.md ("Architecture family" and
+//! "Drivers, CUDA and architectures").
 
 use gpuready_api::Family;
 

@@ -321,7 +321,6 @@ fn listing<'a>(diffs: impl ExactSizeIterator<Item = &'a Difference>) -> String {
 #[cfg(test)]
 mod tests {
     use std::collections::BTreeMap;
-    use std::path::PathBuf;
 
     use gpuready_api::crd::nfd_crds;
     use gpuready_api::nfd::{NODE_FEATURE_CRD, NODE_FEATURE_GROUP_CRD, NODE_FEATURE_RULE_CRD};
@@ -330,28 +329,18 @@ mod tests {
         JSONSchemaPropsOrArray,
     };
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, Time};
-    use serde::Deserialize;
 
     use super::*;
 
-    /// Upstream NFD CRD files from `shared/data/nfd-crds` beside the repo
-    /// (`GPUREADY_SHARED_DIR` overrides `shared/`). Missing data fails the test.
-    fn upstream(tag: &str) -> Vec<CustomResourceDefinition> {
-        let shared = std::env::var_os("GPUREADY_SHARED_DIR").map_or_else(
-            || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
-            PathBuf::from,
-        );
-        let path = shared.join(format!("data/nfd-crds/{tag}.yaml"));
-        let text = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-            panic!(
-                "upstream NFD CRDs not found at {} ({e}): the repo is expected next to \
-                 shared/ (or set GPUREADY_SHARED_DIR)",
-                path.display()
-            )
-        });
-        serde_yaml_ng::Deserializer::from_str(&text)
-            .map(|doc| CustomResourceDefinition::deserialize(doc).expect("CRD"))
-            .collect()
+    /// Upstream NFD CRDs from the one test-support loader; `None` (after it
+    /// printed that the case did not run) for an older release this run cannot read.
+    fn upstream(tag: &str) -> Option<Vec<CustomResourceDefinition>> {
+        gpuready_testenv::upstream_nfd::crds(tag).expect("upstream NFD CRDs")
+    }
+
+    /// A release the Go module proxy serves: fetched and cached, never skipped.
+    fn served(tag: &str) -> Vec<CustomResourceDefinition> {
+        upstream(tag).expect("a release the Go module proxy serves is never skipped")
     }
 
     /// What the API server returns for a CRD it stores: ids, timestamps,
@@ -429,7 +418,10 @@ mod tests {
             ("v0.17.4", NfdCrdRelease::V0_16_17, false),
         ];
         for (tag, release, nfg_missing) in cases {
-            let installed: Vec<_> = upstream(tag).into_iter().map(as_read_back).collect();
+            let Some(installed) = upstream(tag) else {
+                continue;
+            };
+            let installed: Vec<_> = installed.into_iter().map(as_read_back).collect();
             let plan = plan(&nfd_crds(), &installed);
             assert_eq!(plan.installed_release, Some(release), "{tag}");
             // NodeFeature has not changed since v0.14.
@@ -461,7 +453,7 @@ mod tests {
 
     #[test]
     fn older_lists_what_gpuready_adds() {
-        let installed = upstream("v0.17.4");
+        let installed = served("v0.17.4");
         let plan = plan(&nfd_crds(), &installed);
         let CrdClass::Older { changes, .. } = class_of(&plan, NODE_FEATURE_GROUP_CRD) else {
             panic!("expected Older");
@@ -479,7 +471,9 @@ mod tests {
         // v0.14 requires `matchExpressions`, which later releases made optional:
         // an installed-only `required` entry is a lifted restriction, not an
         // extra capability.
-        let installed = upstream("v0.14.6");
+        let Some(installed) = upstream("v0.14.6") else {
+            return;
+        };
         let want = nfd_crds();
         let find = |crds: &[CustomResourceDefinition]| {
             crds.iter()
@@ -504,7 +498,7 @@ mod tests {
     #[test]
     fn current_releases_need_no_write() {
         for tag in ["v0.18.3", "v0.19.0"] {
-            let installed: Vec<_> = upstream(tag).into_iter().map(as_read_back).collect();
+            let installed: Vec<_> = served(tag).into_iter().map(as_read_back).collect();
             let plan = plan(&nfd_crds(), &installed);
             assert!(plan.is_noop(), "{tag}: {plan}");
             assert_eq!(plan.to_apply().count(), 0);
@@ -517,7 +511,7 @@ mod tests {
 
     #[test]
     fn other_crds_are_ignored() {
-        let mut installed = upstream("v0.19.0");
+        let mut installed = served("v0.19.0");
         let mut stranger = installed[0].clone();
         stranger.metadata.name = Some("widgets.example.com".into());
         stranger.spec.group = "example.com".into();
@@ -529,7 +523,7 @@ mod tests {
 
     #[test]
     fn extra_version_is_newer() {
-        let mut installed = upstream("v0.19.0");
+        let mut installed = served("v0.19.0");
         let rule = get(&mut installed, NODE_FEATURE_RULE_CRD);
         let mut v2 = rule.spec.versions[0].clone();
         v2.name = "v1alpha2".into();
@@ -547,7 +541,7 @@ mod tests {
     #[test]
     fn extra_field_is_newer_even_if_other_parts_are_older() {
         // A v0.17 rule CRD (lacks Ge, type) that also has a field ours lacks.
-        let mut installed = upstream("v0.17.4");
+        let mut installed = served("v0.17.4");
         let rule = get(&mut installed, NODE_FEATURE_RULE_CRD);
         let spec = rule_root(rule)
             .properties
@@ -578,7 +572,7 @@ mod tests {
 
     #[test]
     fn extra_enum_value_is_newer() {
-        let mut installed = upstream("v0.19.0");
+        let mut installed = served("v0.19.0");
         let group = get(&mut installed, NODE_FEATURE_GROUP_CRD);
         // Add a hypothetical operator to the top-level matchName op enum.
         let op = rule_root(group)
@@ -642,7 +636,7 @@ mod tests {
 
     #[test]
     fn stored_version_we_lack_is_newer() {
-        let mut installed: Vec<_> = upstream("v0.19.0").into_iter().map(as_read_back).collect();
+        let mut installed: Vec<_> = served("v0.19.0").into_iter().map(as_read_back).collect();
         let nf = get(&mut installed, NODE_FEATURE_CRD);
         if let Some(status) = nf.status.as_mut() {
             status.stored_versions = Some(vec!["v1alpha1".into(), "v1beta1".into()]);
@@ -656,7 +650,9 @@ mod tests {
 
     #[test]
     fn immutable_difference_is_left_alone() {
-        let mut installed = upstream("v0.16.9");
+        // Any upstream release: the scope is the same in all of them. v0.17 is
+        // served by the Go module proxy, so this runs on a plain clone.
+        let mut installed = served("v0.17.4");
         get(&mut installed, NODE_FEATURE_RULE_CRD).spec.scope = "Namespaced".into();
         let plan = plan(&nfd_crds(), &installed);
         assert!(
@@ -667,7 +663,9 @@ mod tests {
 
     #[test]
     fn display_names_every_crd() {
-        let installed = upstream("v0.15.7");
+        let Some(installed) = upstream("v0.15.7") else {
+            return;
+        };
         let text = plan(&nfd_crds(), &installed).to_string();
         assert!(
             text.starts_with(

@@ -79,8 +79,32 @@ pub fn profile_status(
         .map(|n| n.name.clone())
         .collect();
 
+    // Every not-ready node is governed by this profile in Observe mode (the
+    // engine marks each assessment), so the profile only reports.
     let mut conditions = Vec::new();
-    let ready_cond = if matched == 0 {
+    let not_ready_names = || -> String {
+        let names: Vec<String> = not_ready
+            .iter()
+            .map(|n| format!("{} ({})", n.name, n.reason))
+            .collect();
+        names_message(&names)
+    };
+    let ready_cond = if !conflicts.is_empty() {
+        // A conflict needs a person; say so in the reason `kubectl get gnp`
+        // shows, not as one more "not ready".
+        condition(
+            keys::CONDITION_READY,
+            false,
+            reasons::CONFLICT,
+            format!(
+                "{} node(s) also selected by another GpuNodeProfile: {}",
+                conflicts.len(),
+                names_message(&conflicts)
+            ),
+            generation,
+            now,
+        )
+    } else if matched == 0 {
         condition(
             keys::CONDITION_READY,
             true,
@@ -98,11 +122,23 @@ pub fn profile_status(
             generation,
             now,
         )
+    } else if not_ready.iter().all(|n| n.observe) {
+        // Observe: gpuready writes nothing to these nodes, so there is nothing
+        // to wait for. Ready=True (kstatus Current, a Flux health check passes);
+        // the reason and the counts tell that nodes are not ready.
+        condition(
+            keys::CONDITION_READY,
+            true,
+            reasons::OBSERVED_NODES_NOT_READY,
+            format!(
+                "Observe mode (report only): {}/{matched} node(s) not ready: {}",
+                not_ready.len(),
+                not_ready_names()
+            ),
+            generation,
+            now,
+        )
     } else {
-        let names: Vec<String> = not_ready
-            .iter()
-            .map(|n| format!("{} ({})", n.name, n.reason))
-            .collect();
         condition(
             keys::CONDITION_READY,
             false,
@@ -110,7 +146,7 @@ pub fn profile_status(
             format!(
                 "{}/{matched} node(s) not ready: {}",
                 not_ready.len(),
-                names_message(&names)
+                not_ready_names()
             ),
             generation,
             now,

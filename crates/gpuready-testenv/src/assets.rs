@@ -48,21 +48,26 @@ fn module_version(go_mod: &Path, module: &str) -> Result<String, Error> {
         .ok_or_else(|| Error::AssetDir(format!("{} does not require {module}", go_mod.display())))
 }
 
+/// `${GPUREADY_CACHE:-$HOME/.cache/gpuready}`: where the scripts in
+/// `tests/control-plane` cache what they build or fetch.
+pub(crate) fn cache_root() -> Result<PathBuf, Error> {
+    match var("GPUREADY_CACHE") {
+        Some(root) => Ok(PathBuf::from(root)),
+        None => Ok(PathBuf::from(
+            var("HOME")
+                .ok_or_else(|| Error::AssetDir("neither GPUREADY_CACHE nor HOME is set".into()))?,
+        )
+        .join(".cache/gpuready")),
+    }
+}
+
 /// The folder `tests/control-plane/build.sh --print-dir` prints:
 /// `${GPUREADY_CACHE:-$HOME/.cache/gpuready}/control-plane/k8s-<v>-etcd-<v>`.
 pub fn default_dir() -> Result<PathBuf, Error> {
     let cp = control_plane_dir();
     let k8s = module_version(&cp.join("kube-apiserver/go.mod"), "k8s.io/kubernetes")?;
     let etcd = module_version(&cp.join("etcd/go.mod"), "go.etcd.io/etcd/server/v3")?;
-    let root = match var("GPUREADY_CACHE") {
-        Some(root) => PathBuf::from(root),
-        None => PathBuf::from(
-            var("HOME")
-                .ok_or_else(|| Error::AssetDir("neither GPUREADY_CACHE nor HOME is set".into()))?,
-        )
-        .join(".cache/gpuready"),
-    };
-    Ok(root
+    Ok(cache_root()?
         .join("control-plane")
         .join(format!("k8s-{k8s}-etcd-{etcd}")))
 }

@@ -73,6 +73,14 @@ pub enum Error {
         tail: String,
     },
 
+    /// An upstream NFD CRD manifest could not be found, fetched or parsed.
+    #[error("upstream NFD CRDs: {0}")]
+    UpstreamNfd(String),
+
+    /// A CRD did not become usable in time.
+    #[error("{0}")]
+    Crd(String),
+
     /// The shared environment failed once; every later caller gets the same story
     /// instead of paying for another failed start.
     #[error("the shared test environment failed to start: {0}")]

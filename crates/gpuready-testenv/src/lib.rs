@@ -63,8 +63,10 @@
 
 mod assets;
 mod certs;
+pub mod crds;
 mod error;
 mod process;
+pub mod upstream_nfd;
 
 use std::ffi::OsString;
 use std::future::Future;

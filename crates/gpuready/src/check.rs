@@ -10,6 +10,7 @@ use jiff::Timestamp;
 use kube::core::Selector;
 use serde::Serialize;
 
+use crate::cluster::{ClusterArgs, ClusterError, describe_request_error};
 use crate::input::{self, InputError};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -38,21 +39,19 @@ pub struct CheckArgs {
     /// over saved dumps, whose GFD timestamps age otherwise.
     #[arg(long, value_name = "RFC3339")]
     pub now: Option<Timestamp>,
+    /// The cluster to read when no --nodes are given.
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
 }
 
 /// Why a live check could not run. Maps to exit code 2.
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
-    #[error("no Kubernetes configuration (set KUBECONFIG or run in a cluster): {0}")]
-    Config(#[from] kube::config::InferConfigError),
-    #[error("connecting to the cluster: {0}")]
-    Client(#[source] kube::Error),
-    #[error("listing {what}: {source}")]
-    List {
-        what: &'static str,
-        #[source]
-        source: kube::Error,
-    },
+    #[error(transparent)]
+    Cluster(#[from] ClusterError),
+    /// A request failed; the text names the server when it was not reached.
+    #[error("{0}")]
+    Request(String),
     #[error(transparent)]
     Input(#[from] InputError),
 }
@@ -61,15 +60,11 @@ pub enum LiveError {
 /// Only GET/LIST requests are sent.
 pub async fn check_live(args: &CheckArgs) -> Result<CheckReport, LiveError> {
     use kube::api::{Api, ListParams};
-    let config = kube::Config::infer().await?;
-    let client = kube::Client::try_from(config).map_err(LiveError::Client)?;
+    let (client, server) = args.cluster.client().await?;
     let nodes = Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
         .list(&ListParams::default())
         .await
-        .map_err(|source| LiveError::List {
-            what: "nodes",
-            source,
-        })?
+        .map_err(|e| LiveError::Request(describe_request_error(&server, "listing nodes", &e)))?
         .items;
     let profiles = if args.profiles.is_empty() {
         match Api::<GpuNodeProfile>::all(client)
@@ -83,11 +78,12 @@ pub async fn check_live(args: &CheckArgs) -> Result<CheckReport, LiveError> {
                 );
                 Vec::new()
             }
-            Err(source) => {
-                return Err(LiveError::List {
-                    what: "gpunodeprofiles",
-                    source,
-                });
+            Err(e) => {
+                return Err(LiveError::Request(describe_request_error(
+                    &server,
+                    "listing gpunodeprofiles",
+                    &e,
+                )));
             }
         }
     } else {

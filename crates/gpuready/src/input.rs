@@ -36,6 +36,10 @@ pub enum InputError {
         path: PathBuf,
         expected: &'static str,
     },
+    /// Every problem of a file, as the API server lists every problem of an
+    /// object: one per line, each worded like a single error.
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\nerror: "))]
+    Several(Vec<InputError>),
 }
 
 /// Splits a file into documents: one JSON value, or a YAML stream. Each comes
@@ -72,14 +76,16 @@ fn documents(path: &Path) -> Result<Vec<(usize, Value)>, InputError> {
 }
 
 /// Objects of one kind from a file: single objects, `List`s (`items`), or both.
-/// `check` runs on each parsed object and returns (field, message) on failure.
+/// `check` runs on each parsed object and returns every (field, message) it
+/// finds. Problems are collected over the whole file, not stopped at the first.
 fn objects<T: DeserializeOwned>(
     path: &Path,
     api_version: Option<&str>,
     kind: &'static str,
-    check: impl Fn(&T, &Value) -> Result<(), (String, String)>,
+    check: impl Fn(&T, &Value) -> Vec<(String, String)>,
 ) -> Result<Vec<T>, InputError> {
     let mut out = Vec::new();
+    let mut errors = Vec::new();
     for (doc_no, doc) in documents(path)? {
         let items: Vec<(String, Value)> = match doc.get("items") {
             Some(Value::Array(items)) => items
@@ -106,22 +112,42 @@ fn objects<T: DeserializeOwned>(
             let found_kind = item.get("kind").and_then(Value::as_str).unwrap_or("");
             let found_api = item.get("apiVersion").and_then(Value::as_str).unwrap_or("");
             if found_kind != kind || api_version.is_some_and(|a| a != found_api) {
-                return Err(fail(
+                errors.push(fail(
                     "kind".into(),
                     format!(
                         "expected {}{kind}, found {found_api} {found_kind}",
                         api_version.map(|a| format!("{a} ")).unwrap_or_default()
                     ),
                 ));
+                continue;
             }
             if name.is_empty() {
-                return Err(fail("metadata.name".into(), "required".into()));
+                errors.push(fail("metadata.name".into(), "required".into()));
+                continue;
             }
-            let obj: T = serde_path_to_error::deserialize(item.clone())
-                .map_err(|e| fail(e.path().to_string(), e.inner().to_string()))?;
-            check(&obj, &item).map_err(|(field, message)| fail(field, message))?;
-            out.push(obj);
+            let obj: T = match serde_path_to_error::deserialize(item.clone()) {
+                Ok(obj) => obj,
+                Err(e) => {
+                    errors.push(fail(e.path().to_string(), e.inner().to_string()));
+                    continue;
+                }
+            };
+            let problems = check(&obj, &item);
+            if problems.is_empty() {
+                out.push(obj);
+            }
+            errors.extend(
+                problems
+                    .into_iter()
+                    .map(|(field, message)| fail(field, message)),
+            );
         }
+    }
+    if errors.len() == 1 {
+        return Err(errors.remove(0));
+    }
+    if !errors.is_empty() {
+        return Err(InputError::Several(errors));
     }
     if out.is_empty() {
         return Err(InputError::Empty {
@@ -134,7 +160,7 @@ fn objects<T: DeserializeOwned>(
 
 /// Nodes as `kubectl get nodes -o json` (or `-o yaml`) prints them.
 pub fn read_nodes(path: &Path) -> Result<Vec<Node>, InputError> {
-    objects(path, None, "Node", |_, _| Ok(()))
+    objects(path, None, "Node", |_, _| Vec::new())
 }
 
 /// Profiles, checked with the same rules the API server applies at admission.
@@ -147,27 +173,25 @@ pub fn read_profiles(path: &Path) -> Result<Vec<GpuNodeProfile>, InputError> {
             // Strict like `kubectl apply`: a misspelt field would otherwise be
             // dropped silently and the check would judge a different profile.
             let known = serde_json::to_value(&p.spec).unwrap_or(Value::Null);
-            if let Some(field) = raw
-                .get("spec")
-                .and_then(|spec| unknown_field(spec, &known, "spec"))
-            {
-                return Err((field, "unknown field (misspelt?)".to_owned()));
+            let mut problems = Vec::new();
+            if let Some(spec) = raw.get("spec") {
+                unknown_fields(spec, &known, "spec", &mut problems);
             }
-            if let Some(e) = p.validate().into_iter().next() {
-                return Err((e.field, e.message));
+            problems.extend(p.validate().into_iter().map(|e| (e.field, e.message)));
+            if let Err(e) = gpuready_core::select::profile_selector(p) {
+                problems.push(("spec.nodeSelector".to_owned(), e.message));
             }
-            gpuready_core::select::profile_selector(p)
-                .map(|_| ())
-                .map_err(|e| ("spec.nodeSelector".to_owned(), e.message))
+            problems
         },
     )
 }
 
-/// The first key of `raw` that the typed round trip `known` does not have.
-/// Empty values are skipped: the types omit empty lists and maps when serializing.
-fn unknown_field(raw: &Value, known: &Value, path: &str) -> Option<String> {
+/// Every key of `raw` that the typed round trip `known` does not have, as a
+/// problem. Empty values are skipped: the types omit empty lists and maps when
+/// serializing.
+fn unknown_fields(raw: &Value, known: &Value, path: &str, out: &mut Vec<(String, String)>) {
     let (Value::Object(raw), Value::Object(known)) = (raw, known) else {
-        return None;
+        return;
     };
     // Free-form maps (labels, resources, selector labels) hold user keys.
     if [
@@ -177,7 +201,7 @@ fn unknown_field(raw: &Value, known: &Value, path: &str) -> Option<String> {
     ]
     .contains(&path)
     {
-        return None;
+        return;
     }
     for (key, value) in raw {
         let here = format!("{path}.{key}");
@@ -188,14 +212,9 @@ fn unknown_field(raw: &Value, known: &Value, path: &str) -> Option<String> {
             _ => false,
         };
         match known.get(key) {
-            None if !empty => return Some(here),
-            Some(k) => {
-                if let Some(f) = unknown_field(value, k, &here) {
-                    return Some(f);
-                }
-            }
+            None if !empty => out.push((here, "unknown field (misspelt?)".to_owned())),
+            Some(k) => unknown_fields(value, k, &here, out),
             None => {}
         }
     }
-    None
 }

@@ -2,6 +2,7 @@
 //! tests can run them in-process against a real API server.
 
 pub mod check;
+pub mod cluster;
 pub mod controller;
 pub mod input;
 pub mod nfd_cli;

@@ -1,11 +1,12 @@
 //! The `gpuready` command: `check`, `crd`, `nfd-crds`, and (in-cluster) `run`.
 
-use std::io::Write as _;
+use std::io::{IsTerminal as _, Write as _};
 use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use gpuready::check;
+use gpuready::cluster::ClusterArgs;
 use gpuready::controller::{self, Health, Metrics, RunArgs, config::LogFormat};
 use tokio_util::sync::CancellationToken;
 
@@ -24,8 +25,9 @@ enum Command {
     /// Exit code: 0 when every governed node is ready, 1 when one is not (or is
     /// in conflict), 2 for input that cannot be used.
     Check(check::CheckArgs),
-    /// Run the controller (in-cluster, or out-of-cluster with KUBECONFIG).
-    Run(RunArgs),
+    /// Run the controller (in-cluster, or out-of-cluster with KUBECONFIG or
+    /// --kubeconfig).
+    Run(RunCommand),
     /// Print the GpuNodeProfile CRD generated from gpuready's types.
     Crd {
         /// Write the committed copies in the repository instead of printing.
@@ -45,12 +47,22 @@ enum Command {
     Probe(gpuready::probe::ProbeArgs),
 }
 
+/// `gpuready run`: the cluster flags beside the controller's own, so RunArgs
+/// stays what the controller needs.
+#[derive(Debug, clap::Args)]
+struct RunCommand {
+    #[command(flatten)]
+    cluster: ClusterArgs,
+    #[command(flatten)]
+    args: RunArgs,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Check(args) => run_check(&args),
         Command::Crd { write } => run_crd(write),
-        Command::Run(args) => run_controller(args),
+        Command::Run(run) => run_controller(run.cluster, run.args),
         Command::NfdCrds(args) => gpuready::nfd_cli::run(args),
         Command::Probe(args) => gpuready::probe::run(args),
     }
@@ -59,8 +71,11 @@ fn main() -> ExitCode {
 fn init_tracing(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube=warn"));
+    // Colours only for a person at a terminal: written to a file or a log
+    // pipeline, escape codes are noise.
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
+        .with_ansi(std::io::stderr().is_terminal())
         .with_writer(std::io::stderr);
     match format {
         LogFormat::Json => builder.json().init(),
@@ -68,7 +83,7 @@ fn init_tracing(format: LogFormat) {
     }
 }
 
-fn run_controller(args: RunArgs) -> ExitCode {
+fn run_controller(cluster: ClusterArgs, args: RunArgs) -> ExitCode {
     init_tracing(args.log_format);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -85,13 +100,16 @@ fn run_controller(args: RunArgs) -> ExitCode {
         tokio::spawn(shutdown_on_signal(stop.clone()));
         let metrics = Arc::new(Metrics::default());
         let health = Arc::new(Health::default());
-        let config = match kube::Config::infer().await {
+        let config = match cluster.config().await {
             Ok(c) => c,
             Err(e) => {
-                tracing::error!(error = %e, "no Kubernetes configuration: run in-cluster or set KUBECONFIG");
+                tracing::error!(error = %e, "no usable Kubernetes configuration");
                 return ExitCode::from(2);
             }
         };
+        // Named once up front, so every later connection error has an address.
+        let api_server = config.cluster_url.to_string();
+        tracing::info!(server = %api_server, "using the Kubernetes API server");
         let limiter = controller::requests::limiter(args.client_qps, args.client_burst);
         let client = match controller::requests::limited_client(config, metrics.clone(), limiter) {
             Ok(c) => c,
@@ -116,7 +134,11 @@ fn run_controller(args: RunArgs) -> ExitCode {
         match result {
             Ok(()) => ExitCode::SUCCESS,
             Err(e) => {
-                tracing::error!(error = %e, "gpuready stopped");
+                tracing::error!(
+                    error = %e,
+                    server = %api_server,
+                    "gpuready stopped (if the API server was not reached: is the cluster up, and are the kubeconfig and context the ones you mean?)"
+                );
                 ExitCode::from(1)
             }
         }

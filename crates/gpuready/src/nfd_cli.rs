@@ -3,7 +3,6 @@
 //! running the controller (same classification, same field manager).
 
 use std::fmt::Write as _;
-use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -12,7 +11,6 @@ use gpuready_api::nfd::compare::{self, normalize_crd};
 use gpuready_core::nfd_crds::{CrdClass, NfdCrdPlan, plan};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
-use kube::config::{KubeConfigOptions, Kubeconfig};
 
 use crate::controller::config::parse_duration;
 use crate::controller::nfd::{
@@ -56,16 +54,8 @@ pub enum NfdCrdsCommand {
     Apply(ApplyArgs),
 }
 
-#[derive(Debug, clap::Args)]
-pub struct ClusterArgs {
-    /// Kubeconfig file; defaults to $KUBECONFIG, then ~/.kube/config, then the
-    /// in-cluster service account.
-    #[arg(long, value_name = "FILE")]
-    pub kubeconfig: Option<PathBuf>,
-    /// Kubeconfig context to use instead of the current one.
-    #[arg(long, value_name = "NAME")]
-    pub context: Option<String>,
-}
+/// The cluster flags, shared with `check` and `run`.
+pub use crate::cluster::ClusterArgs;
 
 #[derive(Debug, clap::Args)]
 pub struct ApplyArgs {
@@ -112,26 +102,10 @@ fn print() -> ExitCode {
 }
 
 async fn client(args: &ClusterArgs) -> Result<kube::Client, String> {
-    let options = KubeConfigOptions {
-        context: args.context.clone(),
-        ..Default::default()
-    };
-    let config = match (&args.kubeconfig, &args.context) {
-        (Some(path), _) => {
-            let file = Kubeconfig::read_from(path)
-                .map_err(|e| format!("reading kubeconfig {}: {e}", path.display()))?;
-            kube::Config::from_custom_kubeconfig(file, &options)
-                .await
-                .map_err(|e| format!("kubeconfig {}: {e}", path.display()))?
-        }
-        (None, Some(_)) => kube::Config::from_kubeconfig(&options)
-            .await
-            .map_err(|e| format!("kubeconfig: {e}"))?,
-        (None, None) => kube::Config::infer().await.map_err(|e| {
-            format!("no Kubernetes configuration (set KUBECONFIG or pass --kubeconfig): {e}")
-        })?,
-    };
-    kube::Client::try_from(config).map_err(|e| format!("building the Kubernetes client: {e}"))
+    args.client()
+        .await
+        .map(|(client, _)| client)
+        .map_err(|e| e.to_string())
 }
 
 async fn cluster_plan(

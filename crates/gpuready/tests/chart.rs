@@ -299,7 +299,11 @@ async fn rendered_chart_passes_server_dry_run_with_defaults_and_with_every_featu
     let pod = &deploy["spec"]["template"]["spec"];
     let c = &pod["containers"][0];
     let app_version = chart_app_version();
-    assert_eq!(c["image"], format!("gpuready/gpuready:{app_version}"));
+    assert_eq!(
+        c["image"],
+        format!("ghcr.io/gpuready/gpuready:{app_version}"),
+        "the chart points at the image the release workflow publishes"
+    );
     assert_eq!(c["livenessProbe"]["httpGet"]["path"], "/healthz");
     assert_eq!(c["readinessProbe"]["httpGet"]["path"], "/readyz");
     let args: Vec<&str> = c["args"]
@@ -381,7 +385,7 @@ async fn rendered_chart_passes_server_dry_run_with_defaults_and_with_every_featu
     assert_eq!(tolerated, want, "profile taint keys are tolerated");
     assert_eq!(
         pod["containers"][0]["image"],
-        "gpuready/gpuready@sha256:0000000000000000000000000000000000000000000000000000000000000000"
+        "ghcr.io/gpuready/gpuready@sha256:0000000000000000000000000000000000000000000000000000000000000000"
     );
     let rules = find_doc(&docs, "PrometheusRule", None)["spec"]["groups"][0]["rules"]
         .as_array()
@@ -539,8 +543,8 @@ async fn expected_manifests(env: &TestEnv) -> String {
          # plus the Namespace below. Do not edit: change the chart, then run\n\
          #   UPDATE_MANIFESTS=1 cargo test -p gpuready --test chart raw_manifests\n\
          # Install: kubectl apply --server-side -f {MANIFESTS}\n\
-         # image.repository is the placeholder gpuready/gpuready: point the Deployment at\n\
-         # the image you built (see charts/gpuready/README.md, \"Image\").\n\
+         # The image is the published ghcr.io/gpuready/gpuready; to run your own build,\n\
+         # point the Deployment at it (see charts/gpuready/README.md, \"Image\").\n\
          ---\n\
          apiVersion: v1\n\
          kind: Namespace\n\
@@ -1382,7 +1386,7 @@ async fn probe_daemonset_reaches_the_gpus_without_requesting_one_and_passes_rest
     // The glibc image (the driver's NVML cannot be loaded by a static musl binary).
     assert_eq!(
         c["image"],
-        format!("gpuready/gpuready-probe:{}", chart_app_version())
+        format!("ghcr.io/gpuready/gpuready-probe:{}", chart_app_version())
     );
     let env_of = |name: &str| -> Value {
         c["env"]

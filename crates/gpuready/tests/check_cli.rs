@@ -582,3 +582,75 @@ fn free_form_maps_of_a_profile_are_not_unknown_fields() {
     let o = check(&[good_nodes()], &[profiles], &[]);
     assert!(o.status.code() != Some(2), "{}", stderr(&o));
 }
+
+// ---- The Kubemoot GPU worker example ----
+
+/// GPU workers carry the guide's `nvidia.com/gpu=present:NoSchedule`; gpuready's
+/// taint goes beside it on a broken worker and the guide's is never touched.
+#[test]
+fn kubemoot_workers_get_gpureadys_taint_beside_the_guides() {
+    let dir = "kubemoot-gpu-workers";
+    let o = check(
+        &[example(dir, "nodes.json")],
+        &[example(dir, "profiles.yaml")],
+        &["-o", "json"],
+    );
+    assert_exit(&o, 1);
+    let report = json(&o);
+    let guide =
+        serde_json::json!({"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"});
+    let ours = serde_json::json!({"effect": "NoSchedule", "key": "gpuready.io/not-ready", "value": "true"});
+
+    let ready = node(&report, "gpu-worker-1");
+    assert_eq!(ready["ready"], true);
+    assert_eq!(ready["profile"], "kubemoot-gpu-workers");
+    assert!(
+        ready["changes"].get("taint").is_none(),
+        "a ready worker keeps the guide's taint as it is: {}",
+        ready["changes"]
+    );
+    for (name, reason) in [
+        ("gpu-worker-2", "NoGfdLabels"),
+        ("gpu-worker-3", "DevicesUnhealthy"),
+    ] {
+        let n = node(&report, name);
+        assert_eq!(n["reason"], reason, "{name}");
+        assert_eq!(
+            n["changes"]["taint"]["taints"],
+            serde_json::json!([guide, ours]),
+            "{name}: the guide's taint first and unchanged, gpuready's beside it"
+        );
+    }
+    let cpu = node(&report, "cpu-worker-1");
+    assert_eq!(cpu["ready"], Value::Null, "no gpu-node label: ungoverned");
+}
+
+/// Like the API server, which lists every problem of an object, offline check
+/// names every problem of a profile file, one `error:` line each, not only the
+/// first.
+#[test]
+fn every_problem_of_a_profile_file_is_reported() {
+    let second = PROFILE_HEAD.replace("name: p\n", "name: q\n");
+    let (_d, profiles) = file(
+        "profiles.yaml",
+        &format!(
+            "{PROFILE_HEAD}  gpu:\n    minComputeCapability: \"8\"\n    minMemoryMb: 8000\n  cudaVersion: \"13\"\n---\n{second}  minDriverVersion: \"580\"\n"
+        ),
+    );
+    let o = check(&[good_nodes()], &[profiles], &[]);
+    assert_refused(
+        &o,
+        &[
+            "document 1 (GpuNodeProfile p): spec.gpu.minComputeCapability",
+            "document 1 (GpuNodeProfile p): spec.gpu.minMemoryMb: unknown field",
+            "document 1 (GpuNodeProfile p): spec.cudaVersion",
+            "document 2 (GpuNodeProfile q): spec.minDriverVersion",
+        ],
+    );
+    let err = stderr(&o);
+    assert_eq!(
+        err.lines().filter(|l| l.starts_with("error: ")).count(),
+        4,
+        "one line per problem:\n{err}"
+    );
+}

@@ -127,7 +127,7 @@ async fn each_example_cluster_converges_in_a_counted_number_of_requests_and_a_re
         .filter(|p| p.join("nodes.json").exists())
         .collect();
     dirs.sort();
-    assert_eq!(dirs.len(), 3, "three example clusters");
+    assert_eq!(dirs.len(), 4, "four example clusters");
 
     for dir in dirs {
         let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or("?");
@@ -187,6 +187,12 @@ async fn check_example_verdicts(example: &str, client: &Client) {
             ("gpu-3090-b", Some(("False", "GfdLabelsStale")), true),
         ],
         "talos-rtx3050" => &[("talos-gpu-1", Some(("True", "Ready")), false)],
+        "kubemoot-gpu-workers" => &[
+            ("gpu-worker-1", Some(("True", "Ready")), false),
+            ("gpu-worker-2", Some(("False", "NoGfdLabels")), true),
+            ("gpu-worker-3", Some(("False", "DevicesUnhealthy")), true),
+            ("cpu-worker-1", None, false),
+        ],
         "pascal-maxwell" => &[
             ("gtx1070-a", Some(("True", "Ready")), false),
             ("quadro-m5000", Some(("False", "FamilyExcluded")), true),
@@ -205,6 +211,16 @@ async fn check_example_verdicts(example: &str, client: &Client) {
             "{example}/{node}: GpuReady"
         );
         assert_eq!(gated(&n), *tainted, "{example}/{node}: tainted");
+    }
+    if example == "kubemoot-gpu-workers" {
+        // The guide's taint stays on every worker, ready or not, beside ours.
+        for worker in ["gpu-worker-1", "gpu-worker-2", "gpu-worker-3"] {
+            let n = get_node(client, worker).await;
+            assert!(
+                has_taint(&n, "nvidia.com/gpu"),
+                "{worker}: the guide's nvidia.com/gpu taint kept"
+            );
+        }
     }
     if example == "rtx3090-rtx4070tis" {
         let n = get_node(client, "gpu-3090-b").await;

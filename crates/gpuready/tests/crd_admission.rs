@@ -15,7 +15,6 @@ use gpuready_testenv::{TestEnv, unique_name};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
-use kube::runtime::wait::{await_condition, conditions};
 use serde_json::{Value, json};
 
 const CRD_FILE: &str = "deploy/crds/gpunodeprofiles.gpuready.io.yaml";
@@ -67,15 +66,9 @@ async fn install_crd(env: &TestEnv) -> Result<(), String> {
     )
     .await
     .map_err(|e| format!("the API server refused {CRD_FILE}: {e}"))?;
-    let established = await_condition(crds.clone(), CRD_NAME, conditions::is_crd_established());
-    match tokio::time::timeout(Duration::from_secs(30), established).await {
-        Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(format!("waiting for Established: {e}")),
-        Err(_) => {
-            let status = crds.get_status(CRD_NAME).await.map(|c| c.status);
-            Err(format!("{CRD_NAME} not Established after 30s: {status:?}"))
-        }
-    }
+    gpuready_testenv::crds::wait_established(&kube::Client::from(crds), &[CRD_NAME])
+        .await
+        .map_err(|e| e.to_string())
 }
 
 fn profiles(env: &TestEnv) -> Api<GpuNodeProfile> {
@@ -412,6 +405,15 @@ fn bad_cases() -> Vec<Bad> {
             ],
         ),
         b(
+            ("spec.resources{}", "maximum"),
+            "resource quantity over u32 (the bound the uint32 format stood for)",
+            spec_with(json!({ "resources": { "nvidia.com/gpu": 4_294_967_296_u64 } })),
+            &[
+                "spec.resources.nvidia.com/gpu",
+                "should be less than or equal to",
+            ],
+        ),
+        b(
             ("spec.maxLabelAgeSeconds", "maximum"),
             "label age over a week",
             spec_with(json!({ "maxLabelAgeSeconds": 604801 })),
@@ -467,6 +469,12 @@ fn bad_cases() -> Vec<Bad> {
                 "spec.probe.fatalXids[0]",
                 "should be greater than or equal to 0",
             ],
+        ),
+        b(
+            ("spec.probe.fatalXids[]", "maximum"),
+            "XID over u32",
+            spec_with(json!({ "probe": { "fatalXids": [4_294_967_296_u64] } })),
+            &["spec.probe.fatalXids[0]", "should be less than or equal to"],
         ),
         b(
             ("spec.probe.fatalXids", "rule"),
@@ -1101,4 +1109,31 @@ async fn dry_run_create(client: &kube::Client, doc: &Value) -> Result<(), String
         .await
         .map(|_| ())
         .map_err(|e| e.to_string())
+}
+
+/// Applying the committed CRD prints no warning: the API server warned
+/// `unrecognized format "uint32"` for every unsigned field on every apply before
+/// the generator replaced those formats by their bounds.
+#[tokio::test]
+async fn applying_the_crd_prints_no_warning() {
+    let env = env().await;
+    let out = env
+        .kubectl()
+        .args([
+            "apply",
+            "--server-side",
+            "--force-conflicts",
+            "--field-manager",
+            "gpuready-tests",
+        ])
+        .args(["--dry-run=server", "-f"])
+        .arg(repo_root().join(CRD_FILE))
+        .output()
+        .expect("run kubectl");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        !stderr.contains("Warning"),
+        "kubectl apply printed a warning: {stderr}"
+    );
 }

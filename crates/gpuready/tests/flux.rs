@@ -107,7 +107,9 @@ async fn flux_layout_installs_this_chart_and_health_checks_every_profile() {
     // Source and release.
     let repo = one(&docs, "HelmRepository", "gpuready");
     let url = repo["spec"]["url"].as_str().expect("url");
-    assert!(url.contains("example.org"), "placeholder URL: {url}");
+    // The OCI repository the release workflow pushes the chart to.
+    assert_eq!(url, "oci://ghcr.io/gpuready/charts");
+    assert_eq!(repo["spec"]["type"], "oci", "an OCI HelmRepository");
     let hr = one(&docs, "HelmRelease", "gpuready");
     assert_eq!(hr["apiVersion"], "helm.toolkit.fluxcd.io/v2");
     let spec = &hr["spec"];
@@ -160,7 +162,7 @@ async fn flux_layout_installs_this_chart_and_health_checks_every_profile() {
     assert!(
         image
             .as_str()
-            .is_some_and(|i| i.starts_with("registry.example.org/")),
+            .is_some_and(|i| i.starts_with("ghcr.io/gpuready/gpuready:")),
         "{image}"
     );
 
@@ -526,6 +528,16 @@ async fn kstatus_and_the_flux_health_expressions_read_reconciled_profiles() {
     apply_profile(&client, profile("twin-a", json!({ "pool": "twin" }))).await;
     apply_profile(&client, profile("twin-b", json!({ "pool": "twin" }))).await;
     apply_profile(&client, profile("nobody", json!({ "pool": "none" }))).await;
+    // A report-only profile whose node is not ready (24 GiB < 48 GB asked).
+    create_node(
+        &client,
+        &node_like_3090("watch-1", json!({ "pool": "watch" })),
+    )
+    .await;
+    let mut watch = profile("watch", json!({ "pool": "watch" }));
+    watch["spec"]["mode"] = json!("Observe");
+    watch["spec"]["gpu"]["minMemoryMib"] = json!(48000);
+    apply_profile(&client, watch).await;
 
     // Before gpuready has looked, plain kstatus calls a profile Current.
     let fresh = profile_json(&client, "solo").await;
@@ -542,6 +554,8 @@ async fn kstatus_and_the_flux_health_expressions_read_reconciled_profiles() {
         ("ampere-ada", KStatus::InProgress),
         ("twin-a", KStatus::Failed),
         ("twin-b", KStatus::Failed),
+        // Observe with a not-ready node: nothing to reconcile, so Current.
+        ("watch", KStatus::Current),
     ];
     let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
     loop {
@@ -571,6 +585,25 @@ async fn kstatus_and_the_flux_health_expressions_read_reconciled_profiles() {
         .await
         .expect("profile");
     assert_eq!(ampere.status.as_ref().map(|s| s.not_ready_nodes), Some(2));
+    // What `kubectl get gnp` shows in its Status column (the Ready reason).
+    let ready_reason = |p: &Value| {
+        p["status"]["conditions"]
+            .as_array()
+            .and_then(|cs| cs.iter().find(|c| c["type"] == "Ready"))
+            .map(|c| (c["status"].clone(), c["reason"].clone()))
+    };
+    assert_eq!(
+        ready_reason(&profile_json(&client, "twin-a").await),
+        Some((json!("False"), json!("Conflict"))),
+        "a conflict is named as one"
+    );
+    let watch = profile_json(&client, "watch").await;
+    assert_eq!(
+        ready_reason(&watch),
+        Some((json!("True"), json!("ObservedNodesNotReady"))),
+        "{watch}"
+    );
+    assert_eq!(watch["status"]["notReadyNodes"], 1, "still counted");
 
     // The layout's CEL expressions, by the API server's CEL, agree.
     let docs = flux_documents();

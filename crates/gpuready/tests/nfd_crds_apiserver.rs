@@ -5,11 +5,12 @@
 //! a newer CRD → left alone).
 //!
 //! NFD's CRDs are cluster-wide with fixed names, so the whole story is one test
-//! on this binary's own control plane. Needs `tests/control-plane/build.sh` and
-//! the upstream files in `shared/data/nfd-crds` (`GPUREADY_SHARED_DIR` overrides).
+//! on this binary's own control plane. Needs `tests/control-plane/build.sh`; the
+//! Helm-era v0.15 files come from the folder `GPUREADY_EXTRA_NFD_CRDS` names
+//! (the Go module proxy does not serve that release), and without it the test
+//! prints that it did not run.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 use gpuready_api::crd::{self, COMMITTED_NFD_CRDS_PATH};
 use gpuready_api::nfd::{
@@ -17,12 +18,13 @@ use gpuready_api::nfd::{
 };
 use gpuready_core::nfd_crds::{CrdClass, NfdCrdPlan, plan};
 use gpuready_testenv::TestEnv;
+use gpuready_testenv::crds::wait_established;
+use gpuready_testenv::upstream_nfd;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps,
 };
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use kube::runtime::wait::{await_condition, conditions};
 use serde_json::{Value, json};
 
 const NAMES: [&str; 3] = [
@@ -43,37 +45,11 @@ fn yaml_crds(path: &Path) -> Vec<CustomResourceDefinition> {
         .collect()
 }
 
-fn upstream(tag: &str) -> Vec<CustomResourceDefinition> {
-    let shared = std::env::var_os("GPUREADY_SHARED_DIR").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
-        PathBuf::from,
-    );
-    let path = shared.join(format!("data/nfd-crds/{tag}.yaml"));
-    assert!(
-        path.is_file(),
-        "{} not found: the repo is expected next to shared/ (or set GPUREADY_SHARED_DIR)",
-        path.display()
-    );
-    yaml_crds(&path)
-}
-
-async fn established(crds: &Api<CustomResourceDefinition>, name: &str) {
-    let cond = await_condition(crds.clone(), name, conditions::is_crd_established());
-    match tokio::time::timeout(Duration::from_secs(30), cond).await {
-        Ok(Ok(_)) => {}
-        other => {
-            let status = crds.get_status(name).await.map(|c| c.status);
-            panic!("{name} not Established ({other:?}): {status:?}");
-        }
-    }
-    let crd = crds.get(name).await.expect("get CRD");
-    let bad: Vec<_> = crd
-        .status
-        .iter()
-        .flat_map(|s| s.conditions.iter().flatten())
-        .filter(|c| c.status == "True" && c.type_ == "NonStructuralSchema")
-        .collect();
-    assert!(bad.is_empty(), "{name}: {bad:?}");
+/// Waits for one CRD through the shared test-support helper.
+async fn established(client: &kube::Client, name: &str) {
+    wait_established(client, &[name])
+        .await
+        .expect("CRD Established");
 }
 
 /// What the controller does: read each CRD (or nothing) and plan.
@@ -114,13 +90,18 @@ async fn helm_era_crds_are_upgraded_and_then_left_alone() {
     let client = env.client().expect("client");
     let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
 
-    // 1. NFD v0.15 as Helm leaves it: created once, no NodeFeatureGroup.
-    for crd in upstream("v0.15.7") {
+    // 1. NFD v0.15 as Helm leaves it: created once, no NodeFeatureGroup. The
+    // Go module proxy does not serve v0.15: without GPUREADY_EXTRA_NFD_CRDS the
+    // loader says this test did not run.
+    let Some(helm_era) = upstream_nfd::crds("v0.15.7").expect("upstream NFD CRDs") else {
+        return;
+    };
+    for crd in helm_era {
         let name = crd.metadata.name.clone().expect("name");
         crds.create(&PostParams::default(), &crd)
             .await
             .expect("create v0.15 CRD");
-        established(&crds, &name).await;
+        established(&client, &name).await;
     }
     let rules = api(&client, "NodeFeatureRule", None);
     rules
@@ -198,7 +179,7 @@ async fn helm_era_crds_are_upgraded_and_then_left_alone() {
         )
         .await
         .unwrap_or_else(|e| panic!("the API server refused {name}: {e}"));
-        established(&crds, name).await;
+        established(&client, name).await;
     }
 
     // 4. Next pass: nothing to do.

@@ -5,8 +5,10 @@
 //! condition naming the difference; `nfd-crds diff` exit codes.
 //!
 //! NFD's CRDs are cluster-wide with fixed names, so every test owns its control
-//! plane. Needs `tests/control-plane/build.sh` and the upstream files in
-//! `shared/data/nfd-crds` (`GPUREADY_SHARED_DIR` overrides `shared/`).
+//! plane. Needs `tests/control-plane/build.sh`; upstream files come from
+//! `gpuready_testenv::upstream_nfd` (releases before v0.17 only when
+//! `GPUREADY_EXTRA_NFD_CRDS` names a folder holding them; otherwise those tests
+//! print that they did not run).
 
 mod support;
 
@@ -19,6 +21,8 @@ use gpuready_api::GpuNodeProfile;
 use gpuready_api::keys::{self, nfd_crd_reasons as reasons};
 use gpuready_api::nfd::{NODE_FEATURE_CRD, NODE_FEATURE_GROUP_CRD, NODE_FEATURE_RULE_CRD};
 use gpuready_testenv::TestEnv;
+use gpuready_testenv::crds::wait_established as upstream_wait_established;
+use gpuready_testenv::upstream_nfd;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
     CustomResourceDefinition, JSONSchemaProps,
@@ -44,25 +48,15 @@ spec:
 
 // ---------------------------------------------------------------- helpers
 
-fn nfd_data_dir() -> PathBuf {
-    let shared = std::env::var_os("GPUREADY_SHARED_DIR").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../../shared"),
-        PathBuf::from,
-    );
-    let dir = shared.join("data/nfd-crds");
-    assert!(
-        dir.is_dir(),
-        "{} not found: the upstream NFD CRD files are test data kept next to the repo in \
-         shared/data/nfd-crds (set GPUREADY_SHARED_DIR to the folder holding data/)",
-        dir.display()
-    );
-    dir
+/// An upstream release's file, or `None` for an older release this run cannot
+/// read (the loader has printed that the test did not run, and why).
+fn upstream_path(tag: &str) -> Option<PathBuf> {
+    upstream_nfd::file(tag).expect("upstream NFD CRDs")
 }
 
-fn upstream_path(tag: &str) -> PathBuf {
-    let path = nfd_data_dir().join(format!("{tag}.yaml"));
-    assert!(path.is_file(), "{} not found", path.display());
-    path
+/// A release the Go module proxy serves: fetched and cached, never skipped.
+fn served_path(tag: &str) -> PathBuf {
+    upstream_path(tag).expect("a release the Go module proxy serves is never skipped")
 }
 
 fn read_crds(path: &Path) -> Vec<CustomResourceDefinition> {
@@ -99,18 +93,9 @@ fn crd_api(client: &Client) -> Api<CustomResourceDefinition> {
 }
 
 async fn wait_established(client: &Client, names: &[&str]) {
-    let api = crd_api(client);
-    for name in names {
-        eventually(30, &format!("{name} Established"), || async {
-            let crd = api.get_opt(name).await.ok()??;
-            crd.status?
-                .conditions?
-                .iter()
-                .any(|c| c.type_ == "Established" && c.status == "True")
-                .then_some(())
-        })
-        .await;
-    }
+    upstream_wait_established(client, names)
+        .await
+        .expect("CRDs Established");
 }
 
 fn nfd_api(client: &Client, kind: &str, namespace: Option<&str>) -> Api<DynamicObject> {
@@ -342,7 +327,10 @@ async fn no_nfd_crds_are_installed_and_established_then_a_restart_writes_none() 
 async fn upgrades_from(tag: &str, release: &str, group_exists: bool) {
     let env = env_with_crd().await;
     let client = env.client().expect("client");
-    kubectl_apply(&env, &upstream_path(tag)).await;
+    let Some(file) = upstream_path(tag) else {
+        return;
+    };
+    kubectl_apply(&env, &file).await;
     let mut old_names = vec![NODE_FEATURE_CRD, NODE_FEATURE_RULE_CRD];
     if group_exists {
         old_names.push(NODE_FEATURE_GROUP_CRD);
@@ -489,7 +477,7 @@ async fn current_crds_get_zero_writes() {
     let env = env_with_crd().await;
     let client = env.client().expect("client");
     // The newest upstream file, as `kubectl apply` (or a fresh Helm install) leaves it.
-    kubectl_apply(&env, &upstream_path("v0.19.0")).await;
+    kubectl_apply(&env, &served_path("v0.19.0")).await;
     wait_established(&client, &NFD_CRD_NAMES).await;
     apply_profile(&client, PROFILE).await;
     let before = versions(&client).await;
@@ -537,7 +525,7 @@ async fn current_crds_get_zero_writes() {
 /// The v0.19.0 file with an extra served version on NodeFeatureRule and an
 /// extra field in NodeFeature: what a later NFD might ship.
 fn future_crds(dir: &Path) -> PathBuf {
-    let mut crds = read_crds(&upstream_path("v0.19.0"));
+    let mut crds = read_crds(&served_path("v0.19.0"));
     for crd in &mut crds {
         match crd.metadata.name.as_deref() {
             Some(NODE_FEATURE_RULE_CRD) => {
@@ -618,7 +606,10 @@ async fn newer_crds_are_left_alone_and_reported() {
 async fn check_mode_writes_nothing_and_names_the_difference() {
     let env = env_with_crd().await;
     let client = env.client().expect("client");
-    kubectl_apply(&env, &upstream_path("v0.15.7")).await;
+    let Some(helm_era) = upstream_path("v0.15.7") else {
+        return;
+    };
+    kubectl_apply(&env, &helm_era).await;
     wait_established(&client, &[NODE_FEATURE_CRD, NODE_FEATURE_RULE_CRD]).await;
     apply_profile(&client, PROFILE).await;
     let before = versions(&client).await;
@@ -714,8 +705,12 @@ async fn cli_diff_exit_codes_and_apply() {
         );
     }
 
-    // NFD v0.15 as kubectl leaves it.
-    kubectl_apply(&env, &upstream_path("v0.15.7")).await;
+    // NFD v0.15 as kubectl leaves it (the rest needs a release the Go module
+    // proxy does not serve; the loader says so when it is absent).
+    let Some(helm_era) = upstream_path("v0.15.7") else {
+        return;
+    };
+    kubectl_apply(&env, &helm_era).await;
     wait_established(&client, &[NODE_FEATURE_CRD, NODE_FEATURE_RULE_CRD]).await;
     let out = gpuready(kc, &["nfd-crds", "diff"]).await;
     println!("{}", out.stdout);
@@ -848,7 +843,9 @@ async fn resource_names_rbac_is_enough_and_check_needs_no_patch() {
     use gpuready::controller::nfd::{apply_crd, desired, wait_established as established};
     let env = TestEnv::start().await.expect("test control plane");
     let admin = env.client().expect("client");
-    kubectl_apply(&env, &upstream_path("v0.16.9")).await;
+    // v0.17 has the same CRD set as v0.16 (both fingerprint as V0_16_17) and the
+    // Go module proxy serves it, so this runs on a plain clone.
+    kubectl_apply(&env, &served_path("v0.17.4")).await;
     wait_established(&admin, &NFD_CRD_NAMES).await;
     // Missing (NodeFeature) and Older (the other two) at once.
     crd_api(&admin)

@@ -12,11 +12,12 @@
 //!
 //! # Bumping to a newer NFD release
 //!
-//! 1. Put the release's `deployment/helm/node-feature-discovery/crds/nfd-api-crds.yaml`
-//!    into `shared/data/nfd-crds/<tag>.yaml` (test data; it never goes into this repo).
+//! 1. Add `<tag>` to `tests/control-plane/nfd-crds.versions` (the tests fetch its
+//!    `deployment/base/nfd-crds/nfd-api-crds.yaml` from the Go module proxy and
+//!    cache it; it never goes into this repo).
 //! 2. Set [`UPSTREAM_REFERENCE`] to `<tag>`, and add `<tag>` with its release to
-//!    the `UPSTREAM` table in `tests/nfd_conformance.rs` (a data file missing from
-//!    that table fails the test).
+//!    the `UPSTREAM` table in `tests/nfd_conformance.rs` (a listed release
+//!    missing from that table fails the test).
 //! 3. Run `cargo test -p gpuready-api --test nfd_conformance`.
 //!    * No difference: the release shipped the same CRDs (as v0.19.0 did after
 //!      v0.18). Widen the text of [`NfdCrdRelease::nfd_releases`] and this header,

@@ -69,7 +69,7 @@ impl NodeBuilder {
     }
 
     /// A healthy RTX 3090 node in the test pool, labelled the way the device
-    /// plugin chart's GFD + NFD label it (shared/reference/gpu-node-facts.md §1, §3):
+    /// plugin chart's GFD + NFD label it (docs/gpu-facts.md, "Labels GFD writes"):
     /// driver 580.178.04, CUDA 13.0, `pci-0300_10de`, one GPU allocatable, GFD
     /// timestamp 45 s old.
     pub fn gpu(name: &str) -> Self {

@@ -7,13 +7,11 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::Command;
-use std::time::Duration;
 
 use gpuready_testenv::TestEnv;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, Patch, PatchParams, PostParams};
-use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
@@ -128,12 +126,11 @@ pub async fn install_crds(env: &TestEnv, rel: &str, manager: &str) {
     }
 }
 
+/// The shared test-support wait, for callers holding an `Api` of CRDs.
 pub async fn wait_established(api: &Api<CustomResourceDefinition>, name: &str) {
-    let cond = await_condition(api.clone(), name, conditions::is_crd_established());
-    match tokio::time::timeout(Duration::from_secs(30), cond).await {
-        Ok(Ok(_)) => {}
-        other => panic!("CRD {name} not Established in 30s: {other:?}"),
-    }
+    gpuready_testenv::crds::wait_established(&kube::Client::from(api.clone()), &[name])
+        .await
+        .expect("CRD Established");
 }
 
 /// The admin config of `env`, impersonating service account `namespace/name`

@@ -15,7 +15,6 @@ use gpuready_testenv::TestEnv;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
-use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -46,13 +45,9 @@ pub async fn env_with_crd() -> TestEnv {
     )
     .await
     .expect("apply CRD");
-    tokio::time::timeout(
-        Duration::from_secs(30),
-        await_condition(api, &crd.name_any(), conditions::is_crd_established()),
-    )
-    .await
-    .expect("CRD established in time")
-    .expect("watch CRD");
+    gpuready_testenv::crds::wait_established(&Client::from(api), &[&crd.name_any()])
+        .await
+        .expect("CRD Established");
     env
 }
 
