@@ -25,6 +25,11 @@ pub const LABEL_PROFILE: &str = "gpuready.io/profile";
 /// the same request that removes the taint, so a crash cannot separate the two.
 pub const ANNOTATION_RELEASED: &str = "gpuready.io/released-at";
 
+/// `true` while the node has been not ready for longer than its profile's
+/// `notReadyDeadline` (only when the deadline asks for the label): a marker for
+/// remediation systems. gpuready itself never deletes, drains or cordons.
+pub const LABEL_DEADLINE_EXCEEDED: &str = "gpuready.io/not-ready-deadline-exceeded";
+
 /// Node condition carrying the overall verdict.
 pub const CONDITION_GPU_READY: &str = "GpuReady";
 /// Prefix of the optional per-layer node conditions (`GpuReadyDriver`, ...).
@@ -57,6 +62,66 @@ pub mod reasons {
     /// report-only profile has nothing left to reconcile, so it is done (kstatus
     /// Current) while its nodes are reported, not ready, in the counts.
     pub const OBSERVED_NODES_NOT_READY: &str = "ObservedNodesNotReady";
+
+    // Evidence beyond GFD labels (docs/evidence.md names what triggers each).
+    /// DRA expected but the node has no `gpu.nvidia.com` ResourceSlice.
+    pub const NO_RESOURCE_SLICE: &str = "NoResourceSlice";
+    /// The newest pool generation is not fully published yet (or is being replaced).
+    pub const RESOURCE_POOL_INCOMPLETE: &str = "ResourcePoolIncomplete";
+    /// Enough devices are published, but NoSchedule/NoExecute device taints leave too few usable.
+    pub const DEVICES_TAINTED: &str = "DevicesTainted";
+    /// DRA expected but ResourceSlices could not be read (API not served, not watched).
+    pub const DRA_EVIDENCE_UNAVAILABLE: &str = "DraEvidenceUnavailable";
+    /// Ready under DRA: the pool's usable devices cover what the profile needs.
+    pub const DRA_DEVICES_AVAILABLE: &str = "DraDevicesAvailable";
+    /// Ready: GPU attributes come from ResourceSlices instead of GFD labels.
+    pub const DRA_ATTRIBUTES: &str = "DraAttributes";
+    /// NFD's PCI scan shows more NVIDIA GPUs than the stack advertises.
+    pub const GPU_NOT_ADVERTISED: &str = "GpuNotAdvertised";
+    /// The stack advertises more GPUs than NFD's PCI scan finds (a GPU fell off the bus).
+    pub const GPU_MISSING_FROM_BUS: &str = "GpuMissingFromBus";
+    /// Ready (Hardware): the DRA driver publishes GPUs for the node.
+    pub const SEEN_BY_DRA_DRIVER: &str = "SeenByDraDriver";
+    /// Ready (Hardware): NFD's NodeFeature lists NVIDIA GPUs on the PCI bus.
+    pub const NVIDIA_GPUS_ON_BUS: &str = "NvidiaGpusOnBus";
+    /// GFD runs in vfio mode (compute capability -1, driver `unknown`) on a node
+    /// judged as a container node.
+    pub const GFD_VFIO_MODE: &str = "GfdVfioMode";
+    /// `nvidia.com/gpu.workload.config` names another workload than the profile serves.
+    pub const WORKLOAD_MISMATCH: &str = "WorkloadMismatch";
+    /// vm-passthrough / vm-vgpu node: no sandbox device plugin resource is advertised.
+    pub const SANDBOX_RESOURCE_MISSING: &str = "SandboxResourceMissing";
+    /// Ready: sandbox device plugin resources cover what the profile needs.
+    pub const SANDBOX_RESOURCES: &str = "SandboxResources";
+    /// Ready: a layer that only applies to container workloads, on a VM-workload node.
+    pub const NOT_APPLICABLE_TO_WORKLOAD: &str = "NotApplicableToWorkload";
+    /// vGPU guest whose driver branch differs from the host's vGPU manager branch.
+    pub const VGPU_BRANCH_MISMATCH: &str = "VgpuBranchMismatch";
+    /// GpuReady reason once a node is not ready for longer than `notReadyDeadline`.
+    pub const NOT_READY_DEADLINE_EXCEEDED: &str = "NotReadyDeadlineExceeded";
+}
+
+/// The NVIDIA DRA driver's ResourceSlices (`resource.k8s.io/v1`).
+pub mod dra {
+    /// `spec.driver` of the GPU kubelet plugin.
+    pub const DRIVER: &str = "gpu.nvidia.com";
+    pub const API_GROUP: &str = "resource.k8s.io";
+    pub const API_VERSION: &str = "v1";
+    pub const KIND: &str = "ResourceSlice";
+    pub const PLURAL: &str = "resourceslices";
+    pub const ATTR_TYPE: &str = "type";
+    pub const ATTR_UUID: &str = "uuid";
+    pub const ATTR_PARENT_UUID: &str = "parentUUID";
+    pub const ATTR_PRODUCT: &str = "productName";
+    pub const ATTR_ARCHITECTURE: &str = "architecture";
+    pub const ATTR_COMPUTE: &str = "cudaComputeCapability";
+    pub const ATTR_DRIVER: &str = "driverVersion";
+    pub const ATTR_CUDA_DRIVER: &str = "cudaDriverVersion";
+    pub const ATTR_PCI_BUS_ID: &str = "resource.kubernetes.io/pciBusID";
+    pub const CAPACITY_MEMORY: &str = "memory";
+    pub const TYPE_GPU: &str = "gpu";
+    pub const TYPE_MIG: &str = "mig";
+    pub const TYPE_VFIO: &str = "vfio";
 }
 
 /// Reasons of the Health layer (and of [`CONDITION_PROBE_HEALTHY`]), judged on
@@ -141,6 +206,14 @@ pub mod nvidia {
     pub const RUNTIME_MINOR_OLD: &str = "nvidia.com/cuda.runtime.minor";
     /// Default extended resource of the device plugin.
     pub const GPU_RESOURCE: &str = "nvidia.com/gpu";
+    /// The GPU operator's per-node workload: `container`, `vm-passthrough`, `vm-vgpu`.
+    pub const WORKLOAD_CONFIG: &str = "nvidia.com/gpu.workload.config";
+    /// GFD inside a vGPU guest: `true` when the GPU is a vGPU.
+    pub const VGPU_PRESENT: &str = "nvidia.com/vgpu.present";
+    /// GFD inside a vGPU guest: the host vGPU manager's branch, e.g. `r550_40`.
+    pub const VGPU_HOST_BRANCH: &str = "nvidia.com/vgpu.host-driver-branch";
+    /// GFD inside a vGPU guest: the host vGPU manager's version, e.g. `550.54.16`.
+    pub const VGPU_HOST_VERSION: &str = "nvidia.com/vgpu.host-driver-version";
     /// Prefix of MIG extended resources under the `mixed` strategy.
     pub const MIG_RESOURCE_PREFIX: &str = "nvidia.com/mig-";
 }
@@ -151,4 +224,10 @@ pub mod nfd {
     pub const PCI_PREFIX: &str = "feature.node.kubernetes.io/pci-";
     pub const PCI_SUFFIX: &str = ".present";
     pub const NVIDIA_VENDOR: &str = "10de";
+    /// Label naming the node a NodeFeature object describes.
+    pub const NODE_NAME_LABEL: &str = "nfd.node.kubernetes.io/node-name";
+    /// NodeFeature instance set of PCI devices (attributes `class`, `vendor`, `device`).
+    pub const PCI_DEVICE_FEATURE: &str = "pci.device";
+    /// PCI classes of GPUs: VGA-compatible (0300) and 3D controller (0302).
+    pub const GPU_PCI_CLASSES: [&str; 2] = ["0300", "0302"];
 }

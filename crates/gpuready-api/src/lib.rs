@@ -2,6 +2,7 @@
 //! writes onto Nodes, and CRD generation. No client, no I/O.
 
 pub mod crd;
+pub mod dra;
 pub mod keys;
 pub mod layer;
 pub mod nfd;
@@ -11,6 +12,7 @@ pub mod validate;
 
 pub use layer::Layer;
 pub use profile::{
-    Family, GpuExpectation, GpuNodeProfile, GpuNodeProfileSpec, GpuNodeProfileStatus, Mode,
-    NotReadyNode, ProbeExpectation, ProbePolicy, TaintEffect, TaintPolicy, TaintSpec,
+    DeadlineStart, EvidenceMode, Family, GpuExpectation, GpuNodeProfile, GpuNodeProfileSpec,
+    GpuNodeProfileStatus, Mode, NotReadyDeadline, NotReadyNode, ProbeExpectation, ProbePolicy,
+    TaintEffect, TaintPolicy, TaintSpec, Workload,
 };

@@ -139,11 +139,87 @@ pub struct GpuNodeProfileSpec {
     #[serde(default)]
     pub per_layer_node_conditions: bool,
 
+    /// Which evidence advertises the GPUs: `DevicePlugin` (extended resources in
+    /// `status.allocatable`, GFD labels), `DRA` (ResourceSlices of driver
+    /// `gpu.nvidia.com`), or `Auto` (default): DRA when the node has such a
+    /// ResourceSlice, else the device plugin.
+    #[serde(default)]
+    pub evidence: EvidenceMode,
+
+    /// The workload the governed nodes serve, as the GPU operator's
+    /// `nvidia.com/gpu.workload.config` label names it. `VmPassthrough` and
+    /// `VmVgpu` nodes are judged by the sandbox device plugin's resources, never
+    /// by container-driver labels. Default `Container`.
+    #[serde(default)]
+    pub workload: Workload,
+
+    /// Sandbox device plugin resources a `VmPassthrough`/`VmVgpu` node must
+    /// advertise, e.g. `nvidia.com/GH100_H200_SXM_141GB` (at `gpu.count`, or 1,
+    /// in total). Empty: any `nvidia.com/` resource named like the sandbox
+    /// plugin names them (no lower-case letter).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    // maxLength on the items keeps the CEL cost estimate within budget.
+    #[schemars(length(max = 16), extend("items" = {"type": "string", "maxLength": 253}))]
+    #[x_kube(validation = Rule::new("self.all(k, k.size() <= 253 && k.matches('^[a-z0-9.-]+/[A-Za-z0-9._-]+$'))").message("sandboxResources must be domain-qualified resource names like nvidia.com/GH100_H200_SXM_141GB"))]
+    pub sandbox_resources: Vec<String>,
+
+    /// How long a node may stay not ready before gpuready marks it for
+    /// remediation (condition reason, Event, metric, optional label). gpuready
+    /// never deletes, drains or cordons a node. Absent: no deadline.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_ready_deadline: Option<NotReadyDeadline>,
+
     /// How the Health layer uses the report of the node agent `gpuready probe`
     /// (NVML read where the workloads run). Absent: a report is judged when one
     /// exists, and a node without one is judged as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<ProbeExpectation>,
+}
+
+/// Where the GPUs' advertisement is read from.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum EvidenceMode {
+    /// DRA when the node has a `gpu.nvidia.com` ResourceSlice, else the device plugin.
+    #[default]
+    Auto,
+    /// The device plugin: `status.allocatable` and GFD labels.
+    DevicePlugin,
+    /// The NVIDIA DRA driver: ResourceSlices of driver `gpu.nvidia.com`.
+    #[serde(rename = "DRA")]
+    Dra,
+}
+
+impl EvidenceMode {
+    pub fn is_auto(&self) -> bool {
+        *self == EvidenceMode::Auto
+    }
+}
+
+/// The GPU operator's sandbox workload of a node (`nvidia.com/gpu.workload.config`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum Workload {
+    /// Containers on the NVIDIA driver (the operator's default).
+    #[default]
+    Container,
+    /// GPUs bound to vfio-pci for KubeVirt/Kata VMs (label value `vm-passthrough`).
+    VmPassthrough,
+    /// A vGPU host handing out mediated devices (label value `vm-vgpu`).
+    VmVgpu,
+}
+
+impl Workload {
+    pub fn is_container(&self) -> bool {
+        *self == Workload::Container
+    }
+
+    /// The value of `nvidia.com/gpu.workload.config` for this workload.
+    pub fn label_value(self) -> &'static str {
+        match self {
+            Workload::Container => "container",
+            Workload::VmPassthrough => "vm-passthrough",
+            Workload::VmVgpu => "vm-vgpu",
+        }
+    }
 }
 
 /// The Health layer's rules for the probe report.
@@ -219,6 +295,39 @@ pub enum ProbePolicy {
     Unknown,
     /// Health is NotReady without a report.
     Blocking,
+}
+
+/// A limit on how long a governed node may stay not ready.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct NotReadyDeadline {
+    /// Seconds a node may stay not ready, counted from `since`.
+    #[schemars(range(min = 60, max = 2592000))]
+    pub seconds: u32,
+
+    /// `FirstSeen` (default): from the node's creationTimestamp, for nodes that
+    /// register but never become ready. `LastReady`: from the moment the
+    /// `GpuReady` condition last left True (its lastTransitionTime).
+    #[serde(default)]
+    pub since: DeadlineStart,
+
+    /// Also set the label `gpuready.io/not-ready-deadline-exceeded=true` on the
+    /// node while it is past the deadline, for remediation systems (medik8s Node
+    /// Healthcheck, autoscalers).
+    #[serde(default)]
+    pub label: bool,
+}
+
+/// What a [`NotReadyDeadline`] counts from. Both come from state the API server
+/// keeps, never from gpuready's memory, so a restart changes nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum DeadlineStart {
+    /// The node's `metadata.creationTimestamp`.
+    #[default]
+    FirstSeen,
+    /// The `GpuReady` condition's lastTransitionTime while it is not True (the
+    /// node's creation when gpuready has not written the condition yet).
+    LastReady,
 }
 
 fn default_max_label_age() -> u32 {

@@ -271,6 +271,31 @@ impl GpuNodeProfileSpec {
                 );
             }
         }
+        // Evidence fields (docs/evidence.md).
+        if self.sandbox_resources.len() > 16 {
+            fail(
+                "sandboxResources",
+                format!("{} entries: at most 16", self.sandbox_resources.len()),
+            );
+        }
+        for name in &self.sandbox_resources {
+            if name.len() > 253 || !name.contains('/') || !is_qualified_name(name) {
+                fail(
+                    "sandboxResources",
+                    format!(
+                        "{name:?} must be a domain-qualified resource name like nvidia.com/GH100_H200_SXM_141GB"
+                    ),
+                );
+            }
+        }
+        if let Some(d) = &self.not_ready_deadline
+            && !(60..=2_592_000).contains(&d.seconds)
+        {
+            fail(
+                "notReadyDeadline.seconds",
+                format!("{} must be between 60 and 2592000 (30 days)", d.seconds),
+            );
+        }
         errors
     }
 }

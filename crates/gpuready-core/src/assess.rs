@@ -45,6 +45,9 @@ pub struct NodeAssessment {
     pub observe: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recheck_after_seconds: Option<u64>,
+    /// Set while the node is past its profile's `notReadyDeadline`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deadline_passed: Option<crate::evaluate::DeadlinePassed>,
 }
 
 /// Assesses one node against the profiles (each with its parsed selector).
@@ -82,6 +85,7 @@ pub fn assess(
                 observe: observe_only,
                 layers: vec![],
                 recheck_after_seconds: None,
+                deadline_passed: None,
             }
         }
         Governance::Ungoverned => NodeAssessment {
@@ -96,6 +100,7 @@ pub fn assess(
             changes: plan::plan_release(facts),
             observe: false,
             recheck_after_seconds: None,
+            deadline_passed: None,
         },
     }
 }
@@ -119,6 +124,7 @@ fn assess_governed(
         reason,
         message,
         recheck_after_seconds: report.recheck_after_seconds,
+        deadline_passed: report.deadline.clone(),
         observe: profile.spec.mode == gpuready_api::Mode::Observe,
         layers: report.layers,
         changes,

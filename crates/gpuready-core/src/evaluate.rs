@@ -1,12 +1,22 @@
 //! The verdict: node facts judged against a profile, layer by layer, bottom-up.
 //! A pure function of (profile, facts, now).
 
+use std::borrow::Cow;
+
 use gpuready_api::keys::{nvidia, reasons};
-use gpuready_api::{GpuNodeProfileSpec, Layer};
+use gpuready_api::{GpuNodeProfileSpec, Layer, Workload};
 use jiff::Timestamp;
 use serde::Serialize;
 
+mod evidence_layers;
+
+use evidence_layers::{
+    apply_deadline, device_plugin_evidence, dra_feature_layer, dra_pending, not_applicable_to_vm,
+    profile_with_bus, uses_dra,
+};
+
 use crate::compat;
+use crate::evidence::Source;
 use crate::facts::{ConditionStatus, FamilyLabel, Field, Malformed, NodeFacts};
 use crate::product;
 use crate::version::{DriverVersion, MajorMinor};
@@ -38,6 +48,8 @@ pub struct LayerResult {
     pub message: String,
     /// Whether this layer can hold the node back under the profile.
     pub gating: bool,
+    /// The evidence the verdict rests on.
+    pub evidence: Source,
 }
 
 /// Every layer's verdict for one node under one profile.
@@ -47,6 +59,30 @@ pub struct LayerReport {
     /// Seconds until a time-based verdict (the GFD timestamp going stale) may
     /// change without any change to the node.
     pub recheck_after_seconds: Option<u64>,
+    /// Set while the node is not ready for longer than the profile's
+    /// `notReadyDeadline` allows.
+    pub deadline: Option<DeadlinePassed>,
+}
+
+/// A node past its not-ready deadline.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeadlinePassed {
+    /// When the not-ready time started counting.
+    pub since: String,
+    pub seconds: u32,
+    /// The profile asks for the remediation label.
+    pub label: bool,
+}
+
+impl DeadlinePassed {
+    pub fn describe(&self) -> String {
+        format!(
+            "not ready for longer than the {} deadline (counting since {})",
+            human_seconds(i64::from(self.seconds)),
+            self.since
+        )
+    }
 }
 
 impl LayerReport {
@@ -81,6 +117,15 @@ struct Verdict {
     status: Status,
     reason: &'static str,
     message: String,
+    /// `None`: the layer's default evidence.
+    source: Option<Source>,
+}
+
+impl Verdict {
+    fn via(mut self, source: Source) -> Verdict {
+        self.source = Some(source);
+        self
+    }
 }
 
 fn ready(reason: &'static str, message: impl Into<String>) -> Verdict {
@@ -88,6 +133,7 @@ fn ready(reason: &'static str, message: impl Into<String>) -> Verdict {
         status: Status::Ready,
         reason,
         message: message.into(),
+        source: None,
     }
 }
 fn not_ready(reason: &'static str, message: impl Into<String>) -> Verdict {
@@ -95,6 +141,7 @@ fn not_ready(reason: &'static str, message: impl Into<String>) -> Verdict {
         status: Status::NotReady,
         reason,
         message: message.into(),
+        source: None,
     }
 }
 fn unknown(reason: &'static str, message: impl Into<String>) -> Verdict {
@@ -102,6 +149,7 @@ fn unknown(reason: &'static str, message: impl Into<String>) -> Verdict {
         status: Status::Unknown,
         reason,
         message: message.into(),
+        source: None,
     }
 }
 fn malformed(m: &Malformed) -> Verdict {
@@ -112,6 +160,28 @@ fn malformed(m: &Malformed) -> Verdict {
 pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) -> LayerReport {
     let node = node_layer(facts);
     let node_ok = node.status == Status::Ready;
+    let dra = uses_dra(spec, facts);
+    let vm = spec.workload != Workload::Container;
+    // Under DRA the pool's device attributes stand in for GFD labels: the same
+    // rules judge them, and only a DRA node pays for the copy.
+    let pool = if dra && !vm {
+        facts.evidence.dra.complete()
+    } else {
+        None
+    };
+    let judged: Cow<NodeFacts> = match pool {
+        Some(p) => {
+            let mut f = facts.clone();
+            f.gfd = p.as_gfd();
+            Cow::Owned(f)
+        }
+        None => Cow::Borrowed(facts),
+    };
+    let attributes = if pool.is_some() {
+        Source::ResourceSlices
+    } else {
+        Source::GfdLabels
+    };
     let mut recheck = None;
     let mut layers = Vec::with_capacity(Layer::ALL.len() + Layer::OPTIONAL.len());
     for layer in Layer::every() {
@@ -124,17 +194,31 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
             _ if !node_ok => unknown(
                 reasons::NODE_NOT_READY,
                 "kubelet is not Ready: the GPU stack cannot be judged until the node is back",
-            ),
+            )
+            .via(Source::Kubelet),
             Layer::Hardware => hardware_layer(spec, facts),
-            Layer::Driver => driver_layer(spec, facts),
-            Layer::DevicePlugin => device_plugin_layer(spec, facts),
+            Layer::DevicePlugin => device_plugin_evidence(spec, facts, dra),
+            Layer::Driver | Layer::FeatureDiscovery | Layer::Profile | Layer::Compatibility
+                if vm =>
+            {
+                not_applicable_to_vm(spec, layer)
+            }
+            // DRA without a complete pool and without GFD labels to fall back
+            // on: these layers wait for the pool, under the pool's reason.
+            Layer::Driver | Layer::Profile | Layer::Compatibility
+                if dra && pool.is_none() && !facts.gfd.seen =>
+            {
+                dra_pending(facts)
+            }
+            Layer::Driver => driver_layer(spec, &judged).or_via(attributes),
+            Layer::FeatureDiscovery if dra => dra_feature_layer(facts),
             Layer::FeatureDiscovery => {
                 let (v, r) = feature_discovery_layer(spec, facts, now);
                 recheck = r;
                 v
             }
-            Layer::Profile => profile_layer(spec, facts),
-            Layer::Compatibility => compatibility_layer(spec, facts),
+            Layer::Profile => profile_with_bus(spec, &judged).or_via(attributes),
+            Layer::Compatibility => compatibility_layer(spec, &judged).or_via(attributes),
             Layer::Health => match crate::health::judge(spec, facts, now) {
                 Some(h) => {
                     recheck = match (recheck, h.recheck_after_seconds) {
@@ -145,6 +229,7 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
                         status: h.status,
                         reason: h.reason,
                         message: h.message,
+                        source: Some(Source::ProbeReport),
                     }
                 }
                 None => continue,
@@ -156,6 +241,7 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
             reason: v.reason.to_owned(),
             message: v.message,
             gating: spec.is_gating(layer),
+            evidence: v.source.unwrap_or(default_source(layer)),
         });
     }
     layers.insert(
@@ -166,11 +252,35 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
             reason: node.reason.to_owned(),
             message: node.message,
             gating: spec.is_gating(Layer::Node),
+            evidence: Source::Kubelet,
         },
     );
-    LayerReport {
+    let mut report = LayerReport {
         layers,
         recheck_after_seconds: recheck,
+        deadline: None,
+    };
+    apply_deadline(spec, facts, now, &mut report);
+    report
+}
+
+fn default_source(layer: Layer) -> Source {
+    match layer {
+        Layer::Node => Source::Kubelet,
+        Layer::Hardware => Source::NfdLabels,
+        Layer::DevicePlugin => Source::Allocatable,
+        Layer::Health => Source::ProbeReport,
+        _ => Source::GfdLabels,
+    }
+}
+
+impl Verdict {
+    fn or_via(self, source: Source) -> Verdict {
+        if self.source.is_some() {
+            self
+        } else {
+            self.via(source)
+        }
     }
 }
 
@@ -199,6 +309,21 @@ fn node_layer(facts: &NodeFacts) -> Verdict {
 }
 
 fn hardware_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
+    // How the GPUs are bound (nvidia driver or vfio-pci) decides what every
+    // layer above can read, so a node serving another workload fails here.
+    if let Some(label) = facts.labels.get(nvidia::WORKLOAD_CONFIG)
+        && label != spec.workload.label_value()
+    {
+        return not_ready(
+            reasons::WORKLOAD_MISMATCH,
+            format!(
+                "{}={label} but the profile serves {} nodes: relabel the node or select it with a profile for {label}",
+                nvidia::WORKLOAD_CONFIG,
+                spec.workload.label_value()
+            ),
+        )
+        .via(Source::Profile);
+    }
     let hw = &facts.hardware;
     if let Some(m) = hw.gpu_present.malformed() {
         return malformed(m);
@@ -211,6 +336,28 @@ fn hardware_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
                 nvidia::GPU_PRESENT
             ),
         );
+    }
+    if let Some(bus) = &facts.evidence.bus
+        && bus.gpus > 0
+    {
+        let mixed = if bus.models.len() > 1 {
+            format!(
+                "; {} GPU models on one node: GFD labels only one of them, so product rules judge a random one",
+                bus.models.len()
+            )
+        } else {
+            String::new()
+        };
+        return ready(
+            reasons::NVIDIA_GPUS_ON_BUS,
+            format!(
+                "NFD's PCI scan ({}) shows {} NVIDIA GPU(s): {}{mixed}",
+                bus.objects.join(", "),
+                bus.gpus,
+                bus.describe()
+            ),
+        )
+        .via(Source::NodeFeature);
     }
     if let Some(label) = hw.nvidia_pci_labels.first() {
         return ready(
@@ -225,7 +372,20 @@ fn hardware_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
         return ready(
             "SeenByGfd",
             "GFD labels the node's GPU, so the device is present",
-        );
+        )
+        .via(Source::GfdLabels);
+    }
+    if let Some(p) = facts.evidence.dra.complete()
+        && p.physical_gpus(false) > 0
+    {
+        return ready(
+            reasons::SEEN_BY_DRA_DRIVER,
+            format!(
+                "the DRA driver publishes {} GPU(s) for the node",
+                p.physical_gpus(false)
+            ),
+        )
+        .via(Source::ResourceSlices);
     }
     if !hw.nfd_seen {
         let msg =
@@ -242,7 +402,46 @@ fn hardware_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
     )
 }
 
+fn vfio_mode_verdict() -> Verdict {
+    not_ready(
+        reasons::GFD_VFIO_MODE,
+        format!(
+            "GFD runs in vfio mode ({}=-1, driver unknown): the GPU is bound to vfio-pci, not the NVIDIA driver. For a VM node set the profile's workload to VmPassthrough; for containers bind the GPU back to the nvidia driver",
+            nvidia::GPU_COMPUTE_MAJOR
+        ),
+    )
+    .via(Source::GfdLabels)
+}
+
 fn driver_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
+    if facts.gfd.vfio_mode {
+        return vfio_mode_verdict();
+    }
+    let v = driver_version_layer(spec, facts);
+    if v.status != Status::Ready {
+        return v;
+    }
+    // A vGPU guest driver must come from the branch of the host's vGPU manager.
+    if let (Some(vgpu), Some(d)) = (&facts.gfd.vgpu, facts.gfd.driver.present())
+        && let Some(host) = vgpu.host_branch_major()
+        && host != d.major
+    {
+        return not_ready(
+            reasons::VGPU_BRANCH_MISMATCH,
+            format!(
+                "vGPU guest driver {d} is from branch R{}, the host's vGPU manager is {} (R{host}): install the guest driver of the host's branch",
+                d.major,
+                vgpu.host_branch
+                    .as_deref()
+                    .or(vgpu.host_version.as_deref())
+                    .unwrap_or("?")
+            ),
+        );
+    }
+    v
+}
+
+fn driver_version_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
     match &facts.gfd.driver {
         Field::Malformed(m) => malformed(m),
         Field::Absent if !facts.gfd.seen => unknown(
@@ -407,6 +606,9 @@ fn feature_discovery_layer(
     now: Timestamp,
 ) -> (Verdict, Option<u64>) {
     let gfd = &facts.gfd;
+    if gfd.vfio_mode {
+        return (vfio_mode_verdict(), None);
+    }
     if !gfd.seen {
         return (
             not_ready(

@@ -8,6 +8,7 @@ use gpuready_api::Family;
 use gpuready_api::keys::{self, nfd, nvidia};
 use k8s_openapi::api::core::v1::{Node, NodeCondition, Taint};
 
+use crate::evidence::Evidence;
 use crate::version::{DriverVersion, MajorMinor, parse_number};
 
 /// A value read from a label (or resource quantity).
@@ -97,6 +98,42 @@ pub struct GfdFacts {
     pub cuda_runtime: Field<MajorMinor>,
     pub timestamp: Field<i64>,
     pub mig_strategy: Option<String>,
+    /// GFD runs with the vfio device-discovery strategy: it writes compute
+    /// capability `-1` and driver `unknown` for GPUs bound to vfio-pci. Those
+    /// values are then not malformed: they say the GPU has no host driver.
+    pub vfio_mode: bool,
+    /// GFD inside a vGPU guest (`nvidia.com/vgpu.present=true`).
+    pub vgpu: Option<VgpuFacts>,
+}
+
+/// A vGPU guest's view of its host, from GFD's `vgpu.*` labels.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VgpuFacts {
+    /// `nvidia.com/vgpu.host-driver-branch`, e.g. `r550_40`.
+    pub host_branch: Option<String>,
+    /// `nvidia.com/vgpu.host-driver-version`, e.g. `550.54.16`.
+    pub host_version: Option<String>,
+}
+
+impl VgpuFacts {
+    /// The host branch's major number: `r550_40` → 550 (a guest driver must come
+    /// from the same branch as the host's vGPU manager).
+    pub fn host_branch_major(&self) -> Option<u32> {
+        if let Some(b) = &self.host_branch {
+            let digits: String = b
+                .trim_start_matches(['r', 'R'])
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            if let Ok(n) = digits.parse() {
+                return Some(n);
+            }
+        }
+        self.host_version
+            .as_deref()
+            .and_then(|v| v.split('.').next())
+            .and_then(|m| m.parse().ok())
+    }
 }
 
 impl GfdFacts {
@@ -172,6 +209,12 @@ pub struct NodeFacts {
     /// The node's `gpuready probe` report, when the caller found its carrier
     /// (the Node itself never holds it: see docs/probe.md).
     pub probe: Option<crate::health::ProbeEvidence>,
+    /// `metadata.creationTimestamp`: when the node first appeared.
+    pub created: Option<jiff::Timestamp>,
+    /// Evidence that lives outside the Node object (ResourceSlices, NodeFeature).
+    /// Empty ("not read") from [`NodeFacts::from_node`]; callers that read those
+    /// sources attach them with [`NodeFacts::with_evidence`].
+    pub evidence: Evidence,
 }
 
 /// Annotation recording the taint gpuready applied, so cleanup can remove exactly
@@ -179,6 +222,12 @@ pub struct NodeFacts {
 pub const ANNOTATION_TAINT: &str = "gpuready.io/taint";
 
 impl NodeFacts {
+    /// The same facts with the evidence read beside the Node attached.
+    pub fn with_evidence(mut self, evidence: Evidence) -> NodeFacts {
+        self.evidence = evidence;
+        self
+    }
+
     pub fn from_node(node: &Node) -> NodeFacts {
         let name = node.metadata.name.clone().unwrap_or_default();
         let labels = node.metadata.labels.clone().unwrap_or_default();
@@ -246,6 +295,8 @@ impl NodeFacts {
                     .and_then(|a| a.get(keys::ANNOTATION_RELEASED))
                     .cloned(),
             },
+            created: node.metadata.creation_timestamp.as_ref().map(|t| t.0),
+            evidence: Evidence::default(),
             name,
             labels,
             probe: None,
@@ -337,7 +388,31 @@ fn is_operator_gpu_label(key: &str) -> bool {
         || key.starts_with("nvidia.com/gpu.deploy.")
 }
 
+/// GFD's vfio-mode values: compute capability `-1` and driver `unknown`.
+fn is_vfio_mode(labels: &BTreeMap<String, String>) -> bool {
+    let is = |k: &str, v: &str| labels.get(k).is_some_and(|x| x == v);
+    is(nvidia::GPU_COMPUTE_MAJOR, "-1")
+        || is(nvidia::DRIVER_MAJOR, "unknown")
+        || labels
+            .get(nvidia::DRIVER_FULL)
+            .is_some_and(|v| v.starts_with("unknown"))
+}
+
 fn parse_gfd(labels: &BTreeMap<String, String>) -> GfdFacts {
+    let vfio_mode = is_vfio_mode(labels);
+    let mut gfd = parse_gfd_values(labels);
+    if vfio_mode {
+        // Not malformed: GFD says, in its way, that no driver owns the GPU.
+        gfd.compute = Field::Absent;
+        gfd.driver = Field::Absent;
+        gfd.cuda_runtime = Field::Absent;
+        gfd.family = Field::Absent;
+        gfd.vfio_mode = true;
+    }
+    gfd
+}
+
+fn parse_gfd_values(labels: &BTreeMap<String, String>) -> GfdFacts {
     let seen = labels.keys().any(|k| {
         k == nvidia::GFD_TIMESTAMP
             || k.starts_with("nvidia.com/cuda.")
@@ -366,6 +441,13 @@ fn parse_gfd(labels: &BTreeMap<String, String>) -> GfdFacts {
             parse_number(v).map_err(|e| format!("{e}: expected Unix seconds"))
         }),
         mig_strategy: labels.get(nvidia::MIG_STRATEGY).cloned(),
+        vfio_mode: false,
+        vgpu: (labels.get(nvidia::VGPU_PRESENT).map(String::as_str) == Some("true")).then(|| {
+            VgpuFacts {
+                host_branch: labels.get(nvidia::VGPU_HOST_BRANCH).cloned(),
+                host_version: labels.get(nvidia::VGPU_HOST_VERSION).cloned(),
+            }
+        }),
     }
 }
 

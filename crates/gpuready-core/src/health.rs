@@ -233,6 +233,23 @@ fn judge_report(
         );
     }
 
+    // NFD's PCI scan (when the caller read the node's NodeFeature): GPUs on the
+    // bus that NVML does not enumerate failed to initialise or were lost.
+    if let Some(bus) = &facts.evidence.bus
+        && seen > 0
+        && seen < bus.gpus
+    {
+        add(
+            0,
+            r::GPUS_MISSING,
+            format!(
+                "NVML sees {seen} GPU(s) but NFD finds {} NVIDIA GPU(s) on the PCI bus ({}): the driver lost or never initialised one; check the kernel log for XID 79 or a driver load error, then reboot or service the node",
+                bus.gpus,
+                bus.objects.join(", ")
+            ),
+        );
+    }
+
     for gpu in &report.gpus {
         let id = gpu_id(gpu);
         if let Some(ecc) = &gpu.ecc

@@ -5,6 +5,7 @@ pub mod assess;
 pub mod brake;
 pub mod compat;
 pub mod evaluate;
+pub mod evidence;
 pub mod facts;
 pub mod health;
 pub mod nfd_crds;
@@ -16,5 +17,6 @@ pub mod version;
 
 pub use assess::{GovernanceKind, NodeAssessment, assess};
 pub use evaluate::{LayerReport, LayerResult, Status, evaluate};
+pub use evidence::{Evidence, Source};
 pub use facts::NodeFacts;
 pub use plan::{NodeChanges, PlanOptions, TaintChange};

@@ -150,15 +150,27 @@ pub fn gpu_ready_condition(profile: &str, report: &LayerReport) -> (String, Stri
     } else {
         "Unknown"
     };
-    let reason = failures
+    let mut reason = failures
         .first()
         .map(|l| l.reason.clone())
         .unwrap_or_default();
-    let message = failures
+    // Evidence from the Node object is implied; any other source is named so a
+    // reader knows which object to inspect.
+    let mut message = failures
         .iter()
-        .map(|l| format!("{}: {}", l.layer, l.message))
+        .map(|l| {
+            if l.evidence.is_node_object() {
+                format!("{}: {}", l.layer, l.message)
+            } else {
+                format!("{} (from {}): {}", l.layer, l.evidence, l.message)
+            }
+        })
         .collect::<Vec<_>>()
         .join("; ");
+    if let Some(d) = &report.deadline {
+        message = format!("{} ({reason}); {message}", d.describe());
+        reason = reasons::NOT_READY_DEADLINE_EXCEEDED.to_owned();
+    }
     (status.into(), reason, message)
 }
 
@@ -304,6 +316,9 @@ pub fn plan_governed(
     ]);
     if ready {
         labels.extend(spec.ready_labels.clone());
+    }
+    if report.deadline.as_ref().is_some_and(|d| d.label) {
+        labels.insert(keys::LABEL_DEADLINE_EXCEEDED.to_owned(), "true".to_owned());
     }
 
     // Conditions.

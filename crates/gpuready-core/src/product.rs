@@ -40,6 +40,18 @@ pub fn matches(pattern: &str, product: &str) -> bool {
         .any(|(pat, prod)| glob::Pattern::new(pat).is_ok_and(|g| g.matches_with(prod, opts)))
 }
 
+/// NVML's product name (`NVIDIA H200`, as the DRA driver publishes it) in
+/// GFD's label spelling (`NVIDIA-H200`): GFD turns whitespace into `-` and drops
+/// what a label value cannot hold, so one profile list matches both sources.
+pub fn from_nvml_name(name: &str) -> String {
+    name.split_whitespace()
+        .collect::<Vec<_>>()
+        .join("-")
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+        .collect()
+}
+
 pub fn matches_any(patterns: &[String], product: &str) -> bool {
     patterns.iter().any(|p| matches(p, product))
 }
@@ -47,6 +59,16 @@ pub fn matches_any(patterns: &[String], product: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn nvml_names_take_gfd_spelling() {
+        assert_eq!(from_nvml_name("NVIDIA H200"), "NVIDIA-H200");
+        assert_eq!(
+            from_nvml_name("NVIDIA  GeForce RTX 4070 Ti (SUPER)"),
+            "NVIDIA-GeForce-RTX-4070-Ti-SUPER"
+        );
+        assert!(matches("NVIDIA-H200", &from_nvml_name("NVIDIA H200")));
+    }
 
     #[test]
     fn prefix_and_suffix_tolerance() {

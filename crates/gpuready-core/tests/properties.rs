@@ -328,6 +328,10 @@ prop_compose! {
             taint: TaintSpec { key: taint_key.to_owned(), value: taint_value.to_owned(), effect },
             ready_labels: if ready_labels { BTreeMap::from([("example.com/pool".to_owned(), "a".to_owned())]) } else { BTreeMap::new() },
             per_layer_node_conditions: per_layer,
+            evidence: Default::default(),
+            workload: Default::default(),
+            sandbox_resources: Vec::new(),
+            not_ready_deadline: None,
             probe: None,
         }
     }

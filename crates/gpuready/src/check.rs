@@ -5,6 +5,9 @@ use std::fmt::Write as _;
 use std::path::PathBuf;
 
 use gpuready_api::GpuNodeProfile;
+use gpuready_api::dra::ResourceSlice;
+use gpuready_api::nfd::NodeFeature;
+use gpuready_core::evidence::EvidenceIndex;
 use gpuready_core::{GovernanceKind, NodeAssessment, NodeFacts, PlanOptions, assess};
 use jiff::Timestamp;
 use kube::core::Selector;
@@ -32,6 +35,16 @@ pub struct CheckArgs {
     /// (a what-if before applying them).
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub profiles: Vec<PathBuf>,
+    /// DRA ResourceSlices: what `kubectl get resourceslices -o json` prints.
+    /// Given, every node is judged with them (a node with none has no slice);
+    /// without it offline checks read no DRA evidence. Live checks read them
+    /// from the cluster when resource.k8s.io/v1 is served.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub resource_slices: Vec<PathBuf>,
+    /// NFD NodeFeature objects: what `kubectl get nodefeatures -A -o json`
+    /// prints. Their PCI scan counts the NVIDIA GPUs on each node's bus.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub node_features: Vec<PathBuf>,
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = Output::Table)]
     pub output: Output,
@@ -67,7 +80,7 @@ pub async fn check_live(args: &CheckArgs) -> Result<CheckReport, LiveError> {
         .map_err(|e| LiveError::Request(describe_request_error(&server, "listing nodes", &e)))?
         .items;
     let profiles = if args.profiles.is_empty() {
-        match Api::<GpuNodeProfile>::all(client)
+        match Api::<GpuNodeProfile>::all(client.clone())
             .list(&ListParams::default())
             .await
         {
@@ -93,11 +106,101 @@ pub async fn check_live(args: &CheckArgs) -> Result<CheckReport, LiveError> {
         }
         out
     };
+    let mut extra = read_evidence_files(args)?;
+    if args.resource_slices.is_empty() {
+        extra.resource_slices = list_resource_slices(&client).await?;
+    }
+    if args.node_features.is_empty() {
+        extra.node_features = list_node_features(&client).await?;
+    }
     Ok(run_engine(
         &nodes,
         &profiles,
+        &extra,
         args.now.unwrap_or_else(Timestamp::now),
     )?)
+}
+
+/// ResourceSlices and NodeFeatures from the cluster, each `None` where its API
+/// is not served.
+pub async fn read_live_evidence(client: &kube::Client) -> Result<ExtraEvidence, LiveError> {
+    Ok(ExtraEvidence {
+        resource_slices: list_resource_slices(client).await?,
+        node_features: list_node_features(client).await?,
+    })
+}
+
+/// `resource.k8s.io/v1` ResourceSlices, or `None` where the API is not served
+/// (clusters before 1.34, or DRA turned off): the evidence is then Unknown.
+async fn list_resource_slices(
+    client: &kube::Client,
+) -> Result<Option<Vec<ResourceSlice>>, LiveError> {
+    use kube::api::{Api, DynamicObject, ListParams};
+    let api: Api<DynamicObject> = Api::all_with(
+        client.clone(),
+        &crate::controller::evidence::slice_resource(),
+    );
+    match api.list(&ListParams::default()).await {
+        Ok(list) => Ok(Some(
+            list.items
+                .into_iter()
+                .filter_map(crate::controller::evidence::slice_from_dynamic)
+                .collect(),
+        )),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => {
+            eprintln!(
+                "warning: resource.k8s.io/v1 ResourceSlices are not served or not readable ({}): DRA evidence is unavailable",
+                s.code
+            );
+            Ok(None)
+        }
+        Err(e) => Err(LiveError::Request(format!("listing resourceslices: {e}"))),
+    }
+}
+
+/// NFD's NodeFeatures, or `None` where the CRD is not installed.
+async fn list_node_features(client: &kube::Client) -> Result<Option<Vec<NodeFeature>>, LiveError> {
+    use kube::api::{Api, ListParams};
+    match Api::<NodeFeature>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+    {
+        Ok(list) => Ok(Some(list.items)),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => {
+            eprintln!(
+                "warning: NodeFeatures are not served or not readable ({}): GPU counts on the PCI bus are unavailable",
+                s.code
+            );
+            Ok(None)
+        }
+        Err(e) => Err(LiveError::Request(format!("listing nodefeatures: {e}"))),
+    }
+}
+
+/// Objects read beside the Nodes. `None`: the source was not read.
+#[derive(Debug, Default)]
+pub struct ExtraEvidence {
+    pub resource_slices: Option<Vec<ResourceSlice>>,
+    pub node_features: Option<Vec<NodeFeature>>,
+}
+
+fn read_evidence_files(args: &CheckArgs) -> Result<ExtraEvidence, InputError> {
+    let mut extra = ExtraEvidence::default();
+    if !args.resource_slices.is_empty() {
+        let mut all = Vec::new();
+        for p in &args.resource_slices {
+            all.extend(input::read_resource_slices(p)?);
+        }
+        extra.resource_slices = Some(all);
+    }
+    if !args.node_features.is_empty() {
+        let mut all = Vec::new();
+        for p in &args.node_features {
+            all.extend(input::read_node_features(p)?);
+        }
+        extra.node_features = Some(all);
+    }
+    Ok(extra)
 }
 
 /// The whole report, as `--output json|yaml` prints it.
@@ -129,8 +232,13 @@ impl CheckReport {
 pub fn run_engine(
     nodes: &[k8s_openapi::api::core::v1::Node],
     profiles: &[GpuNodeProfile],
+    extra: &ExtraEvidence,
     now: Timestamp,
 ) -> Result<CheckReport, InputError> {
+    let index = EvidenceIndex::new(
+        extra.resource_slices.as_deref(),
+        extra.node_features.as_deref(),
+    );
     let selectors: Vec<Selector> = profiles
         .iter()
         .map(|p| {
@@ -151,7 +259,11 @@ pub fn run_engine(
     };
     let mut out: Vec<NodeAssessment> = nodes
         .iter()
-        .map(|n| assess(&NodeFacts::from_node(n), &pairs, &opts))
+        .map(|n| {
+            let facts = NodeFacts::from_node(n);
+            let evidence = index.for_node(&facts.name);
+            assess(&facts.with_evidence(evidence), &pairs, &opts)
+        })
         .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));
     let mut summary = Summary::default();
@@ -186,7 +298,13 @@ pub fn check_files(args: &CheckArgs) -> Result<CheckReport, InputError> {
     for p in &args.profiles {
         profiles.extend(input::read_profiles(p)?);
     }
-    run_engine(&nodes, &profiles, args.now.unwrap_or_else(Timestamp::now))
+    let extra = read_evidence_files(args)?;
+    run_engine(
+        &nodes,
+        &profiles,
+        &extra,
+        args.now.unwrap_or_else(Timestamp::now),
+    )
 }
 
 pub fn render(report: &CheckReport, output: Output) -> Result<String, serde_json::Error> {
@@ -333,19 +451,23 @@ fn render_table(report: &CheckReport) -> String {
                     .max(6);
                 let _ = writeln!(
                     s,
-                    "  {:16}  {:8}  {:w_reason$}  MESSAGE",
-                    "LAYER", "STATUS", "REASON"
+                    "  {:16}  {:8}  {:w_reason$}  {:16}  MESSAGE",
+                    "LAYER", "STATUS", "REASON", "EVIDENCE"
                 );
                 for l in &n.layers {
                     let gate = if l.gating { "" } else { " (not gating)" };
                     let _ = writeln!(
                         s,
-                        "  {:16}  {:8}  {:w_reason$}  {}{gate}",
+                        "  {:16}  {:8}  {:w_reason$}  {:16}  {}{gate}",
                         l.layer.as_str(),
                         l.status.as_str(),
                         l.reason,
+                        l.evidence.as_str(),
                         l.message
                     );
+                }
+                if let Some(d) = &n.deadline_passed {
+                    let _ = writeln!(s, "  deadline: {}", d.describe());
                 }
             }
         }

@@ -4,6 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use gpuready_api::GpuNodeProfile;
+use gpuready_api::dra::ResourceSlice;
+use gpuready_api::nfd::NodeFeature;
 use k8s_openapi::api::core::v1::Node;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -161,6 +163,32 @@ fn objects<T: DeserializeOwned>(
 /// Nodes as `kubectl get nodes -o json` (or `-o yaml`) prints them.
 pub fn read_nodes(path: &Path) -> Result<Vec<Node>, InputError> {
     objects(path, None, "Node", |_, _| Vec::new())
+}
+
+/// ResourceSlices as `kubectl get resourceslices -o json` prints them.
+pub fn read_resource_slices(path: &Path) -> Result<Vec<ResourceSlice>, InputError> {
+    objects(path, Some("resource.k8s.io/v1"), "ResourceSlice", |_, _| {
+        Vec::new()
+    })
+}
+
+/// NFD NodeFeatures as `kubectl get nodefeatures -A -o json` prints them.
+pub fn read_node_features(path: &Path) -> Result<Vec<NodeFeature>, InputError> {
+    objects(
+        path,
+        Some("nfd.k8s-sigs.io/v1alpha1"),
+        "NodeFeature",
+        |f: &NodeFeature, _| match gpuready_core::evidence::node_feature_node(f) {
+            Some(_) => Vec::new(),
+            None => vec![(
+                format!(
+                    "metadata.labels[{}]",
+                    gpuready_api::keys::nfd::NODE_NAME_LABEL
+                ),
+                "required: it names the node the features belong to".to_owned(),
+            )],
+        },
+    )
 }
 
 /// Profiles, checked with the same rules the API server applies at admission.

@@ -1344,6 +1344,279 @@ async fn dashboard_and_alerts_use_only_metrics_gpuready_exports() {
     );
 }
 
+/// A DynamicObject API for a resource given by group, version, kind, plural.
+fn dynamic_api(
+    client: &Client,
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+    ns: Option<&str>,
+) -> Api<kube::api::DynamicObject> {
+    let ar = kube::api::ApiResource::from_gvk_with_plural(
+        &kube::api::GroupVersionKind::gvk(group, version, kind),
+        plural,
+    );
+    match ns {
+        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
+        None => Api::all_with(client.clone(), &ar),
+    }
+}
+
+/// nfd-worker's NodeFeature for `node`: `gpus` NVIDIA H200s (class 0302) and a NIC.
+fn node_feature_json(node: &str, ns: &str, gpus: usize) -> Value {
+    let mut elements =
+        vec![json!({"attributes": {"class": "0200", "vendor": "1af4", "device": "1041"}})];
+    elements.extend(
+        (0..gpus)
+            .map(|_| json!({"attributes": {"class": "0302", "vendor": "10de", "device": "2335"}})),
+    );
+    json!({
+        "apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeature",
+        "metadata": {"name": node, "namespace": ns, "labels": {"nfd.node.kubernetes.io/node-name": node}},
+        "spec": {"features": {"instances": {"pci.device": {"elements": elements}}}},
+    })
+}
+
+/// ResourceSlices and NodeFeatures on the real API server drive the taint on and
+/// off, with gpuready running as the chart's ServiceAccount: its ClusterRole's
+/// list/watch on exactly those two resources is sufficient, and it can write
+/// neither.
+#[tokio::test]
+async fn resource_slices_and_node_features_drive_the_taint_as_the_service_account() {
+    let env = TestEnv::start().await.expect("test control plane");
+    let admin = env.client().expect("client");
+    let ns = "gpuready-system";
+    helm_install(&env, ns, &[]).await;
+    wait_established(&Api::all(admin.clone()), CRD_NAME).await;
+    // The NodeFeature CRD, as NFD's chart would install it.
+    let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
+    let text = std::fs::read_to_string(support::repo_root().join("deploy/crds/nfd-crds.yaml"))
+        .expect("NFD CRDs");
+    for doc in yaml_documents(&text) {
+        let crd: CustomResourceDefinition = serde_json::from_value(doc).expect("CRD");
+        crds.patch(
+            &crd.name_any(),
+            &PatchParams::apply("nfd").force(),
+            &Patch::Apply(&crd),
+        )
+        .await
+        .expect("apply NFD CRD");
+        wait_established(&crds, &crd.name_any()).await;
+    }
+    let nfd_ns = "node-feature-discovery";
+    Api::<Namespace>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": nfd_ns}})).expect("ns"),
+        )
+        .await
+        .expect("namespace");
+
+    let node = "gpu-h200-01";
+    support::create_node(
+        &admin,
+        node,
+        [
+            ("pool".to_owned(), "dra".to_owned()),
+            (
+                "feature.node.kubernetes.io/pci-0302_10de.present".to_owned(),
+                "true".to_owned(),
+            ),
+        ]
+        .into(),
+        0,
+        json!([]),
+    )
+    .await;
+    support::apply_profile(
+        &admin,
+        r#"
+apiVersion: gpuready.io/v1alpha1
+kind: GpuNodeProfile
+metadata: { name: h200-dra }
+spec:
+  nodeSelector: { matchLabels: { pool: dra } }
+  evidence: DRA
+  gpu: { products: [NVIDIA-H200], count: 1, minMemoryMib: 140000 }
+  minDriverVersion: "580.159.04"
+  cudaVersion: "13.0"
+  maxLabelAgeSeconds: 0
+"#,
+    )
+    .await;
+    let args = RunArgs {
+        leader_elect: false,
+        nfd_crds: NfdCrdMode::Off,
+        ..RunArgs::for_tests()
+    };
+    let run = start_controller(service_account_config(&env, ns, RELEASE), args);
+    let nodes: Api<Node> = Api::all(admin.clone());
+    let expect = |status: &'static str, reason: &'static str| {
+        let nodes = nodes.clone();
+        async move {
+            eventually(60, &format!("GpuReady={status} {reason}"), || async {
+                let n = nodes.get(node).await.ok()?;
+                let tainted = taint_keys(&n).contains(&keys::DEFAULT_TAINT_KEY.to_owned());
+                let ok = gpu_ready(&n) == Some((status.into(), reason.into()))
+                    && tainted == (status != "True");
+                if !ok {
+                    // Shown only when the test fails: what the node says instead.
+                    println!("waiting: GpuReady {:?}, tainted {tainted}", gpu_ready(&n));
+                }
+                ok.then_some(())
+            })
+            .await;
+        }
+    };
+    expect("False", keys::reasons::NO_RESOURCE_SLICE).await;
+
+    // The DRA driver publishes its slice: ready, untainted.
+    let slices = dynamic_api(
+        &admin,
+        "resource.k8s.io",
+        "v1",
+        "ResourceSlice",
+        "resourceslices",
+        None,
+    );
+    let fixture = std::fs::read_to_string(
+        support::repo_root()
+            .join("crates/gpuready-core/tests/fixtures/evidence/dra-h200-1gpu.yaml"),
+    )
+    .expect("fixture");
+    let mut slice: Value = serde_yaml_ng::from_str(&fixture).expect("slice");
+    slice["metadata"] = json!({"name": "h200-gpu-slice"});
+    slices
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(slice.clone()).expect("slice"),
+        )
+        .await
+        .expect("create slice");
+    expect("True", "Ready").await;
+    // `gpuready check` against the cluster reads the same slices and agrees.
+    let report = support::live_report(&admin).await;
+    let a = report
+        .nodes
+        .iter()
+        .find(|a| a.name == node)
+        .expect("node in the live report");
+    assert_eq!(a.ready, Some(true), "{}: {}", a.reason, a.message);
+
+    // Health: the driver taints gpu-0 (XID 79, NoSchedule).
+    let taint = json!({"spec": {"devices": [{
+        "name": "gpu-0",
+        "attributes": slice["spec"]["devices"][0]["attributes"],
+        "capacity": slice["spec"]["devices"][0]["capacity"],
+        "taints": [{"key": "gpu.nvidia.com/xid", "value": "79", "effect": "NoSchedule"}],
+    }]}});
+    slices
+        .patch(
+            "h200-gpu-slice",
+            &PatchParams::default(),
+            &Patch::Merge(&taint),
+        )
+        .await
+        .expect("taint the device");
+    expect("False", keys::reasons::DEVICES_TAINTED).await;
+    let healed = json!({"spec": {"devices": slice["spec"]["devices"]}});
+    slices
+        .patch(
+            "h200-gpu-slice",
+            &PatchParams::default(),
+            &Patch::Merge(&healed),
+        )
+        .await
+        .expect("untaint the device");
+    expect("True", "Ready").await;
+
+    // NFD's PCI scan: two GPUs on the bus, one published.
+    let features = dynamic_api(
+        &admin,
+        "nfd.k8s-sigs.io",
+        "v1alpha1",
+        "NodeFeature",
+        "nodefeatures",
+        Some(nfd_ns),
+    );
+    features
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(node_feature_json(node, nfd_ns, 2)).expect("nf"),
+        )
+        .await
+        .expect("create NodeFeature");
+    expect("False", keys::reasons::GPU_NOT_ADVERTISED).await;
+    features
+        .patch(
+            node,
+            &PatchParams::apply("nfd-worker").force(),
+            &Patch::Apply(&node_feature_json(node, nfd_ns, 1)),
+        )
+        .await
+        .expect("update NodeFeature");
+    expect("True", "Ready").await;
+
+    // The slice goes away (kubelet wipes it when the plugin stops).
+    slices
+        .delete("h200-gpu-slice", &DeleteParams::default())
+        .await
+        .expect("delete slice");
+    expect("False", keys::reasons::NO_RESOURCE_SLICE).await;
+    assert_eq!(
+        run.sample("gpuready_reconcile_errors_total{kind=\"forbidden\"}"),
+        0.0,
+        "no reconcile was refused"
+    );
+    run.stop().await.expect("clean stop");
+
+    // Read-only: the ServiceAccount writes neither source.
+    let sa = env
+        .client_as_service_account(ns, RELEASE)
+        .expect("SA client");
+    let err = dynamic_api(
+        &sa,
+        "resource.k8s.io",
+        "v1",
+        "ResourceSlice",
+        "resourceslices",
+        None,
+    )
+    .create(
+        &PostParams::default(),
+        &serde_json::from_value(slice).expect("slice"),
+    )
+    .await
+    .expect_err("SA cannot create ResourceSlices");
+    assert_eq!(status_code(&err), Some(403), "{err}");
+    let err = dynamic_api(
+        &sa,
+        "nfd.k8s-sigs.io",
+        "v1alpha1",
+        "NodeFeature",
+        "nodefeatures",
+        Some(nfd_ns),
+    )
+    .delete(node, &DeleteParams::default())
+    .await
+    .expect_err("SA cannot delete NodeFeatures");
+    assert_eq!(status_code(&err), Some(403), "{err}");
+    // ... and gets would need `get`, which it does not have either.
+    let err = dynamic_api(
+        &sa,
+        "nfd.k8s-sigs.io",
+        "v1alpha1",
+        "NodeFeature",
+        "nodefeatures",
+        Some(nfd_ns),
+    )
+    .get(node)
+    .await
+    .expect_err("no get on NodeFeatures");
+    assert_eq!(status_code(&err), Some(403), "{err}");
+}
+
 /// The probe's chart values on a GPU cluster (the CRD left to the shared env).
 const PROBE_VALUES: &[&str] = &[
     "--set",

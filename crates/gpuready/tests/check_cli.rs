@@ -583,6 +583,118 @@ fn free_form_maps_of_a_profile_are_not_unknown_fields() {
     assert!(o.status.code() != Some(2), "{}", stderr(&o));
 }
 
+// ---- Evidence beside the Nodes: ResourceSlices and NodeFeatures ----
+
+const DRA_NODES: &str = r#"{"apiVersion": "v1", "kind": "List", "items": [
+  {"apiVersion": "v1", "kind": "Node",
+   "metadata": {"name": "gpu-h200-01", "labels": {"pool": "h200",
+     "feature.node.kubernetes.io/pci-0302_10de.present": "true"}},
+   "status": {"conditions": [{"type": "Ready", "status": "True", "reason": "KubeletReady"}]}}
+]}"#;
+
+const DRA_PROFILE: &str = r#"apiVersion: gpuready.io/v1alpha1
+kind: GpuNodeProfile
+metadata: { name: h200 }
+spec:
+  nodeSelector: { matchLabels: { pool: h200 } }
+  gpu: { products: [NVIDIA-H200], count: 1 }
+  minDriverVersion: "580.159.04"
+  cudaVersion: "13.0"
+"#;
+
+fn slice_fixture() -> PathBuf {
+    repo().join("crates/gpuready-core/tests/fixtures/evidence/dra-h200-1gpu.yaml")
+}
+
+#[test]
+fn resource_slices_and_node_features_offline() {
+    let (_d1, nodes) = file("nodes.json", DRA_NODES);
+    let (_d2, profiles) = file("profiles.yaml", DRA_PROFILE);
+    // Without slices: the device plugin's rules; no GFD labels, no nvidia.com/gpu.
+    let o = check(
+        std::slice::from_ref(&nodes),
+        std::slice::from_ref(&profiles),
+        &["-o", "json"],
+    );
+    assert_exit(&o, 1);
+    assert_eq!(
+        first_failure(node(&json(&o), "gpu-h200-01")),
+        Some(("Driver".into(), "NoGfdLabels".into()))
+    );
+    // The kubectl List form of the slices: ready, judged from ResourceSlices.
+    let slice: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(slice_fixture()).expect("fixture"))
+            .expect("slice YAML");
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [slice]});
+    let (_d3, slices) = file("slices.json", &list.to_string());
+    let s = slices.to_str().expect("utf-8");
+    let o = check(
+        std::slice::from_ref(&nodes),
+        std::slice::from_ref(&profiles),
+        &["-o", "json", "--resource-slices", s],
+    );
+    assert_exit(&o, 0);
+    let report = json(&o);
+    let layers = node(&report, "gpu-h200-01")["layers"]
+        .as_array()
+        .expect("layers")
+        .clone();
+    let dp = layers
+        .iter()
+        .find(|l| l["layer"] == "DevicePlugin")
+        .expect("DevicePlugin");
+    assert_eq!(dp["evidence"], "ResourceSlices", "{dp}");
+    assert_eq!(dp["reason"], "DraDevicesAvailable", "{dp}");
+    // The table shows the evidence column.
+    let o = check(
+        std::slice::from_ref(&nodes),
+        std::slice::from_ref(&profiles),
+        &["--resource-slices", s],
+    );
+    assert_exit(&o, 0);
+    assert!(stdout(&o).contains("EVIDENCE"), "{}", stdout(&o));
+    assert!(stdout(&o).contains("ResourceSlices"), "{}", stdout(&o));
+
+    // NFD sees two H200s, the DRA driver publishes one.
+    let nf = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [{
+        "apiVersion": "nfd.k8s-sigs.io/v1alpha1", "kind": "NodeFeature",
+        "metadata": {"name": "gpu-h200-01", "namespace": "node-feature-discovery",
+                     "labels": {"nfd.node.kubernetes.io/node-name": "gpu-h200-01"}},
+        "spec": {"features": {"instances": {"pci.device": {"elements": [
+            {"attributes": {"class": "0302", "vendor": "10de", "device": "2335"}},
+            {"attributes": {"class": "0302", "vendor": "10de", "device": "2335"}}]}}}}
+    }]});
+    let (_d4, features) = file("nf.json", &nf.to_string());
+    let f = features.to_str().expect("utf-8");
+    let o = check(
+        std::slice::from_ref(&nodes),
+        std::slice::from_ref(&profiles),
+        &["-o", "json", "--resource-slices", s, "--node-features", f],
+    );
+    assert_exit(&o, 1);
+    assert_eq!(
+        first_failure(node(&json(&o), "gpu-h200-01")),
+        Some(("DevicePlugin".into(), "GpuNotAdvertised".into()))
+    );
+
+    // A NodeFeature that names no node is bad input, with the field.
+    let bad = nf
+        .to_string()
+        .replace("nfd.node.kubernetes.io/node-name", "other");
+    let (_d5, badf) = file("bad.json", &bad);
+    let o = check(
+        &[nodes],
+        &[profiles],
+        &["--node-features", badf.to_str().expect("utf-8")],
+    );
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("nfd.node.kubernetes.io/node-name"),
+        "{}",
+        stderr(&o)
+    );
+}
+
 // ---- The Kubemoot GPU worker example ----
 
 /// GPU workers carry the guide's `nvidia.com/gpu=present:NoSchedule`; gpuready's

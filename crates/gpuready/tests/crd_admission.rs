@@ -495,6 +495,72 @@ fn bad_cases() -> Vec<Bad> {
             &["spec.mode", "Unsupported value: \"enforce\""],
         ),
         b(
+            ("spec.evidence", "enum"),
+            "unknown evidence",
+            spec_with(json!({ "evidence": "Dra" })),
+            &["spec.evidence", "Unsupported value: \"Dra\""],
+        ),
+        b(
+            ("spec.workload", "enum"),
+            "unknown workload",
+            spec_with(json!({ "workload": "vm-passthrough" })),
+            &["spec.workload", "Unsupported value: \"vm-passthrough\""],
+        ),
+        b(
+            ("spec.sandboxResources", "rule"),
+            "sandbox resource without a domain",
+            spec_with(json!({ "sandboxResources": ["GH100_H200_SXM_141GB"] })),
+            &[
+                "spec.sandboxResources",
+                "sandboxResources must be domain-qualified resource names",
+            ],
+        ),
+        b(
+            ("spec.sandboxResources", "maxItems"),
+            "17 sandbox resources",
+            spec_with(json!({ "sandboxResources": vec!["nvidia.com/X"; 17] })),
+            &["spec.sandboxResources", "must have at most 16 items"],
+        ),
+        b(
+            ("spec.sandboxResources[]", "maxLength"),
+            "sandbox resource name too long",
+            spec_with(json!({ "sandboxResources": [format!("nvidia.com/{}", "X".repeat(250))] })),
+            &["spec.sandboxResources[0]", "may not be more than 253 bytes"],
+        ),
+        b(
+            ("spec.notReadyDeadline", "required:seconds"),
+            "deadline without seconds",
+            spec_with(json!({ "notReadyDeadline": { "label": true } })),
+            &["spec.notReadyDeadline.seconds: Required value"],
+        ),
+        b(
+            ("spec.notReadyDeadline.seconds", "minimum"),
+            "deadline under a minute",
+            spec_with(json!({ "notReadyDeadline": { "seconds": 59 } })),
+            &[
+                "spec.notReadyDeadline.seconds",
+                "should be greater than or equal to 60",
+            ],
+        ),
+        b(
+            ("spec.notReadyDeadline.seconds", "maximum"),
+            "deadline over 30 days",
+            spec_with(json!({ "notReadyDeadline": { "seconds": 2592001 } })),
+            &[
+                "spec.notReadyDeadline.seconds",
+                "should be less than or equal to 2592000",
+            ],
+        ),
+        b(
+            ("spec.notReadyDeadline.since", "enum"),
+            "unknown deadline start",
+            spec_with(json!({ "notReadyDeadline": { "seconds": 600, "since": "Created" } })),
+            &[
+                "spec.notReadyDeadline.since",
+                "Unsupported value: \"Created\"",
+            ],
+        ),
+        b(
             ("spec.taintPolicy", "enum"),
             "unknown taint policy",
             spec_with(json!({ "taintPolicy": "Once" })),
@@ -974,6 +1040,10 @@ async fn good_profiles_are_accepted_and_defaulted() {
         "taint": { "key": "example.com/gpu-not-ready", "value": "", "effect": "NoExecute" },
         "readyLabels": { "example.com/gpu-pool": "h100", "ready": "a".repeat(63) },
         "perLayerNodeConditions": true,
+        "evidence": "DRA",
+        "workload": "VmPassthrough",
+        "sandboxResources": vec!["nvidia.com/GH100_H200_SXM_141GB"; 16],
+        "notReadyDeadline": { "seconds": 2592000, "since": "LastReady", "label": true },
     });
     let created = create_raw(env, &profile(&unique_name("full"), full.clone()))
         .await

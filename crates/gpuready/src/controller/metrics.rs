@@ -79,7 +79,7 @@ impl Default for Metrics {
         };
         registry.register(
             "nodes",
-            "Matched nodes by profile and state (ready, not_ready, conflict)",
+            "Matched nodes by profile and state (ready, not_ready, conflict, past_deadline: not ready past the profile's notReadyDeadline)",
             m.nodes.clone(),
         );
         registry.register(

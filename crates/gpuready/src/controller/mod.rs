@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod error;
+pub mod evidence;
 pub mod http;
 pub mod leader;
 pub mod metrics;
@@ -67,6 +68,8 @@ pub struct Context {
     last_writes: Mutex<BTreeMap<String, String>>,
     /// The NFD CRD condition every profile carries (set by the NFD reconciler).
     pub nfd: Mutex<Option<(bool, String, String)>>,
+    /// ResourceSlices and NodeFeatures per node (see `evidence`).
+    pub evidence: Arc<evidence::EvidenceStores>,
     /// Reports of `gpuready probe`, when `--probe-namespace` is set.
     pub probe_reports: Option<probe_reports::ProbeReports>,
 }
@@ -148,9 +151,11 @@ impl Context {
         self.caches_ready.clone().wait_for(|r| *r).await.is_ok()
     }
 
-    /// The node's facts with its probe report attached (when reports are read).
+    /// The node's facts with the evidence read beside it attached: its
+    /// ResourceSlices and NodeFeatures, and its probe report (when reports are read).
     pub fn facts_of(&self, node: &Node) -> NodeFacts {
-        let facts = NodeFacts::from_node(node);
+        let name = node.name_any();
+        let facts = NodeFacts::from_node(node).with_evidence(self.evidence.for_node(&name));
         let probe = self
             .probe_reports
             .as_ref()
@@ -316,8 +321,15 @@ async fn run_controllers(
         requeue,
         last_writes: Mutex::default(),
         nfd: Mutex::default(),
+        evidence: Arc::default(),
         probe_reports,
     });
+    let evidence_tasks = evidence::spawn(
+        client.clone(),
+        ctx.evidence.clone(),
+        ctx.requeue.clone(),
+        stop.clone(),
+    );
 
     let synced = {
         let (p, n, health) = (profile_reader.clone(), node_reader.clone(), health.clone());
@@ -368,6 +380,9 @@ async fn run_controllers(
         .await;
     synced.abort();
     aggregator.abort();
+    for task in evidence_tasks {
+        task.abort();
+    }
     if let Some(task) = nfd_crds {
         task.abort();
     }

@@ -91,6 +91,7 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
     if !synced {
         return Err(Error::CacheNotReady("the cache sync task ended".into()));
     }
+    ctx.evidence.wait_settled(Duration::from_secs(30)).await;
     let api: Api<Node> = Api::all(ctx.client.clone());
     let name = cached.name_any();
     let mut node: Node = (*cached).clone();
@@ -129,6 +130,7 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
                 if let Some(rv) = written {
                     ctx.note_write(&name, rv);
                     publish_transition(ctx, &node, &facts, &assessment).await;
+                    super::evidence::publish_deadline(ctx, &node, &facts, &assessment).await;
                 }
                 debug!(ready = ?assessment.ready, reason = %assessment.reason, wrote, "reconciled");
                 return Ok(next_check(ctx, &assessment));

@@ -149,6 +149,10 @@ fn record_metrics(ctx: &Context, profile: &str, nodes: &[&NodeAssessment], engag
         .nodes
         .get_or_create(&state("conflict"))
         .set(count(&|n| n.governance == GovernanceKind::Conflict));
+    ctx.metrics
+        .nodes
+        .get_or_create(&state("past_deadline"))
+        .set(count(&|n| n.deadline_passed.is_some()));
     for layer in Layer::ALL {
         ctx.metrics
             .layer_ready

@@ -463,7 +463,10 @@ pub async fn live_report(client: &Client) -> gpuready::check::CheckReport {
         .await
         .expect("list profiles")
         .items;
-    gpuready::check::run_engine(&nodes, &profiles, jiff::Timestamp::now()).expect("engine")
+    let extra = gpuready::check::read_live_evidence(client)
+        .await
+        .expect("list evidence");
+    gpuready::check::run_engine(&nodes, &profiles, &extra, jiff::Timestamp::now()).expect("engine")
 }
 
 /// The nodes on which gpuready would still change something, judged by the same

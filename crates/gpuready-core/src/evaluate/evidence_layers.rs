@@ -1,0 +1,367 @@
+//! Layer verdicts over evidence beyond the Node object: the DRA pool, NFD's
+//! PCI bus count, the sandbox device plugin of VM-workload nodes, and the
+//! not-ready deadline. A child of `evaluate`, sharing its verdict helpers.
+
+use gpuready_api::keys::{self, nvidia, reasons};
+use gpuready_api::{DeadlineStart, EvidenceMode, GpuNodeProfileSpec, Layer, Workload};
+use jiff::Timestamp;
+
+use super::{
+    DeadlinePassed, LayerReport, Status, Verdict, device_plugin_layer, not_ready, profile_layer,
+    ready, unknown,
+};
+use crate::evidence::{DeviceKind, DraEvidence, Source};
+use crate::facts::{Field, NodeFacts};
+
+/// Whether the profile judges this node's advertisement by DRA ResourceSlices.
+pub(super) fn uses_dra(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> bool {
+    match spec.evidence {
+        EvidenceMode::DevicePlugin => false,
+        EvidenceMode::Dra => true,
+        EvidenceMode::Auto => facts.evidence.dra.has_slices(),
+    }
+}
+
+/// The not-ready deadline: counted from durable state only (the node's
+/// creationTimestamp, or the `GpuReady` condition's lastTransitionTime), so a
+/// restarted gpuready reaches the same verdict.
+pub(super) fn apply_deadline(
+    spec: &GpuNodeProfileSpec,
+    facts: &NodeFacts,
+    now: Timestamp,
+    report: &mut LayerReport,
+) {
+    let Some(d) = &spec.not_ready_deadline else {
+        return;
+    };
+    if report.ready() {
+        return;
+    }
+    let gpu_ready = facts
+        .gpu_conditions
+        .iter()
+        .find(|c| c.type_ == keys::CONDITION_GPU_READY);
+    let since = match d.since {
+        DeadlineStart::FirstSeen => facts.created,
+        DeadlineStart::LastReady => match gpu_ready {
+            // Ready until this verdict: the clock starts now.
+            Some(c) if c.status == "True" => Some(now),
+            Some(c) => c
+                .last_transition_time
+                .as_ref()
+                .map(|t| t.0)
+                .or(facts.created),
+            None => facts.created,
+        },
+    };
+    let Some(since) = since else {
+        return;
+    };
+    let left = since.as_second() + i64::from(d.seconds) - now.as_second();
+    if left > 0 {
+        let left = u64::try_from(left).unwrap_or(u64::MAX);
+        report.recheck_after_seconds =
+            Some(report.recheck_after_seconds.map_or(left, |r| r.min(left)));
+        return;
+    }
+    report.deadline = Some(DeadlinePassed {
+        since: since.to_string(),
+        seconds: d.seconds,
+        label: d.label,
+    });
+}
+
+/// Driver, FeatureDiscovery, Profile and Compatibility judge the container
+/// driver stack, which a VM-workload node does not run: the guest does.
+pub(super) fn not_applicable_to_vm(spec: &GpuNodeProfileSpec, layer: Layer) -> Verdict {
+    ready(
+        reasons::NOT_APPLICABLE_TO_WORKLOAD,
+        format!(
+            "workload {}: the GPUs are handed to VMs, so the {layer} layer (host driver and GFD labels) is judged inside the guest, not here",
+            spec.workload.label_value()
+        ),
+    )
+    .via(Source::Profile)
+}
+
+/// A layer that reads GPU attributes while the DRA pool cannot give them.
+pub(super) fn dra_pending(facts: &NodeFacts) -> Verdict {
+    let reason = match &facts.evidence.dra {
+        DraEvidence::NotRead => reasons::DRA_EVIDENCE_UNAVAILABLE,
+        DraEvidence::Incomplete { .. } => reasons::RESOURCE_POOL_INCOMPLETE,
+        DraEvidence::NoSlices | DraEvidence::Complete(_) => reasons::NO_RESOURCE_SLICE,
+    };
+    unknown(
+        reason,
+        "the GPU attributes come from the node's gpu.nvidia.com ResourceSlices, and there is no complete pool to read (see DevicePlugin)",
+    )
+    .via(Source::ResourceSlices)
+}
+
+/// FeatureDiscovery under DRA: the attributes come from the pool itself.
+pub(super) fn dra_feature_layer(facts: &NodeFacts) -> Verdict {
+    match &facts.evidence.dra {
+        DraEvidence::Complete(p) => ready(
+            reasons::DRA_ATTRIBUTES,
+            format!(
+                "GPU attributes come from the DRA driver's ResourceSlices (pool {}); GFD labels are not needed",
+                p.pools.join(", ")
+            ),
+        ),
+        _ => unknown(
+            reasons::DRA_ATTRIBUTES,
+            "no complete gpu.nvidia.com pool to read GPU attributes from (see DevicePlugin)",
+        ),
+    }
+    .via(Source::ResourceSlices)
+}
+
+/// DevicePlugin: the advertisement the profile's evidence selects (device plugin, DRA pool, sandbox plugin), then the GPU
+/// count on the PCI bus against the count advertised.
+pub(super) fn device_plugin_evidence(
+    spec: &GpuNodeProfileSpec,
+    facts: &NodeFacts,
+    dra: bool,
+) -> Verdict {
+    let (v, advertised) = if spec.workload != Workload::Container {
+        sandbox_layer(spec, facts)
+    } else if dra {
+        dra_device_layer(spec, facts)
+    } else {
+        let v = device_plugin_layer(spec, facts);
+        (v, device_plugin_gpu_count(facts))
+    };
+    if v.status != Status::Ready {
+        return v;
+    }
+    match (&facts.evidence.bus, advertised) {
+        (Some(bus), Some(adv)) if u64::from(bus.gpus) > adv => not_ready(
+            reasons::GPU_NOT_ADVERTISED,
+            format!(
+                "NFD's PCI scan shows {} NVIDIA GPU(s) ({}) but only {adv} are advertised: a GPU the stack does not serve (driver not bound, device plugin or DRA driver lost it)",
+                bus.gpus,
+                bus.describe()
+            ),
+        )
+        .via(Source::NodeFeature),
+        (Some(bus), Some(adv)) if u64::from(bus.gpus) < adv => not_ready(
+            reasons::GPU_MISSING_FROM_BUS,
+            format!(
+                "{adv} GPU(s) are advertised but NFD's PCI scan shows only {} ({}): a GPU fell off the bus (XID 79?) while the stack still advertises it; drain and reset the node",
+                bus.gpus,
+                bus.describe()
+            ),
+        )
+        .via(Source::NodeFeature),
+        (Some(bus), Some(_)) => Verdict {
+            message: format!("{}; matches the {} GPU(s) on the PCI bus", v.message, bus.gpus),
+            ..v
+        },
+        _ => v,
+    }
+}
+
+/// Physical GPUs the device plugin stack advertises: GFD's `gpu.count`, else
+/// the `nvidia.com/gpu` capacity where it counts whole GPUs (no MIG, no
+/// time-slicing replicas). `None` when it cannot be told.
+pub(super) fn device_plugin_gpu_count(facts: &NodeFacts) -> Option<u64> {
+    if let Some(n) = facts.gfd.count.present() {
+        return Some(u64::from(*n));
+    }
+    let mig = facts
+        .gfd
+        .mig_strategy
+        .as_deref()
+        .is_some_and(|m| m != "none");
+    let replicas = facts
+        .labels
+        .get(nvidia::GPU_REPLICAS)
+        .is_some_and(|r| r != "1");
+    if mig || replicas {
+        return None;
+    }
+    facts
+        .capacity
+        .get(nvidia::GPU_RESOURCE)
+        .and_then(Field::present)
+        .copied()
+}
+
+/// DevicePlugin under DRA: the newest complete pool must hold enough GPUs
+/// without a NoSchedule/NoExecute device taint.
+pub(super) fn dra_device_layer(
+    spec: &GpuNodeProfileSpec,
+    facts: &NodeFacts,
+) -> (Verdict, Option<u64>) {
+    let want = usize::try_from(spec.gpu.count.unwrap_or(1)).unwrap_or(usize::MAX);
+    let v = match &facts.evidence.dra {
+        DraEvidence::NotRead => unknown(
+            reasons::DRA_EVIDENCE_UNAVAILABLE,
+            "the profile expects DRA but ResourceSlices could not be read (resource.k8s.io/v1 not served, or check ran without --resource-slices)",
+        ),
+        DraEvidence::NoSlices => not_ready(
+            reasons::NO_RESOURCE_SLICE,
+            "no ResourceSlice of driver gpu.nvidia.com names this node: is the NVIDIA DRA driver's kubelet plugin running here (kubelet wipes slices at restart until it re-registers)?",
+        ),
+        DraEvidence::Incomplete {
+            pool,
+            generation,
+            have,
+            want,
+        } => not_ready(
+            reasons::RESOURCE_POOL_INCOMPLETE,
+            format!(
+                "pool {pool} generation {generation}: {have} of {want} ResourceSlices published: the DRA driver is still publishing (or lost a slice); devices are not judged from a partial pool"
+            ),
+        ),
+        DraEvidence::Complete(p) => {
+            let published = p.physical_gpus(false);
+            let usable = p.physical_gpus(true);
+            let shape = format!(
+                "{} full GPU, {} MIG, {} VFIO device(s) in pool {}",
+                p.count(DeviceKind::Gpu),
+                p.count(DeviceKind::Mig),
+                p.count(DeviceKind::Vfio),
+                p.pools.join(", ")
+            );
+            if usable >= want {
+                let v = ready(
+                    reasons::DRA_DEVICES_AVAILABLE,
+                    format!("{usable} GPU(s) usable (need {want}): {shape}"),
+                )
+                .via(Source::ResourceSlices);
+                return (v, u64::try_from(published).ok());
+            }
+            if published >= want {
+                not_ready(
+                    reasons::DEVICES_TAINTED,
+                    format!(
+                        "{usable} of {published} GPU(s) usable, {want} needed: device taints {}",
+                        p.blocking_taints().join(", ")
+                    ),
+                )
+            } else {
+                not_ready(
+                    "TooFewDevices",
+                    format!("{published} GPU(s) published < {want} expected: {shape}"),
+                )
+            }
+        }
+    };
+    (v.via(Source::ResourceSlices), None)
+}
+
+/// Whether an extended resource is named the way the sandbox (KubeVirt) device
+/// plugin names PCI devices and vGPU types: upper-case PCI-database names such
+/// as `nvidia.com/GH100_H200_SXM_141GB`, never `gpu` or `mig-*`.
+pub(super) fn is_sandbox_resource(name: &str) -> bool {
+    name.strip_prefix("nvidia.com/")
+        .is_some_and(|n| !n.is_empty() && !n.chars().any(|c| c.is_ascii_lowercase()))
+}
+
+/// DevicePlugin on a vm-passthrough / vm-vgpu node: the sandbox device plugin's
+/// resources, never the container driver's labels.
+pub(super) fn sandbox_layer(
+    spec: &GpuNodeProfileSpec,
+    facts: &NodeFacts,
+) -> (Verdict, Option<u64>) {
+    let want = u64::from(spec.gpu.count.unwrap_or(1));
+    let chosen: Vec<(&String, u64)> = facts
+        .allocatable
+        .iter()
+        .filter(|(k, _)| {
+            if spec.sandbox_resources.is_empty() {
+                is_sandbox_resource(k)
+            } else {
+                spec.sandbox_resources.contains(k)
+            }
+        })
+        .filter_map(|(k, v)| v.present().map(|n| (k, *n)))
+        .collect();
+    let total: u64 = chosen.iter().map(|(_, n)| n).sum();
+    let named = if spec.sandbox_resources.is_empty() {
+        "a sandbox device plugin resource (nvidia.com/<PCI device name>)".to_owned()
+    } else {
+        spec.sandbox_resources.join(", ")
+    };
+    let v = if chosen.is_empty() {
+        not_ready(
+            reasons::SANDBOX_RESOURCE_MISSING,
+            format!(
+                "workload {}: {named} is not allocatable: is the sandbox device plugin running, and are the GPUs bound to vfio-pci{}?",
+                spec.workload.label_value(),
+                if spec.workload == Workload::VmVgpu {
+                    " (vGPU: mediated devices created by the vGPU device manager)"
+                } else {
+                    ""
+                }
+            ),
+        )
+    } else if total < want {
+        not_ready(
+            "TooFewDevices",
+            format!(
+                "{} allocatable: {total} < {want} expected",
+                chosen
+                    .iter()
+                    .map(|(k, n)| format!("{k}={n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+    } else {
+        ready(
+            reasons::SANDBOX_RESOURCES,
+            format!(
+                "{} allocatable (need {want})",
+                chosen
+                    .iter()
+                    .map(|(k, n)| format!("{k}={n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+        )
+    };
+    // Passthrough hands out whole GPUs, so its total is a GPU count; a vGPU
+    // host's mediated devices are not.
+    let advertised =
+        (spec.workload == Workload::VmPassthrough && !chosen.is_empty()).then_some(total);
+    (v.via(Source::SandboxResources), advertised)
+}
+
+/// Profile, then the bus: NFD's PCI scan can prove a count short even when
+/// the labels still claim it (a GPU lost after GFD last ran).
+pub(super) fn profile_with_bus(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
+    let v = profile_layer(spec, facts);
+    if v.status != Status::Ready {
+        return v;
+    }
+    let Some(bus) = &facts.evidence.bus else {
+        return v;
+    };
+    if let Some(min) = spec.gpu.count
+        && bus.gpus < min
+    {
+        return not_ready(
+            "TooFewGpus",
+            format!(
+                "NFD's PCI scan shows {} NVIDIA GPU(s) < {min} expected ({})",
+                bus.gpus,
+                bus.describe()
+            ),
+        )
+        .via(Source::NodeFeature);
+    }
+    if bus.models.len() > 1 {
+        return Verdict {
+            message: format!(
+                "{}; note: {} GPU models on the bus ({}): GFD labels only one of them",
+                v.message,
+                bus.models.len(),
+                bus.describe()
+            ),
+            ..v
+        };
+    }
+    v
+}

@@ -1,0 +1,352 @@
+//! Evidence read beside the Nodes: DRA ResourceSlices (`resource.k8s.io/v1`)
+//! and NFD NodeFeatures, each kept in a per-node index by its own watch. A
+//! change re-queues only the node it names. A source whose API is not served
+//! (no DRA, NFD's CRD not installed) is logged once and reads as "not read":
+//! the engine turns that into Unknown evidence, and nothing else waits on it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, RwLock};
+use std::time::Duration;
+
+use futures::StreamExt;
+use gpuready_api::dra::ResourceSlice;
+use gpuready_api::keys;
+use gpuready_api::nfd::NodeFeature;
+use gpuready_core::Evidence;
+use gpuready_core::evidence::node_feature_node;
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::reflector::ObjectRef;
+use kube::runtime::watcher::{self, Event, watcher};
+use kube::{Client, ResourceExt};
+use tokio::sync::{mpsc, watch};
+use tokio_util::sync::CancellationToken;
+use tracing::{debug, info, warn};
+
+/// How often an absent API is looked for again (DRA enabled or NFD installed
+/// after gpuready started).
+/// One LIST a minute while absent: gpuready itself may install the NodeFeature
+/// CRD (`--nfd-crds=apply`) just after it starts.
+const REDISCOVER: Duration = Duration::from_secs(60);
+
+/// The ResourceSlice API resource (served since Kubernetes 1.34).
+pub fn slice_resource() -> ApiResource {
+    ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk(
+            keys::dra::API_GROUP,
+            keys::dra::API_VERSION,
+            keys::dra::KIND,
+        ),
+        keys::dra::PLURAL,
+    )
+}
+
+/// gpuready's typed view of a dynamic ResourceSlice; `None` if it does not parse.
+pub fn slice_from_dynamic(o: DynamicObject) -> Option<ResourceSlice> {
+    let mut value = o.data;
+    if let Some(obj) = value.as_object_mut() {
+        obj.insert(
+            "metadata".into(),
+            serde_json::to_value(&o.metadata).unwrap_or_default(),
+        );
+    }
+    serde_json::from_value(value).ok()
+}
+
+/// One source's objects, per node, by object key.
+type Index<T> = BTreeMap<String, BTreeMap<String, T>>;
+
+/// What a source's watch has established.
+#[derive(Debug)]
+enum SourceState<T> {
+    /// Not listed yet.
+    Pending,
+    /// The API is not served (or not readable): "not read".
+    Absent,
+    Synced(Index<T>),
+}
+
+/// Evidence indexes the node reconciler reads.
+pub struct EvidenceStores {
+    slices: RwLock<SourceState<ResourceSlice>>,
+    features: RwLock<SourceState<NodeFeature>>,
+    /// True once each source is synced or known absent.
+    settled: watch::Sender<(bool, bool)>,
+}
+
+impl Default for EvidenceStores {
+    fn default() -> Self {
+        EvidenceStores {
+            slices: RwLock::new(SourceState::Pending),
+            features: RwLock::new(SourceState::Pending),
+            settled: watch::Sender::new((false, false)),
+        }
+    }
+}
+
+impl EvidenceStores {
+    /// The evidence bundle of one node, from what the watches hold now.
+    pub fn for_node(&self, node: &str) -> Evidence {
+        let slices: Option<Vec<ResourceSlice>> = read(&self.slices, node);
+        let features: Option<Vec<NodeFeature>> = read(&self.features, node);
+        let slice_refs: Option<Vec<&ResourceSlice>> = slices.as_ref().map(|v| v.iter().collect());
+        let feature_refs: Option<Vec<&NodeFeature>> = features.as_ref().map(|v| v.iter().collect());
+        Evidence::for_node(node, slice_refs.as_deref(), feature_refs.as_deref())
+    }
+
+    /// Waits (bounded) until both sources are listed or known absent, so a DRA
+    /// node is not judged by the device plugin's rules at start-up and tainted
+    /// for a moment.
+    pub async fn wait_settled(&self, limit: Duration) {
+        let mut rx = self.settled.subscribe();
+        if tokio::time::timeout(limit, rx.wait_for(|(a, b)| *a && *b))
+            .await
+            .is_err()
+        {
+            warn!("DRA/NFD evidence not listed after {limit:?}; judging with what is known");
+            // Once: later reconciles must not each wait for a source that
+            // cannot be listed (it still counts as "not read" until it is).
+            self.settled.send_modify(|s| *s = (true, true));
+        }
+    }
+}
+
+fn read<T: Clone>(state: &RwLock<SourceState<T>>, node: &str) -> Option<Vec<T>> {
+    match &*state.read().ok()? {
+        SourceState::Synced(idx) => Some(
+            idx.get(node)
+                .map(|m| m.values().cloned().collect())
+                .unwrap_or_default(),
+        ),
+        SourceState::Pending | SourceState::Absent => None,
+    }
+}
+
+/// Starts both watches. Each node whose evidence changes is sent on `requeue`.
+pub fn spawn(
+    client: Client,
+    stores: Arc<EvidenceStores>,
+    requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
+    stop: CancellationToken,
+) -> Vec<tokio::task::JoinHandle<()>> {
+    let slices = {
+        let (client, stores, requeue, stop) = (
+            client.clone(),
+            stores.clone(),
+            requeue.clone(),
+            stop.clone(),
+        );
+        tokio::spawn(async move {
+            let api: Api<DynamicObject> = Api::all_with(client, &slice_resource());
+            follow(
+                "ResourceSlice",
+                api,
+                slice_from_dynamic,
+                |s: &ResourceSlice| s.spec.node_name.clone(),
+                |s: &ResourceSlice| s.metadata.name.clone().unwrap_or_default(),
+                &stores.slices,
+                |a| stores.settled.send_modify(|s| s.0 = a),
+                requeue,
+                stop,
+            )
+            .await;
+        })
+    };
+    let features = tokio::spawn(async move {
+        let api: Api<NodeFeature> = Api::all(client);
+        follow(
+            "NodeFeature",
+            api,
+            Some,
+            |f: &NodeFeature| node_feature_node(f).map(str::to_owned),
+            |f: &NodeFeature| format!("{}/{}", f.namespace().unwrap_or_default(), f.name_any()),
+            &stores.features,
+            |a| stores.settled.send_modify(|s| s.1 = a),
+            requeue,
+            stop,
+        )
+        .await;
+    });
+    vec![slices, features]
+}
+
+/// Finds out whether the API is served, then keeps `state` in step with the
+/// watch, re-queuing the nodes whose objects changed.
+#[allow(clippy::too_many_arguments)]
+async fn follow<K, T>(
+    kind: &'static str,
+    api: Api<K>,
+    convert: impl Fn(K) -> Option<T>,
+    node_of: impl Fn(&T) -> Option<String>,
+    key: impl Fn(&T) -> String,
+    state: &RwLock<SourceState<T>>,
+    settled: impl Fn(bool),
+    requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
+    stop: CancellationToken,
+) where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
+{
+    let mut logged = false;
+    loop {
+        match api.list(&ListParams::default().limit(1)).await {
+            Ok(_) => break,
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => {
+                if !logged {
+                    warn!(
+                        kind,
+                        code = s.code,
+                        "not served or not readable: this evidence is Unknown; looking again every {}s",
+                        REDISCOVER.as_secs()
+                    );
+                    logged = true;
+                }
+                set(state, SourceState::Absent);
+                settled(true);
+            }
+            Err(e) => {
+                debug!(kind, error = %e, "probing the API failed; retrying");
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+                }
+                continue;
+            }
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(REDISCOVER) => {}
+        }
+    }
+    info!(kind, "watching as evidence");
+    let mut buffer: Index<T> = BTreeMap::new();
+    let mut events = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
+    loop {
+        let ev = tokio::select! {
+            _ = stop.cancelled() => return,
+            ev = events.next() => ev,
+        };
+        let Some(ev) = ev else { return };
+        let ev = match ev {
+            Ok(ev) => ev,
+            Err(e) => {
+                warn!(kind, error = %e, "watch failed; the watcher retries with backoff");
+                continue;
+            }
+        };
+        let mut touched = BTreeSet::new();
+        match ev {
+            Event::Init => buffer.clear(),
+            Event::InitApply(o) => {
+                if let Some(o) = convert(o)
+                    && let Some(n) = node_of(&o)
+                {
+                    buffer.entry(n).or_default().insert(key(&o), o);
+                }
+            }
+            Event::InitDone => {
+                // A re-list: every node whose set of objects may differ.
+                let fresh = std::mem::take(&mut buffer);
+                if let Ok(mut s) = state.write() {
+                    if let SourceState::Synced(old) = &*s {
+                        touched.extend(old.keys().cloned());
+                    }
+                    touched.extend(fresh.keys().cloned());
+                    *s = SourceState::Synced(fresh);
+                }
+                settled(true);
+            }
+            Event::Apply(o) => {
+                if let Some(o) = convert(o)
+                    && let Some(n) = node_of(&o)
+                    && let Ok(mut s) = state.write()
+                    && let SourceState::Synced(idx) = &mut *s
+                {
+                    // An object that moved to another node leaves the old one.
+                    for (other, objs) in idx.iter_mut() {
+                        if *other != n && objs.remove(&key(&o)).is_some() {
+                            touched.insert(other.clone());
+                        }
+                    }
+                    idx.entry(n.clone()).or_default().insert(key(&o), o);
+                    touched.insert(n);
+                }
+            }
+            Event::Delete(o) => {
+                if let Some(o) = convert(o)
+                    && let Some(n) = node_of(&o)
+                    && let Ok(mut s) = state.write()
+                    && let SourceState::Synced(idx) = &mut *s
+                {
+                    if let Some(objs) = idx.get_mut(&n) {
+                        objs.remove(&key(&o));
+                        if objs.is_empty() {
+                            idx.remove(&n);
+                        }
+                    }
+                    touched.insert(n);
+                }
+            }
+        }
+        for n in touched {
+            let _ = requeue.send(ObjectRef::new(&n));
+        }
+    }
+}
+
+fn set<T>(state: &RwLock<SourceState<T>>, new: SourceState<T>) {
+    if let Ok(mut s) = state.write() {
+        *s = new;
+    }
+}
+
+/// An Event on the node when it first passes its profile's not-ready deadline
+/// (the written `GpuReady` reason turns to `NotReadyDeadlineExceeded`). The
+/// condition, the `past_deadline` metric and the optional label carry the state;
+/// the Event marks the moment. gpuready never deletes, drains or cordons.
+pub async fn publish_deadline(
+    ctx: &super::Context,
+    node: &Node,
+    facts: &gpuready_core::NodeFacts,
+    a: &gpuready_core::NodeAssessment,
+) {
+    use kube::Resource;
+    use kube::runtime::events::{Event as KubeEvent, EventType};
+    let Some(d) = &a.deadline_passed else {
+        return;
+    };
+    let was_past = facts.gpu_conditions.iter().any(|c| {
+        c.type_ == keys::CONDITION_GPU_READY
+            && c.reason.as_deref() == Some(keys::reasons::NOT_READY_DEADLINE_EXCEEDED)
+    });
+    let now_past = a.changes.conditions.as_ref().is_some_and(|cs| {
+        cs.iter().any(|c| {
+            c.type_ == keys::CONDITION_GPU_READY
+                && c.reason.as_deref() == Some(keys::reasons::NOT_READY_DEADLINE_EXCEEDED)
+        })
+    });
+    if was_past || !now_past {
+        return;
+    }
+    let ev = KubeEvent {
+        type_: EventType::Warning,
+        reason: keys::reasons::NOT_READY_DEADLINE_EXCEEDED.into(),
+        note: Some(
+            format!(
+                "GpuNodeProfile {}: {}; remediation is left to other systems",
+                a.profile.as_deref().unwrap_or("-"),
+                d.describe()
+            )
+            .chars()
+            .take(1000)
+            .collect(),
+        ),
+        action: "Evaluate".into(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&ev, &node.object_ref(&())).await {
+        warn!(error = %e, "publishing the deadline event failed");
+    } else {
+        ctx.metrics.count_write("event");
+    }
+}
