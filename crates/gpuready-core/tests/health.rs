@@ -235,6 +235,18 @@ fn gpus_missing() {
     judge_with("", &eight, &seven)
         .expect(Layer::Health, Status::NotReady, r::GPUS_MISSING)
         .mentions(&["a GPU was lost since GFD last counted"]);
+    // NFD's PCI scan (the evidence bundle) counts 8 GPUs on the bus; no profile
+    // count and a label that already says 7: the bus still tells.
+    let relabelled = node.clone().label(nvidia::GPU_COUNT, "7");
+    let mut facts = facts_with(&relabelled, &seven);
+    facts.evidence.bus = Some(gpuready_core::evidence::BusFacts {
+        gpus: 8,
+        objects: vec!["h200-a".into()],
+        ..Default::default()
+    });
+    gpuready_core::evaluate(&spec(""), &facts, now())
+        .expect(Layer::Health, Status::NotReady, r::GPUS_MISSING)
+        .mentions(&["NFD finds 8 NVIDIA GPU(s) on the PCI bus (h200-a)"]);
     // Under MIG single, gpu.count counts slices (7 per H200): not compared.
     let mig = node
         .clone()
