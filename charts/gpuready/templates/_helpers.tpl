@@ -123,3 +123,10 @@ of this chart sets, and extraReadinessTaintKeys. One key per line, sorted, uniqu
 {{- fail (printf "podDisruptionBudget.minAvailable (%d) must be lower than replicaCount (%d), or no node running gpuready could ever be drained." (int .Values.podDisruptionBudget.minAvailable) (int .Values.replicaCount)) }}
 {{- end }}
 {{- end }}
+
+{{/* A list of strings as a CEL list body: 'a', 'b'. */}}
+{{- define "gpuready.quoteList" -}}
+{{- $out := list }}
+{{- range . }}{{ if . }}{{ $out = append $out (squote .) }}{{ end }}{{ end }}
+{{- join ", " $out }}
+{{- end }}

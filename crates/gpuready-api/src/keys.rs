@@ -37,8 +37,10 @@ pub const CONDITION_LAYER_PREFIX: &str = "GpuReady";
 
 /// Node condition: the verdict of gpuready's Health layer on what `gpuready
 /// probe` read through NVML. Written by the controller (which already holds
-/// `nodes/status`), so the probe itself needs no permission on Nodes.
-pub const CONDITION_PROBE_HEALTHY: &str = "GpuProbeHealthy";
+/// `nodes/status`), so the probe itself needs no permission on Nodes. Named with
+/// the `GpuReady` prefix so everything that recognises gpuready's conditions by
+/// it (the facts parser, the chart's admission policy) covers it too.
+pub const CONDITION_PROBE_HEALTHY: &str = "GpuReadyProbe";
 
 /// Label on every probe report ConfigMap, selecting them for the controller's watch.
 pub const LABEL_PROBE_REPORT: &str = "gpuready.io/probe-report";
@@ -49,6 +51,35 @@ pub const CONDITION_READY: &str = "Ready";
 pub const CONDITION_SAFETY_BRAKE: &str = "SafetyBrake";
 /// Profile condition: state of the NFD CRDs in the cluster.
 pub const CONDITION_NFD_CRDS: &str = "NfdCrds";
+
+/// Key namespaces other systems own. A profile may not choose a taint key or a
+/// ready label under one of these domains (or a subdomain of one): gpuready would
+/// add and remove a key that Kubernetes, the NVIDIA stack, NFD or an autoscaler
+/// writes and reads. `x-k8s.io` is named apart because it is no subdomain of
+/// `k8s.io` (Cluster API's `node.cluster.x-k8s.io/uninitialized` taint).
+/// The CEL rules in profile.rs spell the same list; a test keeps them equal.
+pub const RESERVED_KEY_DOMAINS: &[&str] = &[
+    "kubernetes.io",
+    "k8s.io",
+    "x-k8s.io",
+    "nvidia.com",
+    "karpenter.sh",
+    "karpenter.k8s.aws",
+];
+
+/// Taint-key prefixes inside reserved domains that exist *for* readiness
+/// controllers like gpuready: Karpenter treats `readiness.k8s.io/` taints as
+/// startup taints, Cluster Autoscaler the other two (docs/taints.md says which to
+/// use with which autoscaler). Exactly these prefixes, no subdomain of them.
+pub const AUTOSCALER_TAINT_PREFIXES: &[&str] = &[
+    "readiness.k8s.io/",
+    "startup-taint.cluster-autoscaler.kubernetes.io/",
+    "ignore-taint.cluster-autoscaler.kubernetes.io/",
+];
+
+/// Reason of the profile's `Ready`/`Stalled` conditions when the profile breaks a
+/// rule the API server should have enforced (admitted by an older CRD, say).
+pub const REASON_INVALID_PROFILE: &str = "InvalidProfile";
 
 /// Reasons shared by the engine, the controller and the CLI.
 pub mod reasons {

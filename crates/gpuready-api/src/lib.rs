@@ -8,6 +8,7 @@ pub mod layer;
 pub mod nfd;
 pub mod probe;
 pub mod profile;
+pub mod selector_schema;
 pub mod validate;
 
 pub use layer::Layer;

@@ -65,9 +65,11 @@ pub const MAX_NOT_READY_SUMMARY: usize = 20;
     )
 )]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!has(self.readyLabels) || self.readyLabels.all(k, !(has(self.nodeSelector.matchLabels) && k in self.nodeSelector.matchLabels) && !(has(self.nodeSelector.matchExpressions) && self.nodeSelector.matchExpressions.exists(e, e.key == k)))").message("readyLabels must not name a key of nodeSelector: gpuready would remove the label that makes the node belong to this profile"))]
 pub struct GpuNodeProfileSpec {
     /// Which nodes this profile governs. A node matched by two profiles is reported
     /// as a Conflict and left as it is.
+    #[schemars(schema_with = "crate::selector_schema::node_selector")]
     pub node_selector: LabelSelector,
 
     /// The GPU every governed node must carry.
@@ -76,7 +78,7 @@ pub struct GpuNodeProfileSpec {
 
     /// Minimum NVIDIA driver version, e.g. `580.65.06` or `570.26`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = Rule::new("self.matches('^[0-9]+\\\\.[0-9]+(\\\\.[0-9]+)?$')").message("minDriverVersion must look like 580.65.06 or 570.26"))]
+    #[x_kube(validation = Rule::new("self.matches('^[0-9]{1,9}\\\\.[0-9]{1,9}(\\\\.[0-9]{1,9})?$')").message("minDriverVersion must look like 580.65.06 or 570.26 (at most 9 digits a part)"))]
     #[schemars(length(max = 32))]
     pub min_driver_version: Option<String>,
 
@@ -84,7 +86,7 @@ pub struct GpuNodeProfileSpec {
     /// against the card's compute capability, the driver's minimum for that CUDA
     /// release and the CUDA version the driver reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = Rule::new("self.matches('^[0-9]+\\\\.[0-9]+$')").message("cudaVersion must look like 12.4 or 13.0"))]
+    #[x_kube(validation = Rule::new("self.matches('^[0-9]{1,9}\\\\.[0-9]{1,9}$')").message("cudaVersion must look like 12.4 or 13.0 (at most 9 digits a part)"))]
     #[schemars(length(max = 16))]
     pub cuda_version: Option<String>,
 
@@ -100,7 +102,9 @@ pub struct GpuNodeProfileSpec {
     /// `nvidia.com/gpu` at `gpu.count` (or 1), or any `nvidia.com/mig-*` resource
     /// when the node runs the MIG `mixed` strategy.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    #[schemars(extend("maxProperties" = 16))]
+    // `maximum` because the server ignores `format: uint32`: a larger number would
+    // be admitted and then fail to deserialize in the controller.
+    #[schemars(extend("maxProperties" = 16, "additionalProperties" = {"type": "integer", "format": "uint32", "minimum": 0, "maximum": 4294967295u32}))]
     #[x_kube(validation = Rule::new("self.all(k, k.matches('^[a-z0-9.-]+/[A-Za-z0-9._-]+$') && self[k] >= 1)").message("resources must map a domain-qualified resource name (like nvidia.com/gpu) to a quantity of at least 1"))]
     pub resources: BTreeMap<String, u32>,
 
@@ -130,7 +134,8 @@ pub struct GpuNodeProfileSpec {
     // kube-apiserver refuses the CRD ("estimated rule cost exceeds budget by 6.0x").
     #[schemars(extend("maxProperties" = 16, "additionalProperties" = {"type": "string", "maxLength": 63}))]
     #[x_kube(validation = Rule::new("self.all(k, !k.startsWith('gpuready.io/ready') && !k.startsWith('gpuready.io/profile'))").message("readyLabels must not set gpuready.io/ready or gpuready.io/profile: gpuready writes those itself"))]
-    #[x_kube(validation = Rule::new("self.all(k, k.size() <= 253 && k.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$'))").message("readyLabels keys must be valid label keys, like example.com/gpu-pool"))]
+    #[x_kube(validation = Rule::new("self.all(k, !k.matches('^([^/]*\\\\.)?(kubernetes\\\\.io|k8s\\\\.io|x-k8s\\\\.io|nvidia\\\\.com|karpenter\\\\.sh|karpenter\\\\.k8s\\\\.aws)/'))").message("readyLabels must not name keys other systems own (kubernetes.io, k8s.io, x-k8s.io, nvidia.com, karpenter.sh, karpenter.k8s.aws and their subdomains): use your own domain, like example.com/gpu-pool"))]
+    #[x_kube(validation = Rule::new("self.all(k, !format.qualifiedName().validate(k).hasValue())").message("readyLabels keys must be valid label keys, like example.com/gpu-pool"))]
     #[x_kube(validation = Rule::new("self.all(k, self[k].size() <= 63 && self[k].matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'))").message("readyLabels values must be valid label values: at most 63 characters of letters, digits, '-', '_' or '.'"))]
     pub ready_labels: BTreeMap<String, String>,
 
@@ -343,8 +348,9 @@ pub struct GpuExpectation {
     /// (`*`, `?`, `[...]`), case-insensitive. The `NVIDIA-` prefix older drivers
     /// omit and the `-SHARED` suffix of time-slicing/MPS are tolerated on both sides.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(length(max = 32))]
+    #[schemars(length(max = 32), inner(length(max = 128)))]
     #[x_kube(validation = Rule::new("self.all(p, p.size() >= 1 && p.size() <= 128)").message("each product must be 1 to 128 characters"))]
+    #[x_kube(validation = Rule::new("self.all(p, !p.contains('**') && p.matches('^([^\\\\[\\\\]]|\\\\[(![^\\\\[\\\\]]+|[^!\\\\[\\\\]][^\\\\[\\\\]]*)\\\\])*$'))").message("products must be valid patterns: *, ? and [...] classes, each [ closed by ], no **"))]
     pub products: Vec<String>,
 
     /// Minimum `nvidia.com/gpu.memory`, in MiB (e.g. 24576 for a 24 GiB card).
@@ -461,7 +467,7 @@ pub enum TaintPolicy {
 /// The readiness taint.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = Rule::new("!self.key.matches('^([^/]*\\\\.)?(kubernetes\\\\.io|k8s\\\\.io)/')").message("taint.key must not be in the kubernetes.io/ or k8s.io/ namespaces: those belong to Kubernetes"))]
+#[x_kube(validation = Rule::new("!self.key.matches('^([^/]*\\\\.)?(kubernetes\\\\.io|k8s\\\\.io|x-k8s\\\\.io|nvidia\\\\.com|karpenter\\\\.sh|karpenter\\\\.k8s\\\\.aws)/') || self.key.startsWith('readiness.k8s.io/') || self.key.startsWith('startup-taint.cluster-autoscaler.kubernetes.io/') || self.key.startsWith('ignore-taint.cluster-autoscaler.kubernetes.io/')").message("taint.key must not be in a namespace other systems own (kubernetes.io, k8s.io, x-k8s.io, nvidia.com, karpenter.sh, karpenter.k8s.aws): pick your own domain, or one of the autoscaler prefixes readiness.k8s.io/, startup-taint.cluster-autoscaler.kubernetes.io/, ignore-taint.cluster-autoscaler.kubernetes.io/"))]
 pub struct TaintSpec {
     /// Taint key. Default `gpuready.io/not-ready`.
     #[serde(default = "default_taint_key")]

@@ -11,12 +11,73 @@ pub struct FieldError {
     pub message: String,
 }
 
+/// Dotted numbers of `min_parts..=max_parts` parts of 1 to 9 digits each: nine
+/// digits always fit the engine's u32, so an admitted version always parses.
 fn is_version(s: &str, min_parts: usize, max_parts: usize) -> bool {
     let parts: Vec<&str> = s.split('.').collect();
     (min_parts..=max_parts).contains(&parts.len())
         && parts
             .iter()
-            .all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+            .all(|p| (1..=9).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// A Kubernetes object name as the API server requires it of cluster-scoped
+/// custom resources: a DNS-1123 subdomain.
+pub fn is_object_name(s: &str) -> bool {
+    is_dns_subdomain(s)
+}
+
+/// Whether a key's prefix (before the first `/`) is one of `domains` or a
+/// subdomain of one. Keys without a prefix are in no domain.
+pub fn in_domains(key: &str, domains: &[&str]) -> bool {
+    key.split_once('/').is_some_and(|(prefix, _)| {
+        domains.iter().any(|d| {
+            prefix == *d
+                || prefix
+                    .strip_suffix(d)
+                    .is_some_and(|rest| rest.ends_with('.'))
+        })
+    })
+}
+
+/// A taint key another system owns: in a reserved domain and not under one of
+/// the autoscaler-recognised prefixes.
+pub fn is_reserved_taint_key(key: &str) -> bool {
+    in_domains(key, crate::keys::RESERVED_KEY_DOMAINS)
+        && !crate::keys::AUTOSCALER_TAINT_PREFIXES
+            .iter()
+            .any(|p| key.starts_with(p))
+}
+
+/// A product pattern the engine can compile: exact text with `*`, `?` and
+/// bracket classes, every `[` closed by a `]` around a non-empty class, no `**`.
+/// The CRD's CEL rule is the same regular expression
+/// `^([^\[\]]|\[(![^\[\]]+|[^!\[\]][^\[\]]*)\])*$` plus "no `**`".
+pub fn is_product_pattern(p: &str) -> bool {
+    if p.contains("**") {
+        return false;
+    }
+    let mut chars = p.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            ']' => return false,
+            '[' => {
+                let mut class = String::new();
+                loop {
+                    match chars.next() {
+                        None | Some('[') => return false,
+                        Some(']') => break,
+                        Some(ch) => class.push(ch),
+                    }
+                }
+                if class.is_empty() || class == "!" {
+                    return false;
+                }
+            }
+            _ => {}
+        }
+    }
+    glob::Pattern::new(p).is_ok()
 }
 
 fn is_dns_subdomain(s: &str) -> bool {
@@ -54,14 +115,6 @@ pub fn is_label_value(value: &str) -> bool {
     value.is_empty() || is_label_name(value)
 }
 
-fn in_kubernetes_namespace(key: &str) -> bool {
-    key.split_once('/').is_some_and(|(prefix, _)| {
-        ["kubernetes.io", "k8s.io"]
-            .iter()
-            .any(|d| prefix == *d || prefix.ends_with(&format!(".{d}")))
-    })
-}
-
 impl GpuNodeProfileSpec {
     /// Every rule the profile breaks, in field order. Empty when valid.
     pub fn validate(&self) -> Vec<FieldError> {
@@ -78,13 +131,16 @@ impl GpuNodeProfileSpec {
         {
             fail(
                 "minDriverVersion",
-                format!("{v:?} must look like 580.65.06 or 570.26"),
+                format!("{v:?} must look like 580.65.06 or 570.26 (at most 9 digits a part)"),
             );
         }
         if let Some(v) = &self.cuda_version
             && (v.len() > 16 || !is_version(v, 2, 2))
         {
-            fail("cudaVersion", format!("{v:?} must look like 12.4 or 13.0"));
+            fail(
+                "cudaVersion",
+                format!("{v:?} must look like 12.4 or 13.0 (at most 9 digits a part)"),
+            );
         }
         if self.gating_layers.as_ref().is_some_and(Vec::is_empty) {
             fail(
@@ -173,10 +229,12 @@ impl GpuNodeProfileSpec {
                     "gpu.products",
                     format!("{p:?}: each product must be 1 to 128 characters"),
                 );
-            } else if let Err(e) = glob::Pattern::new(p) {
+            } else if !is_product_pattern(p) {
                 fail(
                     "gpu.products",
-                    format!("{p:?} is not a valid glob pattern: {e}"),
+                    format!(
+                        "{p:?} is not a valid pattern: use *, ? and [...] classes (each [ closed by ], no **)"
+                    ),
                 );
             }
         }
@@ -230,12 +288,14 @@ impl GpuNodeProfileSpec {
                 ),
             );
         }
-        if in_kubernetes_namespace(&t.key) {
+        if is_reserved_taint_key(&t.key) {
             fail(
                 "taint.key",
                 format!(
-                    "{:?} must not be in the kubernetes.io/ or k8s.io/ namespaces: those belong to Kubernetes",
-                    t.key
+                    "{:?} is in a namespace other systems own ({}): pick your own domain, or one of the autoscaler prefixes {}",
+                    t.key,
+                    crate::keys::RESERVED_KEY_DOMAINS.join(", "),
+                    crate::keys::AUTOSCALER_TAINT_PREFIXES.join(", ")
                 ),
             );
         }
@@ -260,6 +320,21 @@ impl GpuNodeProfileSpec {
                 fail(
                     "readyLabels",
                     format!("{k:?} must be a valid label key, like example.com/gpu-pool"),
+                );
+            } else if in_domains(k, crate::keys::RESERVED_KEY_DOMAINS) {
+                fail(
+                    "readyLabels",
+                    format!(
+                        "{k:?} is in a namespace other systems own ({}): use your own domain, like example.com/gpu-pool",
+                        crate::keys::RESERVED_KEY_DOMAINS.join(", ")
+                    ),
+                );
+            } else if self.selector_keys().contains(&k.as_str()) {
+                fail(
+                    "readyLabels",
+                    format!(
+                        "{k:?} is a key of spec.nodeSelector: gpuready would remove the label that makes the node belong to this profile"
+                    ),
                 );
             }
             if !is_label_value(v) {
@@ -296,7 +371,117 @@ impl GpuNodeProfileSpec {
                 format!("{} must be between 60 and 2592000 (30 days)", d.seconds),
             );
         }
+        for e in node_selector_errors(&self.node_selector) {
+            errors.push(FieldError {
+                field: format!("spec.nodeSelector{}", e.field),
+                message: e.message,
+            });
+        }
         errors
+    }
+
+    /// Label keys the node selector reads.
+    pub fn selector_keys(&self) -> Vec<&str> {
+        let s = &self.node_selector;
+        s.match_labels
+            .iter()
+            .flatten()
+            .map(|(k, _)| k.as_str())
+            .chain(s.match_expressions.iter().flatten().map(|e| e.key.as_str()))
+            .collect()
+    }
+}
+
+/// Most entries in `matchLabels` and in `matchExpressions`, and values per expression.
+pub const MAX_SELECTOR_LABELS: usize = 32;
+pub const MAX_SELECTOR_EXPRESSIONS: usize = 32;
+pub const MAX_SELECTOR_VALUES: usize = 64;
+
+/// The rules the CRD schema puts on `spec.nodeSelector` (fields relative to it):
+/// what the API server checks for a Deployment's selector, plus size bounds so
+/// the CEL cost stays within budget.
+pub fn node_selector_errors(
+    s: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector,
+) -> Vec<FieldError> {
+    let mut errors = Vec::new();
+    let mut fail = |field: String, message: String| errors.push(FieldError { field, message });
+    let labels = s.match_labels.as_ref();
+    if labels.is_some_and(|l| l.len() > MAX_SELECTOR_LABELS) {
+        fail(
+            ".matchLabels".into(),
+            format!("at most {MAX_SELECTOR_LABELS} entries"),
+        );
+    }
+    for (k, v) in labels.into_iter().flatten() {
+        if !is_qualified_name(k) {
+            fail(
+                ".matchLabels".into(),
+                format!("{k:?} must be a valid label key, like example.com/gpu-pool"),
+            );
+        }
+        if v.len() > 63 || !is_label_value(v) {
+            fail(
+                ".matchLabels".into(),
+                format!("{k}={v:?}: values must be valid label values"),
+            );
+        }
+    }
+    let exprs = s.match_expressions.as_deref().unwrap_or_default();
+    if exprs.len() > MAX_SELECTOR_EXPRESSIONS {
+        fail(
+            ".matchExpressions".into(),
+            format!("at most {MAX_SELECTOR_EXPRESSIONS} entries"),
+        );
+    }
+    for (i, e) in exprs.iter().enumerate() {
+        let at = |f: &str| format!(".matchExpressions[{i}]{f}");
+        if !is_qualified_name(&e.key) {
+            fail(
+                at(".key"),
+                format!("{:?} must be a valid label key", truncated(&e.key)),
+            );
+        }
+        let values = e.values.as_deref().unwrap_or_default();
+        match e.operator.as_str() {
+            "In" | "NotIn" if values.is_empty() => fail(
+                at(".values"),
+                format!("operator {} needs at least one value", e.operator),
+            ),
+            "Exists" | "DoesNotExist" if !values.is_empty() => fail(
+                at(".values"),
+                format!("operator {} takes no values", e.operator),
+            ),
+            "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
+            other => fail(
+                at(".operator"),
+                format!(
+                    "{:?}: must be In, NotIn, Exists or DoesNotExist",
+                    truncated(other)
+                ),
+            ),
+        }
+        if values.len() > MAX_SELECTOR_VALUES {
+            fail(
+                at(".values"),
+                format!("at most {MAX_SELECTOR_VALUES} values"),
+            );
+        }
+        if let Some(v) = values.iter().find(|v| v.len() > 63 || !is_label_value(v)) {
+            fail(
+                at(".values"),
+                format!("{:?} must be a valid label value", truncated(v)),
+            );
+        }
+    }
+    errors
+}
+
+/// At most 64 characters of a value for a message: a 1 MB key must not become
+/// a 1 MB error.
+fn truncated(s: &str) -> String {
+    match s.char_indices().nth(64) {
+        Some((at, _)) => format!("{}…", &s[..at]),
+        None => s.to_owned(),
     }
 }
 
@@ -304,9 +489,16 @@ impl crate::GpuNodeProfile {
     /// Every rule the whole object breaks: its name, then its spec.
     pub fn validate(&self) -> Vec<FieldError> {
         let mut errors = Vec::new();
-        if let Some(name) = &self.metadata.name
-            && name.len() > 63
-        {
+        let name = self.metadata.name.as_deref().unwrap_or_default();
+        if !is_object_name(name) {
+            errors.push(FieldError {
+                field: "metadata.name".into(),
+                message: format!(
+                    "{:?} must be a DNS-1123 subdomain like ampere-ada: lowercase letters, digits, '-' and '.', starting and ending with a letter or digit",
+                    truncated(name)
+                ),
+            });
+        } else if name.len() > 63 {
             errors.push(FieldError {
                 field: "metadata.name".into(),
                 message: format!(
@@ -316,5 +508,167 @@ impl crate::GpuNodeProfile {
         }
         errors.extend(self.spec.validate());
         errors
+    }
+}
+
+/// The profile's OpenAPI schema, as the CRD publishes it (computed once).
+fn profile_schema() -> &'static serde_json::Value {
+    static SCHEMA: std::sync::OnceLock<serde_json::Value> = std::sync::OnceLock::new();
+    SCHEMA.get_or_init(|| {
+        let crd = crate::crd::gpu_node_profile_crd();
+        crd.spec
+            .versions
+            .first()
+            .and_then(|v| v.schema.as_ref())
+            .and_then(|s| s.open_api_v3_schema.as_ref())
+            .and_then(|s| serde_json::to_value(s).ok())
+            .unwrap_or_default()
+    })
+}
+
+/// Fields of a raw profile that the CRD schema does not know, as paths like
+/// `spec.gpu.prodcts`. The API server refuses them under field validation
+/// `Strict` (what kubectl asks for), whatever their value — an empty list too.
+/// `metadata` and `status` are left to the server's own rules.
+pub fn unknown_fields(raw: &serde_json::Value) -> Vec<String> {
+    let mut out = Vec::new();
+    if let (Some(raw), Some(props)) = (
+        raw.as_object(),
+        profile_schema()
+            .get("properties")
+            .and_then(|p| p.as_object()),
+    ) {
+        for (key, value) in raw {
+            match key.as_str() {
+                "apiVersion" | "kind" | "metadata" | "status" => {}
+                _ => match props.get(key) {
+                    Some(schema) => unknown_in(value, schema, key, &mut out),
+                    None => out.push(key.clone()),
+                },
+            }
+        }
+    }
+    out
+}
+
+fn unknown_in(
+    value: &serde_json::Value,
+    schema: &serde_json::Value,
+    path: &str,
+    out: &mut Vec<String>,
+) {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            let extra = schema.get("additionalProperties").filter(|a| a.is_object());
+            if schema
+                .get("x-kubernetes-preserve-unknown-fields")
+                .and_then(Value::as_bool)
+                == Some(true)
+            {
+                return;
+            }
+            for (key, v) in map {
+                let here = format!("{path}.{key}");
+                match (props.and_then(|p| p.get(key)), extra) {
+                    (Some(s), _) => unknown_in(v, s, &here, out),
+                    (None, Some(s)) => unknown_in(v, s, &here, out),
+                    (None, None) => out.push(here),
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(s) = schema.get("items") {
+                for (i, v) in items.iter().enumerate() {
+                    unknown_in(v, s, &format!("{path}[{i}]"), out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Drops `null` values of fields the schema does not mark `nullable`, as the API
+/// server does before defaulting (a `readyLabels` entry `key: null` is stored as
+/// no entry, `matchLabels: {pool: null}` as an empty selector): offline must
+/// judge the object the server would store.
+pub fn prune_nulls(raw: &mut serde_json::Value) {
+    if let Some(schema) = profile_schema().as_object() {
+        prune_in(raw, &serde_json::Value::Object(schema.clone()));
+    }
+}
+
+fn prune_in(value: &mut serde_json::Value, schema: &serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            let extra = schema.get("additionalProperties").filter(|a| a.is_object());
+            map.retain(|key, v| {
+                let sub = props.and_then(|p| p.get(key)).or(extra);
+                let nullable =
+                    sub.and_then(|s| s.get("nullable")).and_then(Value::as_bool) == Some(true);
+                !(v.is_null() && sub.is_some() && !nullable)
+            });
+            for (key, v) in map.iter_mut() {
+                if let Some(sub) = props.and_then(|p| p.get(key)).or(extra) {
+                    prune_in(v, sub);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(sub) = schema.get("items") {
+                items.iter_mut().for_each(|v| prune_in(v, sub));
+            }
+        }
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The CEL rules spell the reserved domains and autoscaler prefixes by hand
+    /// (attribute strings cannot be built from constants): keep them equal.
+    #[test]
+    fn crd_rules_name_every_reserved_domain_and_prefix() {
+        let crd = serde_json::to_string(&crate::crd::gpu_node_profile_crd()).unwrap_or_default();
+        for d in crate::keys::RESERVED_KEY_DOMAINS {
+            let escaped = d.replace('.', "\\\\\\\\.");
+            assert_eq!(
+                [
+                    format!("({escaped}|"),
+                    format!("|{escaped}|"),
+                    format!("|{escaped})"),
+                ]
+                .iter()
+                .map(|alt| crd.matches(alt.as_str()).count())
+                .sum::<usize>(),
+                2,
+                "{d} in both the taint and the readyLabels rule"
+            );
+        }
+        for p in crate::keys::AUTOSCALER_TAINT_PREFIXES {
+            assert!(crd.contains(&format!("startsWith('{p}')")), "{p}");
+        }
+    }
+
+    #[test]
+    fn reserved_keys_and_patterns() {
+        assert!(is_reserved_taint_key("nvidia.com/gpu"));
+        assert!(is_reserved_taint_key("node.kubernetes.io/unschedulable"));
+        assert!(is_reserved_taint_key("x.readiness.k8s.io/gpu"));
+        assert!(is_reserved_taint_key("node.cluster.x-k8s.io/uninitialized"));
+        assert!(!is_reserved_taint_key("readiness.k8s.io/gpu"));
+        assert!(!is_reserved_taint_key("gpuready.io/not-ready"));
+        assert!(!is_reserved_taint_key("notnvidia.com/x"));
+        for ok in ["NVIDIA-*", "A?", "RTX-[34]0[0-9]0", "[!a]x", "*"] {
+            assert!(is_product_pattern(ok), "{ok}");
+        }
+        for bad in ["[RTX", "NVIDIA-**", "a]", "[]", "[!]", "[[a]"] {
+            assert!(!is_product_pattern(bad), "{bad}");
+        }
     }
 }

@@ -600,6 +600,10 @@ fn is_present(facts: &NodeFacts, key: &str) -> bool {
     }
 }
 
+/// How far ahead of gpuready's clock a GFD timestamp may be and still count as
+/// fresh: node clocks drift by seconds under NTP, never by minutes.
+pub const MAX_GFD_CLOCK_SKEW_SECONDS: i64 = 60;
+
 fn feature_discovery_layer(
     spec: &GpuNodeProfileSpec,
     facts: &NodeFacts,
@@ -651,7 +655,28 @@ fn feature_discovery_layer(
         // end up in node conditions, and a message that changes with the clock
         // turns every reconcile into a status write.
         Some(&ts) => {
-            let age = now.as_second() - ts;
+            let age = now.as_second().saturating_sub(ts);
+            if age < -MAX_GFD_CLOCK_SKEW_SECONDS {
+                // A timestamp from the future would otherwise stay "fresh" for as
+                // long as it is ahead: a wrong node clock, or a hand-written label,
+                // must not hide a GFD that stopped. It turns fresh by itself once
+                // the clock catches up to within the allowed skew.
+                let when = Timestamp::from_second(ts)
+                    .map(|t| format!(" ({t})"))
+                    .unwrap_or_default();
+                let wait = u64::try_from(age.saturating_neg() - MAX_GFD_CLOCK_SKEW_SECONDS)
+                    .unwrap_or(u64::MAX);
+                return (
+                    not_ready(
+                        "GfdTimestampInFuture",
+                        format!(
+                            "{}={ts}{when} is more than {MAX_GFD_CLOCK_SKEW_SECONDS}s in the future: check the node's clock (NTP)",
+                            nvidia::GFD_TIMESTAMP,
+                        ),
+                    ),
+                    Some(wait),
+                );
+            }
             if age > max_age {
                 let when = Timestamp::from_second(ts)
                     .map(|t| format!(" ({t})"))

@@ -278,10 +278,7 @@ impl NodeFacts {
             allocatable: quantities(status.and_then(|s| s.allocatable.as_ref())),
             gpu_conditions: conditions
                 .iter()
-                .filter(|c| {
-                    c.type_.starts_with(keys::CONDITION_GPU_READY)
-                        || c.type_ == keys::CONDITION_PROBE_HEALTHY
-                })
+                .filter(|c| c.type_.starts_with(keys::CONDITION_GPU_READY))
                 .cloned()
                 .collect(),
             owned: OwnedState {
@@ -555,10 +552,12 @@ pub fn is_nvidia_pci_label(key: &str) -> bool {
     let parts: Vec<&str> = fields.split('_').collect();
     // A PCI class code's base class is 0x00-0x13 or 0xff; a vendor ID such as
     // Intel's 8086 is not a class, so `pci-8086_10de` (Intel device 10de) is not NVIDIA.
+    // Checked as ASCII hex digits before any slicing: a label key may hold any
+    // character, and a byte slice inside a multi-byte one would panic.
     let is_class = |p: &str| {
         p.len() == 4
+            && p.bytes().all(|b| b.is_ascii_hexdigit())
             && u8::from_str_radix(&p[..2], 16).is_ok_and(|base| base <= 0x13 || base == 0xff)
-            && u16::from_str_radix(&p[2..], 16).is_ok()
     };
     parts.first() == Some(&nfd::NVIDIA_VENDOR)
         || (parts.len() >= 2 && is_class(parts[0]) && parts[1] == nfd::NVIDIA_VENDOR)
@@ -614,6 +613,15 @@ mod tests {
         assert!(!is_nvidia_pci_label(
             "feature.node.kubernetes.io/pci-0300_8086_10de.present"
         ));
+        // Multi-byte characters where a class code would be never panic.
+        for key in [
+            "feature.node.kubernetes.io/pci-aé1_10de.present",
+            "feature.node.kubernetes.io/pci-é_10de.present",
+            "feature.node.kubernetes.io/pci-0é0_10de.present",
+            "feature.node.kubernetes.io/pci-😀_10de.present",
+        ] {
+            assert!(!is_nvidia_pci_label(key), "{key}");
+        }
     }
 
     #[test]

@@ -292,3 +292,79 @@ pub fn profile_status(
             .collect(),
     }
 }
+
+/// Why a profile the API server admitted breaks the CRD's rules (admitted by an
+/// older CRD, or stored before a rule existed): the first broken rule as
+/// `field: message`, or None when it is valid.
+pub fn profile_problem(profile: &gpuready_api::GpuNodeProfile) -> Option<String> {
+    if let Some(e) = profile.validate().into_iter().next() {
+        return Some(e.to_string());
+    }
+    crate::select::profile_selector(profile)
+        .err()
+        .map(|e| format!("spec.nodeSelector: {}", e.message))
+}
+
+/// `status` saying the profile is invalid, the way kstatus (and so Flux) reads a
+/// failure that needs a person: `Ready=False` and `Stalled=True`, both with reason
+/// `InvalidProfile` and the broken rule as message. Without it such a profile
+/// looks healthy (`Ready=True NoMatchingNodes`) while gpuready ignores it.
+pub fn mark_invalid(
+    mut status: GpuNodeProfileStatus,
+    problem: &str,
+    generation: Option<i64>,
+    previous: Option<&GpuNodeProfileStatus>,
+    now: Timestamp,
+) -> GpuNodeProfileStatus {
+    let message = format!("the profile breaks a rule of the GpuNodeProfile CRD: {problem}");
+    for (type_, status_value) in [(keys::CONDITION_READY, false), (CONDITION_STALLED, true)] {
+        let mut c = condition(
+            type_,
+            status_value,
+            keys::REASON_INVALID_PROFILE,
+            message.clone(),
+            generation,
+            now,
+        );
+        if let Some(p) = previous
+            .into_iter()
+            .flat_map(|p| p.conditions.iter())
+            .find(|p| p.type_ == c.type_ && p.status == c.status)
+        {
+            c.last_transition_time = p.last_transition_time.clone();
+        }
+        status.conditions.retain(|x| x.type_ != type_);
+        status.conditions.push(c);
+    }
+    status
+}
+
+#[cfg(test)]
+mod invalid_tests {
+    use super::*;
+
+    #[test]
+    fn an_invalid_profile_is_ready_false_and_stalled() {
+        let profile: gpuready_api::GpuNodeProfile = serde_json::from_value(serde_json::json!({
+            "apiVersion": "gpuready.io/v1alpha1", "kind": "GpuNodeProfile",
+            "metadata": { "name": "p", "generation": 2 },
+            "spec": { "nodeSelector": { "matchExpressions": [
+                { "key": "pool", "operator": "In" }] } },
+        }))
+        .expect("profile");
+        let why = profile_problem(&profile).expect("invalid");
+        assert!(why.contains("needs at least one value"), "{why}");
+        let now = Timestamp::UNIX_EPOCH;
+        let base = profile_status("p", Some(2), &[], &ExtraConditions::default(), None, now);
+        let s = mark_invalid(base, &why, Some(2), None, now);
+        let get = |t: &str| s.conditions.iter().find(|c| c.type_ == t).expect(t);
+        assert_eq!(get("Ready").status, "False");
+        assert_eq!(get("Ready").reason, "InvalidProfile");
+        assert_eq!(get("Stalled").status, "True");
+        assert_eq!(get("Stalled").reason, "InvalidProfile");
+        assert_eq!(
+            s.conditions.iter().filter(|c| c.type_ == "Ready").count(),
+            1
+        );
+    }
+}

@@ -446,7 +446,7 @@ fn probe_condition_on_the_node() {
     let probe = conditions
         .iter()
         .find(|c| c.type_ == keys::CONDITION_PROBE_HEALTHY)
-        .expect("GpuProbeHealthy written");
+        .expect("GpuReadyProbe written");
     assert_eq!(probe.status, "False");
     assert_eq!(probe.reason.as_deref(), Some(r::FATAL_XID));
     assert!(a.changes.taint.is_some(), "the node is tainted");

@@ -347,6 +347,21 @@ fn feature_discovery_goes_stale_exactly_after_the_limit() {
 }
 
 #[test]
+fn feature_discovery_future_timestamp_is_fresh_only_within_the_clock_skew() {
+    let ahead = |s: i64| NodeBuilder::gpu("n").label(nvidia::GFD_TIMESTAMP, &seconds_ago(-s));
+    judge("maxLabelAgeSeconds: 3600", &ahead(60)).expect(
+        Layer::FeatureDiscovery,
+        Ready,
+        "GfdLabelsFresh",
+    );
+    let r = judge("maxLabelAgeSeconds: 3600", &ahead(3 * 86_400));
+    r.expect(Layer::FeatureDiscovery, NotReady, "GfdTimestampInFuture")
+        .mentions(&[nvidia::GFD_TIMESTAMP, "in the future", "clock"]);
+    // Re-judged once the clock is within the skew again.
+    assert_eq!(r.recheck_after_seconds, Some(3 * 86_400 - 60));
+}
+
+#[test]
 fn feature_discovery_stale_timestamp_is_not_ready() {
     let node = NodeBuilder::gpu("n").label(nvidia::GFD_TIMESTAMP, &seconds_ago(3 * 86_400));
     let r = judge("maxLabelAgeSeconds: 3600", &node);

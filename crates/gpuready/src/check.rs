@@ -1,7 +1,7 @@
 //! `gpuready check`: the engine over node dumps (or, later, a live cluster,
 //! read-only), printed as a table, JSON or YAML.
 
-use std::fmt::Write as _;
+use std::io::Write as _;
 use std::path::PathBuf;
 
 use gpuready_api::GpuNodeProfile;
@@ -100,11 +100,7 @@ pub async fn check_live(args: &CheckArgs) -> Result<CheckReport, LiveError> {
             }
         }
     } else {
-        let mut out = Vec::new();
-        for p in &args.profiles {
-            out.extend(input::read_profiles(p)?);
-        }
-        out
+        input::read_all_profiles(&args.profiles)?
     };
     let mut extra = read_evidence_files(args)?;
     if args.resource_slices.is_empty() {
@@ -290,13 +286,11 @@ pub fn run_engine(
 
 /// Offline check over files.
 pub fn check_files(args: &CheckArgs) -> Result<CheckReport, InputError> {
+    // Profiles first: a bad profile is reported before a large dump is read.
+    let profiles = input::read_all_profiles(&args.profiles)?;
     let mut nodes = Vec::new();
     for n in &args.nodes {
-        nodes.extend(input::read_nodes(n)?);
-    }
-    let mut profiles = Vec::new();
-    for p in &args.profiles {
-        profiles.extend(input::read_profiles(p)?);
+        input::read_nodes_into(n, &mut nodes)?;
     }
     let extra = read_evidence_files(args)?;
     run_engine(
@@ -307,12 +301,51 @@ pub fn check_files(args: &CheckArgs) -> Result<CheckReport, InputError> {
     )
 }
 
-pub fn render(report: &CheckReport, output: Output) -> Result<String, serde_json::Error> {
-    Ok(match output {
-        Output::Json => serde_json::to_string_pretty(report)? + "\n",
-        Output::Yaml => serde_yaml_ng::to_string(report).map_err(serde::ser::Error::custom)?,
-        Output::Table => render_table(report),
-    })
+/// The report as text, for tests and small reports.
+pub fn render(report: &CheckReport, output: Output) -> Result<String, std::io::Error> {
+    let mut out = Vec::new();
+    render_to(report, output, &mut out)?;
+    Ok(String::from_utf8_lossy(&out).into_owned())
+}
+
+/// Writes the report as it is rendered (no copy of the whole text in memory:
+/// a 100k-node JSON report is hundreds of MB).
+pub fn render_to(
+    report: &CheckReport,
+    output: Output,
+    out: &mut dyn std::io::Write,
+) -> Result<(), std::io::Error> {
+    let mut out = std::io::BufWriter::with_capacity(1 << 16, out);
+    match output {
+        Output::Json => {
+            serde_json::to_writer_pretty(&mut out, report)?;
+            writeln!(out)?;
+        }
+        Output::Yaml => {
+            serde_yaml_ng::to_writer(&mut out, report).map_err(std::io::Error::other)?
+        }
+        Output::Table => render_table(report, &mut out)?,
+    }
+    out.flush()
+}
+
+/// Text as the table shows it: control characters (a newline or escape in a node
+/// name from a dump) escaped, so no input can forge rows or move the cursor.
+fn printable(s: &str) -> std::borrow::Cow<'_, str> {
+    if s.chars().any(char::is_control) {
+        s.chars()
+            .map(|c| {
+                if c.is_control() {
+                    c.escape_default().to_string()
+                } else {
+                    c.to_string()
+                }
+            })
+            .collect::<String>()
+            .into()
+    } else {
+        s.into()
+    }
 }
 
 fn yes_no(ready: Option<bool>) -> &'static str {
@@ -380,50 +413,63 @@ fn describe_changes(a: &NodeAssessment) -> Vec<String> {
     out
 }
 
-fn render_table(report: &CheckReport) -> String {
-    let mut s = String::new();
+fn render_table(report: &CheckReport, s: &mut dyn std::io::Write) -> std::io::Result<()> {
     let w_node = report
         .nodes
         .iter()
-        .map(|n| n.name.len())
+        .map(|n| printable(&n.name).chars().count())
         .max()
         .unwrap_or(4)
         .max(4);
     let w_prof = report
         .nodes
         .iter()
-        .map(|n| n.profile.as_deref().map_or(1, str::len))
+        .map(|n| {
+            n.profile
+                .as_deref()
+                .map_or(1, |p| printable(p).chars().count())
+        })
         .max()
         .unwrap_or(7)
         .max(7);
-    let _ = writeln!(
+    writeln!(
         s,
         "{:w_node$}  {:w_prof$}  READY  REASON",
         "NODE", "PROFILE"
-    );
+    )?;
     for n in &report.nodes {
         let profile = match n.governance {
             GovernanceKind::Conflict => "(conflict)",
             GovernanceKind::Ungoverned => "(none)",
             GovernanceKind::Governed => n.profile.as_deref().unwrap_or("-"),
         };
-        let _ = writeln!(
+        writeln!(
             s,
             "{:w_node$}  {:w_prof$}  {:5}  {}",
-            n.name,
-            profile,
+            printable(&n.name),
+            printable(profile),
             yes_no(n.ready),
-            n.reason
-        );
+            printable(&n.reason)
+        )?;
     }
     for n in &report.nodes {
-        let _ = writeln!(s);
+        writeln!(s)?;
         match n.governance {
             GovernanceKind::Ungoverned => {
-                let _ = writeln!(s, "{}: ungoverned — {}", n.name, n.message);
+                writeln!(
+                    s,
+                    "{}: ungoverned — {}",
+                    printable(&n.name),
+                    printable(&n.message)
+                )?;
             }
             GovernanceKind::Conflict => {
-                let _ = writeln!(s, "{}: CONFLICT — {}", n.name, n.message);
+                writeln!(
+                    s,
+                    "{}: CONFLICT — {}",
+                    printable(&n.name),
+                    printable(&n.message)
+                )?;
             }
             GovernanceKind::Governed => {
                 let verdict = if n.ready == Some(true) {
@@ -436,51 +482,50 @@ fn render_table(report: &CheckReport) -> String {
                 } else {
                     ""
                 };
-                let _ = writeln!(
+                writeln!(
                     s,
                     "{}: {verdict} under GpuNodeProfile {}{observe}",
-                    n.name,
-                    n.profile.as_deref().unwrap_or("-")
-                );
+                    printable(&n.name),
+                    printable(n.profile.as_deref().unwrap_or("-"))
+                )?;
                 let w_reason = n
                     .layers
                     .iter()
-                    .map(|l| l.reason.len())
+                    .map(|l| printable(&l.reason).chars().count())
                     .max()
                     .unwrap_or(6)
                     .max(6);
-                let _ = writeln!(
+                writeln!(
                     s,
                     "  {:16}  {:8}  {:w_reason$}  {:16}  MESSAGE",
                     "LAYER", "STATUS", "REASON", "EVIDENCE"
-                );
+                )?;
                 for l in &n.layers {
                     let gate = if l.gating { "" } else { " (not gating)" };
-                    let _ = writeln!(
+                    writeln!(
                         s,
                         "  {:16}  {:8}  {:w_reason$}  {:16}  {}{gate}",
                         l.layer.as_str(),
                         l.status.as_str(),
-                        l.reason,
+                        printable(&l.reason),
                         l.evidence.as_str(),
-                        l.message
-                    );
+                        printable(&l.message)
+                    )?;
                 }
                 if let Some(d) = &n.deadline_passed {
-                    let _ = writeln!(s, "  deadline: {}", d.describe());
+                    writeln!(s, "  deadline: {}", printable(&d.describe()))?;
                 }
             }
         }
         let changes = describe_changes(n);
         if !changes.is_empty() {
-            let _ = writeln!(s, "  would: {}", changes.join("; "));
+            writeln!(s, "  would: {}", printable(&changes.join("; ")))?;
         }
     }
     let m = &report.summary;
-    let _ = writeln!(
+    writeln!(
         s,
         "\n{} governed node(s): {} ready, {} not ready; {} conflict(s); {} ungoverned (as of {})",
         m.governed, m.ready, m.not_ready, m.conflicts, m.ungoverned, report.now
-    );
-    s
+    )
 }

@@ -1,13 +1,22 @@
 //! Reading node dumps and profile files, with errors that name the file, the
 //! document and the field.
+//!
+//! Files are read the way kubectl reads them (UTF-8 or UTF-16 with a byte-order
+//! mark; one JSON value or a YAML stream, merge keys `<<` applied) and the items of
+//! a `List` are streamed: each is parsed, checked and turned into its typed object
+//! on its own, so memory stays near the size of the input instead of holding the
+//! whole file as a JSON tree next to the typed copy.
 
+use std::cell::RefCell;
+use std::collections::BTreeMap;
+use std::fmt;
 use std::path::{Path, PathBuf};
 
 use gpuready_api::GpuNodeProfile;
 use gpuready_api::dra::ResourceSlice;
 use gpuready_api::nfd::NodeFeature;
 use k8s_openapi::api::core::v1::Node;
-use serde::de::DeserializeOwned;
+use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqAccess};
 use serde_json::Value;
 
 /// Input that cannot be used. Always maps to exit code 2.
@@ -19,6 +28,8 @@ pub enum InputError {
         #[source]
         source: std::io::Error,
     },
+    #[error("{path}: {message}")]
+    Encoding { path: PathBuf, message: String },
     #[error("{path}: document {doc}: not valid YAML or JSON: {message}")]
     Syntax {
         path: PathBuf,
@@ -44,142 +55,524 @@ pub enum InputError {
     Several(Vec<InputError>),
 }
 
-/// Splits a file into documents: one JSON value, or a YAML stream. Each comes
-/// with its 1-based position in the file; empty documents are skipped but still
-/// counted, so messages number documents the way the file shows them.
-fn documents(path: &Path) -> Result<Vec<(usize, Value)>, InputError> {
-    let text = std::fs::read_to_string(path).map_err(|source| InputError::Read {
+impl InputError {
+    /// One error, or all of them; None when there are none.
+    fn from_all(mut errors: Vec<InputError>) -> Option<InputError> {
+        match errors.len() {
+            0 => None,
+            1 => Some(errors.remove(0)),
+            _ => Some(InputError::Several(errors)),
+        }
+    }
+}
+
+/// Deeper flow nesting (`[[[…` or `{{{…`) than any Kubernetes object needs. The
+/// YAML scanner's time grows with the square of this depth, so it is bounded
+/// before parsing, the way serde_json's recursion limit bounds JSON.
+pub const MAX_FLOW_DEPTH: usize = 256;
+
+/// The text of a file: UTF-8 (a byte-order mark is dropped) or UTF-16 with a
+/// byte-order mark, as kubectl accepts. Invalid UTF-8 names the byte offset.
+fn read_text(path: &Path) -> Result<String, InputError> {
+    let bytes = std::fs::read(path).map_err(|source| InputError::Read {
         path: path.to_owned(),
         source,
     })?;
-    if text.trim_start().starts_with('{') || text.trim_start().starts_with('[') {
-        return serde_json::from_str::<Value>(&text)
-            .map(|v| vec![(1, v)])
-            .map_err(|e| InputError::Syntax {
-                path: path.to_owned(),
-                doc: 1,
-                message: e.to_string(),
-            });
+    let encoding = |message: String| InputError::Encoding {
+        path: path.to_owned(),
+        message,
+    };
+    let utf16 = |body: &[u8], from: fn([u8; 2]) -> u16, name: &str| {
+        if !body.len().is_multiple_of(2) {
+            return Err(encoding(format!(
+                "{name} text with an odd number of bytes ({})",
+                body.len() + 2
+            )));
+        }
+        let units = body.chunks_exact(2).map(|c| from([c[0], c[1]]));
+        char::decode_utf16(units)
+            .enumerate()
+            .map(|(i, c)| {
+                c.map_err(|_| {
+                    encoding(format!(
+                        "not valid {name}: unpaired surrogate at byte {}",
+                        2 + 2 * i
+                    ))
+                })
+            })
+            .collect::<Result<String, _>>()
+    };
+    match bytes.as_slice() {
+        [0xFF, 0xFE, body @ ..] => return utf16(body, u16::from_le_bytes, "UTF-16LE"),
+        [0xFE, 0xFF, body @ ..] => return utf16(body, u16::from_be_bytes, "UTF-16BE"),
+        _ => {}
     }
-    let mut docs = Vec::new();
-    for (i, de) in serde_yaml_ng::Deserializer::from_str(&text).enumerate() {
-        let v = serde::Deserialize::deserialize(de).map_err(|e: serde_yaml_ng::Error| {
-            InputError::Syntax {
-                path: path.to_owned(),
-                doc: i + 1,
-                message: e.to_string(),
+    // UTF-8, converted in place: a copy would double the peak for a large dump.
+    let mut bytes = bytes;
+    let bom = if bytes.starts_with(&[0xEF, 0xBB, 0xBF]) {
+        bytes.drain(..3);
+        3
+    } else {
+        0
+    };
+    String::from_utf8(bytes).map_err(|e| {
+        let at = e.utf8_error().valid_up_to();
+        let line = 1 + e.as_bytes()[..at].iter().filter(|b| **b == b'\n').count();
+        encoding(format!(
+            "not valid UTF-8 at byte {} (line {line}): save the file as UTF-8 (or UTF-16 with a byte-order mark)",
+            at + bom
+        ))
+    })
+}
+
+/// The deepest flow nesting in `text` and the line where it passes
+/// [`MAX_FLOW_DEPTH`], if it does. Brackets inside quoted strings count too:
+/// that can only over-count text no real object holds.
+fn flow_too_deep(text: &str) -> Option<usize> {
+    let mut depth = 0usize;
+    let mut line = 1;
+    for b in text.bytes() {
+        match b {
+            b'\n' => line += 1,
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > MAX_FLOW_DEPTH {
+                    return Some(line);
+                }
             }
-        })?;
-        if !matches!(v, Value::Null) {
-            docs.push((i + 1, v));
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
         }
     }
-    Ok(docs)
+    None
+}
+
+/// Whether the text is one JSON value. kubectl reads a file as YAML unless it
+/// is a single JSON document; a YAML stream may still start with `{`, so a line
+/// `---` (which a JSON string cannot hold: it has no raw newlines) means YAML.
+fn is_single_json(text: &str) -> bool {
+    let t = text.trim_start();
+    (t.starts_with('{') || t.starts_with('['))
+        && !text
+            .lines()
+            .any(|l| l == "---" || l.starts_with("--- ") || l.starts_with("---\t"))
+}
+
+/// An item as a parser produced it, turned into JSON the way kubectl converts
+/// YAML: merge keys applied, non-finite numbers refused (JSON cannot carry them:
+/// `.nan` would otherwise become null and the field silently vanish).
+trait IntoJson: DeserializeOwned {
+    /// A map of this kind from its entries (a document that is one object).
+    fn object(entries: Vec<(String, Self)>) -> Self;
+    fn into_json(self) -> Result<Value, (String, String)>;
+}
+
+impl IntoJson for Value {
+    fn object(entries: Vec<(String, Self)>) -> Self {
+        Value::Object(entries.into_iter().collect())
+    }
+    fn into_json(self) -> Result<Value, (String, String)> {
+        Ok(self)
+    }
+}
+
+impl IntoJson for serde_yaml_ng::Value {
+    fn object(entries: Vec<(String, Self)>) -> Self {
+        serde_yaml_ng::Value::Mapping(
+            entries
+                .into_iter()
+                .map(|(k, v)| (serde_yaml_ng::Value::String(k), v))
+                .collect(),
+        )
+    }
+    fn into_json(mut self) -> Result<Value, (String, String)> {
+        self.apply_merge()
+            .map_err(|e| (".".to_owned(), format!("YAML merge key (<<): {e}")))?;
+        yaml_to_json(self, &mut String::new())
+    }
+}
+
+fn yaml_to_json(v: serde_yaml_ng::Value, path: &mut String) -> Result<Value, (String, String)> {
+    use serde_yaml_ng::Value as Y;
+    let here = |path: &str| {
+        if path.is_empty() {
+            ".".to_owned()
+        } else {
+            path.to_owned()
+        }
+    };
+    Ok(match v {
+        Y::Null => Value::Null,
+        Y::Bool(b) => Value::Bool(b),
+        Y::String(s) => Value::String(s),
+        Y::Number(n) => {
+            if let Some(u) = n.as_u64() {
+                Value::from(u)
+            } else if let Some(i) = n.as_i64() {
+                Value::from(i)
+            } else {
+                n.as_f64()
+                    .and_then(serde_json::Number::from_f64)
+                    .map(Value::Number)
+                    .ok_or_else(|| {
+                        (
+                            here(path),
+                            format!("{n} is not a number JSON (and so the API server) can hold"),
+                        )
+                    })?
+            }
+        }
+        Y::Sequence(items) => {
+            let base = path.len();
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.into_iter().enumerate() {
+                path.push_str(&format!("[{i}]"));
+                out.push(yaml_to_json(item, path)?);
+                path.truncate(base);
+            }
+            Value::Array(out)
+        }
+        Y::Mapping(map) => {
+            let base = path.len();
+            let mut out = serde_json::Map::with_capacity(map.len());
+            for (k, v) in map {
+                let key = match k {
+                    Y::String(s) => s,
+                    Y::Number(n) => n.to_string(),
+                    Y::Bool(b) => b.to_string(),
+                    other => {
+                        return Err((
+                            here(path),
+                            format!("a map key must be a string, found {other:?}"),
+                        ));
+                    }
+                };
+                if base > 0 {
+                    path.push('.');
+                }
+                path.push_str(&key);
+                let value = yaml_to_json(v, path)?;
+                path.truncate(base);
+                out.insert(key, value);
+            }
+            Value::Object(out)
+        }
+        Y::Tagged(t) => yaml_to_json(t.value, path)?,
+    })
+}
+
+/// Receives each object (or why it cannot become JSON: field, message) with its
+/// 0-based index in `items` (None for a document that is the object itself).
+type Sink<'a> =
+    dyn FnMut(Option<usize>, Result<Value, (String, String)>) -> Result<(), InputError> + 'a;
+
+/// Where a document's objects go while it is parsed: the caller's sink, and the
+/// sink's typed error, kept while serde unwinds with a placeholder message.
+struct DocCtx<'a> {
+    sink: RefCell<&'a mut Sink<'a>>,
+    failed: RefCell<Option<InputError>>,
+}
+
+impl DocCtx<'_> {
+    fn give<I: IntoJson>(&self, index: Option<usize>, item: I) -> Result<(), String> {
+        let result = (self.sink.borrow_mut())(index, item.into_json());
+        result.map_err(|e| {
+            *self.failed.borrow_mut() = Some(e);
+            SINK_FAILED.to_owned()
+        })
+    }
+}
+
+/// Sent up through serde when the sink failed; the real error is in `failed`.
+const SINK_FAILED: &str = "input rejected";
+
+/// Streams a document: a map's `items` list element by element, every other key
+/// kept (they are small: apiVersion, kind, metadata). A document without `items`
+/// is one object.
+struct DocSeed<'c, 'a, I>(&'c DocCtx<'a>, std::marker::PhantomData<I>);
+
+impl<'de, I: IntoJson> DeserializeSeed<'de> for DocSeed<'_, '_, I> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, I: IntoJson> de::Visitor<'de> for DocSeed<'_, '_, I> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("a Kubernetes object or List")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(()) // an empty YAML document
+    }
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        let mut rest: Vec<(String, I)> = Vec::new();
+        let mut had_items = false;
+        while let Some(key) = map.next_key::<String>()? {
+            if key == "items" {
+                had_items = true;
+                map.next_value_seed(ItemsSeed::<I>(self.0, std::marker::PhantomData))?;
+            } else {
+                rest.push((key, map.next_value::<I>()?));
+            }
+        }
+        if had_items {
+            return Ok(());
+        }
+        self.0
+            .give(None, I::object(rest))
+            .map_err(de::Error::custom)
+    }
+}
+
+struct ItemsSeed<'c, 'a, I>(&'c DocCtx<'a>, std::marker::PhantomData<I>);
+
+impl<'de, I: IntoJson> DeserializeSeed<'de> for ItemsSeed<'_, '_, I> {
+    type Value = ();
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de, I: IntoJson> de::Visitor<'de> for ItemsSeed<'_, '_, I> {
+    type Value = ();
+    fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+        f.write_str("items: a list of objects")
+    }
+    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
+        Ok(()) // `items: null`
+    }
+    fn visit_none<E: de::Error>(self) -> Result<(), E> {
+        Ok(())
+    }
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        let mut index = 0;
+        while let Some(item) = seq.next_element::<I>()? {
+            self.0.give(Some(index), item).map_err(de::Error::custom)?;
+            index += 1;
+        }
+        Ok(())
+    }
+}
+
+/// Runs one document through the sink; the sink's own error wins over the
+/// placeholder serde carried up.
+fn one_document<'de, 'a, I: IntoJson, D>(
+    de: D,
+    sink: &'a mut Sink<'a>,
+    syntax: impl FnOnce(String) -> InputError,
+) -> Result<(), InputError>
+where
+    D: Deserializer<'de>,
+    D::Error: fmt::Display,
+{
+    let ctx = DocCtx {
+        sink: RefCell::new(sink),
+        failed: RefCell::new(None),
+    };
+    let result = DocSeed::<I>(&ctx, std::marker::PhantomData)
+        .deserialize(de)
+        .map_err(|e| e.to_string());
+    if let Some(e) = ctx.failed.into_inner() {
+        return Err(e);
+    }
+    result.map_err(syntax)
+}
+
+/// Calls `sink(doc, index, object)` for every object of a file, streaming.
+fn for_each_object(
+    path: &Path,
+    mut sink: impl FnMut(
+        usize,
+        Option<usize>,
+        Result<Value, (String, String)>,
+    ) -> Result<(), InputError>,
+) -> Result<(), InputError> {
+    let text = read_text(path)?;
+    let syntax = |doc: usize| {
+        move |message: String| InputError::Syntax {
+            path: path.to_owned(),
+            doc,
+            message,
+        }
+    };
+    if is_single_json(&text) {
+        let mut de = serde_json::Deserializer::from_str(&text);
+        let mut per_doc = |index: Option<usize>, value| sink(1, index, value);
+        one_document::<Value, _>(&mut de, &mut per_doc, syntax(1))?;
+        return de.end().map_err(|e| syntax(1)(e.to_string()));
+    }
+    if let Some(line) = flow_too_deep(&text) {
+        return Err(syntax(1)(format!(
+            "flow collections ([ or {{) nested deeper than {MAX_FLOW_DEPTH} levels at line {line}: no Kubernetes object needs that"
+        )));
+    }
+    for (i, de) in serde_yaml_ng::Deserializer::from_str(&text).enumerate() {
+        let mut per_doc = |index: Option<usize>, value| sink(i + 1, index, value);
+        one_document::<serde_yaml_ng::Value, _>(de, &mut per_doc, syntax(i + 1))?;
+    }
+    Ok(())
 }
 
 /// Objects of one kind from a file: single objects, `List`s (`items`), or both.
-/// `check` runs on each parsed object and returns every (field, message) it
-/// finds. Problems are collected over the whole file, not stopped at the first.
+/// `check` runs on each raw object before it is typed and returns every
+/// (field, message) it finds; `keep` takes each typed object and returns its
+/// problems too. Problems are collected over the whole file, not stopped at the
+/// first; only unreadable text (encoding, syntax) stops the reading.
 fn objects<T: DeserializeOwned>(
     path: &Path,
-    api_version: Option<&str>,
+    api_version: &str,
     kind: &'static str,
-    check: impl Fn(&T, &Value) -> Vec<(String, String)>,
-) -> Result<Vec<T>, InputError> {
-    let mut out = Vec::new();
+    check: impl Fn(&mut Value) -> Vec<(String, String)>,
+    mut keep: impl FnMut(T, usize) -> Vec<(String, String)>,
+) -> Result<usize, InputError> {
+    let mut count = 0;
     let mut errors = Vec::new();
-    for (doc_no, doc) in documents(path)? {
-        let items: Vec<(String, Value)> = match doc.get("items") {
-            Some(Value::Array(items)) => items
-                .iter()
-                .enumerate()
-                .map(|(j, v)| (format!(", items[{j}]"), v.clone()))
-                .collect(),
-            _ => vec![(String::new(), doc)],
+    for_each_object(path, |doc_no, index, item| {
+        let at = index.map(|j| format!(", items[{j}]")).unwrap_or_default();
+        let item = match item {
+            Ok(item) => item,
+            Err((field, message)) => {
+                errors.push(InputError::Field {
+                    path: path.to_owned(),
+                    doc: doc_no,
+                    what: at,
+                    field,
+                    message,
+                });
+                return Ok(());
+            }
         };
-        for (at, item) in items {
-            let name = item
-                .pointer("/metadata/name")
-                .and_then(Value::as_str)
-                .map(|n| format!(" ({kind} {n})"))
-                .unwrap_or_default();
-            let what = format!("{at}{name}");
-            let fail = |field: String, message: String| InputError::Field {
-                path: path.to_owned(),
-                doc: doc_no,
-                what: what.clone(),
-                field,
-                message,
-            };
-            let found_kind = item.get("kind").and_then(Value::as_str).unwrap_or("");
-            let found_api = item.get("apiVersion").and_then(Value::as_str).unwrap_or("");
-            if found_kind != kind || api_version.is_some_and(|a| a != found_api) {
+        let found_kind = item.get("kind").and_then(Value::as_str);
+        let found_api = item.get("apiVersion").and_then(Value::as_str);
+        let name = item
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .map(|n| format!(" ({} {n})", found_kind.unwrap_or(kind)))
+            .unwrap_or_default();
+        let what = format!("{at}{name}");
+        let fail = |field: &str, message: String| InputError::Field {
+            path: path.to_owned(),
+            doc: doc_no,
+            what: what.clone(),
+            field: field.to_owned(),
+            message,
+        };
+        match found_api {
+            None => {
                 errors.push(fail(
-                    "kind".into(),
-                    format!(
-                        "expected {}{kind}, found {found_api} {found_kind}",
-                        api_version.map(|a| format!("{a} ")).unwrap_or_default()
-                    ),
+                    "apiVersion",
+                    format!("required: expected apiVersion: {api_version}"),
                 ));
-                continue;
+                return Ok(());
             }
-            if name.is_empty() {
-                errors.push(fail("metadata.name".into(), "required".into()));
-                continue;
+            Some(a) if a != api_version && found_kind == Some(kind) => {
+                errors.push(fail(
+                    "apiVersion",
+                    format!("expected {api_version} for a {kind}, found {a:?}"),
+                ));
+                return Ok(());
             }
-            let obj: T = match serde_path_to_error::deserialize(item.clone()) {
-                Ok(obj) => obj,
-                Err(e) => {
-                    errors.push(fail(e.path().to_string(), e.inner().to_string()));
-                    continue;
-                }
-            };
-            let problems = check(&obj, &item);
-            if problems.is_empty() {
-                out.push(obj);
-            }
-            errors.extend(
-                problems
-                    .into_iter()
-                    .map(|(field, message)| fail(field, message)),
-            );
+            _ => {}
         }
+        if found_kind != Some(kind) {
+            errors.push(fail(
+                "kind",
+                format!(
+                    "expected {kind} ({api_version}), found {} ({})",
+                    found_kind.unwrap_or("no kind"),
+                    found_api.unwrap_or_default(),
+                ),
+            ));
+            return Ok(());
+        }
+        if name.is_empty() {
+            errors.push(fail("metadata.name", "required".into()));
+            return Ok(());
+        }
+        let mut item = item;
+        let problems = check(&mut item);
+        let obj: T = match serde_path_to_error::deserialize(item) {
+            Ok(obj) => obj,
+            Err(e) => {
+                errors.extend(problems.into_iter().map(|(f, m)| fail(&f, m)));
+                errors.push(fail(&e.path().to_string(), e.inner().to_string()));
+                return Ok(());
+            }
+        };
+        count += 1;
+        let problems: Vec<_> = problems.into_iter().chain(keep(obj, doc_no)).collect();
+        errors.extend(problems.into_iter().map(|(f, m)| fail(&f, m)));
+        Ok(())
+    })?;
+    if let Some(e) = InputError::from_all(errors) {
+        return Err(e);
     }
-    if errors.len() == 1 {
-        return Err(errors.remove(0));
-    }
-    if !errors.is_empty() {
-        return Err(InputError::Several(errors));
-    }
-    if out.is_empty() {
+    if count == 0 {
         return Err(InputError::Empty {
             path: path.to_owned(),
             expected: kind,
         });
     }
-    Ok(out)
+    Ok(count)
 }
 
-/// Nodes as `kubectl get nodes -o json` (or `-o yaml`) prints them.
+/// Nodes as `kubectl get nodes -o json` (or `-o yaml`) prints them, appended to
+/// `out` one by one as they are read.
+pub fn read_nodes_into(path: &Path, out: &mut Vec<Node>) -> Result<(), InputError> {
+    objects(
+        path,
+        "v1",
+        "Node",
+        |_: &mut Value| Vec::new(),
+        |n: Node, _| {
+            out.push(n);
+            Vec::new()
+        },
+    )
+    .map(|_| ())
+}
+
+/// Nodes of one file.
 pub fn read_nodes(path: &Path) -> Result<Vec<Node>, InputError> {
-    objects(path, None, "Node", |_, _| Vec::new())
+    let mut out = Vec::new();
+    read_nodes_into(path, &mut out)?;
+    Ok(out)
 }
 
 /// ResourceSlices as `kubectl get resourceslices -o json` prints them.
 pub fn read_resource_slices(path: &Path) -> Result<Vec<ResourceSlice>, InputError> {
-    objects(path, Some("resource.k8s.io/v1"), "ResourceSlice", |_, _| {
-        Vec::new()
-    })
+    let mut out = Vec::new();
+    objects(
+        path,
+        "resource.k8s.io/v1",
+        "ResourceSlice",
+        |_: &mut Value| Vec::new(),
+        |s: ResourceSlice, _| {
+            out.push(s);
+            Vec::new()
+        },
+    )?;
+    Ok(out)
 }
 
 /// NFD NodeFeatures as `kubectl get nodefeatures -A -o json` prints them.
 pub fn read_node_features(path: &Path) -> Result<Vec<NodeFeature>, InputError> {
+    let mut out = Vec::new();
     objects(
         path,
-        Some("nfd.k8s-sigs.io/v1alpha1"),
+        "nfd.k8s-sigs.io/v1alpha1",
         "NodeFeature",
-        |f: &NodeFeature, _| match gpuready_core::evidence::node_feature_node(f) {
-            Some(_) => Vec::new(),
+        |_: &mut Value| Vec::new(),
+        |f: NodeFeature, _| match gpuready_core::evidence::node_feature_node(&f) {
+            Some(_) => {
+                out.push(f);
+                Vec::new()
+            }
             None => vec![(
                 format!(
                     "metadata.labels[{}]",
@@ -188,61 +581,71 @@ pub fn read_node_features(path: &Path) -> Result<Vec<NodeFeature>, InputError> {
                 "required: it names the node the features belong to".to_owned(),
             )],
         },
-    )
+    )?;
+    Ok(out)
 }
 
-/// Profiles, checked with the same rules the API server applies at admission.
+/// Profiles of one file, checked with the same rules the API server applies at
+/// admission.
 pub fn read_profiles(path: &Path) -> Result<Vec<GpuNodeProfile>, InputError> {
-    objects(
-        path,
-        Some("gpuready.io/v1alpha1"),
-        "GpuNodeProfile",
-        |p: &GpuNodeProfile, raw: &Value| {
-            // Strict like `kubectl apply`: a misspelt field would otherwise be
-            // dropped silently and the check would judge a different profile.
-            let known = serde_json::to_value(&p.spec).unwrap_or(Value::Null);
-            let mut problems = Vec::new();
-            if let Some(spec) = raw.get("spec") {
-                unknown_fields(spec, &known, "spec", &mut problems);
-            }
-            problems.extend(p.validate().into_iter().map(|e| (e.field, e.message)));
-            if let Err(e) = gpuready_core::select::profile_selector(p) {
-                problems.push(("spec.nodeSelector".to_owned(), e.message));
-            }
-            problems
-        },
-    )
+    read_all_profiles(std::slice::from_ref(&path.to_owned()))
 }
 
-/// Every key of `raw` that the typed round trip `known` does not have, as a
-/// problem. Empty values are skipped: the types omit empty lists and maps when
-/// serializing.
-fn unknown_fields(raw: &Value, known: &Value, path: &str, out: &mut Vec<(String, String)>) {
-    let (Value::Object(raw), Value::Object(known)) = (raw, known) else {
-        return;
-    };
-    // Free-form maps (labels, resources, selector labels) hold user keys.
-    if [
-        "spec.readyLabels",
-        "spec.resources",
-        "spec.nodeSelector.matchLabels",
-    ]
-    .contains(&path)
-    {
-        return;
-    }
-    for (key, value) in raw {
-        let here = format!("{path}.{key}");
-        let empty = match value {
-            Value::Null => true,
-            Value::Array(a) => a.is_empty(),
-            Value::Object(o) => o.is_empty(),
-            _ => false,
-        };
-        match known.get(key) {
-            None if !empty => out.push((here, "unknown field (misspelt?)".to_owned())),
-            Some(k) => unknown_fields(value, k, &here, out),
-            None => {}
+/// Profiles of several files, checked with the same rules the API server applies
+/// at admission, and refused when two share a name: the API server holds one
+/// object per name, so the second would replace the first (kubectl apply) or be
+/// refused (create), never sit beside it.
+pub fn read_all_profiles(paths: &[PathBuf]) -> Result<Vec<GpuNodeProfile>, InputError> {
+    let mut out = Vec::new();
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    let mut errors = Vec::new();
+    for path in paths {
+        let read = objects(
+            path,
+            "gpuready.io/v1alpha1",
+            "GpuNodeProfile",
+            |raw: &mut Value| {
+                // What the server stores: nulls of non-nullable fields dropped.
+                gpuready_api::validate::prune_nulls(raw);
+                // Strict like `kubectl apply` (server-side field validation
+                // Strict): a misspelt field would otherwise be dropped silently
+                // and the check would judge a different profile.
+                gpuready_api::validate::unknown_fields(raw)
+                    .into_iter()
+                    .map(|field| (field, "unknown field (misspelt?)".to_owned()))
+                    .collect()
+            },
+            |p: GpuNodeProfile, doc| {
+                let mut problems: Vec<(String, String)> = p
+                    .validate()
+                    .into_iter()
+                    .map(|e| (e.field, e.message))
+                    .collect();
+                if let Err(e) = gpuready_core::select::profile_selector(&p) {
+                    problems.push(("spec.nodeSelector".into(), e.message));
+                }
+                let name = p.metadata.name.clone().unwrap_or_default();
+                let here = format!("{} document {doc}", path.display());
+                if let Some(first) = seen.insert(name.clone(), here) {
+                    problems.push((
+                        "metadata.name".into(),
+                        format!(
+                            "{name:?} is also the name of the profile in {first}: the API server keeps one object per name (give each profile its own name)"
+                        ),
+                    ));
+                }
+                if problems.is_empty() {
+                    out.push(p);
+                }
+                problems
+            },
+        );
+        if let Err(e) = read {
+            errors.push(e);
         }
+    }
+    match InputError::from_all(errors) {
+        Some(e) => Err(e),
+        None => Ok(out),
     }
 }

@@ -1,6 +1,6 @@
 //! The `gpuready` command: `check`, `crd`, `nfd-crds`, and (in-cluster) `run`.
 
-use std::io::{IsTerminal as _, Write as _};
+use std::io::IsTerminal as _;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -194,10 +194,10 @@ fn run_check(args: &check::CheckArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match check::render(&report, args.output) {
-        Ok(text) => {
-            let _ = std::io::stdout().write_all(text.as_bytes());
-        }
+    match check::render_to(&report, args.output, &mut std::io::stdout().lock()) {
+        Ok(()) => {}
+        // A closed pipe (`| head`) is the reader's choice, not an error.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         Err(e) => {
             eprintln!("error: rendering the report: {e}");
             return ExitCode::from(2);

@@ -281,6 +281,8 @@ async fn rendered_chart_passes_server_dry_run_with_defaults_and_with_every_featu
         "RoleBinding",
         "Service",
         "ServiceAccount",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
     ]
     .map(String::from)
     .into();

@@ -445,7 +445,7 @@ fn profile_with_a_kubernetes_taint_key_is_refused() {
             "document 1",
             "spec.taint.key",
             "node.kubernetes.io/foo",
-            "belong to Kubernetes",
+            "in a namespace other systems own",
         ],
     );
 }

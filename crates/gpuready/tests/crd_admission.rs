@@ -350,6 +350,44 @@ fn bad_cases() -> Vec<Bad> {
             spec_with(json!({ "gatingLayers": [] })),
             &["spec.gatingLayers", "should have at least 1 items"],
         ),
+        // Names the API server itself refuses for a cluster-scoped object (a
+        // DNS-1123 subdomain), which `check` must refuse the same way.
+        Bad {
+            name: Some("UPPER".into()),
+            ..b(
+                ("", "rule"),
+                "upper-case profile name",
+                minimal_spec(),
+                &["metadata.name"],
+            )
+        },
+        Bad {
+            name: Some("a b".into()),
+            ..b(
+                ("", "rule"),
+                "profile name with a space",
+                minimal_spec(),
+                &["metadata.name"],
+            )
+        },
+        Bad {
+            name: Some("été".into()),
+            ..b(
+                ("", "rule"),
+                "non-ASCII profile name",
+                minimal_spec(),
+                &["metadata.name"],
+            )
+        },
+        Bad {
+            name: Some("a_b".into()),
+            ..b(
+                ("", "rule"),
+                "profile name with '_'",
+                minimal_spec(),
+                &["metadata.name"],
+            )
+        },
         Bad {
             name: Some(format!("a{}", "b".repeat(63))),
             ..b(
@@ -618,13 +656,22 @@ fn bad_cases() -> Vec<Bad> {
             ],
         ),
         b(
-            ("spec.gpu.products", "rule"),
+            ("spec.gpu.products[]", "maxLength"),
             "product of 129 characters",
             spec_with(json!({ "gpu": { "products": ["A".repeat(129)] } })),
-            &[
-                "spec.gpu.products",
-                "each product must be 1 to 128 characters",
-            ],
+            &["spec.gpu.products[0]", "may not be more than 128 bytes"],
+        ),
+        b(
+            ("spec.gpu.products", "rule"),
+            "unclosed glob class",
+            spec_with(json!({ "gpu": { "products": ["NVIDIA-[RTX"] } })),
+            &["spec.gpu.products", "products must be valid patterns"],
+        ),
+        b(
+            ("spec.gpu.products", "rule"),
+            "double-star glob",
+            spec_with(json!({ "gpu": { "products": ["NVIDIA-**"] } })),
+            &["spec.gpu.products", "products must be valid patterns"],
         ),
         b(
             ("spec.gpu.products", "maxItems"),
@@ -710,8 +757,26 @@ fn bad_cases() -> Vec<Bad> {
             taint(json!({ "key": "node.kubernetes.io/gpu" })),
             &[
                 "spec.taint",
-                "taint.key must not be in the kubernetes.io/ or k8s.io/ namespaces",
+                "taint.key must not be in a namespace other systems own",
             ],
+        ),
+        b(
+            ("spec.taint", "rule"),
+            "taint key of the device plugin",
+            taint(json!({ "key": "nvidia.com/gpu" })),
+            &["spec.taint", "taint.key must not be in a namespace"],
+        ),
+        b(
+            ("spec.taint", "rule"),
+            "Karpenter's taint key",
+            taint(json!({ "key": "karpenter.sh/disrupted" })),
+            &["spec.taint", "taint.key must not be in a namespace"],
+        ),
+        b(
+            ("spec.taint", "rule"),
+            "a subdomain of an autoscaler prefix",
+            taint(json!({ "key": "x.readiness.k8s.io/gpu" })),
+            &["spec.taint", "taint.key must not be in a namespace"],
         ),
         b(
             ("spec.taint.key", "rule"),
@@ -755,6 +820,204 @@ fn bad_cases() -> Vec<Bad> {
             taint(json!({ "effect": "NoExec" })),
             &["spec.taint.effect", "Unsupported value: \"NoExec\""],
         ),
+        b(
+            ("spec.minDriverVersion", "rule"),
+            "driver version part beyond u32",
+            spec_with(json!({ "minDriverVersion": "99999999999.1" })),
+            &["spec.minDriverVersion", "at most 9 digits a part"],
+        ),
+        b(
+            ("spec.resources{}", "maximum"),
+            "resource quantity beyond u32",
+            spec_with(json!({ "resources": { "nvidia.com/gpu": 4294967296u64 } })),
+            &[
+                "spec.resources.nvidia.com/gpu",
+                "less than or equal to 4294967295",
+            ],
+        ),
+        b(
+            ("spec.readyLabels", "rule"),
+            "ready label the kubelet owns",
+            spec_with(json!({ "readyLabels": { "kubernetes.io/hostname": "x" } })),
+            &[
+                "spec.readyLabels",
+                "readyLabels must not name keys other systems own",
+            ],
+        ),
+        b(
+            ("spec.readyLabels", "rule"),
+            "ready label of GFD",
+            spec_with(json!({ "readyLabels": { "nvidia.com/gpu.product": "x" } })),
+            &[
+                "spec.readyLabels",
+                "readyLabels must not name keys other systems own",
+            ],
+        ),
+        b(
+            ("spec.readyLabels", "rule"),
+            "ready label of a node role",
+            spec_with(json!({ "readyLabels": { "node-role.kubernetes.io/gpu": "" } })),
+            &[
+                "spec.readyLabels",
+                "readyLabels must not name keys other systems own",
+            ],
+        ),
+        b(
+            ("spec", "rule"),
+            "ready label that is the selector's own key",
+            json!({
+                "nodeSelector": { "matchLabels": { "example.com/pool": "a" } },
+                "readyLabels": { "example.com/pool": "b" },
+            }),
+            &["readyLabels must not name a key of nodeSelector"],
+        ),
+        b(
+            ("spec", "rule"),
+            "ready label that a selector expression reads",
+            json!({
+                "nodeSelector": { "matchExpressions": [
+                    { "key": "example.com/pool", "operator": "Exists" }] },
+                "readyLabels": { "example.com/pool": "b" },
+            }),
+            &["readyLabels must not name a key of nodeSelector"],
+        ),
+        b(
+            ("spec.nodeSelector.matchLabels", "maxProperties"),
+            "33 selector labels",
+            json!({ "nodeSelector": { "matchLabels":
+                (0..33).map(|i| (format!("example.com/l{i}"), json!("x"))).collect::<serde_json::Map<_, _>>() } }),
+            &[
+                "spec.nodeSelector.matchLabels",
+                "must have at most 32 items",
+            ],
+        ),
+        b(
+            ("spec.nodeSelector.matchLabels", "rule"),
+            "selector label key that is no label key",
+            json!({ "nodeSelector": { "matchLabels": { "a b": "x" } } }),
+            &[
+                "spec.nodeSelector.matchLabels",
+                "nodeSelector.matchLabels keys must be valid label keys",
+            ],
+        ),
+        b(
+            ("spec.nodeSelector.matchLabels", "rule"),
+            "selector label value that is no label value",
+            json!({ "nodeSelector": { "matchLabels": { "pool": "a b" } } }),
+            &[
+                "spec.nodeSelector.matchLabels",
+                "nodeSelector.matchLabels values must be valid label values",
+            ],
+        ),
+        b(
+            ("spec.nodeSelector.matchLabels{}", "maxLength"),
+            "selector label value of 64 bytes",
+            json!({ "nodeSelector": { "matchLabels": { "pool": "a".repeat(64) } } }),
+            &[
+                "spec.nodeSelector.matchLabels.pool",
+                "may not be more than 63 bytes",
+            ],
+        ),
+        b(
+            ("spec.nodeSelector.matchExpressions", "maxItems"),
+            "33 selector expressions",
+            json!({ "nodeSelector": { "matchExpressions":
+                vec![json!({ "key": "pool", "operator": "Exists" }); 33] } }),
+            &[
+                "spec.nodeSelector.matchExpressions",
+                "must have at most 32 items",
+            ],
+        ),
+        b(
+            ("spec.nodeSelector.matchExpressions[]", "rule"),
+            "In without values",
+            json!({ "nodeSelector": { "matchExpressions": [{ "key": "pool", "operator": "In" }] } }),
+            &[
+                "spec.nodeSelector.matchExpressions[0]",
+                "nodeSelector.matchExpressions: In and NotIn need at least one value",
+            ],
+        ),
+        b(
+            ("spec.nodeSelector.matchExpressions[]", "rule"),
+            "Exists with values",
+            json!({ "nodeSelector": { "matchExpressions": [
+                { "key": "pool", "operator": "Exists", "values": ["a"] }] } }),
+            &[
+                "spec.nodeSelector.matchExpressions[0]",
+                "Exists and DoesNotExist take none",
+            ],
+        ),
+        b(
+            ("spec.nodeSelector.matchExpressions[]", "required:key"),
+            "selector expression without key",
+            json!({ "nodeSelector": { "matchExpressions": [{ "operator": "Exists" }] } }),
+            &["spec.nodeSelector.matchExpressions[0].key: Required value"],
+        ),
+        b(
+            ("spec.nodeSelector.matchExpressions[]", "required:operator"),
+            "selector expression without operator",
+            json!({ "nodeSelector": { "matchExpressions": [{ "key": "pool" }] } }),
+            &["spec.nodeSelector.matchExpressions[0].operator: Required value"],
+        ),
+        b(
+            ("spec.nodeSelector.matchExpressions[].key", "rule"),
+            "selector expression key that is no label key",
+            json!({ "nodeSelector": { "matchExpressions": [{ "key": "-pool", "operator": "Exists" }] } }),
+            &[
+                "spec.nodeSelector.matchExpressions[0].key",
+                "nodeSelector.matchExpressions key must be a valid label key",
+            ],
+        ),
+        b(
+            ("spec.nodeSelector.matchExpressions[].key", "maxLength"),
+            "selector expression key of 1 MB",
+            json!({ "nodeSelector": { "matchExpressions": [
+                { "key": "a".repeat(1 << 20), "operator": "Exists" }] } }),
+            &[
+                "spec.nodeSelector.matchExpressions[0].key",
+                "may not be more than 317 bytes",
+            ],
+        ),
+        b(
+            ("spec.nodeSelector.matchExpressions[].operator", "enum"),
+            "unknown selector operator",
+            json!({ "nodeSelector": { "matchExpressions": [
+                { "key": "pool", "operator": "Foo", "values": ["a"] }] } }),
+            &[
+                "spec.nodeSelector.matchExpressions[0].operator",
+                "Unsupported value: \"Foo\"",
+            ],
+        ),
+        b(
+            ("spec.nodeSelector.matchExpressions[].values", "maxItems"),
+            "65 selector values",
+            json!({ "nodeSelector": { "matchExpressions": [
+                { "key": "pool", "operator": "In", "values": vec!["a"; 65] }] } }),
+            &[
+                "spec.nodeSelector.matchExpressions[0].values",
+                "must have at most 64 items",
+            ],
+        ),
+        b(
+            ("spec.nodeSelector.matchExpressions[].values", "rule"),
+            "selector value that is no label value",
+            json!({ "nodeSelector": { "matchExpressions": [
+                { "key": "pool", "operator": "In", "values": ["a b"] }] } }),
+            &[
+                "spec.nodeSelector.matchExpressions[0].values",
+                "nodeSelector.matchExpressions values must be valid label values",
+            ],
+        ),
+        b(
+            ("spec.nodeSelector.matchExpressions[].values[]", "maxLength"),
+            "selector value of 64 bytes",
+            json!({ "nodeSelector": { "matchExpressions": [
+                { "key": "pool", "operator": "In", "values": ["a".repeat(64)] }] } }),
+            &[
+                "spec.nodeSelector.matchExpressions[0].values[0]",
+                "may not be more than 63 bytes",
+            ],
+        ),
     ]
 }
 
@@ -762,7 +1025,7 @@ fn bad_cases() -> Vec<Bad> {
 /// array items and `{}` for map values. The k8s-openapi types inside (the label
 /// selector, status conditions) are upstream's, not profile.rs's, and are left out.
 fn schema_rules(schema: &Value, path: &str, out: &mut BTreeSet<(String, String)>) {
-    if ["spec.nodeSelector", "status.conditions"].contains(&path) {
+    if ["status.conditions"].contains(&path) {
         return;
     }
     for keyword in [

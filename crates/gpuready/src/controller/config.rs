@@ -14,6 +14,53 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         .map_err(|_| format!("{s:?} must not be negative"))
 }
 
+/// A duration of at least `min`: a zero heartbeat or window would turn every
+/// reconcile into writes (or disable what the flag promises) without a word.
+fn duration_at_least(s: &str, min: Duration, what: &str) -> Result<Duration, String> {
+    let d = parse_duration(s)?;
+    if d < min {
+        return Err(format!(
+            "{s:?} is too short: {what} must be at least {}s",
+            min.as_secs()
+        ));
+    }
+    Ok(d)
+}
+
+/// `--heartbeat`: at least 10s (every heartbeat rewrites each node's condition).
+pub fn parse_heartbeat(s: &str) -> Result<Duration, String> {
+    duration_at_least(s, Duration::from_secs(10), "the heartbeat")
+}
+
+/// `--brake-window`: at least 1s.
+pub fn parse_brake_window(s: &str) -> Result<Duration, String> {
+    duration_at_least(s, Duration::from_secs(1), "the brake window")
+}
+
+/// `--brake-threshold`: a share in (0, 1]; 1 disables the brake.
+pub fn parse_brake_threshold(s: &str) -> Result<f64, String> {
+    let v: f64 = s
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number: give a share like 0.5"))?;
+    // NaN fails this comparison too, so it cannot slip through.
+    if v > 0.0 && v <= 1.0 {
+        Ok(v)
+    } else {
+        Err(format!(
+            "{s:?} must be a share above 0 and at most 1 (0.5 = half the profile's nodes; 1 disables the brake)"
+        ))
+    }
+}
+
+/// `--brake-min-nodes`: at least 1 (0 would let a single node engage the brake).
+pub fn parse_min_nodes(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("{s:?} must be a whole number of at least 1")),
+    }
+}
+
 /// What gpuready does about the NFD CRDs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum NfdCrdMode {
@@ -38,7 +85,8 @@ pub struct RunArgs {
     pub http_addr: SocketAddr,
 
     /// Nodes reconciled in parallel.
-    #[arg(long, env = "GPUREADY_CONCURRENCY", default_value_t = 8)]
+    #[arg(long, env = "GPUREADY_CONCURRENCY", default_value_t = 8,
+          value_parser = clap::value_parser!(u16).range(1..=1024))]
     pub concurrency: u16,
 
     /// Client-side limit on requests per second to the API server (0: none; the
@@ -52,7 +100,7 @@ pub struct RunArgs {
 
     /// Rewrite unchanged node conditions after this long, so a reader can tell a
     /// live verdict from one left behind by a stopped gpuready.
-    #[arg(long, env = "GPUREADY_HEARTBEAT", default_value = "5m", value_parser = parse_duration)]
+    #[arg(long, env = "GPUREADY_HEARTBEAT", default_value = "5m", value_parser = parse_heartbeat)]
     pub heartbeat: Duration,
 
     /// Only watch nodes matching this label selector (e.g. `nvidia.com/gpu.present=true`)
@@ -62,15 +110,16 @@ pub struct RunArgs {
 
     /// Safety brake: share (0..1) of a profile's nodes that must turn not-ready
     /// within --brake-window to stop adding taints. 1 disables the brake.
-    #[arg(long, env = "GPUREADY_BRAKE_THRESHOLD", default_value_t = 0.5)]
+    #[arg(long, env = "GPUREADY_BRAKE_THRESHOLD", default_value_t = 0.5, value_parser = parse_brake_threshold)]
     pub brake_threshold: f64,
 
     /// Safety brake window.
-    #[arg(long, env = "GPUREADY_BRAKE_WINDOW", default_value = "5m", value_parser = parse_duration)]
+    #[arg(long, env = "GPUREADY_BRAKE_WINDOW", default_value = "5m", value_parser = parse_brake_window)]
     pub brake_window: Duration,
 
     /// Safety brake: fewer turns than this never engage it (small pools).
-    #[arg(long, env = "GPUREADY_BRAKE_MIN_NODES", default_value_t = 3)]
+    #[arg(long, env = "GPUREADY_BRAKE_MIN_NODES", default_value_t = 3,
+          value_parser = parse_min_nodes)]
     pub brake_min_nodes: usize,
 
     /// Run leader election on a coordination.k8s.io Lease; only the leader writes.
@@ -86,7 +135,8 @@ pub struct RunArgs {
     pub lease_namespace: String,
 
     /// Lease duration in seconds: how long a dead leader blocks a successor.
-    #[arg(long, env = "GPUREADY_LEASE_DURATION", default_value_t = 15)]
+    #[arg(long, env = "GPUREADY_LEASE_DURATION", default_value_t = 15,
+          value_parser = clap::value_parser!(u64).range(2..=3600))]
     pub lease_duration_seconds: u64,
 
     /// This replica's identity in the Lease and in Events (the pod name in-cluster).
@@ -143,6 +193,72 @@ impl RunArgs {
             nfd_crds: NfdCrdMode::Off,
             log_format: LogFormat::Text,
             probe_namespace: None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Debug, Parser)]
+    struct Cli {
+        #[command(flatten)]
+        run: RunArgs,
+    }
+
+    fn parse(args: &[&str]) -> Result<RunArgs, String> {
+        Cli::try_parse_from(std::iter::once("gpuready").chain(args.iter().copied()))
+            .map(|c| c.run)
+            .map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn defaults_parse() {
+        let run = parse(&[]).expect("defaults");
+        assert_eq!(run.concurrency, 8);
+        assert_eq!(run.heartbeat, Duration::from_secs(300));
+        assert!((run.brake_threshold - 0.5).abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn nonsense_flags_are_refused_with_a_clear_message() {
+        for (args, expect) in [
+            (
+                &["--heartbeat", "0s"][..],
+                "the heartbeat must be at least 10s",
+            ),
+            (&["--heartbeat=-5m"][..], "must not be negative"),
+            (
+                &["--brake-threshold=-1"][..],
+                "must be a share above 0 and at most 1",
+            ),
+            (&["--brake-threshold", "0"][..], "must be a share above 0"),
+            (&["--brake-threshold", "1.5"][..], "at most 1"),
+            (&["--brake-threshold", "NaN"][..], "must be a share"),
+            (&["--brake-threshold", "x"][..], "is not a number"),
+            (
+                &["--brake-window", "0s"][..],
+                "the brake window must be at least 1s",
+            ),
+            (&["--brake-min-nodes", "0"][..], "--brake-min-nodes"),
+            (&["--concurrency", "0"][..], "--concurrency"),
+            (
+                &["--lease-duration-seconds", "0"][..],
+                "--lease-duration-seconds",
+            ),
+        ] {
+            let err = parse(args).expect_err(&format!("{args:?} must be refused"));
+            assert!(err.contains(expect), "{args:?}: {err}");
+        }
+        for args in [
+            &["--heartbeat", "10s"][..],
+            &["--brake-threshold", "1"][..],
+            &["--concurrency", "1"][..],
+            &["--client-qps", "0"][..],
+        ] {
+            parse(args).unwrap_or_else(|e| panic!("{args:?}: {e}"));
         }
     }
 }

@@ -11,6 +11,7 @@ pub mod metrics;
 pub mod nfd;
 pub mod node;
 pub mod probe_reports;
+pub mod profiles;
 pub mod prune;
 pub mod requests;
 pub mod status;
@@ -270,11 +271,16 @@ async fn run_controllers(
     );
 
     let (profile_reader, profile_writer) = reflector::store::<GpuNodeProfile>();
-    let profile_stream = watcher(
-        Api::<GpuNodeProfile>::all(client.clone()),
-        watcher::Config::default(),
+    // Untyped, then typed one by one: a profile that does not deserialize is
+    // reported and skipped instead of failing the list (see profiles.rs).
+    let profile_stream = profiles::typed(
+        watcher(
+            profiles::dynamic_api(client.clone()),
+            watcher::Config::default(),
+        )
+        .default_backoff(),
+        recorder.clone(),
     )
-    .default_backoff()
     .reflect(profile_writer)
     .filter_map(spec_changes());
     let profile_stream = drop_watch_errors("GpuNodeProfile", profile_stream);

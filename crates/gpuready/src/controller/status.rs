@@ -106,6 +106,17 @@ pub async fn pass(ctx: &Context) -> Result<(), kube::Error> {
             profile.status.as_ref(),
             now,
         );
+        // A profile that got past admission yet breaks the CRD's rules says so.
+        let new = match gpuready_core::status::profile_problem(profile) {
+            Some(why) => gpuready_core::status::mark_invalid(
+                new,
+                &why,
+                profile.metadata.generation,
+                profile.status.as_ref(),
+                now,
+            ),
+            None => new,
+        };
         if profile.status.as_ref() == Some(&new) {
             continue;
         }

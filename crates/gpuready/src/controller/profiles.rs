@@ -1,0 +1,118 @@
+//! The profile watch, tolerant of objects that do not deserialize: profiles are
+//! watched as untyped objects and typed one by one, so one profile the Rust types
+//! cannot hold (a number past u32 admitted by an older CRD, say) is reported — an
+//! error log and a Warning Event on it — and skipped, instead of failing the whole
+//! list, leaving the caches unsynced and the controller writing nothing.
+
+use std::collections::BTreeMap;
+
+use futures::{Stream, StreamExt};
+use gpuready_api::{GpuNodeProfile, keys};
+use k8s_openapi::api::core::v1::ObjectReference;
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::watcher;
+use kube::{Client, Resource};
+use tracing::error;
+
+/// The profiles API, untyped.
+pub fn dynamic_api(client: Client) -> Api<DynamicObject> {
+    Api::all_with(client, &ApiResource::erase::<GpuNodeProfile>(&()))
+}
+
+type DynEvent = Result<watcher::Event<DynamicObject>, watcher::Error>;
+type TypedEvent = Result<watcher::Event<GpuNodeProfile>, watcher::Error>;
+
+/// Types every profile of the watch; those that fail are reported once per
+/// resourceVersion and left out (a bad update keeps the last good version).
+pub fn typed(
+    events: impl Stream<Item = DynEvent>,
+    recorder: Recorder,
+) -> impl Stream<Item = TypedEvent> {
+    let mut reported: BTreeMap<String, String> = BTreeMap::new();
+    events.filter_map(move |event| {
+        let out = match event {
+            Err(e) => Some(Err(e)),
+            Ok(watcher::Event::Init) => Some(Ok(watcher::Event::Init)),
+            Ok(watcher::Event::InitDone) => Some(Ok(watcher::Event::InitDone)),
+            Ok(watcher::Event::Apply(o)) => {
+                convert(o, &mut reported, &recorder).map(|p| Ok(watcher::Event::Apply(p)))
+            }
+            Ok(watcher::Event::InitApply(o)) => {
+                convert(o, &mut reported, &recorder).map(|p| Ok(watcher::Event::InitApply(p)))
+            }
+            Ok(watcher::Event::Delete(o)) => {
+                reported.remove(o.metadata.name.as_deref().unwrap_or_default());
+                // The store forgets by name: a placeholder does when the object
+                // itself cannot be typed.
+                let p = to_profile(&o).ok().or_else(|| placeholder(&o));
+                p.map(|p| Ok(watcher::Event::Delete(p)))
+            }
+        };
+        std::future::ready(out)
+    })
+}
+
+fn to_profile(o: &DynamicObject) -> Result<GpuNodeProfile, String> {
+    let mut value = serde_json::to_value(o).map_err(|e| e.to_string())?;
+    if let Some(obj) = value.as_object_mut() {
+        obj.insert("apiVersion".into(), GpuNodeProfile::api_version(&()).into());
+        obj.insert("kind".into(), GpuNodeProfile::kind(&()).into());
+    }
+    serde_path_to_error::deserialize(value).map_err(|e| format!("{}: {}", e.path(), e.inner()))
+}
+
+fn placeholder(o: &DynamicObject) -> Option<GpuNodeProfile> {
+    serde_json::from_value(serde_json::json!({
+        "apiVersion": GpuNodeProfile::api_version(&()),
+        "kind": GpuNodeProfile::kind(&()),
+        "metadata": o.metadata,
+        "spec": { "nodeSelector": {} },
+    }))
+    .ok()
+}
+
+fn convert(
+    o: DynamicObject,
+    reported: &mut BTreeMap<String, String>,
+    recorder: &Recorder,
+) -> Option<GpuNodeProfile> {
+    match to_profile(&o) {
+        Ok(p) => {
+            reported.remove(o.metadata.name.as_deref().unwrap_or_default());
+            Some(p)
+        }
+        Err(why) => {
+            let name = o.metadata.name.clone().unwrap_or_default();
+            let rv = o.metadata.resource_version.clone().unwrap_or_default();
+            if reported.insert(name.clone(), rv.clone()) != Some(rv) {
+                error!(profile = %name, error = %why, "GpuNodeProfile cannot be read; skipped until it is fixed");
+                let reference = ObjectReference {
+                    api_version: Some(GpuNodeProfile::api_version(&()).into()),
+                    kind: Some(GpuNodeProfile::kind(&()).into()),
+                    name: Some(name),
+                    uid: o.metadata.uid.clone(),
+                    resource_version: o.metadata.resource_version.clone(),
+                    ..ObjectReference::default()
+                };
+                let event = Event {
+                    type_: EventType::Warning,
+                    reason: keys::REASON_INVALID_PROFILE.into(),
+                    note: Some(
+                        format!("gpuready cannot read this profile and skips it: {why}")
+                            .chars()
+                            .take(1000)
+                            .collect(),
+                    ),
+                    action: "Read".into(),
+                    secondary: None,
+                };
+                let recorder = recorder.clone();
+                tokio::spawn(async move {
+                    let _ = recorder.publish(&event, &reference).await;
+                });
+            }
+            None
+        }
+    }
+}

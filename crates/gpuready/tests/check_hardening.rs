@@ -1,0 +1,346 @@
+//! `gpuready check` against the inputs an adversarial review found it mishandled
+//! (issue 13 items 1-5): each case fails before the hardening and passes after.
+//! Exit 2 must come with a message naming the file, the document and the field;
+//! nothing may panic (exit 101) or hang.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const NOW: &str = "2026-11-29T12:00:00Z";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn good_nodes() -> PathBuf {
+    repo().join("deploy/examples/talos-rtx3050/nodes.json")
+}
+
+fn good_profiles() -> PathBuf {
+    repo().join("deploy/examples/talos-rtx3050/profiles.yaml")
+}
+
+fn check(nodes: &Path, profiles: &Path, extra: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_gpuready"))
+        .args(["check", "--now", NOW, "--nodes"])
+        .arg(nodes)
+        .arg("--profiles")
+        .arg(profiles)
+        .args(extra)
+        .output()
+        .expect("gpuready runs")
+}
+
+fn file(name: &str, bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join(name);
+    std::fs::write(&path, bytes).expect("write temp file");
+    (dir, path)
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+#[track_caller]
+fn assert_refused(o: &Output, fragments: &[&str]) {
+    assert_eq!(o.status.code(), Some(2), "stderr:\n{}", stderr(o));
+    let err = stderr(o);
+    for f in fragments {
+        assert!(err.contains(f), "stderr should mention {f:?}:\n{err}");
+    }
+}
+
+#[track_caller]
+fn assert_judged(o: &Output) {
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        stdout(o),
+        stderr(o)
+    );
+}
+
+const PROFILE: &str = "apiVersion: gpuready.io/v1alpha1\nkind: GpuNodeProfile\nmetadata:\n  name: p\nspec:\n  nodeSelector:\n    matchLabels: {gpu-pool: talos-rtx3050}\n";
+
+fn profile_with(spec_lines: &str) -> String {
+    format!("{PROFILE}{spec_lines}")
+}
+
+fn node_json(name: &str, labels: serde_json::Value) -> String {
+    serde_json::json!({
+        "apiVersion": "v1", "kind": "List", "items": [{
+            "apiVersion": "v1", "kind": "Node",
+            "metadata": { "name": name, "labels": labels },
+            "status": { "conditions": [{ "type": "Ready", "status": "True" }] },
+        }]
+    })
+    .to_string()
+}
+
+#[test]
+fn multibyte_character_after_pci_prefix_does_not_panic() {
+    let (_d, nodes) = file(
+        "nodes.json",
+        node_json(
+            "n",
+            serde_json::json!({
+                "gpu-pool": "talos-rtx3050",
+                "feature.node.kubernetes.io/pci-aé1_10de.present": "true",
+            }),
+        )
+        .as_bytes(),
+    );
+    assert_judged(&check(&nodes, &good_profiles(), &[]));
+}
+
+#[test]
+fn deep_flow_nesting_fails_fast_with_a_clear_message() {
+    for (name, text) in [
+        ("nodes.yaml", format!("a: {}", "[".repeat(160_000))),
+        ("nodes.yaml", format!("a: {}", "{a: ".repeat(40_000))),
+    ] {
+        let (_d, nodes) = file(name, text.as_bytes());
+        let started = Instant::now();
+        let o = check(&nodes, &good_profiles(), &[]);
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "took {:?}",
+            started.elapsed()
+        );
+        assert_refused(&o, &["nodes.yaml", "document 1", "nested deeper than 256"]);
+    }
+}
+
+#[test]
+fn invalid_utf8_names_the_byte_offset() {
+    let mut bytes = b"apiVersion: v1\nkind: Node\nmetadata:\n  name: x".to_vec();
+    bytes.extend([0xC3, 0x28]);
+    let (_d, nodes) = file("nodes.yaml", &bytes);
+    assert_refused(
+        &check(&nodes, &good_profiles(), &[]),
+        &["nodes.yaml", "not valid UTF-8 at byte 45 (line 4)"],
+    );
+}
+
+#[test]
+fn utf16_and_utf8_bom_files_are_read_like_kubectl() {
+    let text = std::fs::read_to_string(good_profiles()).expect("example");
+    let mut le = vec![0xFF, 0xFE];
+    le.extend(text.encode_utf16().flat_map(u16::to_le_bytes));
+    let mut be = vec![0xFE, 0xFF];
+    be.extend(text.encode_utf16().flat_map(u16::to_be_bytes));
+    let mut bom8 = vec![0xEF, 0xBB, 0xBF];
+    bom8.extend(text.as_bytes());
+    for bytes in [le, be, bom8] {
+        let (_d, profiles) = file("profiles.yaml", &bytes);
+        assert_judged(&check(&good_nodes(), &profiles, &[]));
+    }
+}
+
+#[test]
+fn a_yaml_stream_may_start_with_a_json_document() {
+    let nodes = std::fs::read_to_string(good_nodes()).expect("example");
+    let one_line: serde_json::Value = serde_json::from_str(&nodes).expect("json");
+    let text = format!("{one_line}\n---\n{one_line}\n");
+    let (_d, path) = file("nodes.yaml", text.as_bytes());
+    assert_judged(&check(&path, &good_profiles(), &[]));
+}
+
+#[test]
+fn yaml_merge_keys_are_applied() {
+    let text = "base: &base\n  matchLabels: {gpu-pool: talos-rtx3050}\n---\napiVersion: gpuready.io/v1alpha1\nkind: GpuNodeProfile\nmetadata: {name: p}\nspec:\n  nodeSelector:\n    <<: {matchLabels: {gpu-pool: talos-rtx3050}}\n  gpu:\n    count: 1\n";
+    // The first document is no profile: only the second is used.
+    let text = text.split_once("---\n").map(|(_, p)| p).unwrap_or(text);
+    let (_d, profiles) = file("profiles.yaml", text.as_bytes());
+    let o = check(&good_nodes(), &profiles, &["-o", "json"]);
+    assert_judged(&o);
+    let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
+    assert_eq!(
+        report["summary"]["governed"], 1,
+        "the merged selector governs the node: {report}"
+    );
+}
+
+#[test]
+fn non_finite_numbers_are_refused_not_dropped() {
+    for (lines, field) in [
+        ("  gpu:\n    minMemoryMib: .nan\n", "spec.gpu.minMemoryMib"),
+        ("  gpu:\n    count: .inf\n", "spec.gpu.count"),
+        ("  maxLabelAgeSeconds: -.inf\n", "spec.maxLabelAgeSeconds"),
+    ] {
+        let (_d, profiles) = file("profiles.yaml", profile_with(lines).as_bytes());
+        assert_refused(
+            &check(&good_nodes(), &profiles, &[]),
+            &["profiles.yaml", "document 1", field, "not a number JSON"],
+        );
+    }
+}
+
+#[test]
+fn profile_names_follow_the_api_server_rules() {
+    for name in ["UPPER", "a/b", "'a b'", "été", "'\"\"'", "a_b", "-a"] {
+        let text = PROFILE.replace("name: p", &format!("name: {name}"));
+        let (_d, profiles) = file("profiles.yaml", text.as_bytes());
+        let o = check(&good_nodes(), &profiles, &[]);
+        assert_refused(&o, &["profiles.yaml", "metadata.name"]);
+    }
+}
+
+#[test]
+fn unknown_fields_are_refused_even_when_empty() {
+    for (lines, field) in [
+        ("  gpu:\n    prodcts: []\n", "spec.gpu.prodcts"),
+        ("  extra: {}\n", "spec.extra"),
+        ("  taint:\n    keys: null\n", "spec.taint.keys"),
+    ] {
+        let (_d, profiles) = file("profiles.yaml", profile_with(lines).as_bytes());
+        assert_refused(
+            &check(&good_nodes(), &profiles, &[]),
+            &["profiles.yaml", field, "unknown field"],
+        );
+    }
+}
+
+#[test]
+fn two_profiles_of_one_name_are_refused() {
+    let text = format!("{PROFILE}---\n{PROFILE}");
+    let (_d, profiles) = file("profiles.yaml", text.as_bytes());
+    assert_refused(
+        &check(&good_nodes(), &profiles, &[]),
+        &[
+            "profiles.yaml",
+            "document 2",
+            "metadata.name",
+            "document 1",
+            "one object per name",
+        ],
+    );
+}
+
+#[test]
+fn missing_and_wrong_api_versions_name_the_field() {
+    let (_d, profiles) = file(
+        "profiles.yaml",
+        PROFILE
+            .replace("apiVersion: gpuready.io/v1alpha1\n", "")
+            .as_bytes(),
+    );
+    assert_refused(
+        &check(&good_nodes(), &profiles, &[]),
+        &[
+            "profiles.yaml",
+            "apiVersion: required",
+            "gpuready.io/v1alpha1",
+        ],
+    );
+    let nodes = std::fs::read_to_string(good_nodes())
+        .expect("example")
+        .replace(
+            "\"apiVersion\": \"v1\",\n      \"kind\": \"Node\"",
+            "\"apiVersion\": \"v2\",\n      \"kind\": \"Node\"",
+        );
+    let mut v: serde_json::Value = serde_json::from_str(&nodes).expect("json");
+    v["items"][0]["apiVersion"] = "v2".into();
+    let (_d2, nodes) = file("nodes.json", v.to_string().as_bytes());
+    assert_refused(
+        &check(&nodes, &good_profiles(), &[]),
+        &[
+            "nodes.json",
+            "items[0]",
+            "apiVersion: expected v1",
+            "\"v2\"",
+        ],
+    );
+}
+
+#[test]
+fn control_characters_in_node_names_are_escaped_in_the_table() {
+    let (_d, nodes) = file(
+        "nodes.json",
+        node_json(
+            "evil\nfake-node  talos-rtx3050  yes  Ready\u{1b}[2J",
+            serde_json::json!({ "gpu-pool": "talos-rtx3050" }),
+        )
+        .as_bytes(),
+    );
+    let o = check(&nodes, &good_profiles(), &[]);
+    assert_judged(&o);
+    let out = stdout(&o);
+    assert!(
+        !out.lines().any(|l| l.starts_with("fake-node")),
+        "a forged row:\n{out}"
+    );
+    assert!(!out.contains('\u{1b}'), "a raw escape:\n{out}");
+    assert!(out.contains("evil\\nfake-node"), "{out}");
+}
+
+#[test]
+fn admission_rules_apply_offline() {
+    for (lines, field, fragment) in [
+        (
+            "  gpu:\n    products: [\"NVIDIA-[RTX\"]\n",
+            "spec.gpu.products",
+            "not a valid pattern",
+        ),
+        (
+            "  gpu:\n    products: [\"NVIDIA-**\"]\n",
+            "spec.gpu.products",
+            "not a valid pattern",
+        ),
+        (
+            "  minDriverVersion: \"99999999999.1\"\n",
+            "spec.minDriverVersion",
+            "9 digits",
+        ),
+        (
+            "  resources: {nvidia.com/gpu: 4294967296}\n",
+            "spec.resources",
+            "",
+        ),
+        (
+            "  readyLabels: {kubernetes.io/hostname: x}\n",
+            "spec.readyLabels",
+            "other systems own",
+        ),
+        (
+            "  readyLabels: {gpu-pool: x}\n",
+            "spec.readyLabels",
+            "nodeSelector",
+        ),
+        (
+            "  taint: {key: nvidia.com/gpu}\n",
+            "spec.taint.key",
+            "other systems own",
+        ),
+    ] {
+        let (_d, profiles) = file("profiles.yaml", profile_with(lines).as_bytes());
+        assert_refused(&check(&good_nodes(), &profiles, &[]), &[field, fragment]);
+    }
+    let selector = "apiVersion: gpuready.io/v1alpha1\nkind: GpuNodeProfile\nmetadata:\n  name: p\nspec:\n  nodeSelector:\n    matchExpressions:\n      - {key: gpu-pool, operator: In}\n";
+    let (_d, profiles) = file("profiles.yaml", selector.as_bytes());
+    assert_refused(
+        &check(&good_nodes(), &profiles, &[]),
+        &[
+            "spec.nodeSelector.matchExpressions[0].values",
+            "needs at least one value",
+        ],
+    );
+    for key in [
+        "readiness.k8s.io/gpu",
+        "startup-taint.cluster-autoscaler.kubernetes.io/gpu",
+        "ignore-taint.cluster-autoscaler.kubernetes.io/gpu",
+    ] {
+        let (_d, profiles) = file(
+            "profiles.yaml",
+            profile_with(&format!("  taint: {{key: {key}}}\n")).as_bytes(),
+        );
+        assert_judged(&check(&good_nodes(), &profiles, &[]));
+    }
+}

@@ -1,0 +1,121 @@
+//! The controller against profiles the current CRD refuses but an older or
+//! looser one admitted (issue 13 items 6 and 8): a `resources` quantity past u32
+//! that the Rust types cannot hold, and a selector `In` without values. Started
+//! with them already stored (the "after any restart" case), gpuready still
+//! converges the valid profile's nodes, reports the unreadable profile with a
+//! Warning Event, and marks the invalid one `Ready=False`/`Stalled=True` with
+//! reason `InvalidProfile` (kstatus: Failed) instead of `Ready=True`.
+
+mod support;
+
+use gpuready_api::keys;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::core::{ApiResource, GroupVersionKind};
+use serde_json::{Value, json};
+use support::*;
+
+/// Drops every CEL rule and `maximum` under the selector and resources, like a
+/// CRD from before those rules.
+fn loosen(v: &mut Value) {
+    if let Value::Object(map) = v {
+        map.remove("x-kubernetes-validations");
+        map.remove("maximum");
+        map.remove("enum");
+        for (_, child) in map.iter_mut() {
+            loosen(child);
+        }
+    }
+}
+
+async fn create_raw(client: &kube::Client, object: Value) {
+    let gvk = GroupVersionKind::gvk("gpuready.io", "v1alpha1", "GpuNodeProfile");
+    let resource = ApiResource::from_gvk_with_plural(&gvk, "gpunodeprofiles");
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    api.create(
+        &PostParams::default(),
+        &serde_json::from_value(object).expect("object"),
+    )
+    .await
+    .expect("the loosened CRD admits it");
+}
+
+#[tokio::test]
+async fn unreadable_and_invalid_profiles_do_not_stop_the_others() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    let crds: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let mut crd = serde_json::to_value(crds.get("gpunodeprofiles.gpuready.io").await.expect("crd"))
+        .expect("json");
+    for path in [
+        "/properties/spec/properties/nodeSelector",
+        "/properties/spec/properties/resources",
+    ] {
+        if let Some(v) = crd
+            .pointer_mut("/spec/versions/0/schema/openAPIV3Schema")
+            .and_then(|s| s.pointer_mut(path))
+        {
+            loosen(v);
+        }
+    }
+    if let Some(m) = crd.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("managedFields");
+        m.remove("resourceVersion");
+    }
+    crd.as_object_mut().map(|o| o.remove("status"));
+    crds.patch(
+        "gpunodeprofiles.gpuready.io",
+        &PatchParams::apply("test").force(),
+        &Patch::Apply(&crd),
+    )
+    .await
+    .expect("loosen the CRD");
+
+    let profile = |name: &str, spec: Value| {
+        json!({ "apiVersion": "gpuready.io/v1alpha1", "kind": "GpuNodeProfile",
+            "metadata": { "name": name }, "spec": spec })
+    };
+    create_raw(
+        &client,
+        profile(
+            "too-many",
+            json!({ "nodeSelector": { "matchLabels": { POOL: "a" } },
+                "resources": { "nvidia.com/gpu": 5_000_000_000u64 } }),
+        ),
+    )
+    .await;
+    create_raw(
+        &client,
+        profile(
+            "in-without-values",
+            json!({ "nodeSelector": { "matchExpressions": [{ "key": POOL, "operator": "In" }] } }),
+        ),
+    )
+    .await;
+    apply_profile(&client, &rtx3090_profile("good", "good", "")).await;
+    create_node(&client, "gpu-good", rtx3090_in("good"), 1, json!([])).await;
+
+    let run = start_controller(&env, test_args());
+    eventually(60, "the valid profile's node converges", || async {
+        let n = get_node(&client, "gpu-good").await;
+        (label(&n, keys::LABEL_READY).as_deref() == Some("true") && !gated(&n)).then_some(())
+    })
+    .await;
+    eventually(60, "the invalid profile says so in its status", || async {
+        let ready = profile_condition(&client, "in-without-values", "Ready").await?;
+        let stalled = profile_condition(&client, "in-without-values", "Stalled").await?;
+        (ready == ("False".into(), keys::REASON_INVALID_PROFILE.into())
+            && stalled == ("True".into(), keys::REASON_INVALID_PROFILE.into()))
+            .then_some(())
+    })
+    .await;
+    eventually(30, "the unreadable profile is reported", || async {
+        event_reasons(&client, "too-many")
+            .await
+            .iter()
+            .any(|r| r == keys::REASON_INVALID_PROFILE)
+            .then_some(())
+    })
+    .await;
+    run.stop().await.expect("clean stop");
+}
