@@ -1,10 +1,11 @@
 //! Every name gpuready writes or reads by contract, in one place: field managers,
 //! label/annotation/taint keys, condition types and reasons.
 
-/// Field manager for server-side apply of labels, node conditions and profile status.
+/// Field manager of every gpuready write: the node merge patch, the node
+/// condition patch and the server-side apply of profile status.
 pub const FIELD_MANAGER: &str = "gpuready";
-/// Field manager for the optimistic-lock merge patches of `spec.taints`. Kept apart
-/// from [`FIELD_MANAGER`] so the apply set never claims the atomic taint list.
+/// Field manager of the taint merge patches of gpuready before 0.2 (kept so the
+/// admission policy and readers of managedFields can still name it).
 pub const TAINT_FIELD_MANAGER: &str = "gpuready-taints";
 
 /// API group of gpuready's own resources.
@@ -21,6 +22,14 @@ pub const DEFAULT_TAINT_VALUE: &str = "true";
 pub const LABEL_READY: &str = "gpuready.io/ready";
 /// Name of the GpuNodeProfile that governs the node.
 pub const LABEL_PROFILE: &str = "gpuready.io/profile";
+/// `key:effect` of the taint gpuready holds on the node (set in the same request
+/// that adds or adopts it). Release after the node leaves every profile removes
+/// exactly this taint, and only if a profile could have named its key.
+pub const ANNOTATION_TAINT: &str = "gpuready.io/taint";
+/// Comma-separated label keys gpuready set on the node and owns. gpuready never
+/// writes or deletes a label key that is not listed here unless the node lacks
+/// it (a key another writer set is left alone).
+pub const ANNOTATION_LABELS: &str = "gpuready.io/labels";
 /// UntilFirstReady marker: RFC 3339 time the taint was first released. Written in
 /// the same request that removes the taint, so a crash cannot separate the two.
 pub const ANNOTATION_RELEASED: &str = "gpuready.io/released-at";

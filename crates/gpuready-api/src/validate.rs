@@ -115,6 +115,15 @@ pub fn is_label_value(value: &str) -> bool {
     value.is_empty() || is_label_name(value)
 }
 
+/// Whether a GpuNodeProfile may name `key` as its taint key (the rules
+/// admission applies to `taint.key`). The engine asks it too: a taint its
+/// ownership annotation names is gpuready's only if a profile could have set
+/// that key, so an edited annotation cannot make gpuready remove, say, a cordon
+/// taint.
+pub fn is_profile_taint_key(key: &str) -> bool {
+    is_qualified_name(key) && !is_reserved_taint_key(key)
+}
+
 impl GpuNodeProfileSpec {
     /// Every rule the profile breaks, in field order. Empty when valid.
     pub fn validate(&self) -> Vec<FieldError> {

@@ -50,14 +50,52 @@ pub struct NodeAssessment {
     pub deadline_passed: Option<crate::evaluate::DeadlinePassed>,
 }
 
-/// Assesses one node against the profiles (each with its parsed selector).
-pub fn assess(
+/// The verdict on one node before any write is planned: which profile governs
+/// it and every layer's result. The controller judges once, consults the
+/// safety brake with the verdict, then plans once ([`Judgement::plan`]); a
+/// reader that wants only verdicts (status, tallies) never plans.
+#[derive(Clone, Debug)]
+pub struct Judgement<'a> {
+    /// The assessment with `changes` still empty.
+    pub verdict: NodeAssessment,
+    basis: Basis<'a>,
+}
+
+#[derive(Clone, Debug)]
+enum Basis<'a> {
+    Governed(&'a GpuNodeProfile, LayerReport),
+    Conflict(Vec<String>),
+    Ungoverned,
+}
+
+/// Judges one node against the profiles (each with its parsed selector).
+pub fn judge<'a>(
     facts: &NodeFacts,
-    profiles: &[(&GpuNodeProfile, &Selector)],
-    opts: &PlanOptions,
-) -> NodeAssessment {
+    profiles: &[(&'a GpuNodeProfile, &Selector)],
+    now: Timestamp,
+) -> Judgement<'a> {
     match govern(&facts.labels, profiles) {
-        Governance::Governed(profile) => assess_governed(facts, profile, opts.now, opts),
+        Governance::Governed(profile) => {
+            let report: LayerReport = evaluate(&profile.spec, facts, now);
+            let verdict = plan::gpu_ready_condition(&profile.name_any(), &report);
+            Judgement {
+                verdict: NodeAssessment {
+                    name: facts.name.clone(),
+                    profile: Some(profile.name_any()),
+                    governance: GovernanceKind::Governed,
+                    conflicting_profiles: vec![],
+                    ready: Some(report.ready()),
+                    reason: verdict.reason,
+                    message: verdict.message,
+                    recheck_after_seconds: report.recheck_after_seconds,
+                    deadline_passed: report.deadline.clone(),
+                    observe: profile.spec.mode == gpuready_api::Mode::Observe,
+                    layers: report.layers.clone(),
+                    changes: NodeChanges::default(),
+                },
+                basis: Basis::Governed(profile, report),
+            }
+        }
         Governance::Conflict(names) => {
             // Observe promises zero node writes: the Conflict condition is written
             // only when at least one of the profiles involved enforces.
@@ -65,68 +103,67 @@ pub fn assess(
                 .iter()
                 .filter(|(p, _)| names.contains(&p.name_any()))
                 .all(|(p, _)| p.spec.mode == gpuready_api::Mode::Observe);
-            NodeAssessment {
-                name: facts.name.clone(),
-                profile: None,
-                governance: GovernanceKind::Conflict,
-                ready: Some(false),
-                reason: reasons::CONFLICT.to_owned(),
-                message: format!(
-                    "selected by {} GpuNodeProfiles ({}): narrow their nodeSelectors so exactly one selects the node",
-                    names.len(),
-                    names.join(", ")
-                ),
-                changes: if observe_only {
-                    NodeChanges::default()
-                } else {
-                    plan::plan_conflict(facts, &names, opts)
+            Judgement {
+                verdict: NodeAssessment {
+                    name: facts.name.clone(),
+                    profile: None,
+                    governance: GovernanceKind::Conflict,
+                    ready: Some(false),
+                    reason: reasons::CONFLICT.to_owned(),
+                    message: format!(
+                        "selected by {} GpuNodeProfiles ({}): narrow their nodeSelectors so exactly one selects the node",
+                        names.len(),
+                        names.join(", ")
+                    ),
+                    changes: NodeChanges::default(),
+                    conflicting_profiles: names.clone(),
+                    observe: observe_only,
+                    layers: vec![],
+                    recheck_after_seconds: None,
+                    deadline_passed: None,
                 },
-                conflicting_profiles: names,
-                observe: observe_only,
-                layers: vec![],
-                recheck_after_seconds: None,
-                deadline_passed: None,
+                basis: Basis::Conflict(names),
             }
         }
-        Governance::Ungoverned => NodeAssessment {
-            name: facts.name.clone(),
-            profile: None,
-            governance: GovernanceKind::Ungoverned,
-            conflicting_profiles: vec![],
-            ready: None,
-            reason: "Ungoverned".to_owned(),
-            message: "no GpuNodeProfile selects this node".to_owned(),
-            layers: vec![],
-            changes: plan::plan_release(facts),
-            observe: false,
-            recheck_after_seconds: None,
-            deadline_passed: None,
+        Governance::Ungoverned => Judgement {
+            verdict: NodeAssessment {
+                name: facts.name.clone(),
+                profile: None,
+                governance: GovernanceKind::Ungoverned,
+                conflicting_profiles: vec![],
+                ready: None,
+                reason: "Ungoverned".to_owned(),
+                message: "no GpuNodeProfile selects this node".to_owned(),
+                layers: vec![],
+                changes: NodeChanges::default(),
+                observe: false,
+                recheck_after_seconds: None,
+                deadline_passed: None,
+            },
+            basis: Basis::Ungoverned,
         },
     }
 }
 
-fn assess_governed(
+impl Judgement<'_> {
+    /// The writes that bring the node in line with the verdict.
+    pub fn plan(self, facts: &NodeFacts, opts: &PlanOptions) -> NodeAssessment {
+        let mut a = self.verdict;
+        a.changes = match &self.basis {
+            Basis::Governed(profile, report) => plan::plan_governed(profile, facts, report, opts),
+            Basis::Conflict(_) if a.observe => NodeChanges::default(),
+            Basis::Conflict(names) => plan::plan_conflict(facts, names, opts),
+            Basis::Ungoverned => plan::plan_release(facts),
+        };
+        a
+    }
+}
+
+/// Judges and plans one node (what `gpuready check` shows).
+pub fn assess(
     facts: &NodeFacts,
-    profile: &GpuNodeProfile,
-    now: Timestamp,
+    profiles: &[(&GpuNodeProfile, &Selector)],
     opts: &PlanOptions,
 ) -> NodeAssessment {
-    let report: LayerReport = evaluate(&profile.spec, facts, now);
-    let changes = plan::plan_governed(profile, facts, &report, opts);
-    let ready = report.ready();
-    let (_, reason, message) = plan::gpu_ready_condition(&profile.name_any(), &report);
-    NodeAssessment {
-        name: facts.name.clone(),
-        profile: Some(profile.name_any()),
-        governance: GovernanceKind::Governed,
-        conflicting_profiles: vec![],
-        ready: Some(ready),
-        reason,
-        message,
-        recheck_after_seconds: report.recheck_after_seconds,
-        deadline_passed: report.deadline.clone(),
-        observe: profile.spec.mode == gpuready_api::Mode::Observe,
-        layers: report.layers,
-        changes,
-    }
+    judge(facts, profiles, opts.now).plan(facts, opts)
 }

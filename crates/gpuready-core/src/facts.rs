@@ -182,16 +182,17 @@ pub struct HardwareFacts {
 /// What gpuready itself last wrote to the node.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OwnedState {
-    /// Label keys owned by gpuready's server-side apply (from managedFields).
+    /// Label keys gpuready owns: those its `gpuready.io/labels` annotation lists,
+    /// plus (nodes written by gpuready before 0.2) those its server-side apply
+    /// owned according to managedFields.
     pub labels: BTreeSet<String>,
-    /// Node condition types owned by gpuready's server-side apply of status.
-    pub conditions: BTreeSet<String>,
+    /// `gpuready.io/labels` as it is on the node (`None` when absent).
+    pub labels_annotation: Option<String>,
     /// `gpuready.io/taint`: the `key:effect` of the taint gpuready applied.
     pub taint: Option<(String, String)>,
     /// `gpuready.io/released-at`: UntilFirstReady marker.
     pub released_at: Option<String>,
 }
-
 /// Everything the engine reads from one Node.
 #[derive(Clone, Debug, PartialEq)]
 pub struct NodeFacts {
@@ -201,7 +202,7 @@ pub struct NodeFacts {
     pub taints: Vec<Taint>,
     pub capacity: BTreeMap<String, Field<u64>>,
     pub allocatable: BTreeMap<String, Field<u64>>,
-    /// Node conditions gpuready writes (GpuReady*), as they are now.
+    /// Node conditions of the types gpuready writes ([`is_own_condition`]), as they are now.
     pub gpu_conditions: Vec<NodeCondition>,
     pub gfd: GfdFacts,
     pub hardware: HardwareFacts,
@@ -217,9 +218,15 @@ pub struct NodeFacts {
     pub evidence: Evidence,
 }
 
-/// Annotation recording the taint gpuready applied, so cleanup can remove exactly
-/// it even after the profile that named it is gone.
-pub const ANNOTATION_TAINT: &str = "gpuready.io/taint";
+/// Whether gpuready writes node conditions of this type: `GpuReady` and the
+/// per-layer `GpuReady<Layer>` types. Only these are ever added, changed or
+/// removed; every other condition on the node is left byte for byte as it is.
+pub fn is_own_condition(type_: &str) -> bool {
+    type_ == keys::CONDITION_GPU_READY
+        || gpuready_api::Layer::ALL
+            .iter()
+            .any(|l| l.condition_type() == type_)
+}
 
 impl NodeFacts {
     /// The same facts with the evidence read beside the Node attached.
@@ -278,14 +285,26 @@ impl NodeFacts {
             allocatable: quantities(status.and_then(|s| s.allocatable.as_ref())),
             gpu_conditions: conditions
                 .iter()
-                .filter(|c| c.type_.starts_with(keys::CONDITION_GPU_READY))
+                .filter(|c| is_own_condition(&c.type_))
                 .cloned()
                 .collect(),
             owned: OwnedState {
-                labels: owned_keys(node, "f:metadata", "f:labels", None),
-                conditions: owned_keys(node, "f:status", "f:conditions", Some("status")),
+                labels: owned_keys(node, "f:metadata", "f:labels", None)
+                    .into_iter()
+                    .chain(
+                        annotations
+                            .and_then(|a| a.get(keys::ANNOTATION_LABELS))
+                            .into_iter()
+                            .flat_map(|v| v.split(','))
+                            .filter(|k| !k.is_empty())
+                            .map(str::to_owned),
+                    )
+                    .collect(),
+                labels_annotation: annotations
+                    .and_then(|a| a.get(keys::ANNOTATION_LABELS))
+                    .cloned(),
                 taint: annotations
-                    .and_then(|a| a.get(ANNOTATION_TAINT))
+                    .and_then(|a| a.get(keys::ANNOTATION_TAINT))
                     .and_then(|v| v.split_once(':'))
                     .map(|(k, e)| (k.to_owned(), e.to_owned())),
                 released_at: annotations

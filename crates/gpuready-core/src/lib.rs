@@ -15,8 +15,8 @@ pub mod select;
 pub mod status;
 pub mod version;
 
-pub use assess::{GovernanceKind, NodeAssessment, assess};
+pub use assess::{GovernanceKind, Judgement, NodeAssessment, assess, judge};
 pub use evaluate::{LayerReport, LayerResult, Status, evaluate};
 pub use evidence::{Evidence, Source};
 pub use facts::NodeFacts;
-pub use plan::{NodeChanges, PlanOptions, TaintChange};
+pub use plan::{ConditionChange, NodeChanges, PlanOptions, TaintChange, TaintChangeKind};

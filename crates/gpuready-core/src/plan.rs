@@ -1,9 +1,18 @@
-//! The node changes gpuready would make: taint, labels, conditions. Each part is
-//! `None` when the node already looks as wanted, so a no-op reconcile writes nothing.
+//! The node changes gpuready would make, as exact differences: one merge patch on
+//! the node (taint list, gpuready's labels and annotations) and one patch of
+//! gpuready's own conditions on the status subresource. Each part is `None` when
+//! the node already looks as wanted, so a no-op reconcile writes nothing.
+//!
+//! Ownership is exact: the taint is the governing profile's key and effect (or
+//! the key:effect gpuready's annotation records, if a profile could have set that
+//! key); labels are the keys gpuready's annotation lists, or keys the node lacks;
+//! conditions are the `GpuReady*` types gpuready writes. Nothing else is touched.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
 
 use gpuready_api::keys::{self, reasons};
+use gpuready_api::validate::is_profile_taint_key;
 use gpuready_api::{GpuNodeProfile, Mode, TaintPolicy};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{NodeCondition, Taint};
@@ -12,7 +21,7 @@ use kube_core::ResourceExt;
 use serde::Serialize;
 
 use crate::evaluate::{LayerReport, Status};
-use crate::facts::{ANNOTATION_TAINT, NodeFacts};
+use crate::facts::NodeFacts;
 
 /// Node conditions carry a human message; keep it readable in `kubectl describe`.
 const MAX_CONDITION_MESSAGE: usize = 1024;
@@ -21,67 +30,131 @@ const MAX_CONDITION_MESSAGE: usize = 1024;
 #[derive(Clone, Copy, Debug)]
 pub struct PlanOptions {
     pub now: Timestamp,
-    /// Rewrite unchanged conditions after this long so readers can tell a live
-    /// verdict from a stale one (nothing else marks custom conditions Unknown).
+    /// Rewrite an unchanged condition after this long (a per-node liveness stamp
+    /// in `lastHeartbeatTime`). 0: never — a condition is written only when its
+    /// status, reason or message changes, so the write rate at rest is zero
+    /// whatever the fleet size; liveness is the controller's Lease and the
+    /// profile status.
     pub heartbeat_seconds: i64,
     /// The safety brake is engaged: keep existing taints but add no new one.
     pub hold_new_taints: bool,
 }
 
-/// A new `spec.taints` list plus annotations written in the same request.
+/// What a change to the taint list does to gpuready's taint.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TaintChangeKind {
+    /// gpuready's taint is added.
+    Add,
+    /// gpuready's taint is removed.
+    Remove,
+    /// gpuready's taint is replaced (new value or effect, or a new key).
+    Replace,
+}
+
+impl fmt::Display for TaintChangeKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            TaintChangeKind::Add => "add",
+            TaintChangeKind::Remove => "remove",
+            TaintChangeKind::Replace => "replace",
+        })
+    }
+}
+
+/// A new `spec.taints` list.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaintChange {
     /// The complete list to write (foreign taints untouched, in place).
     pub taints: Vec<Taint>,
-    /// `Some` sets, `None` deletes.
-    pub annotations: BTreeMap<String, Option<String>>,
-    /// What changes, for events and logs: `add`, `remove`, `replace`, `marker`.
-    pub summary: String,
+    pub kind: TaintChangeKind,
+    /// gpuready's taint after the change (`None` when removed).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ours: Option<Taint>,
+}
+
+/// gpuready's node conditions to write: each in `set` added or replaced by type,
+/// each type in `remove` deleted. No other condition is part of the write.
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ConditionChange {
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub set: Vec<NodeCondition>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub remove: Vec<String>,
+}
+
+/// A condition gpuready wants on the node, before times are stamped.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DesiredCondition {
+    pub type_: String,
+    pub status: String,
+    pub reason: String,
+    pub message: String,
 }
 
 /// What gpuready would write to one node. `None` parts need no write.
+///
+/// `taint`, `labels` and `annotations` go out together as ONE merge patch on the
+/// node carrying its resourceVersion; `conditions` as one patch on the status
+/// subresource. So a transition costs at most two writes.
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeChanges {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub taint: Option<TaintChange>,
-    /// The full set of labels gpuready applies (server-side apply drops owned keys
-    /// that are left out; an empty map releases them all).
+    /// Label keys to set (`Some`) or delete (`None`); only keys gpuready owns.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub labels: Option<BTreeMap<String, String>>,
-    /// The full set of gpuready node conditions (same apply semantics).
+    pub labels: Option<BTreeMap<String, Option<String>>>,
+    /// gpuready's annotations to set (`Some`) or delete (`None`).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub conditions: Option<Vec<NodeCondition>>,
+    pub annotations: Option<BTreeMap<String, Option<String>>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<ConditionChange>,
     /// A taint was wanted but the safety brake held it back.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub taint_held_by_brake: bool,
+    /// Label keys gpuready would set but leaves alone: another writer set them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub foreign_labels_left: Vec<String>,
 }
 
 impl NodeChanges {
     pub fn is_empty(&self) -> bool {
-        self.taint.is_none() && self.labels.is_none() && self.conditions.is_none()
+        !self.patches_node() && self.conditions.is_none()
+    }
+
+    /// Whether the node object needs its (one) merge patch.
+    pub fn patches_node(&self) -> bool {
+        self.taint.is_some() || self.labels.is_some() || self.annotations.is_some()
     }
 }
 
-/// Whether a taint key belongs to gpuready on this node.
-fn is_ours(t: &Taint, facts: &NodeFacts, profile_key: Option<&str>) -> bool {
-    t.key.starts_with(keys::KEY_PREFIX)
-        || Some(t.key.as_str()) == profile_key
-        || facts.owned.taint.as_ref().is_some_and(|(k, _)| *k == t.key)
+/// Whether a taint on the node is gpuready's: exactly the governing profile's
+/// key and effect, or exactly the key:effect gpuready's own annotation records —
+/// the latter only if a profile could have named that key. Never by prefix: an
+/// admin's `gpuready.io/maintenance` taint is not gpuready's.
+fn is_ours(t: &Taint, facts: &NodeFacts, profile_taint: Option<&Taint>) -> bool {
+    profile_taint.is_some_and(|p| p.key == t.key && p.effect == t.effect)
+        || facts
+            .owned
+            .taint
+            .as_ref()
+            .is_some_and(|(k, e)| *k == t.key && *e == t.effect && is_profile_taint_key(k))
 }
 
 /// The taint list with gpuready's taints replaced by `want`, keeping every
 /// foreign taint and its position. `None` when nothing changes.
 fn retaint(
     facts: &NodeFacts,
-    profile_key: Option<&str>,
+    profile_taint: Option<&Taint>,
     want: Option<&Taint>,
-) -> Option<(Vec<Taint>, &'static str)> {
+) -> Option<TaintChange> {
     let ours: Vec<&Taint> = facts
         .taints
         .iter()
-        .filter(|t| is_ours(t, facts, profile_key))
+        .filter(|t| is_ours(t, facts, profile_taint))
         .collect();
     let same = match want {
         Some(w) => {
@@ -98,7 +171,7 @@ fn retaint(
     let mut taints: Vec<Taint> = Vec::with_capacity(facts.taints.len() + 1);
     let mut placed = false;
     for t in &facts.taints {
-        if !is_ours(t, facts, profile_key) {
+        if !is_ours(t, facts, profile_taint) {
             taints.push(t.clone());
         } else if let Some(w) = want
             && !placed
@@ -112,12 +185,16 @@ fn retaint(
     {
         taints.push(w.clone());
     }
-    let what = match (want, ours.is_empty()) {
-        (Some(_), true) => "add",
-        (Some(_), false) => "replace",
-        (None, _) => "remove",
+    let kind = match (want, ours.is_empty()) {
+        (Some(_), true) => TaintChangeKind::Add,
+        (Some(_), false) => TaintChangeKind::Replace,
+        (None, _) => TaintChangeKind::Remove,
     };
-    Some((taints, what))
+    Some(TaintChange {
+        taints,
+        kind,
+        ours: want.cloned(),
+    })
 }
 
 fn annotation_change(
@@ -136,13 +213,15 @@ fn current_taint_annotation(facts: &NodeFacts) -> Option<String> {
 }
 
 /// The overall `GpuReady` condition for a report.
-pub fn gpu_ready_condition(profile: &str, report: &LayerReport) -> (String, String, String) {
+pub fn gpu_ready_condition(profile: &str, report: &LayerReport) -> DesiredCondition {
+    let type_ = keys::CONDITION_GPU_READY.to_owned();
     if report.ready() {
-        return (
-            "True".into(),
-            reasons::READY.into(),
-            format!("every gating layer is Ready under GpuNodeProfile {profile}"),
-        );
+        return DesiredCondition {
+            type_,
+            status: "True".into(),
+            reason: reasons::READY.into(),
+            message: format!("every gating layer is Ready under GpuNodeProfile {profile}"),
+        };
     }
     let failures: Vec<_> = report.failures().collect();
     let status = if failures.iter().any(|l| l.status == Status::NotReady) {
@@ -171,7 +250,12 @@ pub fn gpu_ready_condition(profile: &str, report: &LayerReport) -> (String, Stri
         message = format!("{} ({reason}); {message}", d.describe());
         reason = reasons::NOT_READY_DEADLINE_EXCEEDED.to_owned();
     }
-    (status.into(), reason, message)
+    DesiredCondition {
+        type_,
+        status: status.into(),
+        reason,
+        message,
+    }
 }
 
 fn condition_status(s: Status) -> &'static str {
@@ -194,62 +278,106 @@ fn truncate(mut s: String) -> String {
     s
 }
 
-/// Desired gpuready conditions, each keeping its `lastTransitionTime` when the
-/// status is unchanged. `None` when the node already carries them and the
-/// heartbeat is fresh.
+/// gpuready's conditions to write: a desired condition whose status, reason or
+/// message differs from the node's (keeping `lastTransitionTime` when only the
+/// reason or message moved), one whose heartbeat is due when a heartbeat is
+/// set, and the removal of gpuready's condition types no longer wanted. `None`
+/// when the node already carries exactly these.
 fn plan_conditions(
     facts: &NodeFacts,
-    desired: Vec<(String, String, String, String)>,
+    desired: Vec<DesiredCondition>,
     opts: &PlanOptions,
-) -> Option<Vec<NodeCondition>> {
+) -> Option<ConditionChange> {
     let now = Time(opts.now);
-    let mut stale = false;
-    let mut out = Vec::with_capacity(desired.len());
-    for (type_, status, reason, message) in desired {
-        let message = truncate(message);
-        let current = facts.gpu_conditions.iter().find(|c| c.type_ == type_);
+    let mut change = ConditionChange::default();
+    for d in &desired {
+        let message = truncate(d.message.clone());
+        let current = facts.gpu_conditions.iter().find(|c| c.type_ == d.type_);
         let transition = match current {
-            Some(c) if c.status == status => c.last_transition_time.clone().unwrap_or(now.clone()),
+            Some(c) if c.status == d.status => {
+                c.last_transition_time.clone().unwrap_or(now.clone())
+            }
             _ => now.clone(),
         };
-        let unchanged = current.is_some_and(|c| {
-            c.status == status
-                && c.reason.as_deref() == Some(reason.as_str())
-                && c.message.as_deref() == Some(message.as_str())
-                && c.last_heartbeat_time.as_ref().is_some_and(|hb| {
-                    opts.now.as_second() - hb.0.as_second() < opts.heartbeat_seconds
+        let heartbeat_due = |c: &NodeCondition| {
+            opts.heartbeat_seconds > 0
+                && c.last_heartbeat_time.as_ref().is_none_or(|hb| {
+                    opts.now.as_second() - hb.0.as_second() >= opts.heartbeat_seconds
                 })
+        };
+        let unchanged = current.is_some_and(|c| {
+            c.status == d.status
+                && c.reason.as_deref() == Some(d.reason.as_str())
+                && c.message.as_deref() == Some(message.as_str())
+                && !heartbeat_due(c)
         });
-        stale |= !unchanged;
-        out.push(NodeCondition {
-            type_,
-            status,
-            reason: Some(reason),
-            message: Some(message),
-            last_transition_time: Some(transition),
-            last_heartbeat_time: Some(now.clone()),
-        });
+        if !unchanged {
+            change.set.push(NodeCondition {
+                type_: d.type_.clone(),
+                status: d.status.clone(),
+                reason: Some(d.reason.clone()),
+                message: Some(message),
+                last_transition_time: Some(transition),
+                last_heartbeat_time: Some(now.clone()),
+            });
+        }
     }
-    // A condition type gpuready owns but no longer wants: the apply removes it.
-    let dropped = facts.owned.conditions.iter().any(|t| {
-        !out.iter().any(|c| &c.type_ == t) && facts.gpu_conditions.iter().any(|c| &c.type_ == t)
-    });
-    (stale || dropped).then_some(out)
+    // gpuready's types on the node that are no longer wanted (per-layer
+    // conditions switched off, a profile gone): removed by type, nothing else.
+    change.remove = facts
+        .gpu_conditions
+        .iter()
+        .filter(|c| !desired.iter().any(|d| d.type_ == c.type_))
+        .map(|c| c.type_.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
+    (!change.set.is_empty() || !change.remove.is_empty()).then_some(change)
 }
 
-/// `None` when the node already carries exactly these values for gpuready's keys
-/// and no owned key is left over.
+/// Whether gpuready owns this label key on the node: its own `gpuready.io/`
+/// verdict labels always; any other key only if gpuready's annotation lists it.
+fn owns_label(facts: &NodeFacts, key: &str) -> bool {
+    key == keys::LABEL_PROFILE || key == keys::LABEL_READY || facts.owned.labels.contains(key)
+}
+
+/// Label changes towards `desired`, touching only keys gpuready owns or that
+/// the node lacks, plus the `gpuready.io/labels` annotation recording the keys
+/// owned afterwards. A desired key another writer already set (any value) is
+/// left alone and reported.
 fn plan_labels(
     facts: &NodeFacts,
     desired: BTreeMap<String, String>,
-) -> Option<BTreeMap<String, String>> {
-    let differs = desired.iter().any(|(k, v)| facts.labels.get(k) != Some(v));
-    let leftover = facts
-        .owned
-        .labels
-        .iter()
-        .any(|k| !desired.contains_key(k) && facts.labels.contains_key(k));
-    (differs || leftover).then_some(desired)
+    annotations: &mut BTreeMap<String, Option<String>>,
+) -> (Option<BTreeMap<String, Option<String>>>, Vec<String>) {
+    let mut changes = BTreeMap::new();
+    let mut owned_after = BTreeSet::new();
+    let mut foreign = Vec::new();
+    for (k, v) in desired {
+        let present = facts.labels.get(&k);
+        if present.is_some() && !owns_label(facts, &k) {
+            foreign.push(k);
+            continue;
+        }
+        if present != Some(&v) {
+            changes.insert(k.clone(), Some(v));
+        }
+        owned_after.insert(k);
+    }
+    for k in &facts.owned.labels {
+        if !owned_after.contains(k) && facts.labels.contains_key(k) {
+            changes.insert(k.clone(), None);
+        }
+    }
+    let record = (!owned_after.is_empty())
+        .then(|| owned_after.iter().cloned().collect::<Vec<_>>().join(","));
+    annotation_change(
+        keys::ANNOTATION_LABELS,
+        record,
+        facts.owned.labels_annotation.as_ref(),
+        annotations,
+    );
+    ((!changes.is_empty()).then_some(changes), foreign)
 }
 
 /// Changes for a node one profile governs.
@@ -276,142 +404,134 @@ pub fn plan_governed(
         effect: spec.taint.effect.as_str().to_owned(),
         time_added: None,
     };
-    let has_ours = facts
-        .taints
-        .iter()
-        .any(|t| is_ours(t, facts, Some(&spec.taint.key)));
+    let has_ours = facts.taints.iter().any(|t| is_ours(t, facts, Some(&taint)));
     let held = want_taint && !has_ours && opts.hold_new_taints;
     let want = (want_taint && !held).then_some(&taint);
-    let retainted = retaint(facts, Some(&spec.taint.key), want);
+    let taint_change = retaint(facts, Some(&taint), want);
     let mut annotations = BTreeMap::new();
     // The annotation names the taint gpuready holds after this change, including
     // one it found already in place (kubelet --register-with-taints), so release
     // and key changes can still tell it is gpuready's.
     annotation_change(
-        ANNOTATION_TAINT,
+        keys::ANNOTATION_TAINT,
         want.map(|t| format!("{}:{}", t.key, t.effect)),
         current_taint_annotation(facts).as_ref(),
         &mut annotations,
     );
-    let mut summary = retainted.as_ref().map(|(_, w)| (*w).to_owned());
     if spec.taint_policy == TaintPolicy::UntilFirstReady && ready && !released {
         annotations.insert(
             keys::ANNOTATION_RELEASED.to_owned(),
             Some(opts.now.to_string()),
         );
-        summary.get_or_insert_with(|| "marker".to_owned());
     }
-    let taint_change = (retainted.is_some() || !annotations.is_empty()).then(|| TaintChange {
-        taints: retainted
-            .map(|(t, _)| t)
-            .unwrap_or_else(|| facts.taints.clone()),
-        annotations,
-        summary: summary.unwrap_or_else(|| "annotations".to_owned()),
-    });
 
     // Labels.
-    let mut labels = BTreeMap::from([
+    let mut desired_labels = BTreeMap::from([
         (keys::LABEL_PROFILE.to_owned(), name.clone()),
         (keys::LABEL_READY.to_owned(), ready.to_string()),
     ]);
     if ready {
-        labels.extend(spec.ready_labels.clone());
+        desired_labels.extend(spec.ready_labels.clone());
     }
     if report.deadline.as_ref().is_some_and(|d| d.label) {
-        labels.insert(keys::LABEL_DEADLINE_EXCEEDED.to_owned(), "true".to_owned());
+        desired_labels.insert(keys::LABEL_DEADLINE_EXCEEDED.to_owned(), "true".to_owned());
     }
+    let (labels, foreign_labels_left) = plan_labels(facts, desired_labels, &mut annotations);
 
     // Conditions.
-    let (status, reason, message) = gpu_ready_condition(&name, report);
-    let mut desired = vec![(
-        keys::CONDITION_GPU_READY.to_owned(),
-        status,
-        reason,
-        message,
-    )];
+    let mut desired = vec![gpu_ready_condition(&name, report)];
     // The probe's own condition, whenever the Health layer was judged: what a
     // person reading `kubectl describe node` wants to see first after an XID.
     if let Some(h) = report.get(gpuready_api::Layer::Health) {
-        desired.push((
-            keys::CONDITION_PROBE_HEALTHY.to_owned(),
-            condition_status(h.status).to_owned(),
-            h.reason.clone(),
-            h.message.clone(),
-        ));
+        desired.push(DesiredCondition {
+            type_: keys::CONDITION_PROBE_HEALTHY.to_owned(),
+            status: condition_status(h.status).to_owned(),
+            reason: h.reason.clone(),
+            message: h.message.clone(),
+        });
     }
     if spec.per_layer_node_conditions {
         for l in &report.layers {
-            desired.push((
-                l.layer.condition_type(),
-                condition_status(l.status).to_owned(),
-                l.reason.clone(),
-                l.message.clone(),
-            ));
+            desired.push(DesiredCondition {
+                type_: l.layer.condition_type(),
+                status: condition_status(l.status).to_owned(),
+                reason: l.reason.clone(),
+                message: l.message.clone(),
+            });
         }
     }
 
     NodeChanges {
         taint: taint_change,
-        labels: plan_labels(facts, labels),
+        labels,
+        annotations: (!annotations.is_empty()).then_some(annotations),
         conditions: plan_conditions(facts, desired, opts),
         taint_held_by_brake: held,
+        foreign_labels_left,
     }
 }
 
 /// A node matched by several profiles: taint and labels stay as they are; the
-/// `GpuReady` condition says why.
+/// `GpuReady` condition says why (and gpuready's per-layer conditions, which
+/// would mislead, are removed).
 pub fn plan_conflict(facts: &NodeFacts, profiles: &[String], opts: &PlanOptions) -> NodeChanges {
-    let desired = vec![(
-        keys::CONDITION_GPU_READY.to_owned(),
-        "Unknown".to_owned(),
-        reasons::CONFLICT.to_owned(),
-        format!(
+    let desired = vec![DesiredCondition {
+        type_: keys::CONDITION_GPU_READY.to_owned(),
+        status: "Unknown".to_owned(),
+        reason: reasons::CONFLICT.to_owned(),
+        message: format!(
             "selected by several GpuNodeProfiles ({}): gpuready leaves the node's taint and labels as they are until exactly one profile selects it",
             profiles.join(", ")
         ),
-    )];
-    // Per-layer conditions an earlier profile had gpuready write would mislead:
-    // applying only `GpuReady` drops them (plan_conditions sees them as owned and
-    // no longer wanted). A GpuReady* condition gpuready does not own is not ours
-    // to remove.
+    }];
     NodeChanges {
         conditions: plan_conditions(facts, desired, opts),
         ..NodeChanges::default()
     }
 }
 
-/// A node no profile governs any more: remove everything gpuready put there.
+/// A node no Enforce profile selects. gpuready takes back only what it put
+/// there: the taint its annotation records (exact key and effect), the label
+/// keys its annotation lists, its annotations and its condition types. A node
+/// gpuready never wrote carries none of these and is never written — whatever
+/// taint it has, gpuready's default key included (a bootstrap taint from
+/// `--register-with-taints` waits for a profile).
 pub fn plan_release(facts: &NodeFacts) -> NodeChanges {
-    let retainted = retaint(facts, None, None);
+    let taint = retaint(facts, None, None);
     let mut annotations = BTreeMap::new();
-    for key in [ANNOTATION_TAINT, keys::ANNOTATION_RELEASED] {
-        if key == ANNOTATION_TAINT && facts.owned.taint.is_some()
-            || key == keys::ANNOTATION_RELEASED && facts.owned.released_at.is_some()
-        {
-            annotations.insert(key.to_owned(), None);
-        }
+    if facts.owned.taint.is_some() {
+        annotations.insert(keys::ANNOTATION_TAINT.to_owned(), None);
     }
-    let taint = (retainted.is_some() || !annotations.is_empty()).then(|| TaintChange {
-        taints: retainted
-            .map(|(t, _)| t)
-            .unwrap_or_else(|| facts.taints.clone()),
-        annotations,
-        summary: "remove".to_owned(),
-    });
-    let owns_labels = facts
-        .owned
+    if facts.owned.released_at.is_some() {
+        annotations.insert(keys::ANNOTATION_RELEASED.to_owned(), None);
+    }
+    if facts.owned.labels_annotation.is_some() {
+        annotations.insert(keys::ANNOTATION_LABELS.to_owned(), None);
+    }
+    // Only recorded ownership here: on a node gpuready does not govern, even a
+    // `gpuready.io/` label someone else set is not gpuready's to delete.
+    let labels: BTreeMap<String, Option<String>> = facts
         .labels
+        .keys()
+        .filter(|k| facts.owned.labels.contains(*k))
+        .map(|k| (k.clone(), None))
+        .collect();
+    let remove: Vec<String> = facts
+        .gpu_conditions
         .iter()
-        .any(|k| facts.labels.contains_key(k));
-    let owns_conditions = facts
-        .owned
-        .conditions
-        .iter()
-        .any(|t| facts.gpu_conditions.iter().any(|c| &c.type_ == t));
+        .map(|c| c.type_.clone())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .collect();
     NodeChanges {
         taint,
-        labels: owns_labels.then(BTreeMap::new),
-        conditions: owns_conditions.then(Vec::new),
+        labels: (!labels.is_empty()).then_some(labels),
+        annotations: (!annotations.is_empty()).then_some(annotations),
+        conditions: (!remove.is_empty()).then(|| ConditionChange {
+            set: vec![],
+            remove,
+        }),
         taint_held_by_brake: false,
+        foreign_labels_left: vec![],
     }
 }

@@ -568,7 +568,7 @@ fn never_ready_deadline_counts_from_creation() {
     assert_eq!(
         labels
             .get(keys::LABEL_DEADLINE_EXCEEDED)
-            .map(String::as_str),
+            .and_then(|v| v.as_deref()),
         Some("true")
     );
     // Young node: no verdict yet, a recheck at the deadline.

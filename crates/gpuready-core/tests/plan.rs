@@ -7,9 +7,10 @@ mod common;
 
 use common::*;
 use gpuready_api::GpuNodeProfile;
+use gpuready_api::keys::ANNOTATION_TAINT;
 use gpuready_api::keys::{self, nvidia};
 use gpuready_core::GovernanceKind;
-use gpuready_core::facts::ANNOTATION_TAINT;
+use gpuready_core::TaintChangeKind;
 use gpuready_core::plan::PlanOptions;
 use k8s_openapi::api::core::v1::{Node, NodeCondition};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -135,13 +136,14 @@ fn gpuready_taint_is_added_after_foreign_ones_and_removed_from_between_them() {
         &p,
         &opts(),
     );
+    let ann = a.changes.annotations.clone().unwrap_or_default();
     let t = a.changes.taint.expect("taint change");
-    assert_eq!(t.summary, "add");
+    assert_eq!(t.kind, TaintChangeKind::Add);
     let mut want = foreign();
     want.push(OURS.into());
     assert_eq!(taint_strings(&t.taints), want);
     assert_eq!(
-        t.annotations.get(ANNOTATION_TAINT),
+        ann.get(ANNOTATION_TAINT),
         Some(&Some("gpuready.io/not-ready:NoSchedule".to_owned()))
     );
 
@@ -150,10 +152,11 @@ fn gpuready_taint_is_added_after_foreign_ones_and_removed_from_between_them() {
         &p,
         &opts(),
     );
+    let ann = a.changes.annotations.clone().unwrap_or_default();
     let t = a.changes.taint.expect("taint change");
-    assert_eq!(t.summary, "remove");
+    assert_eq!(t.kind, TaintChangeKind::Remove);
     assert_eq!(taint_strings(&t.taints), foreign());
-    assert_eq!(t.annotations.get(ANNOTATION_TAINT), Some(&None));
+    assert_eq!(ann.get(ANNOTATION_TAINT), Some(&None));
 }
 
 // ---- No-op reconcile ----
@@ -245,7 +248,10 @@ fn applied_labels_and_conditions_are_what_the_plan_said() {
         let c = condition(&after, &layer.condition_type()).expect("per-layer condition");
         assert_eq!(c.status, "True", "{layer}");
     }
-    assert_eq!(first.changes.conditions.as_ref().map(Vec::len), Some(8));
+    assert_eq!(
+        first.changes.conditions.as_ref().map(|c| c.set.len()),
+        Some(gpuready_api::Layer::ALL.len() + 1)
+    );
     // kubelet's condition is untouched.
     assert_eq!(
         condition(&after, "Ready").map(|c| c.status.as_str()),
@@ -322,11 +328,13 @@ fn until_first_ready_releases_once_and_never_retaints() {
     let a = assess_with(&healthy, &p, &opts());
     let t = a.changes.taint.as_ref().expect("one taint change");
     assert!(t.taints.is_empty(), "taint removed");
+    // In the same merge patch as the taint list.
+    let ann = a.changes.annotations.clone().unwrap_or_default();
     assert_eq!(
-        t.annotations.get(keys::ANNOTATION_RELEASED),
+        ann.get(keys::ANNOTATION_RELEASED),
         Some(&Some(NOW.to_owned()))
     );
-    assert_eq!(t.annotations.get(ANNOTATION_TAINT), Some(&None));
+    assert_eq!(ann.get(ANNOTATION_TAINT), Some(&None));
     let released = settle(healthy, &p, &opts());
     assert_eq!(annotation(&released, keys::ANNOTATION_RELEASED), Some(NOW));
     assert!(node_taints(&released).is_empty());
@@ -361,12 +369,11 @@ fn until_first_ready_node_ready_from_the_start_gets_only_the_marker() {
     let p = one(profile("p", "taintPolicy: UntilFirstReady"));
     let node = with_foreign_taints(ready_node(), false).build();
     let a = assess_with(&node, &p, &opts());
-    let t = a.changes.taint.expect("marker");
-    assert_eq!(t.summary, "marker");
-    assert_eq!(taint_strings(&t.taints), foreign());
+    assert!(a.changes.taint.is_none(), "the taint list stays as it is");
+    let ann = a.changes.annotations.expect("marker");
     assert_eq!(
-        t.annotations.keys().collect::<Vec<_>>(),
-        [keys::ANNOTATION_RELEASED]
+        ann.keys().collect::<Vec<_>>(),
+        [keys::ANNOTATION_LABELS, keys::ANNOTATION_RELEASED]
     );
 }
 
@@ -385,7 +392,7 @@ fn continuous_policy_retaints_a_node_that_breaks() {
         .filter(|c| c.type_ == "Ready")
         .for_each(|c| c.status = "False".into());
     let a = assess_with(&broken, &p, &opts());
-    assert_eq!(a.changes.taint.map(|t| t.summary), Some("add".to_owned()));
+    assert_eq!(a.changes.taint.map(|t| t.kind), Some(TaintChangeKind::Add));
 }
 
 // ---- Safety brake ----
@@ -406,7 +413,7 @@ fn safety_brake_holds_a_new_taint_but_still_reports() {
             .labels
             .as_ref()
             .and_then(|l| l.get(keys::LABEL_READY))
-            .map(String::as_str),
+            .and_then(|v| v.as_deref()),
         Some("false")
     );
     assert!(a.changes.conditions.is_some());
@@ -447,8 +454,8 @@ fn safety_brake_does_not_stop_a_ready_node_from_being_released() {
         &braked,
     );
     assert_eq!(
-        a.changes.taint.map(|t| t.summary),
-        Some("remove".to_owned())
+        a.changes.taint.map(|t| t.kind),
+        Some(TaintChangeKind::Remove)
     );
 }
 
@@ -529,7 +536,7 @@ fn condition_heartbeat_is_refreshed_after_heartbeat_seconds() {
     };
     let a = assess_with(&node, &p, &later);
     assert!(a.changes.taint.is_none() && a.changes.labels.is_none());
-    let conds = a.changes.conditions.expect("heartbeat refresh");
+    let conds = a.changes.conditions.expect("heartbeat refresh").set;
     assert_eq!(conds.len(), 1);
     assert_eq!(conds[0].last_heartbeat_time, Some(Time(at(-700))));
     assert_eq!(conds[0].last_transition_time, Some(Time(at(-1000))));
@@ -542,7 +549,9 @@ fn turning_per_layer_conditions_off_removes_them() {
     assert!(condition(&node, "GpuReadyDriver").is_some());
     let off = one(profile("p", ""));
     let (first, after, second) = reconcile_twice(&node, &off, &opts());
-    assert_eq!(first.changes.conditions.as_ref().map(Vec::len), Some(1));
+    let c = first.changes.conditions.clone().expect("removals");
+    assert!(c.set.is_empty(), "GpuReady itself is unchanged: {c:?}");
+    assert_eq!(c.remove.len(), gpuready_api::Layer::ALL.len());
     assert!(condition(&after, "GpuReadyDriver").is_none());
     assert!(condition(&after, keys::CONDITION_GPU_READY).is_some());
     assert!(second.changes.is_empty());
@@ -560,7 +569,7 @@ fn conflict_leaves_taint_and_labels_and_says_why() {
     assert_eq!(a.ready, Some(false));
     assert_eq!(a.reason, "Conflict");
     assert!(a.changes.taint.is_none() && a.changes.labels.is_none());
-    let conds = a.changes.conditions.expect("GpuReady");
+    let conds = a.changes.conditions.expect("GpuReady").set;
     assert_eq!(conds.len(), 1);
     assert_eq!(
         (conds[0].status.as_str(), conds[0].reason.as_deref()),
@@ -665,6 +674,7 @@ fn release_of_an_ungoverned_node_removes_only_what_gpuready_wrote() {
     assert_eq!(types, ["Ready", "MemoryPressure"]);
     assert_eq!(annotation(&after, ANNOTATION_TAINT), None);
     assert_eq!(annotation(&after, keys::ANNOTATION_RELEASED), None);
+    assert_eq!(annotation(&after, keys::ANNOTATION_LABELS), None);
     assert_eq!(annotation(&after, "example.com/owner"), Some("team-a"));
     assert!(second.changes.is_empty());
 }
@@ -706,12 +716,15 @@ fn changing_the_taint_effect_replaces_the_taint_in_place() {
     let after_profile = one(profile("p", "taint: {effect: NoExecute}"));
     let a = assess_with(&node, &after_profile, &opts());
     let t = a.changes.taint.as_ref().expect("replace");
-    assert_eq!(t.summary, "replace");
+    assert_eq!(t.kind, TaintChangeKind::Replace);
     let mut want = foreign();
     want.push("gpuready.io/not-ready=true:NoExecute".into());
     assert_eq!(taint_strings(&t.taints), want);
     assert_eq!(
-        t.annotations.get(ANNOTATION_TAINT),
+        a.changes
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(ANNOTATION_TAINT)),
         Some(&Some("gpuready.io/not-ready:NoExecute".to_owned()))
     );
     let (_, _, second) = reconcile_twice(&node, &after_profile, &opts());
@@ -743,8 +756,8 @@ fn changing_the_taint_key_replaces_the_old_gpuready_taint() {
     let other = one(profile("p", "taint: {key: example.com/gpu-pending}"));
     let a = assess_with(&node, &other, &opts());
     assert_eq!(
-        a.changes.taint.as_ref().map(|t| t.summary.as_str()),
-        Some("replace")
+        a.changes.taint.as_ref().map(|t| t.kind),
+        Some(TaintChangeKind::Replace)
     );
     let settled = settle(node, &other, &opts());
     let mut want = foreign();
@@ -830,4 +843,267 @@ fn a_taint_kubelet_registered_with_a_custom_key_is_adopted_and_released_with_the
     let mut want = foreign();
     want.push(OURS.into());
     assert_eq!(node_taints(&renamed), want);
+}
+
+// ---- Exact ownership: taints, labels, conditions ----
+
+#[test]
+fn a_node_no_profile_selects_keeps_gpureadys_own_taint_key() {
+    // A bootstrap taint from kubelet --register-with-taints, before any profile
+    // exists: no annotation says gpuready put it there, so it stays.
+    for effect in ["NoSchedule", "NoExecute"] {
+        let node = with_foreign_taints(not_ready_node(), false)
+            .taint(keys::DEFAULT_TAINT_KEY, "true", effect)
+            .build();
+        for profiles in [
+            vec![],
+            one(profile(
+                "other",
+                "nodeSelector: {matchLabels: {pool: elsewhere}}",
+            )),
+        ] {
+            let a = assess_with(&node, &profiles, &opts());
+            assert_eq!(a.governance, GovernanceKind::Ungoverned);
+            assert!(a.changes.is_empty(), "{effect}: {:#?}", a.changes);
+        }
+    }
+}
+
+#[test]
+fn a_bootstrap_taint_is_adopted_once_a_profile_selects_the_node() {
+    let node = with_foreign_taints(not_ready_node(), false)
+        .taint(keys::DEFAULT_TAINT_KEY, "true", "NoSchedule")
+        .build();
+    let p = one(profile("p", ""));
+    let a = assess_with(&node, &p, &opts());
+    assert!(
+        a.changes.taint.is_none(),
+        "already in place: {:?}",
+        a.changes.taint
+    );
+    assert_eq!(
+        a.changes
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(ANNOTATION_TAINT)),
+        Some(&Some("gpuready.io/not-ready:NoSchedule".to_owned()))
+    );
+    // Ready later: gpuready removes it.
+    let adopted = settle(node, &p, &opts());
+    let healthy = NodeBuilder::from_node(adopted).gpus(1, 1).build();
+    let released = settle(healthy, &p, &opts());
+    assert_eq!(node_taints(&released), foreign());
+}
+
+#[test]
+fn taints_under_gpureadys_prefix_that_no_profile_sets_are_not_gpureadys() {
+    // An admin's maintenance taint under gpuready.io/, on governed nodes (ready
+    // or not) and on a node gpuready releases.
+    let maintenance = "gpuready.io/maintenance=true:NoExecute";
+    for ready in [true, false] {
+        let base = if ready {
+            ready_node()
+        } else {
+            not_ready_node()
+        };
+        let node = with_foreign_taints(base, true)
+            .taint("gpuready.io/maintenance", "true", "NoExecute")
+            .build();
+        for profiles in [one(profile("p", "")), vec![]] {
+            let settled = settle(node.clone(), &profiles, &opts());
+            assert!(
+                node_taints(&settled).contains(&maintenance.to_owned()),
+                "ready={ready}, {} profiles: {:?}",
+                profiles.len(),
+                node_taints(&settled)
+            );
+        }
+    }
+}
+
+#[test]
+fn an_annotation_naming_a_key_no_profile_may_set_is_not_obeyed() {
+    // The annotation says gpuready holds the cordon taint: it cannot have (no
+    // profile may name a kubernetes.io key), so the taint is not touched.
+    let cordon = "node.kubernetes.io/unschedulable=:NoSchedule";
+    let node = ready_node()
+        .taint("node.kubernetes.io/unschedulable", "", "NoSchedule")
+        .annotate(
+            ANNOTATION_TAINT,
+            "node.kubernetes.io/unschedulable:NoSchedule",
+        )
+        .build();
+    for profiles in [one(profile("p", "")), vec![]] {
+        let settled = settle(node.clone(), &profiles, &opts());
+        assert_eq!(
+            node_taints(&settled),
+            [cordon],
+            "{} profiles",
+            profiles.len()
+        );
+    }
+}
+
+#[test]
+fn the_same_key_with_another_effect_is_not_gpureadys() {
+    // Profile: gpuready.io/not-ready:NoSchedule. Someone else's NoExecute taint
+    // of the same key stays beside gpuready's.
+    let node = not_ready_node()
+        .taint(keys::DEFAULT_TAINT_KEY, "x", "NoExecute")
+        .build();
+    let settled = settle(node, &one(profile("p", "")), &opts());
+    assert_eq!(
+        node_taints(&settled),
+        ["gpuready.io/not-ready=x:NoExecute", OURS]
+    );
+}
+
+#[test]
+fn a_ready_label_another_writer_set_is_never_taken_over_nor_deleted() {
+    let p = one(profile(
+        "p",
+        "readyLabels: {example.com/pool: a, example.com/tier: gpu}",
+    ));
+    // Another writer set example.com/pool (to another value); example.com/tier is free.
+    let node = ready_node().label("example.com/pool", "b").build();
+    let a = assess_with(&node, &p, &opts());
+    assert_eq!(a.changes.foreign_labels_left, ["example.com/pool"]);
+    let ready = settle(node, &p, &opts());
+    let labels = labels_of(&ready);
+    assert_eq!(
+        labels.get("example.com/pool").map(String::as_str),
+        Some("b")
+    );
+    assert_eq!(
+        labels.get("example.com/tier").map(String::as_str),
+        Some("gpu")
+    );
+    assert_eq!(
+        annotation(&ready, keys::ANNOTATION_LABELS),
+        Some("example.com/tier,gpuready.io/profile,gpuready.io/ready")
+    );
+    // Not ready: gpuready's own ready label goes, the other writer's stays.
+    let broken = settle(
+        NodeBuilder::from_node(ready).gpus(1, 0).build(),
+        &p,
+        &opts(),
+    );
+    let labels = labels_of(&broken);
+    assert_eq!(
+        labels.get("example.com/pool").map(String::as_str),
+        Some("b")
+    );
+    assert!(!labels.contains_key("example.com/tier"));
+    // Released: the same.
+    let released = settle(broken, &[], &opts());
+    let labels = labels_of(&released);
+    assert_eq!(
+        labels.get("example.com/pool").map(String::as_str),
+        Some("b")
+    );
+    assert!(!labels.contains_key(keys::LABEL_READY));
+}
+
+#[test]
+fn labels_owned_by_an_older_gpureadys_apply_are_still_released() {
+    // Nodes written by gpuready before 0.2 (server-side apply, no annotation).
+    let node = ready_node()
+        .label(keys::LABEL_READY, "true")
+        .label(keys::LABEL_PROFILE, "p")
+        .label("example.com/pool", "a")
+        .owned_by_legacy_apply(&[keys::LABEL_READY, keys::LABEL_PROFILE, "example.com/pool"])
+        .build();
+    let released = settle(node, &[], &opts());
+    let labels = labels_of(&released);
+    for k in [keys::LABEL_READY, keys::LABEL_PROFILE, "example.com/pool"] {
+        assert!(!labels.contains_key(k), "{k}");
+    }
+}
+
+#[test]
+fn without_a_heartbeat_an_unchanged_condition_is_never_rewritten() {
+    let p = one(profile("p", "perLayerNodeConditions: true"));
+    let off = PlanOptions {
+        heartbeat_seconds: 0,
+        ..opts()
+    };
+    let node = settle(not_ready_node().build(), &p, &off);
+    // (Within the GFD freshness limit, so the verdict itself does not change.)
+    for later in [60, 300, 1800, 3000] {
+        let a = assess_with(
+            &node,
+            &p,
+            &PlanOptions {
+                now: at(later),
+                ..off
+            },
+        );
+        assert!(a.changes.is_empty(), "{later}s later: {:#?}", a.changes);
+    }
+}
+
+#[test]
+fn a_transition_is_one_node_patch_and_one_condition_patch() {
+    let p = one(profile(
+        "p",
+        "readyLabels: {example.com/pool: a}\nperLayerNodeConditions: true",
+    ));
+    let node = settle(ready_node().build(), &p, &opts());
+    let broken = NodeBuilder::from_node(node).gpus(1, 0).build();
+    let a = assess_with(&broken, &p, &opts());
+    // Taint, labels and annotation all in the node's one merge patch.
+    assert!(a.changes.taint.is_some() && a.changes.labels.is_some());
+    assert!(a.changes.annotations.is_some());
+    assert!(a.changes.patches_node());
+    let c = a.changes.conditions.expect("conditions");
+    assert!(c.set.iter().any(|c| c.type_ == keys::CONDITION_GPU_READY));
+    // Nothing but gpuready's own types.
+    assert!(
+        c.set
+            .iter()
+            .map(|c| c.type_.as_str())
+            .chain(c.remove.iter().map(String::as_str))
+            .all(gpuready_core::facts::is_own_condition)
+    );
+}
+
+#[test]
+fn judging_once_then_planning_is_assessing_and_the_verdict_plans_nothing() {
+    let nodes = [
+        ready_node().build(),
+        not_ready_node().build(),
+        with_foreign_taints(not_ready_node(), true).build(),
+    ];
+    let cases = [
+        one(profile("p", "")),
+        one(profile("p", "mode: Observe")),
+        vec![profile("p", ""), profile("q", "")],
+        vec![],
+    ];
+    for node in &nodes {
+        for profiles in &cases {
+            let selectors: Vec<_> = profiles
+                .iter()
+                .map(|p| gpuready_core::select::profile_selector(p).expect("selector"))
+                .collect();
+            let pairs: Vec<_> = profiles.iter().zip(selectors.iter()).collect();
+            let facts = gpuready_core::NodeFacts::from_node(node);
+            let judgement = gpuready_core::judge(&facts, &pairs, now());
+            assert!(judgement.verdict.changes.is_empty());
+            let planned = judgement.clone().plan(&facts, &opts());
+            assert_eq!(planned, assess_with(node, profiles, &opts()));
+            // The brake changes the plan, never the verdict.
+            let held = judgement.plan(
+                &facts,
+                &PlanOptions {
+                    hold_new_taints: true,
+                    ..opts()
+                },
+            );
+            assert_eq!(
+                (held.ready, &held.reason, held.governance),
+                (planned.ready, &planned.reason, planned.governance)
+            );
+        }
+    }
 }

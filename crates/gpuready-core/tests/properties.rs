@@ -8,13 +8,13 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use common::*;
+use gpuready_api::keys::ANNOTATION_TAINT;
 use gpuready_api::keys::{self, nvidia};
 use gpuready_api::{
     Family, GpuExpectation, GpuNodeProfile, GpuNodeProfileSpec, Layer, Mode, TaintEffect,
     TaintPolicy, TaintSpec,
 };
 use gpuready_core::evaluate::Status;
-use gpuready_core::facts::ANNOTATION_TAINT;
 use gpuready_core::plan::PlanOptions;
 use gpuready_core::version::{DriverVersion, MajorMinor};
 use gpuready_core::{GovernanceKind, NodeFacts};
@@ -223,7 +223,7 @@ prop_compose! {
         released in proptest::option::of(Just(NOW)),
         conditions in proptest::collection::vec(gpu_condition(), 0..3),
         owned_labels in subsequence(vec![keys::LABEL_READY, keys::LABEL_PROFILE, "example.com/pool", "x-gone"], 0..=4),
-        owned_conditions in subsequence(vec!["GpuReady", "GpuReadyDriver", "GpuReadyGone"], 0..=3),
+        legacy in proptest::bool::ANY,
     ) -> Node {
         let mut b = match base {
             0 => NodeBuilder::bare("n").label(POOL.0, POOL.1),
@@ -263,7 +263,11 @@ prop_compose! {
         for c in conditions {
             b = b.condition(c);
         }
-        b.owned_by_gpuready(&owned_labels, &owned_conditions).build()
+        if legacy {
+            b.owned_by_legacy_apply(&owned_labels).build()
+        } else {
+            b.owned_by_gpuready(&owned_labels).build()
+        }
     }
 }
 
@@ -445,7 +449,24 @@ proptest! {
         apply(&mut after, &a.changes);
         prop_assert_eq!(foreign_taints(&after), before);
         if a.governance != GovernanceKind::Governed || a.observe {
-            prop_assert!(a.changes.taint.as_ref().is_none_or(|t| t.summary != "add"));
+            prop_assert!(a.changes.taint.as_ref().is_none_or(|t| t.kind != gpuready_core::TaintChangeKind::Add));
+        }
+    }
+
+    /// (d2) A node no profile governs and that carries nothing gpuready
+    /// recorded (no ownership annotation, no owned labels, none of its
+    /// condition types) is never written, whatever taints it has.
+    #[test]
+    fn an_ungoverned_node_without_gpuready_traces_is_never_written(node in node(), profiles in profiles(), opts in plan_options()) {
+        let facts = gpuready_core::NodeFacts::from_node(&node);
+        let a = assess_with(&node, &profiles, &opts);
+        let traces = facts.owned.taint.is_some()
+            || facts.owned.released_at.is_some()
+            || facts.owned.labels_annotation.is_some()
+            || facts.owned.labels.iter().any(|k| facts.labels.contains_key(k))
+            || !facts.gpu_conditions.is_empty();
+        if a.governance == GovernanceKind::Ungoverned && !traces {
+            prop_assert!(a.changes.is_empty(), "{:#?}", a.changes);
         }
     }
 

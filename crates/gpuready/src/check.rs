@@ -248,9 +248,10 @@ pub fn run_engine(
         })
         .collect::<Result<_, _>>()?;
     let pairs: Vec<(&GpuNodeProfile, &Selector)> = profiles.iter().zip(selectors.iter()).collect();
+    // `run`'s default: conditions are rewritten only when they change.
     let opts = PlanOptions {
         now,
-        heartbeat_seconds: i64::MAX,
+        heartbeat_seconds: 0,
         hold_new_taints: false,
     };
     let mut out: Vec<NodeAssessment> = nodes
@@ -356,58 +357,76 @@ fn yes_no(ready: Option<bool>) -> &'static str {
     }
 }
 
+/// The planned writes in words, one phrase per kind of change — exactly what
+/// `gpuready run` would send for this node.
 fn describe_changes(a: &NodeAssessment) -> Vec<String> {
+    use gpuready_api::keys;
+    use gpuready_core::TaintChangeKind;
     let c = &a.changes;
     let mut out = Vec::new();
+    let taint_text = |t: &k8s_openapi::api::core::v1::Taint| {
+        format!(
+            "{}={}:{}",
+            t.key,
+            t.value.as_deref().unwrap_or(""),
+            t.effect
+        )
+    };
     if let Some(t) = &c.taint {
-        // gpuready's taint: its key prefix, or the key:effect the change records
-        // in gpuready.io/taint (a custom key set by the profile).
-        let recorded = t
-            .annotations
-            .get(gpuready_core::facts::ANNOTATION_TAINT)
-            .and_then(Option::as_deref);
-        let ours: Vec<String> = t
-            .taints
-            .iter()
-            .filter(|t| {
-                t.key.starts_with(gpuready_api::keys::KEY_PREFIX)
-                    || recorded == Some(format!("{}:{}", t.key, t.effect).as_str())
-            })
-            .map(|t| {
-                format!(
-                    "{}={}:{}",
-                    t.key,
-                    t.value.as_deref().unwrap_or(""),
-                    t.effect
-                )
-            })
-            .collect();
-        out.push(match t.summary.as_str() {
-            "remove" => "remove the readiness taint".to_owned(),
-            "marker" => "mark the node released (UntilFirstReady)".to_owned(),
-            s => format!("{s} taint {}", ours.join(", ")),
+        let ours = t.ours.as_ref().map(taint_text).unwrap_or_default();
+        out.push(match t.kind {
+            TaintChangeKind::Add => format!("add taint {ours}"),
+            TaintChangeKind::Replace => format!("replace the readiness taint with {ours}"),
+            TaintChangeKind::Remove => "remove the readiness taint".to_owned(),
         });
     }
     if c.taint_held_by_brake {
         out.push("taint held back by the safety brake".to_owned());
     }
-    if let Some(l) = &c.labels {
-        if l.is_empty() {
-            out.push("remove gpuready's labels".to_owned());
-        } else {
-            let kv: Vec<String> = l.iter().map(|(k, v)| format!("{k}={v}")).collect();
-            out.push(format!("set labels {}", kv.join(",")));
+    if let Some(ann) = &c.annotations {
+        if c.taint.is_none()
+            && let Some(Some(held)) = ann.get(keys::ANNOTATION_TAINT)
+        {
+            out.push(format!("adopt the taint {held} already on the node"));
+        }
+        if matches!(ann.get(keys::ANNOTATION_RELEASED), Some(Some(_))) {
+            out.push("mark the node released (UntilFirstReady)".to_owned());
         }
     }
+    if let Some(l) = &c.labels {
+        let set: Vec<String> = l
+            .iter()
+            .filter_map(|(k, v)| v.as_ref().map(|v| format!("{k}={v}")))
+            .collect();
+        let removed: Vec<&str> = l
+            .iter()
+            .filter(|(_, v)| v.is_none())
+            .map(|(k, _)| k.as_str())
+            .collect();
+        if !set.is_empty() {
+            out.push(format!("set labels {}", set.join(",")));
+        }
+        if !removed.is_empty() {
+            out.push(format!("remove labels {}", removed.join(",")));
+        }
+    }
+    if !c.foreign_labels_left.is_empty() {
+        out.push(format!(
+            "leave labels {} (set by another writer)",
+            c.foreign_labels_left.join(",")
+        ));
+    }
     if let Some(conds) = &c.conditions {
-        if conds.is_empty() {
-            out.push("remove gpuready's node conditions".to_owned());
-        } else {
+        if !conds.set.is_empty() {
             let s: Vec<String> = conds
+                .set
                 .iter()
                 .map(|c| format!("{}={}", c.type_, c.status))
                 .collect();
             out.push(format!("set condition {}", s.join(", ")));
+        }
+        if !conds.remove.is_empty() {
+            out.push(format!("remove condition {}", conds.remove.join(", ")));
         }
     }
     out

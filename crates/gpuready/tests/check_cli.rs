@@ -225,7 +225,7 @@ fn json_output_has_the_documented_shape() {
     // A not-ready node in Enforce mode: the full taint list it would get, its
     // foreign taint (karpenter's) kept first.
     let changes = &governed["changes"];
-    assert_eq!(changes["taint"]["summary"], "add");
+    assert_eq!(changes["taint"]["kind"], "add");
     assert_eq!(
         changes["taint"]["taints"],
         serde_json::json!([
@@ -234,7 +234,7 @@ fn json_output_has_the_documented_shape() {
         ])
     );
     assert_eq!(changes["labels"]["gpuready.io/ready"], "false");
-    assert_eq!(changes["conditions"][0]["type"], "GpuReady");
+    assert_eq!(changes["conditions"]["set"][0]["type"], "GpuReady");
     assert_eq!(report["summary"]["notReady"], 6);
 }
 
@@ -581,6 +581,41 @@ fn free_form_maps_of_a_profile_are_not_unknown_fields() {
     );
     let o = check(&[good_nodes()], &[profiles], &[]);
     assert!(o.status.code() != Some(2), "{}", stderr(&o));
+}
+
+#[test]
+fn check_words_adoption_and_leaves_an_ungoverned_bootstrap_taint_alone() {
+    // A not-ready node registered with gpuready's bootstrap taint.
+    let text = std::fs::read_to_string(example("talos-rtx3050", "nodes.json")).expect("example");
+    let mut list: Value = serde_json::from_str(&text).expect("example JSON");
+    let node = &mut list["items"][0];
+    node["status"]["allocatable"]["nvidia.com/gpu"] = "0".into();
+    node["spec"]["taints"] = serde_json::json!([
+        { "key": "gpuready.io/not-ready", "value": "true", "effect": "NoSchedule" }
+    ]);
+    let (_d, nodes) = file("nodes.json", &list.to_string());
+    // No profile selects it: nothing to do, the taint stays.
+    let (_p, elsewhere) = file(
+        "profiles.yaml",
+        "apiVersion: gpuready.io/v1alpha1\nkind: GpuNodeProfile\nmetadata:\n  name: p\nspec:\n  nodeSelector:\n    matchLabels: {gpu-pool: elsewhere}\n",
+    );
+    let o = check(std::slice::from_ref(&nodes), &[elsewhere], &[]);
+    let out = stdout(&o);
+    assert!(!out.contains("would:"), "{out}");
+    // A profile selects it: gpuready adopts the taint already there.
+    let (_q, governing) = file(
+        "profiles.yaml",
+        "apiVersion: gpuready.io/v1alpha1\nkind: GpuNodeProfile\nmetadata:\n  name: p\nspec:\n  nodeSelector:\n    matchLabels: {gpu-pool: talos-rtx3050}\n",
+    );
+    let o = check(&[nodes], &[governing], &[]);
+    assert_exit(&o, 1);
+    let out = stdout(&o);
+    assert!(
+        out.contains(
+            "would: adopt the taint gpuready.io/not-ready:NoSchedule already on the node;"
+        ),
+        "{out}"
+    );
 }
 
 // ---- Evidence beside the Nodes: ResourceSlices and NodeFeatures ----

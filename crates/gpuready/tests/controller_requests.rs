@@ -89,21 +89,20 @@ async fn converged(client: &Client, run: &Running) {
     .await;
 }
 
-/// `(taint, labels, conditions)` writes the engine plans over the cluster as it is.
-async fn planned_writes(client: &Client) -> (u64, u64, u64) {
+/// `(node patches, condition patches)` the engine plans over the cluster as it is.
+async fn planned_writes(client: &Client) -> (u64, u64) {
     let report = live_report(client).await;
     let count = |f: &dyn Fn(&gpuready_core::NodeChanges) -> bool| {
         report.nodes.iter().filter(|a| f(&a.changes)).count() as u64
     };
     (
-        count(&|c| c.taint.is_some()),
-        count(&|c| c.labels.is_some()),
+        count(&|c| c.patches_node()),
         count(&|c| c.conditions.is_some()),
     )
 }
 
 fn counts(run: &Running) -> String {
-    let by_kind: BTreeMap<&str, u64> = ["taint", "labels", "conditions", "profile_status", "event"]
+    let by_kind: BTreeMap<&str, u64> = ["node", "conditions", "profile_status", "event"]
         .into_iter()
         .map(|k| (k, run.writes(k)))
         .collect();
@@ -150,11 +149,7 @@ async fn each_example_cluster_converges_in_a_counted_number_of_requests_and_a_re
         );
         assert!(run.node_writes() > 0, "{name}: the example needs changes");
         assert_eq!(
-            (
-                run.writes("taint"),
-                run.writes("labels"),
-                run.writes("conditions")
-            ),
+            (run.writes("node"), run.writes("conditions")),
             planned,
             "{name}: each planned node write sent once, nothing more"
         );
@@ -229,4 +224,70 @@ async fn check_example_verdicts(example: &str, client: &Client) {
             "Karpenter's taint kept"
         );
     }
+}
+
+/// Occurrences of Events about the object `name` (a repeated Event is one
+/// object whose series counts the repeats).
+async fn events_about(client: &Client, name: &str) -> i32 {
+    use k8s_openapi::api::events::v1::Event;
+    Api::<Event>::namespaced(client.clone(), "default")
+        .list(&Default::default())
+        .await
+        .expect("list events")
+        .items
+        .iter()
+        .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+        .map(|e| e.series.as_ref().map_or(1, |s| s.count))
+        .sum()
+}
+
+/// One node, flipped broken → healthy → broken: each transition costs at most
+/// two writes (the node's merge patch, its condition patch) and one Event, and
+/// a quiet node costs none.
+#[tokio::test]
+async fn a_transition_costs_at_most_two_writes_and_one_event() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    create_node(&client, "gpu-1", rtx3090_in("a"), 1, json!([])).await;
+    // A second node that stays broken keeps the profile NotReady throughout, so
+    // the profile's own transition Events stay out of the count.
+    create_node(&client, "gpu-2", rtx3090_in("a"), 1, json!([])).await;
+    set_node_status(&client, "gpu-2", 1, 0, true).await;
+    apply_profile(&client, &rtx3090_profile("rtx3090", "a", "")).await;
+    let run = start_controller(&env, test_args());
+    converged(&client, &run).await;
+    for (step, allocatable) in [("broken", 0), ("repaired", 1), ("broken again", 0)] {
+        let before = (
+            run.node_writes(),
+            run.writes("event"),
+            events_about(&client, "gpu-1").await,
+        );
+        set_node_status(&client, "gpu-1", 1, allocatable, true).await;
+        eventually(30, step, || async {
+            let n = get_node(&client, "gpu-1").await;
+            (gated(&n) == (allocatable == 0)
+                && gpu_ready(&n).is_some_and(|(s, _)| (s == "True") == (allocatable == 1)))
+            .then_some(())
+        })
+        .await;
+        converged(&client, &run).await;
+        let writes = run.node_writes() - before.0;
+        let events = run.writes("event") - before.1;
+        println!(
+            "{step}: {writes} node writes, {events} Events; {}",
+            counts(&run)
+        );
+        assert!(writes <= 2, "{step}: {writes} node writes");
+        assert_eq!(events, 1, "{step}: one Event for the GpuReady transition");
+    }
+    // Quiet: a change gpuready does not judge (a foreign label) writes nothing.
+    let before = run.metrics.writes_sent();
+    set_labels(&client, "gpu-1", json!({ "example.com/unrelated": "x" })).await;
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(
+        run.metrics.writes_sent(),
+        before,
+        "no write without a transition"
+    );
+    run.stop().await.expect("clean stop");
 }

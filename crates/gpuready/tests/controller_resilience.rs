@@ -145,12 +145,12 @@ async fn a_concurrent_writer_flapping_its_own_taint_never_loses_it_while_gpuread
         .saturating_sub(run.node_writes() + run.writes("profile_status") + event_patches);
     println!(
         "in {elapsed:.1?}: writer {} writes, {} checks, {} conflicts; gpuready taint changes \
-         observed {gpuready_changes} ({} taint writes, {gpuready_conflicts} taint patches refused \
+         observed {gpuready_changes} ({} node patches, {gpuready_conflicts} patches refused \
          with 409); writer taint changes observed {flap_changes}; {} node versions",
         report.writes,
         report.checks,
         report.conflicts,
-        run.writes("taint"),
+        run.writes("node"),
         versions.len()
     );
     assert_eq!(

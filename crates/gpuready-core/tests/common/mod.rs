@@ -340,12 +340,16 @@ impl NodeBuilder {
         self
     }
 
-    /// A managedFields entry claiming these labels for gpuready's apply.
-    pub fn owned_by_gpuready(mut self, labels: &[&str], conditions: &[&str]) -> Self {
+    /// gpuready's `gpuready.io/labels` annotation listing these label keys.
+    pub fn owned_by_gpuready(self, labels: &[&str]) -> Self {
+        self.annotate(keys::ANNOTATION_LABELS, &labels.join(","))
+    }
+
+    /// A managedFields entry claiming these labels for gpuready's server-side
+    /// apply, as gpuready before 0.2 left nodes.
+    pub fn owned_by_legacy_apply(mut self, labels: &[&str]) -> Self {
         let labels: BTreeSet<String> = labels.iter().map(|s| s.to_string()).collect();
-        let conditions: BTreeSet<String> = conditions.iter().map(|s| s.to_string()).collect();
-        set_owned_labels(&mut self.node, &labels);
-        set_owned_conditions(&mut self.node, &conditions);
+        set_legacy_owned_labels(&mut self.node, &labels);
         self
     }
 
@@ -494,108 +498,75 @@ pub fn reconcile_twice(
 
 const FIELDS_TYPE: &str = "FieldsV1";
 
-/// Writes `changes` onto `node` as the API server would after gpuready's requests:
-/// - `taint`: a merge patch replacing `spec.taints` and setting (`Some`) or
-///   deleting (`None`) annotations, in one request;
-/// - `labels`: a server-side apply by manager `gpuready`: keys it owned before and
-///   left out are deleted, the given ones set, and ownership becomes exactly them;
-/// - `conditions`: the same on the status subresource, keyed by condition type.
+/// Writes `changes` onto `node` as the API server would after gpuready's two
+/// requests:
+/// - one merge patch on the node: `spec.taints` replaced when `taint` is set,
+///   each label and annotation set (`Some`) or deleted (`None`);
+/// - one strategic merge patch of `status.conditions` keyed by type: each of
+///   `set` added or replaced, each type in `remove` deleted, nothing else touched.
 pub fn apply(node: &mut Node, changes: &NodeChanges) {
     if let Some(t) = &changes.taint {
         let spec = node.spec.get_or_insert_with(NodeSpec::default);
         spec.taints = (!t.taints.is_empty()).then(|| t.taints.clone());
-        let ann = node.metadata.annotations.get_or_insert_with(BTreeMap::new);
-        for (k, v) in &t.annotations {
+    }
+    let merge = |map: &mut Option<BTreeMap<String, String>>,
+                 changes: &BTreeMap<String, Option<String>>| {
+        let m = map.get_or_insert_with(BTreeMap::new);
+        for (k, v) in changes {
             match v {
                 Some(v) => {
-                    ann.insert(k.clone(), v.clone());
+                    m.insert(k.clone(), v.clone());
                 }
                 None => {
-                    ann.remove(k);
+                    m.remove(k);
                 }
             }
         }
-        if ann.is_empty() {
-            node.metadata.annotations = None;
+        if m.is_empty() {
+            *map = None;
         }
+    };
+    if let Some(a) = &changes.annotations {
+        merge(&mut node.metadata.annotations, a);
     }
-    if let Some(want) = &changes.labels {
-        let before = NodeFacts::from_node(node).owned.labels;
-        let labels = node.metadata.labels.get_or_insert_with(BTreeMap::new);
-        for k in before.iter().filter(|k| !want.contains_key(*k)) {
-            labels.remove(k);
-        }
-        labels.extend(want.iter().map(|(k, v)| (k.clone(), v.clone())));
-        set_owned_labels(node, &want.keys().cloned().collect());
+    if let Some(l) = &changes.labels {
+        merge(&mut node.metadata.labels, l);
     }
-    if let Some(want) = &changes.conditions {
-        let before = NodeFacts::from_node(node).owned.conditions;
+    if let Some(c) = &changes.conditions {
         let conds = node
             .status
             .get_or_insert_with(NodeStatus::default)
             .conditions
             .get_or_insert_with(Vec::new);
-        // Owned before and left out of this apply: deleted.
-        conds.retain(|c| !before.contains(&c.type_) || want.iter().any(|w| w.type_ == c.type_));
-        for w in want {
-            match conds.iter_mut().find(|c| c.type_ == w.type_) {
-                Some(c) => *c = w.clone(),
+        conds.retain(|x| !c.remove.contains(&x.type_));
+        for w in &c.set {
+            match conds.iter_mut().find(|x| x.type_ == w.type_) {
+                Some(x) => *x = w.clone(),
                 None => conds.push(w.clone()),
             }
         }
-        set_owned_conditions(node, &want.iter().map(|c| c.type_.clone()).collect());
     }
 }
 
-fn set_managed(node: &mut Node, subresource: Option<&str>, fields: Option<Value>) {
-    let entries = node.metadata.managed_fields.get_or_insert_with(Vec::new);
-    entries.retain(|e| {
-        !(e.manager.as_deref() == Some(keys::FIELD_MANAGER)
-            && e.operation.as_deref() == Some("Apply")
-            && e.subresource.as_deref() == subresource)
-    });
-    if let Some(fields) = fields {
-        entries.push(ManagedFieldsEntry {
+/// Marks `labels` as owned by gpuready's server-side apply, as gpuready before
+/// 0.2 left them (managedFields, no annotation).
+pub fn set_legacy_owned_labels(node: &mut Node, labels: &BTreeSet<String>) {
+    let inner: serde_json::Map<String, Value> = labels
+        .iter()
+        .map(|k| (format!("f:{k}"), json!({})))
+        .collect();
+    node.metadata
+        .managed_fields
+        .get_or_insert_with(Vec::new)
+        .push(ManagedFieldsEntry {
             api_version: Some("v1".into()),
             fields_type: Some(FIELDS_TYPE.into()),
-            fields_v1: Some(FieldsV1(fields)),
+            fields_v1: Some(FieldsV1(json!({"f:metadata": {"f:labels": inner}}))),
             manager: Some(keys::FIELD_MANAGER.into()),
             operation: Some("Apply".into()),
-            subresource: subresource.map(str::to_owned),
+            subresource: None,
             time: Some(Time(now())),
         });
-    }
-    if entries.is_empty() {
-        node.metadata.managed_fields = None;
-    }
-}
-
-/// The API server drops a manager's entry once it owns nothing.
-fn set_owned_labels(node: &mut Node, labels: &BTreeSet<String>) {
-    let fields = (!labels.is_empty()).then(|| {
-        let inner: serde_json::Map<String, Value> = labels
-            .iter()
-            .map(|k| (format!("f:{k}"), json!({})))
-            .collect();
-        json!({"f:metadata": {"f:labels": inner}})
-    });
-    set_managed(node, None, fields);
-}
-
-fn set_owned_conditions(node: &mut Node, types: &BTreeSet<String>) {
-    let fields = (!types.is_empty()).then(|| {
-        let inner: serde_json::Map<String, Value> = types
-            .iter()
-            .map(|t| {
-                (
-                    format!("k:{}", json!({"type": t})),
-                    json!({".": {}, "f:lastHeartbeatTime": {}, "f:lastTransitionTime": {}, "f:message": {}, "f:reason": {}, "f:status": {}, "f:type": {}}),
-                )
-            })
-            .collect();
-        json!({"f:status": {"f:conditions": inner}})
-    });
-    set_managed(node, Some("status"), fields);
 }
 
 /// The node's condition of this type.

@@ -27,9 +27,14 @@ fn duration_at_least(s: &str, min: Duration, what: &str) -> Result<Duration, Str
     Ok(d)
 }
 
-/// `--heartbeat`: at least 10s (every heartbeat rewrites each node's condition).
+/// `--heartbeat`: `off` (or `0s`, the default) never rewrites an unchanged
+/// condition; otherwise at least 10s (every heartbeat rewrites each node's
+/// condition).
 pub fn parse_heartbeat(s: &str) -> Result<Duration, String> {
-    duration_at_least(s, Duration::from_secs(10), "the heartbeat")
+    if matches!(s.trim(), "off" | "0" | "0s") {
+        return Ok(Duration::ZERO);
+    }
+    duration_at_least(s, Duration::from_secs(10), "the heartbeat (or `off`)")
 }
 
 /// `--brake-window`: at least 1s.
@@ -98,9 +103,11 @@ pub struct RunArgs {
     #[arg(long, env = "GPUREADY_CLIENT_BURST", default_value_t = 100)]
     pub client_burst: u32,
 
-    /// Rewrite unchanged node conditions after this long, so a reader can tell a
-    /// live verdict from one left behind by a stopped gpuready.
-    #[arg(long, env = "GPUREADY_HEARTBEAT", default_value = "5m", value_parser = parse_heartbeat)]
+    /// Rewrite unchanged node conditions after this long (a per-node liveness
+    /// stamp in lastHeartbeatTime, at N/heartbeat writes per second forever).
+    /// `off` (default): a condition is written only when it changes; liveness is
+    /// the leader Lease and the profile status.
+    #[arg(long, env = "GPUREADY_HEARTBEAT", default_value = "off", value_parser = parse_heartbeat)]
     pub heartbeat: Duration,
 
     /// Only watch nodes matching this label selector (e.g. `nvidia.com/gpu.present=true`)
@@ -134,7 +141,9 @@ pub struct RunArgs {
     #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
     pub lease_namespace: String,
 
-    /// Lease duration in seconds: how long a dead leader blocks a successor.
+    /// Lease duration in seconds: how long a dead leader blocks a successor. The
+    /// leader renews every third of it and stops writing two thirds after the
+    /// last renewal it saw (the renew deadline).
     #[arg(long, env = "GPUREADY_LEASE_DURATION", default_value_t = 15,
           value_parser = clap::value_parser!(u64).range(2..=3600))]
     pub lease_duration_seconds: u64,
@@ -180,7 +189,7 @@ impl RunArgs {
             concurrency: 4,
             client_qps: 0,
             client_burst: 0,
-            heartbeat: Duration::from_secs(300),
+            heartbeat: Duration::ZERO,
             node_selector: None,
             brake_threshold: 0.5,
             brake_window: Duration::from_secs(300),
@@ -218,7 +227,11 @@ mod tests {
     fn defaults_parse() {
         let run = parse(&[]).expect("defaults");
         assert_eq!(run.concurrency, 8);
-        assert_eq!(run.heartbeat, Duration::from_secs(300));
+        assert_eq!(
+            run.heartbeat,
+            Duration::ZERO,
+            "off: conditions written on change only"
+        );
         assert!((run.brake_threshold - 0.5).abs() < f64::EPSILON);
     }
 
@@ -226,8 +239,8 @@ mod tests {
     fn nonsense_flags_are_refused_with_a_clear_message() {
         for (args, expect) in [
             (
-                &["--heartbeat", "0s"][..],
-                "the heartbeat must be at least 10s",
+                &["--heartbeat", "5s"][..],
+                "the heartbeat (or `off`) must be at least 10s",
             ),
             (&["--heartbeat=-5m"][..], "must not be negative"),
             (
@@ -254,6 +267,8 @@ mod tests {
         }
         for args in [
             &["--heartbeat", "10s"][..],
+            &["--heartbeat", "off"][..],
+            &["--heartbeat", "0s"][..],
             &["--brake-threshold", "1"][..],
             &["--concurrency", "1"][..],
             &["--client-qps", "0"][..],

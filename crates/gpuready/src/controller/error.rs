@@ -16,6 +16,8 @@ pub enum Error {
     Lease(#[from] kube_lease_manager::LeaseManagerError),
     #[error("lost the leader lease")]
     LostLeadership,
+    #[error("write refused: this replica no longer holds a fresh leader lease ({0})")]
+    Fenced(String),
     #[error("HTTP server: {0}")]
     Http(#[from] std::io::Error),
 }
@@ -33,6 +35,7 @@ impl Error {
             Error::TooManyConflicts(..) => "conflict_retries",
             Error::Serialize(_) => "serialize",
             Error::Lease(_) | Error::LostLeadership => "lease",
+            Error::Fenced(_) => "fenced",
             Error::Http(_) => "http",
         }
     }

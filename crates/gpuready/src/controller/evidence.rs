@@ -320,7 +320,7 @@ pub async fn publish_deadline(
             && c.reason.as_deref() == Some(keys::reasons::NOT_READY_DEADLINE_EXCEEDED)
     });
     let now_past = a.changes.conditions.as_ref().is_some_and(|cs| {
-        cs.iter().any(|c| {
+        cs.set.iter().any(|c| {
             c.type_ == keys::CONDITION_GPU_READY
                 && c.reason.as_deref() == Some(keys::reasons::NOT_READY_DEADLINE_EXCEEDED)
         })

@@ -5,6 +5,7 @@
 pub mod config;
 pub mod error;
 pub mod evidence;
+pub mod fence;
 pub mod http;
 pub mod leader;
 pub mod metrics;
@@ -220,8 +221,11 @@ pub async fn wait_for_crd(client: &Client, stop: &CancellationToken) -> Result<(
 }
 
 /// Runs the controller until `stop` is cancelled: waits for the CRD, takes the
-/// lease (if enabled), then reconciles. Returns `LostLeadership` if the lease
-/// is lost, so the process restarts and rejoins as a candidate.
+/// lease (if enabled), then reconciles through a fenced client — writes pass
+/// only while the lease's renewals are fresh. Returns `LostLeadership` when the
+/// lease is lost (renewals past the deadline, another holder), so the process
+/// exits non-zero and restarts as a candidate with nothing left from its time as
+/// leader.
 pub async fn run(
     client: Client,
     args: RunArgs,
@@ -239,13 +243,34 @@ pub async fn run(
     let Some(lease) = leader::acquire(&client, &args, &stop).await? else {
         return Ok(());
     };
-    metrics.leader.set(1);
-    health.standby.store(false, Ordering::Relaxed);
+    let fence = fence::Fence::new();
     let work = stop.child_token();
-    let lost = tokio::spawn(leader::watch_loss(lease.receiver.clone(), work.clone()));
-    let result = run_controllers(client, args, metrics.clone(), health, work.clone()).await;
-    let lost_it = !stop.is_cancelled() && work.is_cancelled();
-    lost.abort();
+    // The lease is renewed through the plain client (the renewal must pass
+    // even when the fence is closed); the guard opens the fence on the renewals
+    // it sees and closes it for good on the first sign of loss.
+    let guard = tokio::spawn(leader::guard(
+        client.clone(),
+        args.clone(),
+        lease.receiver.clone(),
+        fence.clone(),
+        work.clone(),
+        metrics.clone(),
+    ));
+    let deadline = leader::LeaseTiming::new(args.lease_duration_seconds).renew_deadline;
+    let result = if fence.wait_open(deadline).await {
+        metrics.leader.set(1);
+        health.standby.store(false, Ordering::Relaxed);
+        let writer = fence::fenced_client(client, fence.clone());
+        run_controllers(writer, args, metrics.clone(), health, work.clone()).await
+    } else {
+        warn!("holding the lease but no fresh renewal seen within the renew deadline");
+        fence.revoke();
+        Ok(())
+    };
+    let lost_it = !stop.is_cancelled() && (work.is_cancelled() || fence.is_revoked());
+    work.cancel();
+    let _ = guard.await;
+    fence.revoke();
     metrics.leader.set(0);
     lease.release().await;
     match result {

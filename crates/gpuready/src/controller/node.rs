@@ -1,14 +1,17 @@
 //! The node reconciler: the only place gpuready writes to Nodes. Judges the node
-//! with the pure engine, then writes only what differs — the taint by an
-//! optimistic-lock merge patch, labels and conditions by server-side apply.
+//! with the pure engine, then writes only what differs, in at most two requests:
+//! one resourceVersion-locked merge patch on the node (taint list, gpuready's
+//! labels and annotations) and one strategic merge patch of gpuready's own
+//! conditions on the status subresource. Events only when `GpuReady` turns.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gpuready_api::GpuNodeProfile;
 use gpuready_api::keys;
-use gpuready_core::{GovernanceKind, NodeAssessment, NodeChanges, NodeFacts, PlanOptions, assess};
+use gpuready_core::{
+    ConditionChange, GovernanceKind, NodeAssessment, NodeChanges, NodeFacts, PlanOptions, judge,
+};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, Patch, PatchParams};
@@ -44,9 +47,29 @@ pub fn profiles_with_selectors(
         .collect()
 }
 
-/// The engine over one node. `hold_new_taints` only changes the planned taint
-/// (the safety brake), never the verdict, so a caller that reads only verdicts
-/// passes `false`.
+/// Plan options from the controller's flags.
+fn plan_options(ctx: &Context, now: Timestamp, hold_new_taints: bool) -> PlanOptions {
+    PlanOptions {
+        now,
+        heartbeat_seconds: i64::try_from(ctx.args.heartbeat.as_secs()).unwrap_or(i64::MAX),
+        hold_new_taints,
+    }
+}
+
+/// The verdict on one node, with no write planned (`changes` empty): for
+/// readers of verdicts such as profile status.
+pub fn verdict_of(
+    facts: &NodeFacts,
+    profiles: &[(Arc<GpuNodeProfile>, Selector)],
+    now: Timestamp,
+) -> NodeAssessment {
+    let pairs: Vec<(&GpuNodeProfile, &Selector)> =
+        profiles.iter().map(|(p, s)| (p.as_ref(), s)).collect();
+    judge(facts, &pairs, now).verdict
+}
+
+/// The engine over one node: verdict and planned writes. `hold_new_taints`
+/// only changes the planned taint (the safety brake), never the verdict.
 pub fn assess_node(
     ctx: &Context,
     facts: &NodeFacts,
@@ -56,12 +79,7 @@ pub fn assess_node(
 ) -> NodeAssessment {
     let pairs: Vec<(&GpuNodeProfile, &Selector)> =
         profiles.iter().map(|(p, s)| (p.as_ref(), s)).collect();
-    let opts = PlanOptions {
-        now,
-        heartbeat_seconds: i64::try_from(ctx.args.heartbeat.as_secs()).unwrap_or(i64::MAX),
-        hold_new_taints,
-    };
-    assess(facts, &pairs, &opts)
+    judge(facts, &pairs, now).plan(facts, &plan_options(ctx, now, hold_new_taints))
 }
 
 pub async fn reconcile(node: Arc<Node>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -107,16 +125,21 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
     for attempt in 0..MAX_CONFLICT_RETRIES {
         let now = Timestamp::now();
         let profiles = profiles_with_selectors(&ctx.profiles.state());
-        // The turn is counted before the brake is consulted, so the turn that
-        // trips the brake is held back too: a burst taints at most
-        // floor(threshold × matched) nodes, not one more.
+        // Judged once. The turn is counted before the brake is consulted, so
+        // the turn that trips the brake is held back too: a burst taints at
+        // most floor(threshold × matched) nodes, not one more.
         let facts = ctx.facts_of(&node);
-        let unheld = assess_node(ctx, &facts, &profiles, now, false);
-        ctx.record_turn(&facts, &unheld, now);
-        let assessment = match &unheld.profile {
-            Some(p) if ctx.brake_engaged(p) => assess_node(ctx, &facts, &profiles, now, true),
-            _ => unheld,
-        };
+        let pairs: Vec<(&GpuNodeProfile, &Selector)> =
+            profiles.iter().map(|(p, s)| (p.as_ref(), s)).collect();
+        let judgement = judge(&facts, &pairs, now);
+        ctx.record_turn(&facts, &judgement.verdict, now);
+        let hold = judgement
+            .verdict
+            .profile
+            .as_deref()
+            .is_some_and(|p| ctx.brake_engaged(p));
+        // Planned once, with the brake's answer.
+        let assessment = judgement.plan(&facts, &plan_options(ctx, now, hold));
         // Recorded once: a span field recorded again is printed again.
         if attempt == 0
             && let Some(p) = &assessment.profile
@@ -124,6 +147,8 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
             tracing::Span::current().record("profile", p.as_str());
         }
 
+        // The verdict is final here (judged once, brake asked once): per-profile
+        // tallies and other readers of verdicts hook in at this point.
         match write_changes(ctx, &api, &node, &assessment.changes).await {
             Ok(written) => {
                 let wrote = written.is_some();
@@ -136,7 +161,7 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
                 return Ok(next_check(ctx, &assessment));
             }
             Err(Error::Kube(e)) if is_conflict(&e) => {
-                debug!("taint write conflicted; re-reading the node");
+                debug!("a write met a newer node (409); re-reading and planning again");
                 node = api.get(&name).await?;
                 prune_node(&mut node);
             }
@@ -147,16 +172,70 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
 }
 
 /// When to look at the node again without any change to it: before the GFD
-/// timestamp goes stale, and in time to refresh the condition heartbeat.
+/// timestamp goes stale, and (only if a condition heartbeat is configured) in
+/// time to refresh it. Otherwise node and profile changes wake it.
 fn next_check(ctx: &Context, a: &NodeAssessment) -> Action {
-    // Just past the heartbeat, so the condition written now counts as due then
-    // (at exactly the heartbeat it would still be fresh and wait a second round).
-    let heartbeat = ctx.args.heartbeat + Duration::from_secs(1);
-    match a.recheck_after_seconds {
-        Some(s) => Action::requeue(Duration::from_secs(s).min(heartbeat)),
-        None if a.governance == GovernanceKind::Ungoverned => Action::await_change(),
-        None => Action::requeue(heartbeat),
+    // Just past the heartbeat, so the condition written now counts as due then.
+    let heartbeat = (!ctx.args.heartbeat.is_zero() && a.governance != GovernanceKind::Ungoverned)
+        .then(|| ctx.args.heartbeat + Duration::from_secs(1));
+    match (a.recheck_after_seconds, heartbeat) {
+        (Some(s), Some(h)) => Action::requeue(Duration::from_secs(s).min(h)),
+        (Some(s), None) => Action::requeue(Duration::from_secs(s)),
+        (None, Some(h)) => Action::requeue(h),
+        (None, None) => Action::await_change(),
     }
+}
+
+/// The one merge patch on the node: `spec.taints` (the whole list, when it
+/// changes), gpuready's label and annotation changes, and the resourceVersion
+/// the plan was made from — a merge patch replaces lists, so the precondition is
+/// what keeps a concurrent writer's taint from being lost (409 → re-read,
+/// re-plan). A label or annotation `null` deletes that key only.
+fn node_patch(node: &Node, changes: &NodeChanges) -> Result<serde_json::Value, Error> {
+    let mut meta = serde_json::Map::new();
+    meta.insert("resourceVersion".into(), json!(node.resource_version()));
+    if let Some(labels) = &changes.labels {
+        meta.insert("labels".into(), serde_json::to_value(labels)?);
+    }
+    if let Some(annotations) = &changes.annotations {
+        meta.insert("annotations".into(), serde_json::to_value(annotations)?);
+    }
+    let mut patch = json!({ "metadata": meta });
+    if let Some(t) = &changes.taint {
+        patch["spec"] = json!({
+            "taints": if t.taints.is_empty() {
+                serde_json::Value::Null
+            } else {
+                serde_json::to_value(&t.taints)?
+            }
+        });
+    }
+    Ok(patch)
+}
+
+/// The status patch: a strategic merge patch keyed by condition type (the
+/// list's merge key), so it adds or replaces exactly gpuready's entries and
+/// deletes exactly the types it no longer wants (`$patch: delete`); every other
+/// condition — kubelet's, NPD's — is not part of the request. (A server-side
+/// apply of `status.conditions` removed the kubelet's conditions on nodes
+/// created with their status, whose items no manager owned.) Carries the
+/// resourceVersion of the node as just written, so a verdict planned from an
+/// older node is refused (409) and planned again.
+fn condition_patch(
+    resource_version: Option<String>,
+    c: &ConditionChange,
+) -> Result<serde_json::Value, Error> {
+    let mut items = Vec::with_capacity(c.set.len() + c.remove.len());
+    for cond in &c.set {
+        items.push(serde_json::to_value(cond)?);
+    }
+    for t in &c.remove {
+        items.push(json!({ "type": t, "$patch": "delete" }));
+    }
+    Ok(json!({
+        "metadata": { "resourceVersion": resource_version },
+        "status": { "conditions": items },
+    }))
 }
 
 /// Sends the planned writes. Returns the node's resourceVersion after the last
@@ -170,63 +249,39 @@ async fn write_changes(
     if changes.is_empty() {
         return Ok(None);
     }
-    let mut written = None;
     let name = node.name_any();
-    if let Some(t) = &changes.taint {
-        // The whole list is replaced (merge patches replace lists), so the
-        // resourceVersion precondition is what keeps a concurrent writer's
-        // taint from being lost: on 409 the caller re-reads and re-plans.
-        let annotations: BTreeMap<&str, &Option<String>> =
-            t.annotations.iter().map(|(k, v)| (k.as_str(), v)).collect();
-        let taints = if t.taints.is_empty() {
-            serde_json::Value::Null
-        } else {
-            serde_json::to_value(&t.taints)?
-        };
-        let patch = json!({
-            "metadata": {
-                "resourceVersion": node.resource_version(),
-                "annotations": annotations,
-            },
-            "spec": { "taints": taints },
-        });
+    let params = PatchParams {
+        field_manager: Some(keys::FIELD_MANAGER.to_owned()),
+        ..PatchParams::default()
+    };
+    let mut version = node.resource_version();
+    if changes.patches_node() {
+        // The gating write (taint) goes first: a workload scheduled between the
+        // two writes is kept off a broken node by the taint already.
         let after = api
-            .patch(
+            .patch(&name, &params, &Patch::Merge(&node_patch(node, changes)?))
+            .await?;
+        version = after.resource_version();
+        ctx.metrics.count_write("node");
+        if let Some(t) = &changes.taint {
+            info!(change = %t.kind, "taint updated");
+        }
+        if !changes.foreign_labels_left.is_empty() {
+            warn!(labels = ?changes.foreign_labels_left, "labels set by another writer left alone");
+        }
+    }
+    if let Some(c) = &changes.conditions {
+        let after = api
+            .patch_status(
                 &name,
-                &PatchParams {
-                    field_manager: Some(keys::TAINT_FIELD_MANAGER.to_owned()),
-                    ..PatchParams::default()
-                },
-                &Patch::Merge(&patch),
+                &params,
+                &Patch::Strategic(condition_patch(version.clone(), c)?),
             )
             .await?;
-        written = after.resource_version();
-        ctx.metrics.count_write("taint");
-        info!(change = %t.summary, "taint updated");
-    }
-    let apply = PatchParams::apply(keys::FIELD_MANAGER).force();
-    if let Some(labels) = &changes.labels {
-        let mut meta = json!({ "name": name });
-        if !labels.is_empty() {
-            meta["labels"] = serde_json::to_value(labels)?;
-        }
-        let body = json!({ "apiVersion": "v1", "kind": "Node", "metadata": meta });
-        let after = api.patch(&name, &apply, &Patch::Apply(&body)).await?;
-        written = after.resource_version();
-        ctx.metrics.count_write("labels");
-    }
-    if let Some(conditions) = &changes.conditions {
-        let mut body = json!({ "apiVersion": "v1", "kind": "Node", "metadata": { "name": name } });
-        if !conditions.is_empty() {
-            body["status"] = json!({ "conditions": conditions });
-        }
-        let after = api
-            .patch_status(&name, &apply, &Patch::Apply(&body))
-            .await?;
-        written = after.resource_version();
+        version = after.resource_version();
         ctx.metrics.count_write("conditions");
     }
-    Ok(Some(written.unwrap_or_default()))
+    Ok(Some(version.unwrap_or_default()))
 }
 
 /// An Event on the node when its GpuReady verdict changes status.
@@ -235,7 +290,7 @@ async fn publish_transition(ctx: &Context, node: &Node, facts: &NodeFacts, a: &N
         .changes
         .conditions
         .as_ref()
-        .and_then(|c| c.iter().find(|c| c.type_ == keys::CONDITION_GPU_READY))
+        .and_then(|c| c.set.iter().find(|c| c.type_ == keys::CONDITION_GPU_READY))
     else {
         return;
     };
@@ -279,5 +334,78 @@ async fn publish_transition(ctx: &Context, node: &Node, facts: &NodeFacts, a: &N
         warn!(error = %e, "publishing node event failed");
     } else {
         ctx.metrics.count_write("event");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpuready_core::plan::{TaintChange, TaintChangeKind};
+    use k8s_openapi::api::core::v1::NodeCondition;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn the_node_patch_carries_taints_labels_annotations_and_the_version_read() {
+        let mut node = Node::default();
+        node.metadata.resource_version = Some("41".into());
+        let changes = NodeChanges {
+            taint: Some(TaintChange {
+                taints: vec![],
+                kind: TaintChangeKind::Remove,
+                ours: None,
+            }),
+            labels: Some(BTreeMap::from([
+                (keys::LABEL_READY.to_owned(), Some("true".to_owned())),
+                ("example.com/pool".to_owned(), None),
+            ])),
+            annotations: Some(BTreeMap::from([(keys::ANNOTATION_TAINT.to_owned(), None)])),
+            ..NodeChanges::default()
+        };
+        let patch = node_patch(&node, &changes).expect("patch");
+        assert_eq!(
+            patch,
+            json!({
+                "metadata": {
+                    "resourceVersion": "41",
+                    "labels": { "gpuready.io/ready": "true", "example.com/pool": null },
+                    "annotations": { "gpuready.io/taint": null },
+                },
+                "spec": { "taints": null },
+            })
+        );
+        // Without a taint change the list is not sent at all.
+        let labels_only = NodeChanges {
+            taint: None,
+            ..changes
+        };
+        assert!(
+            node_patch(&node, &labels_only)
+                .expect("patch")
+                .get("spec")
+                .is_none()
+        );
+    }
+
+    #[test]
+    fn the_condition_patch_names_only_gpureadys_types() {
+        let c = ConditionChange {
+            set: vec![NodeCondition {
+                type_: keys::CONDITION_GPU_READY.into(),
+                status: "False".into(),
+                ..NodeCondition::default()
+            }],
+            remove: vec!["GpuReadyDriver".into()],
+        };
+        let patch = condition_patch(Some("42".into()), &c).expect("patch");
+        assert_eq!(
+            patch,
+            json!({
+                "metadata": { "resourceVersion": "42" },
+                "status": { "conditions": [
+                    { "type": "GpuReady", "status": "False" },
+                    { "type": "GpuReadyDriver", "$patch": "delete" },
+                ]},
+            })
+        );
     }
 }

@@ -21,7 +21,7 @@ use tracing::{info, warn};
 
 use super::Context;
 use super::metrics::{Profile, ProfileLayer, ProfileState};
-use super::node::{assess_node, profiles_with_selectors};
+use super::node::{profiles_with_selectors, verdict_of};
 
 /// Coalesces bursts of node reconciles into one status pass.
 const DEBOUNCE: Duration = Duration::from_millis(500);
@@ -56,7 +56,7 @@ pub async fn pass(ctx: &Context) -> Result<(), kube::Error> {
     let mut by_profile: BTreeMap<String, Vec<NodeAssessment>> = BTreeMap::new();
     for node in ctx.nodes.state() {
         // Verdicts only: the brake changes planned taints, not readiness.
-        let a = assess_node(ctx, &ctx.facts_of(&node), &selectors, now, false);
+        let a = verdict_of(&ctx.facts_of(&node), &selectors, now);
         match a.governance {
             GovernanceKind::Governed => {
                 if let Some(p) = a.profile.clone() {

@@ -181,8 +181,10 @@ impl Running {
             .unwrap_or(0)
     }
 
+    /// Writes to nodes: the one merge patch on the node (taint, labels,
+    /// annotations) and the condition patch on its status.
     pub fn node_writes(&self) -> u64 {
-        self.writes("taint") + self.writes("labels") + self.writes("conditions")
+        self.writes("node") + self.writes("conditions")
     }
 }
 

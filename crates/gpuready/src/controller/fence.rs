@@ -1,0 +1,178 @@
+//! Write fencing: a replica sends a write only while it holds the leader lease
+//! and has renewed it within the renew deadline. The [`Fence`] holds the
+//! instant until which writes are allowed (fed by the lease guard in
+//! `leader.rs`); [`fenced_client`] wraps the client every reconciler, the status
+//! task, the NFD task and the Event recorder use, and refuses any request other
+//! than a read once that instant has passed — checked immediately before the
+//! request leaves, so no write path can bypass it and work already in flight
+//! stops writing at once. The lease itself is renewed through a client without
+//! the fence.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::task::{Context, Poll};
+use std::time::{Duration, Instant};
+
+use http::{Method, Request, Response};
+use kube::client::Body;
+use tokio::sync::Notify;
+use tower::{BoxError, Service};
+
+use super::error::Error;
+
+/// Until when this replica may write. Starts closed; the lease guard extends it
+/// after each renewal it sees; once revoked it never opens again (the replica
+/// stops and restarts as a candidate).
+#[derive(Debug)]
+pub struct Fence {
+    base: Instant,
+    /// Milliseconds after `base` until which writes pass; 0: closed.
+    until_ms: AtomicU64,
+    revoked: AtomicBool,
+    opened: Notify,
+}
+
+impl Fence {
+    pub fn new() -> Arc<Fence> {
+        Arc::new(Fence {
+            base: Instant::now(),
+            until_ms: AtomicU64::new(0),
+            revoked: AtomicBool::new(false),
+            opened: Notify::new(),
+        })
+    }
+
+    /// Allows writes until `until` (never moves the limit back).
+    pub fn extend_to(&self, until: Instant) {
+        if self.revoked.load(Ordering::Acquire) {
+            return;
+        }
+        let ms = u64::try_from(until.saturating_duration_since(self.base).as_millis())
+            .unwrap_or(u64::MAX);
+        self.until_ms.fetch_max(ms, Ordering::AcqRel);
+        self.opened.notify_waiters();
+    }
+
+    /// Closes the fence for good.
+    pub fn revoke(&self) {
+        self.revoked.store(true, Ordering::Release);
+        self.until_ms.store(0, Ordering::Release);
+    }
+
+    pub fn is_revoked(&self) -> bool {
+        self.revoked.load(Ordering::Acquire)
+    }
+
+    /// The instant writes stop being allowed; `None` while closed.
+    pub fn valid_until(&self) -> Option<Instant> {
+        if self.is_revoked() {
+            return None;
+        }
+        match self.until_ms.load(Ordering::Acquire) {
+            0 => None,
+            ms => Some(self.base + Duration::from_millis(ms)),
+        }
+    }
+
+    pub fn is_open(&self) -> bool {
+        self.valid_until().is_some_and(|u| Instant::now() < u)
+    }
+
+    /// Waits up to `limit` for the fence to open; false if it did not.
+    pub async fn wait_open(&self, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        loop {
+            let opened = self.opened.notified();
+            if self.is_open() {
+                return true;
+            }
+            if self.is_revoked() || tokio::time::timeout_at(deadline, opened).await.is_err() {
+                return self.is_open();
+            }
+        }
+    }
+}
+
+/// Reads pass always: a fenced replica may still watch and judge.
+fn is_read(method: &Method) -> bool {
+    matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
+}
+
+/// A client whose writes pass only while `fence` is open.
+pub fn fenced_client(client: kube::Client, fence: Arc<Fence>) -> kube::Client {
+    let namespace = client.default_namespace().to_owned();
+    kube::Client::new(
+        Fenced {
+            inner: client,
+            fence,
+        },
+        namespace,
+    )
+}
+
+#[derive(Clone)]
+pub struct Fenced {
+    inner: kube::Client,
+    fence: Arc<Fence>,
+}
+
+impl Service<Request<Body>> for Fenced {
+    type Response = Response<Body>;
+    // Boxed so kube's own errors come out of the outer client unchanged (it
+    // downcasts them back), and a refusal arrives as `kube::Error::Service`.
+    type Error = BoxError;
+    type Future = Pin<Box<dyn Future<Output = Result<Response<Body>, BoxError>> + Send>>;
+
+    fn poll_ready(&mut self, _cx: &mut Context<'_>) -> Poll<Result<(), BoxError>> {
+        // kube::Client::send waits for its own buffer's readiness.
+        Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: Request<Body>) -> Self::Future {
+        let client = self.inner.clone();
+        let fence = self.fence.clone();
+        Box::pin(async move {
+            // Checked here, as the request is about to leave, not when the work
+            // was planned: a reconcile that started as leader cannot finish as
+            // a second leader.
+            if !is_read(req.method()) && !fence.is_open() {
+                return Err(Box::new(Error::Fenced(format!(
+                    "{} {}",
+                    req.method(),
+                    req.uri().path()
+                ))) as BoxError);
+            }
+            client.send(req).await.map_err(|e| Box::new(e) as BoxError)
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn closed_until_extended_and_closed_for_good_once_revoked() {
+        let f = Fence::new();
+        assert!(!f.is_open());
+        f.extend_to(Instant::now() + Duration::from_secs(60));
+        assert!(f.is_open());
+        // Never moves back.
+        f.extend_to(Instant::now());
+        assert!(f.is_open());
+        f.revoke();
+        assert!(!f.is_open());
+        f.extend_to(Instant::now() + Duration::from_secs(60));
+        assert!(!f.is_open(), "a revoked fence stays closed");
+    }
+
+    #[test]
+    fn expires_by_itself() {
+        let f = Fence::new();
+        f.extend_to(Instant::now() + Duration::from_millis(20));
+        assert!(f.is_open());
+        std::thread::sleep(Duration::from_millis(40));
+        assert!(!f.is_open());
+    }
+}
