@@ -444,6 +444,7 @@ fn probe_condition_on_the_node() {
     assert_eq!(a.reason, r::FATAL_XID);
     let conditions = a.changes.conditions.expect("conditions written");
     let probe = conditions
+        .set
         .iter()
         .find(|c| c.type_ == keys::CONDITION_PROBE_HEALTHY)
         .expect("GpuReadyProbe written");
@@ -456,6 +457,7 @@ fn probe_condition_on_the_node() {
     let conditions = a.changes.conditions.expect("conditions written");
     assert!(
         conditions
+            .set
             .iter()
             .all(|c| c.type_ != keys::CONDITION_PROBE_HEALTHY)
     );
