@@ -12,6 +12,9 @@
 # engine's default registry); point RUST_IMAGE at a mirror if you need one.
 # Needs BuildKit (the default builder of current Docker and Podman/Buildah).
 ARG RUST_IMAGE=rust:1.95-alpine
+# The probe image (`--target probe`, see below) is a glibc build on a glibc base.
+ARG RUST_GNU_IMAGE=rust:1.95-bookworm
+ARG PROBE_BASE_IMAGE=debian:bookworm-slim
 
 FROM ${RUST_IMAGE} AS builder
 # musl-dev: C runtime objects for ring's C/assembly parts; the Rust target on
@@ -31,6 +34,29 @@ RUN mkdir -p /out/etc \
  && echo 'gpuready:x:65532:65532:gpuready:/nonexistent:/sbin/nologin' > /out/etc/passwd \
  && echo 'gpuready:x:65532:' > /out/etc/group
 
+# The node agent `gpuready probe` (docs/probe.md), built with
+#   docker build --target probe -t <your-registry>/<path>/gpuready-probe:0.1.0 .
+# It loads libnvidia-ml.so.1, which the NVIDIA container runtime mounts into the
+# container from the host's driver. That library is linked against glibc, and a
+# static musl binary cannot dlopen it, so the probe is a glibc build on a small
+# glibc base rather than the operator's static binary on an empty one.
+FROM ${RUST_GNU_IMAGE} AS builder-gnu
+WORKDIR /src
+COPY Cargo.toml Cargo.lock ./
+COPY crates ./crates
+RUN --mount=type=cache,target=/usr/local/cargo/registry \
+    --mount=type=cache,target=/src/target,id=gpuready-target-gnu \
+    cargo build --release --locked -p gpuready --bin gpuready \
+ && install -D -m 0755 target/release/gpuready /out/usr/local/bin/gpuready \
+ && /out/usr/local/bin/gpuready --version
+
+FROM ${PROBE_BASE_IMAGE} AS probe
+COPY --from=builder-gnu /out/ /
+USER 65532:65532
+ENTRYPOINT ["/usr/local/bin/gpuready"]
+CMD ["probe"]
+
+# The operator image (the default target): keep it the last stage.
 FROM scratch
 COPY --from=builder /etc/ssl/certs/ca-certificates.crt /etc/ssl/certs/ca-certificates.crt
 COPY --from=builder /out/ /

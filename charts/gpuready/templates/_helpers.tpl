@@ -42,6 +42,24 @@ app.kubernetes.io/name: {{ include "gpuready.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end }}
 
+{{/* Labels of the probe's objects; its pods must not match the controller's selector. */}}
+{{- define "gpuready.probeLabels" -}}
+helm.sh/chart: {{ include "gpuready.chart" . }}
+{{ include "gpuready.probeSelectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: gpuready
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
+{{- end }}
+
+{{- define "gpuready.probeSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "gpuready.name" . }}-probe
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: probe
+{{- end }}
+
 {{- define "gpuready.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create }}
 {{- default (include "gpuready.fullname" .) .Values.serviceAccount.name }}
@@ -60,6 +78,15 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
 {{- else }}
 {{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) }}
+{{- end }}
+{{- end }}
+
+{{/* The probe's image: repository:tag, or repository@digest. */}}
+{{- define "gpuready.probeImage" -}}
+{{- if .Values.probe.image.digest }}
+{{- printf "%s@%s" .Values.probe.image.repository .Values.probe.image.digest }}
+{{- else }}
+{{- printf "%s:%s" .Values.probe.image.repository (default .Chart.AppVersion .Values.probe.image.tag) }}
 {{- end }}
 {{- end }}
 

@@ -44,6 +44,16 @@ pub const CONDITION_GPU_READY: &str = "GpuReady";
 /// Prefix of the optional per-layer node conditions (`GpuReadyDriver`, ...).
 pub const CONDITION_LAYER_PREFIX: &str = "GpuReady";
 
+/// Node condition: the verdict of gpuready's Health layer on what `gpuready
+/// probe` read through NVML. Written by the controller (which already holds
+/// `nodes/status`), so the probe itself needs no permission on Nodes. Named with
+/// the `GpuReady` prefix so everything that recognises gpuready's conditions by
+/// it (the facts parser, the chart's admission policy) covers it too.
+pub const CONDITION_PROBE_HEALTHY: &str = "GpuReadyProbe";
+
+/// Label on every probe report ConfigMap, selecting them for the controller's watch.
+pub const LABEL_PROBE_REPORT: &str = "gpuready.io/probe-report";
+
 /// Profile condition: every governed node is ready (kstatus `Ready`).
 pub const CONDITION_READY: &str = "Ready";
 /// Profile condition: new taints are held back because too many nodes failed at once.
@@ -152,6 +162,34 @@ pub mod dra {
     pub const TYPE_GPU: &str = "gpu";
     pub const TYPE_MIG: &str = "mig";
     pub const TYPE_VFIO: &str = "vfio";
+}
+
+/// Reasons of the Health layer (and of [`CONDITION_PROBE_HEALTHY`]), judged on
+/// the report of `gpuready probe`. docs/probe.md says what each means and what
+/// to do.
+pub mod health_reasons {
+    /// Ready: NVML answers and nothing in the report is wrong.
+    pub const PROBE_HEALTHY: &str = "ProbeHealthy";
+    /// No report for the node while the profile requires one.
+    pub const PROBE_MISSING: &str = "ProbeMissing";
+    /// The report is older than `probe.maxReportAgeSeconds`: the probe stopped.
+    pub const PROBE_REPORT_STALE: &str = "ProbeReportStale";
+    /// The carrier holds something that is not a report this gpuready reads.
+    pub const PROBE_REPORT_INVALID: &str = "ProbeReportInvalid";
+    /// NVML could not be loaded or initialised inside the probe's container.
+    pub const NVML_UNUSABLE: &str = "NvmlUnusable";
+    /// NVML sees fewer GPUs than the profile or the node's labels say.
+    pub const GPUS_MISSING: &str = "GpusMissing";
+    /// Volatile uncorrectable ECC errors since the driver loaded.
+    pub const UNCORRECTABLE_ECC: &str = "UncorrectableEccErrors";
+    /// A row remapping (or page retirement) waits for a GPU reset.
+    pub const ROW_REMAP_PENDING: &str = "RowRemapPending";
+    /// Row remapping failed: no spare rows left.
+    pub const ROW_REMAP_FAILED: &str = "RowRemapFailed";
+    /// An XID from the profile's fatal list was seen since the probe started.
+    pub const FATAL_XID: &str = "FatalXid";
+    /// GFD's labels contradict NVML (product, memory, compute capability, driver).
+    pub const LABELS_CONTRADICT_PROBE: &str = "LabelsContradictProbe";
 }
 
 /// Reasons of the [`CONDITION_NFD_CRDS`] profile condition. True means the NFD

@@ -22,10 +22,16 @@ pub enum Layer {
     Profile,
     /// The declared CUDA version fits the card and the driver.
     Compatibility,
+    /// What `gpuready probe` read from the GPUs through NVML: initialised, every
+    /// GPU there, no uncorrectable memory errors or fatal XIDs, labels not
+    /// contradicted. Judged only when a report exists or the profile requires one.
+    Health,
 }
 
 impl Layer {
-    /// Every layer, bottom-up.
+    /// The layers judged on every governed node, bottom-up. Health is not among
+    /// them: it is judged only where a probe report exists or the profile
+    /// requires one (see [`Layer::OPTIONAL`]), and always comes after these.
     pub const ALL: [Layer; 7] = [
         Layer::Node,
         Layer::Hardware,
@@ -36,6 +42,14 @@ impl Layer {
         Layer::Compatibility,
     ];
 
+    /// Layers judged only when their evidence exists, after [`Layer::ALL`].
+    pub const OPTIONAL: [Layer; 1] = [Layer::Health];
+
+    /// Every layer, bottom-up: [`Layer::ALL`] then [`Layer::OPTIONAL`].
+    pub fn every() -> impl Iterator<Item = Layer> {
+        Layer::ALL.into_iter().chain(Layer::OPTIONAL)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Layer::Node => "Node",
@@ -45,6 +59,7 @@ impl Layer {
             Layer::FeatureDiscovery => "FeatureDiscovery",
             Layer::Profile => "Profile",
             Layer::Compatibility => "Compatibility",
+            Layer::Health => "Health",
         }
     }
 

@@ -6,6 +6,7 @@ pub mod dra;
 pub mod keys;
 pub mod layer;
 pub mod nfd;
+pub mod probe;
 pub mod profile;
 pub mod selector_schema;
 pub mod validate;
@@ -13,6 +14,6 @@ pub mod validate;
 pub use layer::Layer;
 pub use profile::{
     DeadlineStart, EvidenceMode, Family, GpuExpectation, GpuNodeProfile, GpuNodeProfileSpec,
-    GpuNodeProfileStatus, Mode, NotReadyDeadline, NotReadyNode, TaintEffect, TaintPolicy,
-    TaintSpec, Workload,
+    GpuNodeProfileStatus, Mode, NotReadyDeadline, NotReadyNode, ProbeExpectation, ProbePolicy,
+    TaintEffect, TaintPolicy, TaintSpec, Workload,
 };

@@ -197,6 +197,37 @@ impl GpuNodeProfileSpec {
             );
         }
 
+        if let Some(probe) = &self.probe {
+            if probe.max_report_age_seconds > 86_400 {
+                fail(
+                    "probe.maxReportAgeSeconds",
+                    format!(
+                        "{} must be at most 86400 (1 day)",
+                        probe.max_report_age_seconds
+                    ),
+                );
+            }
+            let xids = probe.fatal_xids.as_deref().unwrap_or_default();
+            if xids.len() > 64 {
+                fail("probe.fatalXids", "at most 64 entries".into());
+            }
+            for x in xids {
+                if !(1..=65_535).contains(x) {
+                    fail(
+                        "probe.fatalXids",
+                        format!("{x} must be an XID number from 1 to 65535"),
+                    );
+                } else if crate::profile::APPLICATION_XIDS.contains(x) {
+                    fail(
+                        "probe.fatalXids",
+                        format!(
+                            "{x} is an application XID (13, 31, 43, 45, 68, 109): it follows a faulty workload, not a faulty GPU"
+                        ),
+                    );
+                }
+            }
+        }
+
         let gpu = &self.gpu;
         if gpu.products.len() > 32 {
             fail("gpu.products", "at most 32 entries".into());

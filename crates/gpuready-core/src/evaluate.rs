@@ -183,10 +183,13 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
         Source::GfdLabels
     };
     let mut recheck = None;
-    let mut layers = Vec::with_capacity(Layer::ALL.len());
-    for layer in Layer::ALL {
+    let mut layers = Vec::with_capacity(Layer::ALL.len() + Layer::OPTIONAL.len());
+    for layer in Layer::every() {
         let v = match layer {
             Layer::Node => continue,
+            // Left out entirely when there is no report and the profile ignores
+            // that: profiles written before the probe existed judge as before.
+            Layer::Health if !crate::health::applies(spec, facts) => continue,
             // A node that is down tells us nothing current about its GPU stack.
             _ if !node_ok => unknown(
                 reasons::NODE_NOT_READY,
@@ -216,6 +219,21 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
             }
             Layer::Profile => profile_with_bus(spec, &judged).or_via(attributes),
             Layer::Compatibility => compatibility_layer(spec, &judged).or_via(attributes),
+            Layer::Health => match crate::health::judge(spec, facts, now) {
+                Some(h) => {
+                    recheck = match (recheck, h.recheck_after_seconds) {
+                        (Some(a), Some(b)) => Some(a.min(b)),
+                        (a, b) => a.or(b),
+                    };
+                    Verdict {
+                        status: h.status,
+                        reason: h.reason,
+                        message: h.message,
+                        source: Some(Source::ProbeReport),
+                    }
+                }
+                None => continue,
+            },
         };
         layers.push(LayerResult {
             layer,
@@ -251,6 +269,7 @@ fn default_source(layer: Layer) -> Source {
         Layer::Node => Source::Kubelet,
         Layer::Hardware => Source::NfdLabels,
         Layer::DevicePlugin => Source::Allocatable,
+        Layer::Health => Source::ProbeReport,
         _ => Source::GfdLabels,
     }
 }

@@ -36,6 +36,8 @@ pub enum Source {
     ResourceSlices,
     /// The profile alone (a check that does not apply to this workload).
     Profile,
+    /// The report of `gpuready probe` (NVML on the node).
+    ProbeReport,
 }
 
 impl Source {
@@ -49,6 +51,7 @@ impl Source {
             Source::SandboxResources => "SandboxResources",
             Source::ResourceSlices => "ResourceSlices",
             Source::Profile => "Profile",
+            Source::ProbeReport => "ProbeReport",
         }
     }
 

@@ -207,6 +207,9 @@ pub struct NodeFacts {
     pub gfd: GfdFacts,
     pub hardware: HardwareFacts,
     pub owned: OwnedState,
+    /// The node's `gpuready probe` report, when the caller found its carrier
+    /// (the Node itself never holds it: see docs/probe.md).
+    pub probe: Option<crate::health::ProbeEvidence>,
     /// `metadata.creationTimestamp`: when the node first appeared.
     pub created: Option<jiff::Timestamp>,
     /// Evidence that lives outside the Node object (ResourceSlices, NodeFeature).
@@ -312,7 +315,14 @@ impl NodeFacts {
             evidence: Evidence::default(),
             name,
             labels,
+            probe: None,
         }
+    }
+
+    /// The same facts with the node's probe report attached.
+    pub fn with_probe(mut self, probe: Option<crate::health::ProbeEvidence>) -> NodeFacts {
+        self.probe = probe;
+        self
     }
 }
 

@@ -7,6 +7,7 @@ pub mod compat;
 pub mod evaluate;
 pub mod evidence;
 pub mod facts;
+pub mod health;
 pub mod nfd_crds;
 pub mod plan;
 pub mod product;

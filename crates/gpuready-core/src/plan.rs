@@ -258,6 +258,14 @@ pub fn gpu_ready_condition(profile: &str, report: &LayerReport) -> DesiredCondit
     }
 }
 
+fn condition_status(s: Status) -> &'static str {
+    match s {
+        Status::Ready => "True",
+        Status::NotReady => "False",
+        Status::Unknown => "Unknown",
+    }
+}
+
 fn truncate(mut s: String) -> String {
     if s.len() > MAX_CONDITION_MESSAGE {
         let mut cut = MAX_CONDITION_MESSAGE - 3;
@@ -432,16 +440,21 @@ pub fn plan_governed(
 
     // Conditions.
     let mut desired = vec![gpu_ready_condition(&name, report)];
+    // The probe's own condition, whenever the Health layer was judged: what a
+    // person reading `kubectl describe node` wants to see first after an XID.
+    if let Some(h) = report.get(gpuready_api::Layer::Health) {
+        desired.push(DesiredCondition {
+            type_: keys::CONDITION_PROBE_HEALTHY.to_owned(),
+            status: condition_status(h.status).to_owned(),
+            reason: h.reason.clone(),
+            message: h.message.clone(),
+        });
+    }
     if spec.per_layer_node_conditions {
         for l in &report.layers {
             desired.push(DesiredCondition {
                 type_: l.layer.condition_type(),
-                status: match l.status {
-                    Status::Ready => "True",
-                    Status::NotReady => "False",
-                    Status::Unknown => "Unknown",
-                }
-                .to_owned(),
+                status: condition_status(l.status).to_owned(),
                 reason: l.reason.clone(),
                 message: l.message.clone(),
             });

@@ -165,9 +165,14 @@ pub fn status_from_tally(
     conditions.push(ready_cond);
 
     let governed = tally.governed;
-    for layer in Layer::ALL {
+    for layer in Layer::every() {
         let empty = LayerTally::default();
         let t = tally.layers.get(&layer).unwrap_or(&empty);
+        // Health is judged only where a probe reports or the profile requires
+        // one; a profile none of whose nodes has it gets no condition for it.
+        if layer == Layer::Health && t.ready == 0 && t.failing.is_empty() {
+            continue;
+        }
         let c = if t.failing.is_empty() {
             condition(
                 &layer.condition_type(),

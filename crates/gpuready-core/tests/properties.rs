@@ -336,6 +336,7 @@ prop_compose! {
             workload: Default::default(),
             sandbox_resources: Vec::new(),
             not_ready_deadline: None,
+            probe: None,
         }
     }
 }

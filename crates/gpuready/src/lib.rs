@@ -6,3 +6,4 @@ pub mod cluster;
 pub mod controller;
 pub mod input;
 pub mod nfd_cli;
+pub mod probe;

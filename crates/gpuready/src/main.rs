@@ -38,6 +38,13 @@ enum Command {
     /// (Helm never upgrades them). `print` shows them, `diff` compares the
     /// cluster's with them, `apply` installs missing and upgrades older ones.
     NfdCrds(gpuready::nfd_cli::NfdCrdsArgs),
+    /// The node agent: read the GPUs through NVML and publish a report for the
+    /// controller's Health layer (`--once` prints it instead; no cluster needed).
+    ///
+    /// Exit codes of --once: 0 the report was printed and NVML sees at least one
+    /// GPU; 1 the report was printed but NVML is unusable or sees no GPU (the
+    /// report's nvml.error says why); 2 arguments or environment unusable.
+    Probe(gpuready::probe::ProbeArgs),
 }
 
 /// `gpuready run`: the cluster flags beside the controller's own, so RunArgs
@@ -57,6 +64,7 @@ fn main() -> ExitCode {
         Command::Crd { write } => run_crd(write),
         Command::Run(run) => run_controller(run.cluster, run.args),
         Command::NfdCrds(args) => gpuready::nfd_cli::run(args),
+        Command::Probe(args) => gpuready::probe::run(args),
     }
 }
 

@@ -399,12 +399,12 @@ fn bad_cases() -> Vec<Bad> {
         },
         b(
             ("spec.gatingLayers", "maxItems"),
-            "eight gating layers",
+            "nine gating layers",
             spec_with(
                 json!({ "gatingLayers": ["Node", "Hardware", "Driver", "DevicePlugin",
-                "FeatureDiscovery", "Profile", "Compatibility", "Node"] }),
+                "FeatureDiscovery", "Profile", "Compatibility", "Health", "Node"] }),
             ),
-            &["spec.gatingLayers", "must have at most 7 items"],
+            &["spec.gatingLayers", "must have at most 8 items"],
         ),
         b(
             ("spec.gatingLayers[]", "enum"),
@@ -468,6 +468,63 @@ fn bad_cases() -> Vec<Bad> {
                 "spec.maxLabelAgeSeconds",
                 "should be greater than or equal to 0",
             ],
+        ),
+        b(
+            ("spec.probe.whenMissing", "enum"),
+            "unknown missing-probe policy",
+            spec_with(json!({ "probe": { "whenMissing": "Block" } })),
+            &["spec.probe.whenMissing", "Unsupported value: \"Block\""],
+        ),
+        b(
+            ("spec.probe.maxReportAgeSeconds", "maximum"),
+            "report age over a day",
+            spec_with(json!({ "probe": { "maxReportAgeSeconds": 86401 } })),
+            &[
+                "spec.probe.maxReportAgeSeconds",
+                "should be less than or equal to 86400",
+            ],
+        ),
+        b(
+            ("spec.probe.maxReportAgeSeconds", "minimum"),
+            "negative report age",
+            spec_with(json!({ "probe": { "maxReportAgeSeconds": -1 } })),
+            &[
+                "spec.probe.maxReportAgeSeconds",
+                "should be greater than or equal to 0",
+            ],
+        ),
+        b(
+            ("spec.probe.fatalXids", "maxItems"),
+            "65 fatal XIDs",
+            spec_with(json!({ "probe": { "fatalXids": (200..265).collect::<Vec<u32>>() } })),
+            &["spec.probe.fatalXids", "must have at most 64 items"],
+        ),
+        b(
+            ("spec.probe.fatalXids[]", "minimum"),
+            "negative XID",
+            spec_with(json!({ "probe": { "fatalXids": [-1] } })),
+            &[
+                "spec.probe.fatalXids[0]",
+                "should be greater than or equal to 0",
+            ],
+        ),
+        b(
+            ("spec.probe.fatalXids[]", "maximum"),
+            "XID over u32",
+            spec_with(json!({ "probe": { "fatalXids": [4_294_967_296_u64] } })),
+            &["spec.probe.fatalXids[0]", "should be less than or equal to"],
+        ),
+        b(
+            ("spec.probe.fatalXids", "rule"),
+            "XID 0",
+            spec_with(json!({ "probe": { "fatalXids": [79, 0] } })),
+            &["probe.fatalXids must be XID numbers from 1 to 65535"],
+        ),
+        b(
+            ("spec.probe.fatalXids", "rule"),
+            "an application XID as fatal",
+            spec_with(json!({ "probe": { "fatalXids": [79, 31] } })),
+            &["probe.fatalXids must not list the application XIDs 13, 31, 43, 45, 68 or 109"],
         ),
         b(
             ("spec.mode", "enum"),

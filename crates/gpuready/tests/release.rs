@@ -140,3 +140,27 @@ fn chart_manifests_and_flux_point_at_the_published_coordinates() {
         "the Flux release keeps the chart's published image"
     );
 }
+
+/// The probe's glibc image (Dockerfile target `probe`) is published beside the
+/// operator's, under the name the chart's `probe.image` points at.
+#[test]
+fn the_workflow_publishes_the_probe_image_the_chart_uses() {
+    let wf = yaml(".github/workflows/release.yml");
+    let probe = steps(&wf, "image")
+        .iter()
+        .find(|s| s["with"]["target"] == "probe")
+        .expect("a build of the probe target");
+    assert_eq!(probe["with"]["push"], true);
+    assert_eq!(probe["with"]["file"], "Dockerfile");
+    let tags = probe["with"]["tags"].as_str().expect("tags");
+    assert!(tags.starts_with("${{ env.PROBE_IMAGE }}:"), "{tags}");
+    let values = yaml("charts/gpuready/values.yaml");
+    assert_eq!(
+        wf["env"]["PROBE_IMAGE"],
+        values["probe"]["image"]["repository"]
+    );
+    assert!(
+        read("Dockerfile").contains(" AS probe\n"),
+        "the Dockerfile has a probe stage"
+    );
+}

@@ -161,6 +161,12 @@ pub struct RunArgs {
     /// Log format.
     #[arg(long, env = "GPUREADY_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+
+    /// Namespace where `gpuready probe` publishes its reports (ConfigMaps
+    /// gpuready-probe-<node>). Unset: no report is read (and no RBAC on
+    /// ConfigMaps is needed); the Health layer then sees every node without one.
+    #[arg(long, env = "GPUREADY_PROBE_NAMESPACE")]
+    pub probe_namespace: Option<String>,
 }
 
 impl RunArgs {
@@ -197,6 +203,7 @@ impl RunArgs {
             identity: None,
             nfd_crds: NfdCrdMode::Off,
             log_format: LogFormat::Text,
+            probe_namespace: None,
         }
     }
 }

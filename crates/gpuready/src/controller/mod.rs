@@ -14,6 +14,7 @@ pub mod leader;
 pub mod metrics;
 pub mod nfd;
 pub mod node;
+pub mod probe_reports;
 pub mod profiles;
 pub mod prune;
 pub mod requests;
@@ -85,6 +86,8 @@ pub struct Context {
     pub nfd: Mutex<Option<(bool, String, String)>>,
     /// ResourceSlices and NodeFeatures per node (see `evidence`).
     pub evidence: Arc<evidence::EvidenceStores>,
+    /// Reports of `gpuready probe`, when `--probe-namespace` is set.
+    pub probe_reports: Option<probe_reports::ProbeReports>,
 }
 
 impl Context {
@@ -171,6 +174,18 @@ impl Context {
     /// Waits until both caches have been listed once; false if they never will be.
     pub async fn wait_for_caches(&self) -> bool {
         self.caches_ready.clone().wait_for(|r| *r).await.is_ok()
+    }
+
+    /// The node's facts with the evidence read beside it attached: its
+    /// ResourceSlices and NodeFeatures, and its probe report (when reports are read).
+    pub fn facts_of(&self, node: &Node) -> NodeFacts {
+        let name = node.name_any();
+        let facts = NodeFacts::from_node(node).with_evidence(self.evidence.for_node(&name));
+        let probe = self
+            .probe_reports
+            .as_ref()
+            .and_then(|r| r.evidence(&facts.name));
+        facts.with_probe(probe)
     }
 
     pub fn nfd_condition(&self) -> Option<(bool, String, String)> {
@@ -390,6 +405,15 @@ async fn run_controllers(
         .predicate_filter(prune::node_relevance, PredicateConfig::default());
     let node_stream = drop_watch_errors("Node", node_stream);
 
+    // Probe reports: a node's report changing in substance re-queues that node.
+    let (probe_reports, probe_triggers) = match &args.probe_namespace {
+        Some(ns) => {
+            let (reports, triggers) = probe_reports::watch(client.clone(), ns);
+            (Some(reports), triggers.boxed())
+        }
+        None => (None, futures::stream::pending().boxed()),
+    };
+
     let (caches_ready_tx, caches_ready) = watch::channel(false);
     let ctx = Arc::new(Context {
         client: client.clone(),
@@ -408,6 +432,7 @@ async fn run_controllers(
         last_writes,
         nfd: Mutex::default(),
         evidence: Arc::default(),
+        probe_reports,
     });
     let evidence_tasks = evidence::spawn(
         client.clone(),
@@ -458,6 +483,7 @@ async fn run_controllers(
             nodes_of_profile(&nodes_for_profile, &profile)
         })
         .reconcile_on(requeued)
+        .reconcile_on(probe_triggers)
         .with_config(ControllerConfig::default().concurrency(args.concurrency))
         .graceful_shutdown_on(stop_fut)
         .run(reconcile, error_policy, ctx.clone())

@@ -127,7 +127,7 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
         // Judged once. The turn is counted before the brake is consulted, so
         // the turn that trips the brake is held back too: a burst taints at
         // most floor(threshold × matched) nodes, not one more.
-        let facts = NodeFacts::from_node(&node).with_evidence(ctx.evidence.for_node(&name));
+        let facts = ctx.facts_of(&node);
         let pairs: Vec<(&GpuNodeProfile, &Selector)> =
             profiles.iter().map(|(p, s)| (p.as_ref(), s)).collect();
         let judgement = judge(&facts, &pairs, now);

@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use gpuready_api::keys;
 use gpuready_api::{GpuNodeProfile, GpuNodeProfileStatus, Layer};
-use gpuready_core::NodeFacts;
 use gpuready_core::status::{ExtraConditions, status_from_tally};
 use gpuready_core::tally::{NodeVerdict, ProfileTally, Tally};
 use jiff::Timestamp;
@@ -166,11 +165,7 @@ fn recount(ctx: &Context) -> Tally {
     let mut tally = Tally::default();
     for node in ctx.nodes.state() {
         // Verdicts only: the brake changes planned taints, not readiness.
-        let a = verdict_of(
-            &NodeFacts::from_node(&node).with_evidence(ctx.evidence.for_node(&node.name_any())),
-            &selectors,
-            now,
-        );
+        let a = verdict_of(&ctx.facts_of(&node), &selectors, now);
         tally.set(&a.name, NodeVerdict::of(&a));
     }
     debug!(nodes = tally.nodes(), "recounted every node's verdict");

@@ -1,0 +1,464 @@
+//! The Health layer on recorded probe reports: the H200 (driver 580.159.04,
+//! CUDA 13.0) as nvidia-smi showed it and as `gpuready probe` captured it, and
+//! fault cases built from NVIDIA's XID and ECC semantics (docs/probe.md cites them).
+
+mod common;
+
+use common::*;
+use gpuready_api::Layer;
+use gpuready_api::keys::{self, health_reasons as r, nvidia};
+use gpuready_api::probe::{EventKind, EventRecord, ProbeReport};
+use gpuready_core::NodeFacts;
+use gpuready_core::evaluate::{LayerReport, Status};
+use gpuready_core::health::{ProbeEvidence, parse_report};
+
+const H200_SMI: &str = include_str!("fixtures/probe/h200-nvidia-smi.json");
+const H200_REAL: &str = include_str!("fixtures/probe/h200-report.json");
+const H200_REAL_EVENTS: &str = include_str!("fixtures/probe/h200-report-events.json");
+
+/// The H200 node as GFD labels it (shared/fixtures/gfd-v0.20.0-h200 values).
+fn h200_node() -> NodeBuilder {
+    NodeBuilder::gpu("h200-a")
+        .label(nvidia::GPU_PRODUCT, "NVIDIA-H200")
+        .label(nvidia::GPU_MEMORY, "143771")
+        .label(nvidia::GPU_FAMILY, "hopper")
+        .compute(9, 0)
+        .driver("580.159.04")
+        .cuda_runtime("13.0")
+}
+
+/// The nvidia-smi H200 report, refreshed 30 s before `NOW`.
+fn h200_report() -> ProbeReport {
+    let mut r = parse_report(H200_SMI).expect("fixture parses");
+    r.generated_at = at(-30).to_string();
+    r
+}
+
+fn facts_with(node: &NodeBuilder, report: &ProbeReport) -> NodeFacts {
+    node.facts()
+        .with_probe(Some(ProbeEvidence::Report(Box::new(report.clone()))))
+}
+
+fn judge_with(spec_yaml: &str, node: &NodeBuilder, report: &ProbeReport) -> LayerReport {
+    gpuready_core::evaluate(&spec(spec_yaml), &facts_with(node, report), now())
+}
+
+fn xid(x: u64, count: u64) -> EventRecord {
+    EventRecord {
+        gpu: "GPU-72dbae72-2934-2a81-2c3a-c94870629f89".into(),
+        kind: EventKind::Xid,
+        xid: Some(x),
+        count,
+        first_seen: at(-120).to_string(),
+        last_seen: at(-60).to_string(),
+    }
+}
+
+#[test]
+fn h200_from_nvidia_smi_is_healthy() {
+    let report = judge_with("", &h200_node(), &h200_report());
+    report
+        .expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY)
+        .mentions(&[
+            "driver 580.159.04",
+            "1× NVIDIA H200 143771 MiB compute 9.0",
+            "no uncorrectable ECC error",
+            "fatal XID since the probe started",
+        ]);
+    assert!(report.ready());
+    // The Health layer comes last, after the label layers it cross-checks.
+    assert_eq!(report.layers.last().map(|l| l.layer), Some(Layer::Health));
+}
+
+/// The report `gpuready probe --once --output json` printed on the real H200
+/// (2026-11-30, device machine). `--once` watches no events, which the
+/// verdict says; everything else reads healthy and agrees with GFD's labels.
+#[test]
+fn h200_real_capture_is_healthy() {
+    let mut real = parse_report(H200_REAL).expect("the captured report parses");
+    assert_eq!(real.gpus.len(), 1);
+    let gpu = &real.gpus[0];
+    assert_eq!(gpu.name.as_deref(), Some("NVIDIA H200"));
+    assert_eq!(gpu.memory_mib, Some(143_771));
+    assert_eq!(gpu.compute_capability.as_deref(), Some("9.0"));
+    assert_eq!(real.driver_version.as_deref(), Some("580.159.04"));
+    assert_eq!(real.cuda_driver_version.as_deref(), Some("13.0"));
+    assert!(real.nvml.usable);
+    real.node = Some("h200-a".into());
+    real.generated_at = at(-30).to_string();
+    let report = judge_with("", &h200_node(), &real);
+    report
+        .expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY)
+        .mentions(&[
+            "1× NVIDIA H200 143771 MiB compute 9.0",
+            "XIDs not monitored",
+        ]);
+    assert!(report.ready());
+}
+
+/// The same H200 with the NVML event set watched for 10 s: registration works
+/// on the real driver, so the verdict vouches for "no fatal XID" too.
+#[test]
+fn h200_real_capture_with_events_is_healthy() {
+    let mut real = parse_report(H200_REAL_EVENTS).expect("the captured report parses");
+    assert!(real.events.monitored);
+    assert_eq!(real.events.error, None);
+    real.generated_at = at(-30).to_string();
+    let mut profile = String::from("probe: {whenMissing: Blocking, maxReportAgeSeconds: 120}\n");
+    profile.push_str("gpu: {products: [NVIDIA-H200], minMemoryMib: 143000, minComputeCapability: \"9.0\", count: 1}\n");
+    profile.push_str("minDriverVersion: \"580.65.06\"\ncudaVersion: \"13.0\"");
+    let report = judge_with(&profile, &h200_node(), &real);
+    report
+        .expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY)
+        .mentions(&["or fatal XID since the probe started"]);
+    assert!(report.ready(), "{:?}", report.first_failure());
+}
+
+#[test]
+fn no_report_and_no_probe_rules_judges_as_before() {
+    let report = judge("", &h200_node());
+    assert!(report.get(Layer::Health).is_none());
+    assert_eq!(report.layers.len(), Layer::ALL.len());
+    assert!(report.ready());
+}
+
+#[test]
+fn missing_report_follows_the_profile() {
+    judge("probe: {whenMissing: Unknown}", &h200_node())
+        .expect(Layer::Health, Status::Unknown, r::PROBE_MISSING)
+        .mentions(&["gpuready-probe-h200-a", "probe.enabled=true"]);
+    let report = judge("probe: {whenMissing: Blocking}", &h200_node());
+    report.expect(Layer::Health, Status::NotReady, r::PROBE_MISSING);
+    assert!(!report.ready());
+    // Not gating: reported, but the node stays ready.
+    let report = judge(
+        "probe: {whenMissing: Blocking}\ngatingLayers: [Node, Hardware, Driver, DevicePlugin, FeatureDiscovery, Profile, Compatibility]",
+        &h200_node(),
+    );
+    report.expect(Layer::Health, Status::NotReady, r::PROBE_MISSING);
+    assert!(report.ready());
+}
+
+#[test]
+fn unreadable_reports_are_unknown() {
+    let node = h200_node();
+    for (text, fragment) in [
+        ("not json", "not a probe report"),
+        (
+            r#"{"apiVersion": "gpuready.io/probe-report/v9"}"#,
+            "probe-report/v9",
+        ),
+    ] {
+        let facts = node
+            .facts()
+            .with_probe(Some(ProbeEvidence::from_json(text)));
+        gpuready_core::evaluate(&spec(""), &facts, now())
+            .expect(Layer::Health, Status::Unknown, r::PROBE_REPORT_INVALID)
+            .mentions(&[fragment]);
+    }
+    let mut other = h200_report();
+    other.node = Some("someone-else".into());
+    judge_with("", &node, &other)
+        .expect(Layer::Health, Status::Unknown, r::PROBE_REPORT_INVALID)
+        .mentions(&["someone-else"]);
+    let mut bad_time = h200_report();
+    bad_time.generated_at = "yesterday".into();
+    judge_with("", &node, &bad_time).expect(
+        Layer::Health,
+        Status::Unknown,
+        r::PROBE_REPORT_INVALID,
+    );
+}
+
+#[test]
+fn unknown_fields_of_the_same_version_are_tolerated() {
+    let text = H200_SMI.replacen("\"node\"", "\"futureField\": [1, 2], \"node\"", 1);
+    assert_eq!(parse_report(&text).expect("parses").gpus.len(), 1);
+}
+
+#[test]
+fn stale_report() {
+    let node = h200_node();
+    let mut old = h200_report();
+    old.generated_at = at(-301).to_string();
+    judge_with("", &node, &old)
+        .expect(Layer::Health, Status::Unknown, r::PROBE_REPORT_STALE)
+        .mentions(&["older than the 300s limit", &at(-301).to_string()]);
+    judge_with("probe: {whenMissing: Blocking}", &node, &old).expect(
+        Layer::Health,
+        Status::NotReady,
+        r::PROBE_REPORT_STALE,
+    );
+    judge_with("probe: {maxReportAgeSeconds: 0}", &node, &old).expect(
+        Layer::Health,
+        Status::Ready,
+        r::PROBE_HEALTHY,
+    );
+    // A fresh report schedules the re-check for when it would go stale.
+    let fresh = judge_with("probe: {maxReportAgeSeconds: 120}", &node, &h200_report());
+    assert_eq!(fresh.recheck_after_seconds, Some(91));
+}
+
+#[test]
+fn nvml_unusable() {
+    let mut report = h200_report();
+    report.nvml.usable = false;
+    report.nvml.error = Some("libnvidia-ml.so.1: cannot open shared object file".into());
+    report.gpus.clear();
+    report.device_count = None;
+    judge_with("", &h200_node(), &report)
+        .expect(Layer::Health, Status::NotReady, r::NVML_UNUSABLE)
+        .mentions(&["cannot open shared object file", "RuntimeClass"]);
+}
+
+#[test]
+fn gpus_missing() {
+    let node = h200_node();
+    let mut none = h200_report();
+    none.device_count = Some(0);
+    none.gpus.clear();
+    judge_with("", &node, &none)
+        .expect(Layer::Health, Status::NotReady, r::GPUS_MISSING)
+        .mentions(&["enumerates no GPU"]);
+
+    // An 8-GPU node that lost one: XID 79, the label still says 8.
+    let eight = node.clone().label(nvidia::GPU_COUNT, "8").gpus(8, 8);
+    let mut seven = h200_report();
+    seven.device_count = Some(7);
+    judge_with("gpu: {count: 8}", &eight, &seven)
+        .expect(Layer::Health, Status::NotReady, r::GPUS_MISSING)
+        .mentions(&[
+            "NVML sees 7 GPU(s), the profile expects at least 8",
+            "nvidia.com/gpu.count=8",
+        ]);
+    // Without a profile count, the label alone tells.
+    judge_with("", &eight, &seven)
+        .expect(Layer::Health, Status::NotReady, r::GPUS_MISSING)
+        .mentions(&["a GPU was lost since GFD last counted"]);
+    // NFD's PCI scan (the evidence bundle) counts 8 GPUs on the bus; no profile
+    // count and a label that already says 7: the bus still tells.
+    let relabelled = node.clone().label(nvidia::GPU_COUNT, "7");
+    let mut facts = facts_with(&relabelled, &seven);
+    facts.evidence.bus = Some(gpuready_core::evidence::BusFacts {
+        gpus: 8,
+        objects: vec!["h200-a".into()],
+        ..Default::default()
+    });
+    gpuready_core::evaluate(&spec(""), &facts, now())
+        .expect(Layer::Health, Status::NotReady, r::GPUS_MISSING)
+        .mentions(&["NFD finds 8 NVIDIA GPU(s) on the PCI bus (h200-a)"]);
+    // Under MIG single, gpu.count counts slices (7 per H200): not compared.
+    let mig = node
+        .clone()
+        .label(nvidia::MIG_STRATEGY, "single")
+        .label(nvidia::GPU_COUNT, "7")
+        .label(nvidia::GPU_PRODUCT, "NVIDIA-H200-MIG-1g.18gb")
+        .label(nvidia::GPU_MEMORY, "16384")
+        .gpus(7, 7);
+    let mut one = h200_report();
+    one.gpus[0].mig_enabled = Some(true);
+    judge_with("gpu: {count: 7}", &mig, &one).expect(
+        Layer::Health,
+        Status::Ready,
+        r::PROBE_HEALTHY,
+    );
+}
+
+#[test]
+fn uncorrectable_ecc() {
+    let node = h200_node();
+    let mut report = h200_report();
+    if let Some(ecc) = report.gpus[0].ecc.as_mut() {
+        ecc.volatile_uncorrectable = Some(2);
+    }
+    judge_with("", &node, &report)
+        .expect(Layer::Health, Status::NotReady, r::UNCORRECTABLE_ECC)
+        .mentions(&[
+            "GPU 0 (GPU-72dbae72",
+            "2 uncorrectable ECC error(s)",
+            "reset the GPU",
+        ]);
+
+    // Lifetime (aggregate) errors alone were already handled by a reset: healthy.
+    let mut past = h200_report();
+    if let Some(ecc) = past.gpus[0].ecc.as_mut() {
+        ecc.aggregate_uncorrectable = Some(5);
+    }
+    judge_with("", &node, &past).expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY);
+
+    // The NVML double-bit ECC event counts too.
+    let mut dbe = h200_report();
+    dbe.events.records.push(EventRecord {
+        kind: EventKind::DoubleBitEcc,
+        xid: None,
+        ..xid(0, 1)
+    });
+    judge_with("", &node, &dbe)
+        .expect(Layer::Health, Status::NotReady, r::UNCORRECTABLE_ECC)
+        .mentions(&["double-bit ECC event"]);
+}
+
+#[test]
+fn row_remapping() {
+    let node = h200_node();
+    let mut pending = h200_report();
+    if let Some(rr) = pending.gpus[0].row_remapping.as_mut() {
+        rr.pending = true;
+        rr.uncorrectable_rows = 1;
+    }
+    judge_with("", &node, &pending)
+        .expect(Layer::Health, Status::NotReady, r::ROW_REMAP_PENDING)
+        .mentions(&["nvidia-smi -r"]);
+    let mut failed = pending.clone();
+    if let Some(rr) = failed.gpus[0].row_remapping.as_mut() {
+        rr.failure = true;
+    }
+    judge_with("", &node, &failed)
+        .expect(Layer::Health, Status::NotReady, r::ROW_REMAP_FAILED)
+        .mentions(&["RMA"]);
+    // Pre-Ampere GPUs retire pages instead.
+    let mut retired = h200_report();
+    retired.gpus[0].row_remapping = None;
+    retired.gpus[0].retired_pages = Some(gpuready_api::probe::RetiredPages {
+        double_bit: 1,
+        multiple_single_bit: 0,
+        pending: true,
+    });
+    judge_with("", &node, &retired)
+        .expect(Layer::Health, Status::NotReady, r::ROW_REMAP_PENDING)
+        .mentions(&["page retirement is pending"]);
+}
+
+#[test]
+fn fatal_and_benign_xids() {
+    let node = h200_node();
+    let mut off_bus = h200_report();
+    off_bus.events.records.push(xid(79, 1));
+    judge_with("", &node, &off_bus)
+        .expect(Layer::Health, Status::NotReady, r::FATAL_XID)
+        .mentions(&["XID 79 ×1", "fallen off the bus", "restart the probe pod"]);
+
+    // XID 31 (page fault) and 13 (graphics exception) follow the workload.
+    let mut app = h200_report();
+    app.events.records.extend([xid(31, 4), xid(13, 1)]);
+    judge_with("", &node, &app)
+        .expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY)
+        .mentions(&["non-fatal XIDs seen: XID 31 ×4, XID 13 ×1"]);
+
+    // The profile's own list replaces the default one.
+    let mut both = h200_report();
+    both.events.records.extend([xid(79, 1), xid(92, 3)]);
+    judge_with("probe: {fatalXids: [92]}", &node, &both)
+        .expect(Layer::Health, Status::NotReady, r::FATAL_XID)
+        .mentions(&["XID 92 ×3", "listed as fatal by the profile"]);
+    judge_with("probe: {fatalXids: [92]}", &node, &off_bus).expect(
+        Layer::Health,
+        Status::Ready,
+        r::PROBE_HEALTHY,
+    );
+}
+
+#[test]
+fn application_xids_cannot_be_fatal() {
+    let s: gpuready_api::GpuNodeProfileSpec = serde_yaml_ng::from_str(
+        "nodeSelector: {}\nprobe: {fatalXids: [79, 31], maxReportAgeSeconds: 90000}",
+    )
+    .expect("parses");
+    let errors: Vec<String> = s.validate().iter().map(ToString::to_string).collect();
+    assert_eq!(
+        errors,
+        vec![
+            "spec.probe.maxReportAgeSeconds: 90000 must be at most 86400 (1 day)".to_owned(),
+            "spec.probe.fatalXids: 31 is an application XID (13, 31, 43, 45, 68, 109): it follows a faulty workload, not a faulty GPU".to_owned(),
+        ]
+    );
+}
+
+#[test]
+fn labels_contradicting_nvml() {
+    let mut report = h200_report();
+    report.driver_version = Some("580.172.08".into());
+    // GFD still labels the card that was swapped out and the old driver.
+    let stale = h200_node()
+        .label(nvidia::GPU_PRODUCT, "NVIDIA-H100-80GB-HBM3")
+        .label(nvidia::GPU_MEMORY, "81559");
+    judge_with("", &stale, &report)
+        .expect(Layer::Health, Status::NotReady, r::LABELS_CONTRADICT_PROBE)
+        .mentions(&[
+            "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3 but NVML reports NVIDIA-H200",
+            "nvidia.com/gpu.memory=81559 but NVML reports 143771 MiB",
+            "nvidia.com/cuda.driver-version.full=580.159.04 but the loaded driver is 580.172.08",
+            "restart gpu-feature-discovery",
+        ]);
+    let old_cc = h200_node().compute(8, 0);
+    judge_with("", &old_cc, &h200_report())
+        .expect(Layer::Health, Status::NotReady, r::LABELS_CONTRADICT_PROBE)
+        .mentions(&["say 8.0 but NVML reports 9.0"]);
+    judge_with("probe: {checkLabels: false}", &stale, &report).expect(
+        Layer::Health,
+        Status::Ready,
+        r::PROBE_HEALTHY,
+    );
+    // Spellings GFD uses for the same card agree: no prefix, -SHARED suffix.
+    let shared = h200_node().label(nvidia::GPU_PRODUCT, "H200-SHARED");
+    judge_with("", &shared, &h200_report()).expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY);
+    // Under MIG, GFD labels the slice: product and memory are not compared.
+    let mig = h200_node()
+        .label(nvidia::MIG_STRATEGY, "single")
+        .label(nvidia::GPU_PRODUCT, "NVIDIA-H200-MIG-1g.18gb")
+        .label(nvidia::GPU_MEMORY, "16384");
+    judge_with("", &mig, &h200_report()).expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY);
+}
+
+#[test]
+fn several_findings_name_the_worst_first() {
+    let mut report = h200_report();
+    report.events.records.push(xid(48, 1));
+    if let Some(ecc) = report.gpus[0].ecc.as_mut() {
+        ecc.volatile_uncorrectable = Some(1);
+    }
+    judge_with("", &h200_node(), &report)
+        .expect(Layer::Health, Status::NotReady, r::UNCORRECTABLE_ECC)
+        .mentions(&["1 uncorrectable ECC error(s)", "XID 48 ×1"]);
+}
+
+#[test]
+fn node_down_makes_health_unknown() {
+    let down = h200_node().kubelet_not_ready("container runtime is down");
+    judge_with("", &down, &h200_report()).expect(
+        Layer::Health,
+        Status::Unknown,
+        keys::reasons::NODE_NOT_READY,
+    );
+}
+
+#[test]
+fn probe_condition_on_the_node() {
+    let node = h200_node();
+    let mut broken = h200_report();
+    broken.events.records.push(xid(79, 1));
+    let profile = profile("h200", "");
+    let facts = facts_with(&node, &broken);
+    let selector = gpuready_core::select::profile_selector(&profile).expect("selector");
+    let a = gpuready_core::assess(&facts, &[(&profile, &selector)], &opts());
+    assert_eq!(a.reason, r::FATAL_XID);
+    let conditions = a.changes.conditions.expect("conditions written");
+    let probe = conditions
+        .set
+        .iter()
+        .find(|c| c.type_ == keys::CONDITION_PROBE_HEALTHY)
+        .expect("GpuReadyProbe written");
+    assert_eq!(probe.status, "False");
+    assert_eq!(probe.reason.as_deref(), Some(r::FATAL_XID));
+    assert!(a.changes.taint.is_some(), "the node is tainted");
+
+    // Without a report (and Ignore) the condition is not written at all.
+    let a = gpuready_core::assess(&node.facts(), &[(&profile, &selector)], &opts());
+    let conditions = a.changes.conditions.expect("conditions written");
+    assert!(
+        conditions
+            .set
+            .iter()
+            .all(|c| c.type_ != keys::CONDITION_PROBE_HEALTHY)
+    );
+}

@@ -1,0 +1,403 @@
+//! Reading the GPUs through NVML (`nvml-wrapper`, which loads libnvidia-ml at run
+//! time): one snapshot per report, and a thread that records critical events.
+
+use std::ffi::OsStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use gpuready_api::probe::{
+    EccState, EventKind, EventLog, EventRecord, GpuState, MAX_EVENT_RECORDS, NvmlState,
+    RetiredPages, RowRemapping,
+};
+use nvml_wrapper::Nvml;
+use nvml_wrapper::bitmasks::device::ThrottleReasons;
+use nvml_wrapper::bitmasks::event::EventTypes;
+use nvml_wrapper::enum_wrappers::device::{EccCounter, MemoryError, RetirementCause};
+use nvml_wrapper::enums::device::SampleValue;
+use nvml_wrapper::enums::event::XidError;
+use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::structs::device::FieldId;
+
+/// Where NVML is looked for, in order, when no `--nvml-library` is given. Drivers
+/// install only the versioned `libnvidia-ml.so.1` (the unversioned name comes
+/// with development packages), so it is tried first; the absolute paths are
+/// where GKE (`/usr/local/nvidia`) and the GPU operator's driver container
+/// (`/run/nvidia/driver`) put it when the loader's path does not include them.
+pub const NVML_CANDIDATES: &[&str] = &[
+    "libnvidia-ml.so.1",
+    "libnvidia-ml.so",
+    "/usr/local/nvidia/lib64/libnvidia-ml.so.1",
+    "/run/nvidia/driver/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1",
+    "/run/nvidia/driver/usr/lib64/libnvidia-ml.so.1",
+];
+
+/// Loads and initialises NVML from the first candidate that works. On failure
+/// the error names every candidate tried and why it failed.
+pub fn init(explicit: Option<&OsStr>) -> (Option<Nvml>, NvmlState) {
+    let candidates: Vec<&OsStr> = match explicit {
+        Some(p) => vec![p],
+        None => NVML_CANDIDATES.iter().map(OsStr::new).collect(),
+    };
+    let mut errors = Vec::new();
+    for c in candidates {
+        match Nvml::builder().lib_path(c).init() {
+            Ok(nvml) => {
+                let state = NvmlState {
+                    usable: true,
+                    library: Some(c.to_string_lossy().into_owned()),
+                    version: nvml.sys_nvml_version().ok(),
+                    error: None,
+                };
+                return (Some(nvml), state);
+            }
+            Err(e) => errors.push(describe(c, &e)),
+        }
+    }
+    (
+        None,
+        NvmlState {
+            usable: false,
+            library: None,
+            version: None,
+            error: Some(errors.join("; ")),
+        },
+    )
+}
+
+fn describe(library: &OsStr, e: &NvmlError) -> String {
+    match e {
+        // libloading's message is dlerror(), which already names the file
+        // ("libnvidia-ml.so.1: cannot open shared object file").
+        NvmlError::LibloadingError(inner) => inner.to_string(),
+        other => format!("{}: {other}", library.to_string_lossy()),
+    }
+}
+
+/// What one snapshot reads apart from the per-GPU state.
+pub struct Snapshot {
+    pub driver_version: Option<String>,
+    pub cuda_driver_version: Option<String>,
+    pub device_count: Option<u32>,
+    pub gpus: Vec<GpuState>,
+}
+
+/// Reads every GPU. A query a GPU does not support leaves its field empty; any
+/// other failure is recorded in the GPU's `errors`, never fatal to the report.
+pub fn snapshot(nvml: &Nvml) -> Snapshot {
+    let cuda = nvml
+        .sys_cuda_driver_version()
+        .ok()
+        .map(|v| format!("{}.{}", v / 1000, (v % 1000) / 10));
+    let count = nvml.device_count().ok();
+    let gpus = (0..count.unwrap_or(0)).map(|i| gpu(nvml, i)).collect();
+    Snapshot {
+        driver_version: nvml.sys_driver_version().ok(),
+        cuda_driver_version: cuda,
+        device_count: count,
+        gpus,
+    }
+}
+
+/// Keeps a query's value; records a real failure (not "not supported").
+fn keep<T>(errors: &mut Vec<String>, field: &str, r: Result<T, NvmlError>) -> Option<T> {
+    match r {
+        Ok(v) => Some(v),
+        Err(NvmlError::NotSupported) => None,
+        Err(e) => {
+            errors.push(format!("{field}: {e}"));
+            None
+        }
+    }
+}
+
+fn gpu(nvml: &Nvml, index: u32) -> GpuState {
+    let mut errors = Vec::new();
+    let device = match nvml.device_by_index(index) {
+        Ok(d) => d,
+        Err(e) => {
+            return GpuState {
+                index,
+                errors: vec![format!("handle: {e}")],
+                ..GpuState::default()
+            };
+        }
+    };
+    let e = &mut errors;
+    let uuid = keep(e, "uuid", device.uuid());
+    let name = keep(e, "name", device.name());
+    let memory_mib = keep(e, "memory", device.memory_info()).map(|m| m.total / (1024 * 1024));
+    let compute_capability = keep(e, "computeCapability", device.cuda_compute_capability())
+        .map(|c| format!("{}.{}", c.major, c.minor));
+    let pci_bus_id = keep(e, "pciBusId", device.pci_info()).map(|p| p.bus_id);
+    let persistence_mode = keep(e, "persistenceMode", device.is_in_persistent_mode());
+    let mig_enabled = keep(e, "migMode", device.mig_mode()).map(|m| m.current == 1);
+    let ecc = keep(e, "eccMode", device.is_ecc_enabled()).map(|m| {
+        let volatile = device.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Volatile);
+        let aggregate = device.total_ecc_errors(MemoryError::Uncorrected, EccCounter::Aggregate);
+        EccState {
+            enabled: m.currently_enabled,
+            pending_enabled: (m.pending_enabled != m.currently_enabled)
+                .then_some(m.pending_enabled),
+            volatile_uncorrectable: keep(e, "eccVolatileUncorrectable", volatile),
+            aggregate_uncorrectable: keep(e, "eccAggregateUncorrectable", aggregate),
+        }
+    });
+    let retired_pages = {
+        let dbe = keep(
+            e,
+            "retiredPagesDoubleBit",
+            device.retired_pages(RetirementCause::DoubleBitEccError),
+        );
+        let sbe = keep(
+            e,
+            "retiredPagesSingleBit",
+            device.retired_pages(RetirementCause::MultipleSingleBitEccErrors),
+        );
+        let pending = keep(e, "retiredPagesPending", device.are_pages_pending_retired());
+        (dbe.is_some() || sbe.is_some() || pending.is_some()).then(|| RetiredPages {
+            double_bit: dbe.map_or(0, |p| p.len() as u64),
+            multiple_single_bit: sbe.map_or(0, |p| p.len() as u64),
+            pending: pending.unwrap_or(false),
+        })
+    };
+    let row_remapping = row_remapping(&device, e);
+    let throttle_reasons = keep(e, "throttleReasons", device.current_throttle_reasons())
+        .map(throttle_names)
+        .unwrap_or_default();
+    GpuState {
+        index,
+        uuid,
+        name,
+        memory_mib,
+        compute_capability,
+        pci_bus_id,
+        persistence_mode,
+        mig_enabled,
+        ecc,
+        retired_pages,
+        row_remapping,
+        throttle_reasons,
+        errors,
+    }
+}
+
+/// NVML field IDs of the row remapper (`nvml.h`: NVML_FI_DEV_REMAPPED_COR,
+/// _UNC, _PENDING, _FAILURE). Read as field values because nvml-wrapper does not
+/// wrap `nvmlDeviceGetRemappedRows`, and the workspace forbids unsafe code.
+const FI_REMAPPED: [u32; 4] = [142, 143, 144, 145];
+
+fn row_remapping(
+    device: &nvml_wrapper::Device<'_>,
+    errors: &mut Vec<String>,
+) -> Option<RowRemapping> {
+    let ids: Vec<FieldId> = FI_REMAPPED.iter().map(|&i| FieldId(i)).collect();
+    let samples = keep(errors, "rowRemapping", device.field_values_for(&ids))?;
+    let mut values = [None; 4];
+    for (slot, sample) in values.iter_mut().zip(samples) {
+        *slot = match sample.map(|s| s.value) {
+            Ok(Ok(v)) => sample_u64(&v),
+            // Not supported (GPUs without a row remapper) is the common answer.
+            Ok(Err(NvmlError::NotSupported)) | Err(NvmlError::NotSupported) => None,
+            Ok(Err(e)) | Err(e) => {
+                errors.push(format!("rowRemapping: {e}"));
+                None
+            }
+        };
+    }
+    let [cor, unc, pending, failure] = values;
+    (cor.is_some() || unc.is_some() || pending.is_some() || failure.is_some()).then(|| {
+        RowRemapping {
+            correctable_rows: cor.unwrap_or(0),
+            uncorrectable_rows: unc.unwrap_or(0),
+            pending: pending.is_some_and(|v| v != 0),
+            failure: failure.is_some_and(|v| v != 0),
+        }
+    })
+}
+
+fn sample_u64(v: &SampleValue) -> Option<u64> {
+    match *v {
+        SampleValue::U32(n) => Some(u64::from(n)),
+        SampleValue::U64(n) => Some(n),
+        SampleValue::I64(n) => u64::try_from(n).ok(),
+        SampleValue::F64(_) => None,
+    }
+}
+
+fn throttle_names(t: ThrottleReasons) -> Vec<String> {
+    let names = [
+        (ThrottleReasons::GPU_IDLE, "GpuIdle"),
+        (
+            ThrottleReasons::APPLICATIONS_CLOCKS_SETTING,
+            "ApplicationsClocksSetting",
+        ),
+        (ThrottleReasons::SW_POWER_CAP, "SwPowerCap"),
+        (ThrottleReasons::HW_SLOWDOWN, "HwSlowdown"),
+        (ThrottleReasons::SYNC_BOOST, "SyncBoost"),
+        (ThrottleReasons::SW_THERMAL_SLOWDOWN, "SwThermalSlowdown"),
+        (ThrottleReasons::HW_THERMAL_SLOWDOWN, "HwThermalSlowdown"),
+        (
+            ThrottleReasons::HW_POWER_BRAKE_SLOWDOWN,
+            "HwPowerBrakeSlowdown",
+        ),
+        (
+            ThrottleReasons::DISPLAY_CLOCK_SETTING,
+            "DisplayClockSetting",
+        ),
+    ];
+    names
+        .iter()
+        .filter(|(bit, _)| t.contains(*bit))
+        .map(|(_, n)| (*n).to_owned())
+        .collect()
+}
+
+/// Critical events recorded since the probe started, shared with the publisher.
+#[derive(Default)]
+pub struct Events {
+    log: Mutex<EventLog>,
+}
+
+impl Events {
+    pub fn snapshot(&self) -> EventLog {
+        self.log.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+
+    fn set_status(&self, monitored: bool, error: Option<String>) {
+        if let Ok(mut l) = self.log.lock() {
+            l.monitored = monitored;
+            l.error = error;
+        }
+    }
+
+    /// Counts one event into its (GPU, kind, XID) record.
+    pub fn record(&self, gpu: String, kind: EventKind, xid: Option<u64>, at: &str) {
+        let Ok(mut l) = self.log.lock() else {
+            return;
+        };
+        if let Some(r) = l
+            .records
+            .iter_mut()
+            .find(|r| r.gpu == gpu && r.kind == kind && r.xid == xid)
+        {
+            r.count += 1;
+            r.last_seen = at.to_owned();
+            return;
+        }
+        if l.records.len() >= MAX_EVENT_RECORDS {
+            l.dropped += 1;
+            return;
+        }
+        l.records.push(EventRecord {
+            gpu,
+            kind,
+            xid,
+            count: 1,
+            first_seen: at.to_owned(),
+            last_seen: at.to_owned(),
+        });
+    }
+}
+
+/// Registers every GPU for critical XID and double-bit ECC events and records
+/// them until `stop` is set. Runs on its own thread: NVML's wait blocks.
+pub fn watch_events(nvml: &Nvml, events: &Arc<Events>, stop: &AtomicBool) {
+    let wanted = EventTypes::CRITICAL_XID_ERROR | EventTypes::DOUBLE_BIT_ECC_ERROR;
+    // NVML frees the set when a registration fails, so a GPU that refuses
+    // events (not supported, lost) makes the set be built again without it.
+    let count = nvml.device_count().unwrap_or(0);
+    let mut accepted: Vec<u32> = Vec::new();
+    let mut failures = Vec::new();
+    let mut set = None;
+    for i in 0..count {
+        let mut candidates = accepted.clone();
+        candidates.push(i);
+        match register(nvml, &candidates, wanted) {
+            Ok(s) => {
+                set = Some(s);
+                accepted = candidates;
+            }
+            Err(e) => failures.push(format!("GPU {i}: {e}")),
+        }
+    }
+    let set = match set {
+        Some(s) => s,
+        None if count == 0 => {
+            events.set_status(false, Some("NVML enumerates no GPU".into()));
+            return;
+        }
+        None => {
+            events.set_status(
+                false,
+                Some(format!(
+                    "no GPU accepted event registration: {}",
+                    failures.join("; ")
+                )),
+            );
+            return;
+        }
+    };
+    events.set_status(
+        true,
+        (!failures.is_empty()).then(|| format!("not monitored: {}", failures.join("; "))),
+    );
+    while !stop.load(Ordering::Relaxed) {
+        match set.wait(1000) {
+            Ok(data) => {
+                let at = jiff::Timestamp::now().to_string();
+                let gpu = data.device.uuid().unwrap_or_else(|_| {
+                    format!("index:{}", data.device.index().unwrap_or(u32::MAX))
+                });
+                if data.event_type.contains(EventTypes::CRITICAL_XID_ERROR) {
+                    let xid = match data.event_data {
+                        Some(XidError::Value(x)) => Some(x),
+                        _ => None,
+                    };
+                    tracing::warn!(%gpu, ?xid, "XID event");
+                    events.record(gpu, EventKind::Xid, xid, &at);
+                } else if data.event_type.contains(EventTypes::DOUBLE_BIT_ECC_ERROR) {
+                    tracing::warn!(%gpu, "double-bit ECC event");
+                    events.record(gpu, EventKind::DoubleBitEcc, None, &at);
+                }
+            }
+            Err(NvmlError::Timeout) => {}
+            // A GPU that fell off the bus makes every wait fail: record it as the
+            // XID the driver logs for it, once a second at most.
+            Err(NvmlError::GpuLost) => {
+                let at = jiff::Timestamp::now().to_string();
+                events.record(
+                    "unknown (NVML: GPU is lost)".into(),
+                    EventKind::Xid,
+                    Some(79),
+                    &at,
+                );
+                std::thread::sleep(std::time::Duration::from_secs(1));
+            }
+            Err(e) => {
+                events.set_status(false, Some(format!("waiting for NVML events: {e}")));
+                return;
+            }
+        }
+    }
+}
+
+/// An event set with the given GPUs registered for `wanted` (as far as each
+/// supports them).
+fn register<'n>(
+    nvml: &'n Nvml,
+    indices: &[u32],
+    wanted: EventTypes,
+) -> Result<nvml_wrapper::EventSet<'n>, NvmlError> {
+    let mut set = nvml.create_event_set()?;
+    for &i in indices {
+        let device = nvml.device_by_index(i)?;
+        let supported = device
+            .supported_event_types()
+            .map(|s| s & wanted)
+            .unwrap_or(wanted);
+        set = device
+            .register_events(supported, set)
+            .map_err(|e| e.error)?;
+    }
+    Ok(set)
+}

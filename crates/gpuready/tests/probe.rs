@@ -1,0 +1,342 @@
+//! `gpuready probe` without a GPU (CI has none: NVML absent → the report says
+//! so, exit code 1), and the controller against a real kube-apiserver driven by
+//! probe reports published exactly as the probe publishes them (this test acts
+//! as the agent): a fatal XID taints the node, a healthy report releases it, a
+//! heartbeat alone writes nothing.
+
+mod support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use gpuready::probe::publish::publish;
+use gpuready_api::keys::{self, health_reasons as r};
+use gpuready_api::probe::{
+    EccState, EventKind, EventLog, EventRecord, GpuState, NvmlState, PROBE_REPORT_API_VERSION,
+    ProbeReport, RowRemapping,
+};
+use k8s_openapi::api::core::v1::Node;
+use kube::ResourceExt;
+use serde_json::{Value, json};
+use support::*;
+
+fn gpuready() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_gpuready"))
+}
+
+#[test]
+fn once_without_nvml_prints_an_unusable_report_and_exits_1() {
+    let out = gpuready()
+        .args([
+            "probe",
+            "--once",
+            "--output",
+            "json",
+            "--nvml-library",
+            "/nonexistent/libnvidia-ml.so.1",
+        ])
+        .output()
+        .expect("run gpuready probe");
+    assert_eq!(out.status.code(), Some(1), "{out:?}");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report on stdout");
+    assert_eq!(report["apiVersion"], PROBE_REPORT_API_VERSION);
+    assert_eq!(report["nvml"]["usable"], false);
+    let error = report["nvml"]["error"].as_str().expect("error named");
+    assert!(error.contains("/nonexistent/libnvidia-ml.so.1"), "{error}");
+    assert_eq!(report["events"]["monitored"], false);
+    assert!(report.get("gpus").is_none());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("NVML is unusable"), "{stderr}");
+
+    // The same report as YAML, and the default search (no driver on CI).
+    let out = gpuready()
+        .args(["probe", "--once", "--output", "yaml"])
+        .env("LD_LIBRARY_PATH", "/nonexistent")
+        .output()
+        .expect("run gpuready probe");
+    if out.status.code() == Some(1) {
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("usable: false"), "{text}");
+        assert!(text.contains("libnvidia-ml.so.1"), "{text}");
+    }
+}
+
+#[test]
+fn in_cluster_mode_without_its_node_is_a_usage_error() {
+    let out = gpuready()
+        .args(["probe"])
+        .env_remove("NODE_NAME")
+        .env_remove("POD_NAMESPACE")
+        .output()
+        .expect("run gpuready probe");
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("NODE_NAME"));
+}
+
+/// What the probe reads on an RTX 3090 node labelled by `gfd_3090()`.
+fn report(node: &str, events: Vec<EventRecord>) -> ProbeReport {
+    ProbeReport {
+        api_version: PROBE_REPORT_API_VERSION.into(),
+        node: Some(node.into()),
+        generated_at: jiff::Timestamp::now().to_string(),
+        probe_started_at: "2026-11-30T12:00:00Z".into(),
+        probe_version: "test".into(),
+        nvml: NvmlState {
+            usable: true,
+            library: Some("libnvidia-ml.so.1".into()),
+            ..NvmlState::default()
+        },
+        driver_version: Some("580.178.04".into()),
+        cuda_driver_version: Some("13.0".into()),
+        device_count: Some(1),
+        gpus: vec![GpuState {
+            index: 0,
+            uuid: Some("GPU-3090".into()),
+            name: Some("NVIDIA GeForce RTX 3090".into()),
+            memory_mib: Some(24576),
+            compute_capability: Some("8.6".into()),
+            ecc: Some(EccState::default()),
+            row_remapping: Some(RowRemapping::default()),
+            ..GpuState::default()
+        }],
+        events: EventLog {
+            monitored: true,
+            records: events,
+            ..EventLog::default()
+        },
+    }
+}
+
+fn probe_healthy(node: &Node) -> Option<(String, String)> {
+    node.status
+        .as_ref()?
+        .conditions
+        .as_ref()?
+        .iter()
+        .find(|c| c.type_ == keys::CONDITION_PROBE_HEALTHY)
+        .map(|c| (c.status.clone(), c.reason.clone().unwrap_or_default()))
+}
+
+#[tokio::test]
+async fn probe_reports_drive_the_taint_on_and_off() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    let ns = env.create_namespace("gpuready").await.expect("namespace");
+    create_node(&client, "gpu-1", rtx3090_in("probe"), 1, json!([])).await;
+    apply_profile(
+        &client,
+        &rtx3090_profile("probe", "probe", "probe: {whenMissing: Blocking}"),
+    )
+    .await;
+    let mut args = test_args();
+    args.probe_namespace = Some(ns.clone());
+    let run = start_controller(&env, args);
+
+    // No report yet: the profile blocks.
+    eventually(60, "gpu-1 tainted for a missing probe", || async {
+        let n = get_node(&client, "gpu-1").await;
+        (gated(&n) && gpu_ready(&n).is_some_and(|(_, r)| r == keys::health_reasons::PROBE_MISSING))
+            .then_some(())
+    })
+    .await;
+
+    // The probe publishes a healthy report: released.
+    publish(&client, &ns, "gpu-1", &report("gpu-1", vec![]))
+        .await
+        .expect("publish");
+    eventually(60, "gpu-1 released by a healthy report", || async {
+        let n = get_node(&client, "gpu-1").await;
+        (!gated(&n)
+            && gpu_ready(&n).is_some_and(|(s, _)| s == "True")
+            && probe_healthy(&n) == Some(("True".into(), r::PROBE_HEALTHY.into())))
+        .then_some(())
+    })
+    .await;
+
+    // XID 79: the GPU fell off the bus. Tainted again, and the node says why.
+    let xid79 = EventRecord {
+        gpu: "GPU-3090".into(),
+        kind: EventKind::Xid,
+        xid: Some(79),
+        count: 1,
+        first_seen: jiff::Timestamp::now().to_string(),
+        last_seen: jiff::Timestamp::now().to_string(),
+    };
+    publish(&client, &ns, "gpu-1", &report("gpu-1", vec![xid79]))
+        .await
+        .expect("publish");
+    eventually(60, "gpu-1 tainted for XID 79", || async {
+        let n = get_node(&client, "gpu-1").await;
+        (gated(&n)
+            && gpu_ready(&n).is_some_and(|(s, r)| s == "False" && r == r::FATAL_XID)
+            && probe_healthy(&n) == Some(("False".into(), r::FATAL_XID.into())))
+        .then_some(())
+    })
+    .await;
+
+    // The probe restarted after the GPU was reset: healthy again, released.
+    publish(&client, &ns, "gpu-1", &report("gpu-1", vec![]))
+        .await
+        .expect("publish");
+    eventually(60, "gpu-1 released again", || async {
+        let n = get_node(&client, "gpu-1").await;
+        (!gated(&n) && gpu_ready(&n).is_some_and(|(s, _)| s == "True")).then_some(())
+    })
+    .await;
+
+    // A heartbeat (same report, new generatedAt) makes no node write.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let before = run.node_writes();
+    for _ in 0..3 {
+        publish(&client, &ns, "gpu-1", &report("gpu-1", vec![]))
+            .await
+            .expect("publish");
+        tokio::time::sleep(Duration::from_millis(700)).await;
+    }
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(run.node_writes(), before, "heartbeats wrote to the node");
+
+    // A report published under another node's name is not taken for this one.
+    publish(&client, &ns, "gpu-1", &report("gpu-2", vec![]))
+        .await
+        .expect("publish");
+    eventually(60, "a report naming another node is unknown", || async {
+        let n = get_node(&client, "gpu-1").await;
+        (gated(&n) && probe_healthy(&n) == Some(("Unknown".into(), r::PROBE_REPORT_INVALID.into())))
+            .then_some(())
+    })
+    .await;
+    run.stop().await.expect("controller stops");
+}
+
+#[tokio::test]
+async fn the_api_server_refuses_application_xids_and_health_in_gating_layers_is_accepted() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    let api: kube::Api<gpuready_api::GpuNodeProfile> = kube::Api::all(client.clone());
+    let doc = |name: &str, probe: Value| {
+        json!({
+            "apiVersion": "gpuready.io/v1alpha1",
+            "kind": "GpuNodeProfile",
+            "metadata": {"name": name},
+            "spec": {
+                "nodeSelector": {"matchLabels": {"pool": "x"}},
+                "gatingLayers": ["Node", "Hardware", "Driver", "DevicePlugin", "FeatureDiscovery", "Profile", "Compatibility", "Health"],
+                "probe": probe,
+            }
+        })
+    };
+    let pp = kube::api::PatchParams::apply("test");
+    let refused = api
+        .patch(
+            "app-xid",
+            &pp,
+            &kube::api::Patch::Apply(&doc("app-xid", json!({"fatalXids": [79, 31]}))),
+        )
+        .await
+        .expect_err("XID 31 refused");
+    assert!(
+        refused
+            .to_string()
+            .contains("must not list the application XIDs"),
+        "{refused}"
+    );
+    let ok = api
+        .patch(
+            "fatal",
+            &pp,
+            &kube::api::Patch::Apply(&doc(
+                "fatal",
+                json!({"fatalXids": [79], "whenMissing": "Blocking"}),
+            )),
+        )
+        .await
+        .expect("a valid probe section is accepted");
+    let probe = ok.spec.probe.expect("probe kept");
+    assert_eq!(probe.max_report_age_seconds, 300, "defaulted by the schema");
+    assert!(probe.check_labels);
+}
+
+/// The agent itself, in-cluster mode, on a machine without NVML (as in CI): it
+/// publishes its node's report (NVML unusable, with why) on every interval, and
+/// a SIGTERM stops it cleanly.
+#[tokio::test]
+async fn the_probe_process_publishes_its_report_and_stops_on_sigterm() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let env = gpuready_testenv::TestEnv::shared()
+        .await
+        .expect("test control plane");
+    let client = env.client().expect("client");
+    let ns = env
+        .create_namespace("probe-agent")
+        .await
+        .expect("namespace");
+    let mut child = tokio::process::Command::from({
+        let mut c = gpuready();
+        c.args(["probe", "--interval", "1s", "--log-format", "json"])
+            .env("KUBECONFIG", env.kubeconfig_path())
+            .env("NODE_NAME", "agent-node")
+            .env("POD_NAMESPACE", &ns)
+            .env("GPUREADY_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        c
+    })
+    .kill_on_drop(true)
+    .spawn()
+    .expect("start gpuready probe");
+    let cms: kube::Api<ConfigMap> = kube::Api::namespaced(client, &ns);
+    let first = eventually(60, "the probe publishes its report", || async {
+        cms.get_opt("gpuready-probe-agent-node")
+            .await
+            .ok()
+            .flatten()
+    })
+    .await;
+    let report = match gpuready::controller::probe_reports::evidence_of(&first) {
+        gpuready_core::health::ProbeEvidence::Report(r) => r,
+        other => panic!("not a report: {other:?}"),
+    };
+    assert_eq!(report.node.as_deref(), Some("agent-node"));
+    assert!(!report.nvml.usable);
+    assert!(
+        report
+            .nvml
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("/nonexistent/libnvidia-ml.so.1")),
+        "{:?}",
+        report.nvml
+    );
+    assert_eq!(
+        first
+            .labels()
+            .get(keys::LABEL_PROBE_REPORT)
+            .map(String::as_str),
+        Some("true")
+    );
+    // The heartbeat: a newer generatedAt within a few intervals.
+    eventually(30, "a second report", || async {
+        let cm = cms.get("gpuready-probe-agent-node").await.ok()?;
+        match gpuready::controller::probe_reports::evidence_of(&cm) {
+            gpuready_core::health::ProbeEvidence::Report(r)
+                if r.generated_at != report.generated_at =>
+            {
+                Some(())
+            }
+            _ => None,
+        }
+    })
+    .await;
+    let pid = child.id().expect("pid").to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill -TERM");
+    assert!(killed.success());
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("the probe stops within 20 s of SIGTERM")
+        .expect("wait");
+    assert_eq!(status.code(), Some(0), "{status:?}");
+}
