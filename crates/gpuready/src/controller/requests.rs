@@ -151,3 +151,99 @@ pub fn limited_client(
         .with_layer(&RetryLayer::new(retry_policy()))
         .build())
 }
+
+#[cfg(test)]
+mod tests {
+    //! The stack's order is what these pin: with kube's built-in retry below the
+    //! counting layer, a throttled request was retried up to 15 times unseen.
+    //! A loopback server answers 429 a set number of times, then 200.
+
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use axum::Router;
+    use axum::http::StatusCode as AxumStatus;
+    use axum::routing::get;
+
+    use super::*;
+
+    async fn throttling_server(refusals: usize) -> (String, Arc<AtomicUsize>) {
+        let seen = Arc::new(AtomicUsize::new(0));
+        let counter = seen.clone();
+        let app = Router::new().route(
+            "/version",
+            get(move || {
+                let counter = counter.clone();
+                async move {
+                    if counter.fetch_add(1, Ordering::SeqCst) < refusals {
+                        (AxumStatus::TOO_MANY_REQUESTS, "slow down".to_owned())
+                    } else {
+                        (AxumStatus::OK, "{}".to_owned())
+                    }
+                }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (format!("http://{addr}"), seen)
+    }
+
+    fn client_for(url: &str, metrics: Arc<Metrics>, limiter: Option<Limiter>) -> kube::Client {
+        let config = kube::Config::new(url.parse().unwrap());
+        limited_client(config, metrics, limiter).unwrap()
+    }
+
+    async fn get_version(client: &kube::Client) -> Result<String, kube::Error> {
+        client
+            .request_text(Request::get("/version").body(Vec::new()).unwrap())
+            .await
+    }
+
+    #[tokio::test]
+    async fn every_retry_of_a_throttled_request_is_counted() {
+        let (url, seen) = throttling_server(3).await;
+        let metrics = Arc::new(Metrics::default());
+        let client = client_for(&url, metrics.clone(), None);
+        get_version(&client).await.unwrap();
+        assert_eq!(seen.load(Ordering::SeqCst), 4, "3 refusals, then success");
+        assert_eq!(
+            metrics.reads_sent(),
+            4,
+            "each attempt passes the counting layer"
+        );
+        let refused = metrics
+            .retryable_responses
+            .get_or_create(&Code {
+                code: "429".to_owned(),
+            })
+            .get();
+        assert_eq!(refused, 3);
+    }
+
+    #[tokio::test]
+    async fn retries_are_bounded_and_the_error_reaches_the_caller() {
+        let (url, seen) = throttling_server(usize::MAX).await;
+        let metrics = Arc::new(Metrics::default());
+        let client = client_for(&url, metrics.clone(), None);
+        assert!(get_version(&client).await.is_err());
+        // 1 try + 4 retries, then gpuready's per-object backoff takes over.
+        assert_eq!(seen.load(Ordering::SeqCst), 5);
+        assert_eq!(metrics.reads_sent(), 5);
+    }
+
+    #[tokio::test]
+    async fn retries_wait_for_the_client_side_rate_limit() {
+        let (url, seen) = throttling_server(3).await;
+        let metrics = Arc::new(Metrics::default());
+        // 2 per second with a burst of 1: four attempts need at least 1.5 s.
+        let client = client_for(&url, metrics, limiter(2, 1));
+        let start = std::time::Instant::now();
+        get_version(&client).await.unwrap();
+        assert_eq!(seen.load(Ordering::SeqCst), 4);
+        assert!(
+            start.elapsed() >= Duration::from_millis(1400),
+            "retries bypassed the limiter: {:?}",
+            start.elapsed()
+        );
+    }
+}
