@@ -310,7 +310,6 @@ pub async fn publish_deadline(
     facts: &gpuready_core::NodeFacts,
     a: &gpuready_core::NodeAssessment,
 ) {
-    use kube::Resource;
     use kube::runtime::events::{Event as KubeEvent, EventType};
     let Some(d) = &a.deadline_passed else {
         return;
@@ -344,9 +343,5 @@ pub async fn publish_deadline(
         action: "Evaluate".into(),
         secondary: None,
     };
-    if let Err(e) = ctx.recorder.publish(&ev, &node.object_ref(&())).await {
-        warn!(error = %e, "publishing the deadline event failed");
-    } else {
-        ctx.metrics.count_write("event");
-    }
+    super::node::publish_node_event(ctx, node, &ev, "not-ready deadline").await;
 }

@@ -353,8 +353,15 @@ async fn publish_transition(ctx: &Context, node: &Node, facts: &NodeFacts, a: &N
         action: "Evaluate".into(),
         secondary: None,
     };
-    if let Err(e) = ctx.recorder.publish(&ev, &node.object_ref(&())).await {
-        warn!(error = %e, "publishing node event failed");
+    publish_node_event(ctx, node, &ev, "GpuReady transition").await;
+}
+
+/// Sends one Event about `node` and counts it as a write; a failure is logged,
+/// never returned, because an Event must not fail the reconcile that wrote the
+/// node. `what` names the Event in that log line.
+pub(super) async fn publish_node_event(ctx: &Context, node: &Node, ev: &Event, what: &str) {
+    if let Err(e) = ctx.recorder.publish(ev, &node.object_ref(&())).await {
+        warn!(error = %e, what, "publishing a node event failed");
     } else {
         ctx.metrics.count_write("event");
     }
