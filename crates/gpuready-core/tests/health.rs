@@ -16,7 +16,7 @@ const H200_SMI: &str = include_str!("fixtures/probe/h200-nvidia-smi.json");
 const H200_REAL: &str = include_str!("fixtures/probe/h200-report.json");
 const H200_REAL_EVENTS: &str = include_str!("fixtures/probe/h200-report-events.json");
 
-/// The H200 node as GFD labels it (shared/fixtures/gfd-v0.20.0-h200 values).
+/// The H200 node as GFD labels it (values of a real GFD v0.20.0 capture on that GPU).
 fn h200_node() -> NodeBuilder {
     NodeBuilder::gpu("h200-a")
         .label(nvidia::GPU_PRODUCT, "NVIDIA-H200")
