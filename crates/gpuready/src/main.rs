@@ -171,15 +171,8 @@ async fn shutdown_on_signal(stop: CancellationToken) {
 
 fn run_check(args: &check::CheckArgs) -> ExitCode {
     let report = if args.nodes.is_empty() {
-        let runtime = match tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-        {
-            Ok(r) => r,
-            Err(e) => {
-                eprintln!("error: starting the async runtime: {e}");
-                return ExitCode::from(2);
-            }
+        let Some(runtime) = gpuready::one_shot_runtime() else {
+            return ExitCode::from(2);
         };
         runtime
             .block_on(check::check_live(args))

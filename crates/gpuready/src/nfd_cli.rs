@@ -76,15 +76,9 @@ pub fn run(args: NfdCrdsArgs) -> ExitCode {
 }
 
 fn block_on(f: impl Future<Output = u8>) -> ExitCode {
-    match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(rt) => ExitCode::from(rt.block_on(f)),
-        Err(e) => {
-            eprintln!("error: starting the async runtime: {e}");
-            ExitCode::from(EXIT_ERROR)
-        }
+    match crate::one_shot_runtime() {
+        Some(runtime) => ExitCode::from(runtime.block_on(f)),
+        None => ExitCode::from(EXIT_ERROR),
     }
 }
 

@@ -116,15 +116,8 @@ pub fn run(args: ProbeArgs) -> ExitCode {
         tracing::error!(%node, "node name too long for the report ConfigMap name");
         return ExitCode::from(EXIT_USAGE);
     }
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
-        Ok(r) => r,
-        Err(e) => {
-            eprintln!("error: starting the async runtime: {e}");
-            return ExitCode::from(EXIT_USAGE);
-        }
+    let Some(runtime) = crate::one_shot_runtime() else {
+        return ExitCode::from(EXIT_USAGE);
     };
     let client = match runtime.block_on(async {
         let config = kube::Config::infer().await.map_err(|e| e.to_string())?;
