@@ -20,21 +20,9 @@ use support::*;
 
 const NOW: &str = "2026-11-29T12:00:00Z";
 
-/// xorshift64*, as in fuzz_check.rs.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        let mut x = self.0;
-        x ^= x >> 12;
-        x ^= x << 25;
-        x ^= x >> 27;
-        self.0 = x;
-        x.wrapping_mul(0x2545_F491_4F6C_DD1D)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        usize::try_from(self.next() % (n.max(1) as u64)).unwrap_or(0)
-    }
-}
+#[path = "support/rng.rs"]
+mod rng;
+use rng::Rng;
 
 const HEAD: &str = "apiVersion: gpuready.io/v1alpha1\nkind: GpuNodeProfile\n";
 
