@@ -220,6 +220,24 @@ pub mod nfd_crd_reasons {
     pub const READ_FAILED: &str = "ReadFailed";
 }
 
+/// Event reasons on GpuNodeProfiles when gpuready changes the NFD CRDs, fails
+/// to, or (check mode) finds that it would (the condition's reasons are in
+/// [`nfd_crd_reasons`]).
+pub mod nfd_crd_event_reasons {
+    pub const INSTALLED: &str = "NfdCrdsInstalled";
+    pub const UPGRADED: &str = "NfdCrdsUpgraded";
+    pub const WOULD_CHANGE: &str = "NfdCrdsWouldChange";
+    pub const APPLY_FAILED: &str = "NfdCrdsApplyFailed";
+}
+
+/// Reasons of the [`CONDITION_SAFETY_BRAKE`] profile condition.
+pub mod brake_reasons {
+    /// True: too many nodes turned not-ready at once; new taints are held back.
+    pub const TOO_MANY_NODES_TURNED_NOT_READY: &str = "TooManyNodesTurnedNotReady";
+    /// False: taints are applied normally.
+    pub const RELEASED: &str = "Released";
+}
+
 /// Labels published by GPU Feature Discovery, the GPU operator and the device plugin.
 pub mod nvidia {
     pub const GPU_PRESENT: &str = "nvidia.com/gpu.present";
