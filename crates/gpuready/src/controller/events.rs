@@ -29,11 +29,12 @@ pub async fn publish_transition(ctx: &Context, node: &Node, facts: &NodeFacts, a
         return;
     }
     let (type_, reason) = match new.status.as_str() {
-        "True" => (EventType::Normal, "GpuReady".to_owned()),
+        "True" => (EventType::Normal, keys::event_reasons::GPU_READY.to_owned()),
         _ => (
             EventType::Warning,
             format!(
-                "GpuNotReady{}",
+                "{}{}",
+                keys::event_reasons::GPU_NOT_READY_PREFIX,
                 a.reason.chars().take(100).collect::<String>()
             ),
         ),

@@ -6,9 +6,10 @@
 //! them with [`gpuready_core::nfd_crds::plan`], and, per `--nfd-crds`:
 //!
 //! * **apply** (default): Missing or Older → server-side apply of gpuready's CRD
-//!   under [`keys::FIELD_MANAGER`] **with force**, so that fields a previous Helm
+//!   under `keys::FIELD_MANAGER` **with force**, so that fields a previous Helm
 //!   install or `kubectl apply` owned are taken over instead of conflicting; then
-//!   wait until Established. Current → no write at all. Newer → left alone and
+//!   wait until Established and read back (all of it in [`crate::nfd_io`], which
+//!   `gpuready nfd-crds apply` runs too). Current → no write at all. Newer → left alone and
 //!   reported. gpuready never deletes a CRD and never downgrades one.
 //! * **check**: the same reading, no writes; the condition says what apply would do.
 //! * **off**: not started; profiles carry no `NfdCrds` condition.
@@ -16,8 +17,9 @@
 //! # Reporting
 //!
 //! * The `NfdCrds` condition on every GpuNodeProfile (handed to the status task
-//!   through a `watch` channel; the status task writes it). **True** means the
-//!   CRDs are fine as they are for NFD and for gpuready: `Current`, `Installed`, `Upgraded`, or
+//!   through a `watch` channel; the status task writes it; its words come from
+//!   `gpuready_core::nfd_crds::words`). **True** means the CRDs are fine as they
+//!   are for NFD and for gpuready: `Current`, `Installed`, `Upgraded`, or
 //!   `NewerLeftAlone` (a newer NFD installed them; nothing to do). **False** means
 //!   a person should look: `CheckOnlyWouldChange`, `Missing` / `Outdated` (the
 //!   apply failed), `NotEstablished`, `ApplyDidNotConverge`, `ReadFailed`. After

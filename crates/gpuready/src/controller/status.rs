@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gpuready_api::keys;
+use gpuready_api::keys::{self, event_reasons};
 use gpuready_api::{GpuNodeProfile, GpuNodeProfileStatus, Layer};
 use gpuready_core::nfd_crds::NfdCrdCondition;
 use gpuready_core::status::{ExtraConditions, status_from_tally};
@@ -95,6 +95,11 @@ pub async fn run(
     let mut next_resync = Instant::now() + RESYNC;
     let mut next_recount = Instant::now() + RECOUNT;
     loop {
+        // A new NFD condition concerns every profile, even when it arrived
+        // during a burst of verdicts for a few.
+        if matches!(nfd.has_changed(), Ok(true)) {
+            dirty.all = true;
+        }
         if !dirty.is_empty() {
             let nfd_now = nfd.borrow_and_update().clone();
             pass(&ctx, &tally, &dirty, nfd_now.as_ref()).await;
@@ -313,10 +318,10 @@ async fn publish_profile_transitions(
             continue;
         }
         let (type_, reason) = match (c.type_.as_str(), c.status.as_str()) {
-            (keys::CONDITION_READY, "True") => (EventType::Normal, "ProfileReady"),
-            (keys::CONDITION_READY, _) => (EventType::Warning, "ProfileNotReady"),
-            (_, "True") => (EventType::Warning, "SafetyBrakeEngaged"),
-            _ => (EventType::Normal, "SafetyBrakeReleased"),
+            (keys::CONDITION_READY, "True") => (EventType::Normal, event_reasons::PROFILE_READY),
+            (keys::CONDITION_READY, _) => (EventType::Warning, event_reasons::PROFILE_NOT_READY),
+            (_, "True") => (EventType::Warning, event_reasons::SAFETY_BRAKE_ENGAGED),
+            _ => (EventType::Normal, event_reasons::SAFETY_BRAKE_RELEASED),
         };
         info!(profile = %profile.name_any(), reason, "profile transition");
         let ev = Event {
