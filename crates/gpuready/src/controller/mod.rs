@@ -425,7 +425,7 @@ async fn run_controllers(
         status: status_tx,
         crd: crd.clone(),
         errors: ErrorBackoff::default(),
-        gate: Arc::default(),
+        gate: Arc::new(gating::Gate::new(usize::from(args.concurrency))),
         caches_ready,
         brakes: Mutex::default(),
         requeue,
