@@ -246,7 +246,7 @@ async fn run_controllers(
         status: status_tx,
         crd: crd.clone(),
         errors: ErrorBackoff::default(),
-        gate: Arc::default(),
+        gate: Arc::new(gating::Gate::new(usize::from(args.concurrency))),
         caches_ready,
         brakes: Brakes::new(args.brake()),
         requeue,

@@ -45,7 +45,9 @@ pub async fn reconcile(node: Arc<Node>, ctx: Arc<Context>) -> Result<Action, Err
     let name = node.name_any();
     let span = info_span!("reconcile", node = %name, profile = tracing::field::Empty);
     let started = Instant::now();
+    let in_flight = ctx.gate.enter();
     let result = reconcile_inner(node, &ctx).instrument(span).await;
+    drop(in_flight);
     ctx.metrics
         .reconcile_duration
         .observe(started.elapsed().as_secs_f64());
@@ -117,11 +119,19 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
             warn!("holding the node as it is: the GpuNodeProfile CRD is missing");
             return Ok(Action::requeue(Duration::from_secs(10)));
         }
-        // Scale hook (gating.rs): while other taint writes are under way, send
-        // only this node's patch (taint, labels, annotations) now and defer its
-        // condition and Event.
+        // Scale hook (gating.rs): while taint writes are under way, a node with
+        // a taint to change sends only its node patch (taint, labels,
+        // annotations) now and defers its condition and Event; a node with no
+        // taint to change sends nothing yet. Every taint goes out before any
+        // other write of the burst.
+        let holding = ctx.gate.busy();
         let mut changes = std::borrow::Cow::Borrowed(&assessment.changes);
-        let deferred = changes.taint.is_some() && changes.conditions.is_some() && ctx.gate.busy();
+        if holding && changes.taint.is_none() && !changes.is_empty() {
+            debug!("taint writes under way; this node's labels and condition wait");
+            ctx.gate.defer(&name);
+            return Ok(next_check(ctx, &assessment));
+        }
+        let deferred = holding && changes.taint.is_some() && changes.conditions.is_some();
         if deferred {
             changes.to_mut().conditions = None;
         }
