@@ -16,6 +16,7 @@ use tokio::sync::{mpsc, watch};
 
 use super::backoff::ErrorBackoff;
 use super::brakes::Brakes;
+use super::cached::CachedNode;
 use super::config::RunArgs;
 use super::crd_guard::CrdGuard;
 use super::evidence::EvidenceStores;
@@ -31,7 +32,8 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     pub recorder: Recorder,
     pub profiles: Store<GpuNodeProfile>,
-    pub nodes: Store<Node>,
+    /// The node cache, compact (see `cached.rs`).
+    pub nodes: Store<CachedNode>,
     /// Verdicts and other news for the status task, which owns the tally.
     pub(super) status: mpsc::UnboundedSender<StatusInput>,
     /// Holds releases while the GpuNodeProfile CRD is missing.

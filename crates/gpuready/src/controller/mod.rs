@@ -10,6 +10,7 @@
 
 pub mod backoff;
 pub mod brakes;
+pub mod cached;
 pub mod config;
 pub mod context;
 pub mod crd_guard;
@@ -37,7 +38,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::{StreamExt, TryStreamExt};
 use gpuready_api::GpuNodeProfile;
 use gpuready_api::keys;
 use k8s_openapi::api::core::v1::Node;
@@ -56,6 +57,7 @@ use tracing::{error, info, warn};
 
 use backoff::{ErrorBackoff, WatchBackoff};
 use brakes::Brakes;
+use cached::CachedNode;
 use crd_guard::CrdGuard;
 use status_input::StatusInput;
 
@@ -208,7 +210,7 @@ async fn run_controllers(
     // back by the safety brake until it released).
     let (requeue, requeued) = mpsc::unbounded_channel::<ObjectRef<Node>>();
     let requeued = futures::stream::unfold(requeued, |mut rx| async move {
-        rx.recv().await.map(|r| (r, rx))
+        rx.recv().await.map(|r| (cached_ref(&r), rx))
     });
 
     let mut node_cfg = watcher::Config::default();
@@ -216,21 +218,26 @@ async fn run_controllers(
         node_cfg = node_cfg.labels(sel);
     }
     let last_writes = LastWrites::default();
-    let (node_reader, node_writer) = reflector::store::<Node>();
+    // Each Node is pruned and packed (cached.rs) before it enters the cache: the
+    // cache holds what the engine reads, not the API type.
+    let (node_reader, node_writer) = reflector::store::<CachedNode>();
     let node_stream = watcher(Api::<Node>::all(client.clone()), node_cfg)
         .backoff(WatchBackoff::default())
-        .modify(prune::prune_node)
+        .map_ok(cached::cache_event)
         .reflect(node_writer)
         .inspect(node_gone(status_tx.clone(), last_writes.clone()))
         .applied_objects()
-        .predicate_filter(prune::node_relevance, PredicateConfig::default());
+        .predicate_filter(
+            |n: &CachedNode| Some(n.relevance()),
+            PredicateConfig::default(),
+        );
     let node_stream = drop_watch_errors("Node", node_stream);
 
     // Probe reports: a node's report changing in substance re-queues that node.
     let (probe_reports, probe_triggers) = match &args.probe_namespace {
         Some(ns) => {
             let (reports, triggers) = probe_reports::watch(client.clone(), ns);
-            (Some(reports), triggers.boxed())
+            (Some(reports), triggers.map(|r| cached_ref(&r)).boxed())
         }
         None => (None, futures::stream::pending().boxed()),
     };
@@ -346,7 +353,7 @@ async fn run_controllers(
 
 /// The node reconciler, plus what the wiring owns around it: the per-node error
 /// backoff is forgotten at the node's first success.
-async fn reconcile(node: Arc<Node>, ctx: Arc<Context>) -> Result<Action, Error> {
+async fn reconcile(node: Arc<CachedNode>, ctx: Arc<Context>) -> Result<Action, Error> {
     let name = node.name_any();
     let result = node::reconcile(node, ctx.clone()).await;
     if result.is_ok() {
@@ -361,7 +368,7 @@ async fn reconcile(node: Arc<Node>, ctx: Arc<Context>) -> Result<Action, Error> 
 fn node_gone(
     status: mpsc::UnboundedSender<StatusInput>,
     last_writes: LastWrites,
-) -> impl FnMut(&Result<watcher::Event<Node>, watcher::Error>) {
+) -> impl FnMut(&Result<watcher::Event<CachedNode>, watcher::Error>) {
     move |event| {
         if let Ok(watcher::Event::Delete(n)) = event {
             let name = n.name_any();
@@ -460,7 +467,10 @@ fn profile_triggers(
 
 /// The nodes a profile change can affect: those its selector matches now, and
 /// those labelled with its name (which it may have just stopped selecting).
-fn nodes_of_profile(nodes: &Store<Node>, profile: &GpuNodeProfile) -> Vec<ObjectRef<Node>> {
+fn nodes_of_profile(
+    nodes: &Store<CachedNode>,
+    profile: &GpuNodeProfile,
+) -> Vec<ObjectRef<CachedNode>> {
     let name = profile.name_any();
     let selector = gpuready_core::select::profile_selector(profile).ok();
     nodes
@@ -468,14 +478,26 @@ fn nodes_of_profile(nodes: &Store<Node>, profile: &GpuNodeProfile) -> Vec<Object
         .iter()
         .filter(|n| {
             let labels = n.labels();
-            labels.get(keys::LABEL_PROFILE) == Some(&name)
-                || selector.as_ref().is_some_and(|s| s.matches(labels))
+            if labels.and_then(|l| l.get(keys::LABEL_PROFILE)) == Some(name.as_str()) {
+                return true;
+            }
+            // The selector reads a BTreeMap: built for this one check only
+            // (a profile change), never kept.
+            selector.as_ref().is_some_and(|s| {
+                s.selects_all() || s.matches(&labels.map(|l| l.to_map()).unwrap_or_default())
+            })
         })
         .map(|n| ObjectRef::from_obj(n.as_ref()))
         .collect()
 }
 
-fn error_policy(node: Arc<Node>, err: &Error, ctx: Arc<Context>) -> Action {
+/// The other tasks name nodes as `ObjectRef<Node>`; the controller's queue
+/// holds `CachedNode`s, the same object by name.
+fn cached_ref(r: &ObjectRef<Node>) -> ObjectRef<CachedNode> {
+    ObjectRef::new(&r.name)
+}
+
+fn error_policy(node: Arc<CachedNode>, err: &Error, ctx: Arc<Context>) -> Action {
     let name = node.name_any();
     let mut delay = ctx.errors.failed(&name);
     if matches!(err, Error::Kube(kube::Error::Api(s)) if s.code == 403) {

@@ -21,6 +21,7 @@ use kube::runtime::controller::Action;
 use serde_json::json;
 use tracing::{Instrument, debug, info, info_span, warn};
 
+use super::cached::CachedNode;
 use super::context::Context;
 use super::error::{Error, is_conflict};
 use super::events::{publish_deadline, publish_transition};
@@ -41,7 +42,7 @@ fn plan_options(ctx: &Context, now: Timestamp, hold_new_taints: bool) -> PlanOpt
     }
 }
 
-pub async fn reconcile(node: Arc<Node>, ctx: Arc<Context>) -> Result<Action, Error> {
+pub async fn reconcile(node: Arc<CachedNode>, ctx: Arc<Context>) -> Result<Action, Error> {
     let name = node.name_any();
     let span = info_span!("reconcile", node = %name, profile = tracing::field::Empty);
     let started = Instant::now();
@@ -62,7 +63,7 @@ pub async fn reconcile(node: Arc<Node>, ctx: Arc<Context>) -> Result<Action, Err
     result
 }
 
-async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Error> {
+async fn reconcile_inner(cached: Arc<CachedNode>, ctx: &Context) -> Result<Action, Error> {
     let synced = tokio::time::timeout(Duration::from_secs(30), ctx.wait_for_caches())
         .await
         .map_err(|_| Error::CacheNotReady("caches not synced after 30s".into()))?;
@@ -72,7 +73,8 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
     ctx.evidence.wait_settled(Duration::from_secs(30)).await;
     let api: Api<Node> = Api::all(ctx.client.clone());
     let name = cached.name_any();
-    let mut node: Node = (*cached).clone();
+    // Expanded for the engine, which reads `&Node`; dropped when the reconcile ends.
+    let mut node: Node = cached.to_node();
     // The cache may not show gpuready's own last write yet (the PATCH response can
     // beat its watch event): planning from the older copy would send the same
     // labels and conditions again and repeat the transition Event.

@@ -105,13 +105,13 @@ pub fn node_relevance(node: &Node) -> Option<u64> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use gpuready_core::NodeFacts;
     use serde_json::json;
 
     /// A node as kubelet, GFD, NFD and gpuready leave it.
-    fn full_node() -> Node {
+    pub(in crate::controller) fn full_node() -> Node {
         let cond = |t: &str, s: &str| {
             json!({ "type": t, "status": s, "reason": format!("{t}Reason"), "message": "m",
                     "lastHeartbeatTime": "2026-11-30T10:00:00Z", "lastTransitionTime": "2026-11-30T10:00:00Z" })

@@ -164,7 +164,7 @@ fn recount(ctx: &Context) -> Tally {
     let mut tally = Tally::default();
     for node in ctx.nodes.state() {
         // Verdicts only: the brake changes planned taints, not readiness.
-        let a = verdict_of(&ctx.facts_of(&node), &selectors, now);
+        let a = verdict_of(&ctx.facts_of(&node.to_node()), &selectors, now);
         tally.set(&a.name, NodeVerdict::of(&a));
     }
     debug!(nodes = tally.nodes(), "recounted every node's verdict");
