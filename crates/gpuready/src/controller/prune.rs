@@ -111,7 +111,7 @@ pub(super) mod tests {
     use serde_json::json;
 
     /// A node as kubelet, GFD, NFD and gpuready leave it.
-    pub(in crate::controller) fn full_node() -> Node {
+    pub(crate) fn full_node() -> Node {
         let cond = |t: &str, s: &str| {
             json!({ "type": t, "status": s, "reason": format!("{t}Reason"), "message": "m",
                     "lastHeartbeatTime": "2026-11-30T10:00:00Z", "lastTransitionTime": "2026-11-30T10:00:00Z" })
