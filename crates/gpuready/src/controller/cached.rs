@@ -17,7 +17,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectM
 use kube::runtime::watcher::Event;
 use serde::{Deserialize, Deserializer};
 
-use super::prune::{node_relevance, prune_node};
+use super::prune::{KUBELET_READY, node_relevance, prune_node};
 
 /// A string map packed into one buffer: keys and values one after another,
 /// sorted by key, with the offset where each string starts (plus the end).
@@ -302,9 +302,6 @@ pub fn cache_event(event: Event<Node>) -> Event<CachedNode> {
         Event::InitDone => Event::InitDone,
     }
 }
-
-/// The kubelet condition the engine reads (also in `prune.rs`).
-const KUBELET_READY: &str = "Ready";
 
 /// Resource identity of a Node: the cache, the controller's queue and its
 /// `ObjectRef`s treat a `CachedNode` as the Node it stands for.

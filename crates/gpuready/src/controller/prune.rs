@@ -1,6 +1,7 @@
 //! Keeping the node cache small and the work queue quiet: strip what the engine
-//! never reads before a Node enters the cache, and hash only what it does read
-//! so heartbeats and image churn trigger no reconcile.
+//! never reads before a Node enters the cache (where `cached.rs` packs what is
+//! left), and hash only what it does read so heartbeats and image churn trigger
+//! no reconcile.
 
 use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
@@ -10,7 +11,7 @@ use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus};
 
 /// The kubelet condition the engine reads; the others (memory, disk, PID
 /// pressure, network) are dropped from the cache.
-const KUBELET_READY: &str = "Ready";
+pub(crate) const KUBELET_READY: &str = "Ready";
 
 /// Keeps only what the engine judges from (`NodeFacts::from_node`) and what a
 /// write needs (name, resourceVersion, uid for Events): labels (any of them may
@@ -19,7 +20,10 @@ const KUBELET_READY: &str = "Ready";
 /// conditions. Images, nodeInfo, addresses, other conditions, foreign
 /// annotations and managedFields, owner references and the rest of the spec
 /// are dropped before the node enters the cache: memory follows what gpuready
-/// reads, not what kubelet and other controllers write.
+/// reads, not what kubelet and other controllers write. The cache then holds the
+/// rest packed (`CachedNode::from_node`), without `unschedulable`, which the
+/// engine does not read; the 409 re-read and cache-behind paths use the pruned
+/// `Node` as it is.
 pub fn prune_node(node: &mut Node) {
     let meta = &mut node.metadata;
     if let Some(mf) = meta.managed_fields.as_mut() {
