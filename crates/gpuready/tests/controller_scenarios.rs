@@ -10,10 +10,6 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 use support::*;
 
-/// The foreign taint kube-apiserver's TaintNodesByCondition admission puts on
-/// every new node; gpuready must never drop it.
-const ADMISSION_TAINT: &str = "node.kubernetes.io/not-ready";
-
 /// Waits until the node is released: no gpuready taint, labelled ready with the
 /// profile's ready label, `GpuReady=True`, and the admission's taint still there.
 async fn expect_ready(client: &Client, name: &str, profile: &str) {
@@ -198,7 +194,7 @@ async fn observe_mode_reports_in_the_profile_status_and_never_writes_a_node() {
     assert_eq!(run.node_writes(), 0, "Observe writes no node");
     assert!(run.writes("profile_status") >= 3, "but reports in status");
     assert_eq!(
-        run.metrics.writes_sent(),
+        run.writes_sent(),
         run.writes("profile_status") + run.writes("event"),
         "every write request was a profile status or an Event"
     );
@@ -306,9 +302,7 @@ async fn the_safety_brake_holds_new_taints_when_most_nodes_fail_at_once_and_rele
         create_node(&client, name, rtx3090_in("a"), 1, json!([])).await;
     }
     apply_profile(&client, &rtx3090_profile("fleet", "a", "")).await;
-    let mut args = test_args();
-    args.brake_threshold = 0.5;
-    args.brake_min_nodes = 3;
+    let args = run_args(&["--brake-threshold=0.5", "--brake-min-nodes=3"]);
     let run = start_controller(&env, args);
     // A turn is a node gpuready had labelled ready going not-ready.
     for name in &names {

@@ -17,20 +17,18 @@
 //! Both tests share this binary's control plane; the kstatus test runs the only
 //! controller in it.
 
-mod deploy_support;
 mod support;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use deploy_support::*;
-use gpuready::controller::RunArgs;
 use gpuready_api::GpuNodeProfile;
 use gpuready_testenv::{TestEnv, unique_name};
 use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
+use support::*;
 
 const FLUX: &str = "deploy/flux";
 const CHART_CRD: &str = "charts/gpuready/files/crds/gpunodeprofiles.gpuready.io.yaml";
@@ -514,22 +512,22 @@ async fn kstatus_and_the_flux_health_expressions_read_reconciled_profiles() {
     // ready node; two profiles claiming the same node; a profile matching nothing.
     create_example_nodes(&client, EXAMPLE).await;
     apply_example_profiles(&client, EXAMPLE).await;
-    create_node(
+    create_dumped_node(
         &client,
         &node_like_3090("solo-1", json!({ "pool": "solo" })),
     )
     .await;
-    create_node(
+    create_dumped_node(
         &client,
         &node_like_3090("twin-1", json!({ "pool": "twin" })),
     )
     .await;
-    apply_profile(&client, profile("solo", json!({ "pool": "solo" }))).await;
-    apply_profile(&client, profile("twin-a", json!({ "pool": "twin" }))).await;
-    apply_profile(&client, profile("twin-b", json!({ "pool": "twin" }))).await;
-    apply_profile(&client, profile("nobody", json!({ "pool": "none" }))).await;
+    apply_profile_json(&client, profile("solo", json!({ "pool": "solo" }))).await;
+    apply_profile_json(&client, profile("twin-a", json!({ "pool": "twin" }))).await;
+    apply_profile_json(&client, profile("twin-b", json!({ "pool": "twin" }))).await;
+    apply_profile_json(&client, profile("nobody", json!({ "pool": "none" }))).await;
     // A report-only profile whose node is not ready (24 GiB < 48 GB asked).
-    create_node(
+    create_dumped_node(
         &client,
         &node_like_3090("watch-1", json!({ "pool": "watch" })),
     )
@@ -537,7 +535,7 @@ async fn kstatus_and_the_flux_health_expressions_read_reconciled_profiles() {
     let mut watch = profile("watch", json!({ "pool": "watch" }));
     watch["spec"]["mode"] = json!("Observe");
     watch["spec"]["gpu"]["minMemoryMib"] = json!(48000);
-    apply_profile(&client, watch).await;
+    apply_profile_json(&client, watch).await;
 
     // Before gpuready has looked, plain kstatus calls a profile Current.
     let fresh = profile_json(&client, "solo").await;
@@ -547,7 +545,7 @@ async fn kstatus_and_the_flux_health_expressions_read_reconciled_profiles() {
         "kstatus's default without status"
     );
 
-    let run = start_controller(env.config(), RunArgs::for_tests());
+    let run = start_controller(env, test_args());
     let expected = [
         ("solo", KStatus::Current),
         ("nobody", KStatus::Current),
@@ -652,7 +650,7 @@ async fn kstatus_and_the_flux_health_expressions_read_reconciled_profiles() {
     assert!(!probe.eval("solo", "current").await);
     // A profile gpuready never saw: no status at all. kstatus says Current (the
     // gap the expressions close); no expression can say Current.
-    apply_profile(&client, profile("unseen", json!({ "pool": "later" }))).await;
+    apply_profile_json(&client, profile("unseen", json!({ "pool": "later" }))).await;
     assert_eq!(
         kstatus(&profile_json(&client, "unseen").await).0,
         KStatus::Current
@@ -661,7 +659,7 @@ async fn kstatus_and_the_flux_health_expressions_read_reconciled_profiles() {
     assert!(!probe.eval("unseen", "failed").await);
 
     // gpuready judges the new generation: Current again.
-    let run = start_controller(env.config(), RunArgs::for_tests());
+    let run = start_controller(env, test_args());
     eventually(60, "solo Current after the edit", || async {
         let p = profile_json(&client, "solo").await;
         (kstatus(&p).0 == KStatus::Current
