@@ -1,7 +1,11 @@
-//! `gpuready check` against the inputs an adversarial review found it mishandled
-//! (issue 13 items 1-5): each case fails before the hardening and passes after.
-//! Exit 2 must come with a message naming the file, the document and the field;
-//! nothing may panic (exit 101) or hang.
+//! `gpuready check` against hostile or odd input: a multi-byte character where
+//! a PCI class is parsed, deeply nested YAML flow, invalid UTF-8, UTF-16 and
+//! byte-order marks, merge keys, non-finite numbers, names and fields the API
+//! server would refuse, two profiles of one name, missing API versions, control
+//! characters in node names. `check` reads files a user did not write (dumps,
+//! other teams' profiles), so it must answer every one: exit 2 with a message
+//! naming the file, the document and the field, or a verdict; never a panic
+//! (exit 101), never a hang.
 
 mod support;
 

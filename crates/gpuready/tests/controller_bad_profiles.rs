@@ -1,10 +1,12 @@
 //! The controller against profiles the current CRD refuses but an older or
-//! looser one admitted (issue 13 items 6 and 8): a `resources` quantity past u32
-//! that the Rust types cannot hold, and a selector `In` without values. Started
-//! with them already stored (the "after any restart" case), gpuready still
-//! converges the valid profile's nodes, reports the unreadable profile with a
-//! Warning Event, and marks the invalid one `Ready=False`/`Stalled=True` with
-//! reason `InvalidProfile` (kstatus: Failed) instead of `Ready=True`.
+//! looser one admitted: a `resources` quantity past u32 that the Rust types
+//! cannot hold, and a selector `In` without values. Stored objects outlive the
+//! CRD version that admitted them, so gpuready meets them after any upgrade or
+//! restart. Started with them already stored, gpuready still converges the
+//! valid profile's nodes, reports the unreadable profile with a Warning Event,
+//! and marks the invalid one `Ready=False`/`Stalled=True` with reason
+//! `InvalidProfile` (kstatus: Failed) instead of `Ready=True`: one bad object
+//! never stops the others.
 
 mod support;
 

@@ -1,6 +1,10 @@
-//! The controller against a real kube-apiserver when the world is not quiet
-//! (issue 4): another writer flapping its own taint on the same node, two
-//! replicas under leader election, and the API server restarting mid-run.
+//! The controller against a real kube-apiserver when the world is not quiet:
+//! another writer flapping its own taint on the same node never loses it while
+//! gpuready flips its own (the resourceVersion-checked read-modify-write), of two
+//! replicas only the Lease holder writes and the standby takes over when it
+//! stops, and after the API server restarts gpuready converges new changes
+//! without being restarted itself. Each is a way a real cluster differs from a
+//! quiet test one.
 
 mod support;
 

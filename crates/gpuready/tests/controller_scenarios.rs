@@ -1,6 +1,11 @@
-//! The controller against a real kube-apiserver, scenario by scenario (issue 4):
-//! every layer flipping, Observe, UntilFirstReady, the safety brake, a node leaving
-//! its profile's selector, and two profiles fighting over one node.
+//! The controller against a real kube-apiserver, scenario by scenario, each the
+//! promise a user relies on: every failing layer taints the node and recovery
+//! releases it, a GFD timestamp going stale taints without any node change,
+//! Observe reports and never writes a node, UntilFirstReady releases once and
+//! never taints again, the safety brake holds new taints when most of a pool
+//! fails at once, a node leaving its profile's selector is cleaned (and gated
+//! again when it comes back), and a node two profiles select is left as it is
+//! with reason Conflict. Foreign taints survive every one of them.
 
 mod support;
 

@@ -1,13 +1,14 @@
-//! One set of profile rules, offline and at admission (issue 13 item 4): every
-//! profile file of a corpus — hand-made edge cases (non-finite numbers, names the
-//! API server refuses, unknown fields with empty values, two objects of one name,
-//! a YAML stream starting with `{`, merge keys, bad selectors, globs, reserved
-//! keys, numbers past what the engine holds) and random mutations of the shipped
-//! example profiles with a fixed seed — is refused by `gpuready check` exactly
-//! when `kubectl create -f` (field validation Strict, what kubectl sends) is
-//! refused by a real API server. For a sample of accepted mutated profiles, the
-//! live `gpuready check` gives the same verdicts as the offline one over a dump
-//! of the same nodes.
+//! One set of profile rules, offline and at admission: a profile file that
+//! `gpuready check` accepts must be one the API server accepts, and the other
+//! way round, or a user's dry run would lie. Every file of a corpus — hand-made
+//! edge cases (non-finite numbers, names the API server refuses, unknown fields
+//! with empty values, two objects of one name, a YAML stream starting with `{`,
+//! merge keys, bad selectors, globs, reserved keys, numbers past what the engine
+//! holds) and random mutations of the shipped example profiles with a fixed
+//! seed — is refused by `gpuready check` exactly when `kubectl create -f` (field
+//! validation Strict, what kubectl sends) is refused by a real API server. For a
+//! sample of accepted mutated profiles, the live `gpuready check` gives the same
+//! verdicts as the offline one over a dump of the same nodes.
 //!
 //! `GPUREADY_FUZZ_CASES` (default 40) sets how many mutations are tried.
 
