@@ -91,9 +91,7 @@ fn apiserver_port(env: &gpuready_testenv::TestEnv) -> u16 {
 async fn a_profile_deleted_while_the_watch_was_cut_is_released_after_the_relist() {
     let mut env = env_with_crd().await;
     let client = env.client().expect("client");
-    create_node(&client, "gpu-1", rtx3090_in("a"), 1, json!([])).await;
-    set_node_status(&client, "gpu-1", 1, 0, true).await;
-    apply_profile(&client, &rtx3090_profile("rtx3090", "a", "")).await;
+    single_node_pool(&client, false).await;
 
     let relay = Relay::start(apiserver_port(&env)).await;
     let mut config = env.config();
@@ -233,9 +231,7 @@ async fn deleting_the_crd_releases_nothing_reports_not_ready_and_recovers_when_i
 async fn a_controller_started_while_the_api_server_is_down_waits_and_then_converges() {
     let mut env = env_with_crd().await;
     let client = env.client().expect("client");
-    create_node(&client, "gpu-1", rtx3090_in("a"), 1, json!([])).await;
-    set_node_status(&client, "gpu-1", 1, 0, true).await;
-    apply_profile(&client, &rtx3090_profile("rtx3090", "a", "")).await;
+    single_node_pool(&client, false).await;
     env.stop_apiserver();
     let run = start_controller(&env, test_args());
     tokio::time::sleep(Duration::from_secs(4)).await;
@@ -253,8 +249,7 @@ async fn a_controller_started_while_the_api_server_is_down_waits_and_then_conver
 async fn after_a_20_s_api_server_outage_node_changes_are_seen_within_seconds() {
     let mut env = env_with_crd().await;
     let client = env.client().expect("client");
-    create_node(&client, "gpu-1", rtx3090_in("a"), 1, json!([])).await;
-    apply_profile(&client, &rtx3090_profile("rtx3090", "a", "")).await;
+    single_node_pool(&client, true).await;
     let run = start_controller(&env, test_args());
     wait_gated(&client, "gpu-1", false, 30).await;
 

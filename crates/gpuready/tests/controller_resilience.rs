@@ -93,8 +93,7 @@ async fn flap_own_taint(client: Client, name: String, stop: CancellationToken) -
 async fn a_concurrent_writer_flapping_its_own_taint_never_loses_it_while_gpuready_flips_its_own() {
     let env = env_with_crd().await;
     let client = env.client().expect("client");
-    create_node(&client, "gpu-1", rtx3090_in("a"), 1, json!([])).await;
-    apply_profile(&client, &rtx3090_profile("rtx3090", "a", "")).await;
+    single_node_pool(&client, true).await;
     let run = start_controller(&env, test_args());
     wait_gated(&client, "gpu-1", false, 30).await;
     let history = record_node(&client, "gpu-1").await;
@@ -235,8 +234,7 @@ async fn of_two_replicas_only_the_leader_writes_and_the_standby_takes_over_when_
 async fn after_the_api_server_restarts_gpuready_converges_new_changes_without_a_restart() {
     let mut env = env_with_crd().await;
     let client = env.client().expect("client");
-    create_node(&client, "gpu-1", rtx3090_in("a"), 1, json!([])).await;
-    apply_profile(&client, &rtx3090_profile("rtx3090", "a", "")).await;
+    single_node_pool(&client, true).await;
     let run = start_controller(&env, test_args());
     wait_gated(&client, "gpu-1", false, 30).await;
 

@@ -58,8 +58,7 @@ async fn expect_gated(client: &Client, name: &str, reason: &str) {
 async fn each_failing_layer_taints_the_node_and_recovery_releases_it() {
     let env = env_with_crd().await;
     let client = env.client().expect("client");
-    create_node(&client, "gpu-1", rtx3090_in("a"), 1, json!([])).await;
-    apply_profile(&client, &rtx3090_profile("rtx3090", "a", "")).await;
+    single_node_pool(&client, true).await;
     let run = start_controller(&env, test_args());
     expect_ready(&client, "gpu-1", "rtx3090").await;
 

@@ -237,8 +237,7 @@ async fn a_leader_whose_renewals_fail_stops_writing_at_its_deadline_and_the_othe
 async fn a_leader_that_sees_another_holder_in_the_lease_stops_writing_at_once() {
     let env = env_with_crd().await;
     let client = env.client().expect("client");
-    create_node(&client, "gpu-1", rtx3090_in("a"), 1, json!([])).await;
-    apply_profile(&client, &rtx3090_profile("rtx3090", "a", "")).await;
+    single_node_pool(&client, true).await;
     let (a, a_sent) = start_recorded(env.config(), ha_args("gpuready-a"));
     eventually(30, "a leads and converged", || async {
         let n = get_node(&client, "gpu-1").await;

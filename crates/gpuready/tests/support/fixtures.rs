@@ -364,3 +364,16 @@ pub async fn create_raw_profile(
             .expect("the server's answer deserializes as a GpuNodeProfile"),
     )
 }
+
+// ---------------------------------------------------------------- scenarios
+
+/// The smallest governed pool, which many tests start from: node `gpu-1` (an
+/// RTX 3090 in pool `a`; its one GPU allocatable when `healthy`, none
+/// otherwise) and profile `rtx3090` selecting pool `a`.
+pub async fn single_node_pool(client: &Client, healthy: bool) {
+    create_node(client, "gpu-1", rtx3090_in("a"), 1, json!([])).await;
+    if !healthy {
+        set_node_status(client, "gpu-1", 1, 0, true).await;
+    }
+    apply_profile(client, &rtx3090_profile("rtx3090", "a", "")).await;
+}
