@@ -31,9 +31,12 @@ struct CheckFlags {
 
 /// Parses `flags` as clap would for `gpuready run`, with every environment
 /// fallback (`GPUREADY_*`, `POD_NAME`…) switched off so a variable set on the
-/// developer's machine cannot change a test.
+/// developer's machine cannot change a test, and a flag given twice taking its
+/// last value (a test's flags override the harness defaults).
 fn parse_flags<P: Parser>(flags: &[&str]) -> P {
-    let command = P::command().mut_args(|a| a.env(None::<&'static str>));
+    let command = P::command()
+        .args_override_self(true)
+        .mut_args(|a| a.env(None::<&'static str>));
     let matches = command
         .try_get_matches_from(std::iter::once("gpuready").chain(flags.iter().copied()))
         .unwrap_or_else(|e| panic!("flags {flags:?}: {e}"));
