@@ -304,13 +304,6 @@ pub fn check_files(args: &CheckArgs) -> Result<CheckReport, InputError> {
     )
 }
 
-/// The report as text, for tests and small reports.
-pub fn render(report: &CheckReport, output: Output) -> Result<String, std::io::Error> {
-    let mut out = Vec::new();
-    render_to(report, output, &mut out)?;
-    Ok(String::from_utf8_lossy(&out).into_owned())
-}
-
 /// Writes the report as it is rendered (no copy of the whole text in memory:
 /// a 100k-node JSON report is hundreds of MB).
 pub fn render_to(

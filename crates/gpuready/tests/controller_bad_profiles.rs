@@ -60,7 +60,7 @@ async fn unreadable_and_invalid_profiles_do_not_stop_the_others() {
     .await
     .expect("loosen the CRD");
 
-    create_raw_profile(
+    create_raw(
         &client,
         &raw_profile(
             "too-many",
@@ -70,7 +70,7 @@ async fn unreadable_and_invalid_profiles_do_not_stop_the_others() {
     )
     .await
     .expect("the loosened CRD admits it");
-    create_raw_profile(
+    create_raw(
         &client,
         &raw_profile(
             "in-without-values",

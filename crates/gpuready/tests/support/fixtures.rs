@@ -348,21 +348,26 @@ pub fn raw_profile(name: &str, spec: Value) -> Value {
 
 /// Creates a profile from raw JSON, untyped, so it can hold what the Rust
 /// types cannot (a quantity past u32, a field a newer CRD has): the API server
-/// alone decides. Returns the stored object read back through the types.
-pub async fn create_raw_profile(
-    client: &Client,
-    object: &Value,
-) -> Result<GpuNodeProfile, kube::Error> {
+/// alone decides. Returns the stored object as JSON.
+pub async fn create_raw(client: &Client, object: &Value) -> Result<Value, kube::Error> {
     use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
     let gvk = GroupVersionKind::gvk("gpuready.io", "v1alpha1", "GpuNodeProfile");
     let resource = ApiResource::from_gvk_with_plural(&gvk, "gpunodeprofiles");
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
     let object: DynamicObject = serde_json::from_value(object.clone()).expect("object");
     let created = api.create(&PostParams::default(), &object).await?;
-    Ok(
-        serde_json::from_value(serde_json::to_value(created).expect("json"))
-            .expect("the server's answer deserializes as a GpuNodeProfile"),
-    )
+    Ok(serde_json::to_value(created).expect("json"))
+}
+
+/// Like [`create_raw`], then reads the stored object back through the types
+/// (what gpuready itself would see).
+pub async fn create_raw_profile(
+    client: &Client,
+    object: &Value,
+) -> Result<GpuNodeProfile, kube::Error> {
+    let stored = create_raw(client, object).await?;
+    Ok(serde_json::from_value(stored)
+        .expect("the server's answer deserializes as a GpuNodeProfile"))
 }
 
 // ---------------------------------------------------------------- scenarios
