@@ -32,7 +32,6 @@ use support::*;
 const RELEASE: &str = "gpuready";
 const MANIFESTS: &str = "deploy/manifests/gpuready.yaml";
 const MANIFESTS_NAMESPACE: &str = "gpuready-system";
-const CHART_CRD: &str = "charts/gpuready/files/crds/gpunodeprofiles.gpuready.io.yaml";
 const MONITORING_CRDS: &str = "crates/gpuready/tests/fixtures/monitoring-standin-crds.yaml";
 const NFD_CRDS: [&str; 3] = [
     "nodefeatures.nfd.k8s-sigs.io",
@@ -111,15 +110,7 @@ image:
 /// The shared control plane with the GpuNodeProfile CRD (the chart's copy) and
 /// the monitoring stand-in CRDs installed, once per test binary.
 async fn shared_env() -> &'static TestEnv {
-    static READY: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
-    let env = TestEnv::shared().await.expect("test control plane");
-    READY
-        .get_or_init(|| async {
-            install_crds(env, CHART_CRD, "gpuready-tests").await;
-            install_crds(env, MONITORING_CRDS, "gpuready-tests").await;
-        })
-        .await;
-    env
+    shared_env_with_crds(&[CHART_CRD, MONITORING_CRDS]).await
 }
 
 fn path_str(p: &Path) -> &str {

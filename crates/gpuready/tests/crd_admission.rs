@@ -29,12 +29,7 @@ fn committed_crd() -> CustomResourceDefinition {
 /// The shared environment with the committed CRD installed and Established
 /// (installed once per test binary).
 async fn env() -> &'static TestEnv {
-    static CRD_INSTALLED: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
-    let env = TestEnv::shared().await.expect("test control plane");
-    CRD_INSTALLED
-        .get_or_init(|| async { install_crds(env, CRD_FILE, TEST_MANAGER).await })
-        .await;
-    env
+    shared_env_with_crds(&[CRD_FILE]).await
 }
 
 fn profiles(env: &TestEnv) -> Api<GpuNodeProfile> {

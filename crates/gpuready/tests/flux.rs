@@ -31,15 +31,10 @@ use serde_json::{Value, json};
 use support::*;
 
 const FLUX: &str = "deploy/flux";
-const CHART_CRD: &str = "charts/gpuready/files/crds/gpunodeprofiles.gpuready.io.yaml";
 
+/// The shared control plane with the chart's copy of the CRD.
 async fn env() -> &'static TestEnv {
-    static READY: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
-    let env = TestEnv::shared().await.expect("test control plane");
-    READY
-        .get_or_init(|| async { install_crds(env, CHART_CRD, "gpuready-tests").await })
-        .await;
-    env
+    shared_env_with_crds(&[CHART_CRD]).await
 }
 
 /// Every YAML document under `deploy/flux`, with the file it came from.

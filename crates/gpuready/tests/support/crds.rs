@@ -19,12 +19,32 @@ use super::{TEST_MANAGER, repo_root, yaml_documents};
 /// The GpuNodeProfile CRD's name and its committed, generated file.
 pub const CRD_NAME: &str = "gpunodeprofiles.gpuready.io";
 pub const CRD_FILE: &str = "deploy/crds/gpunodeprofiles.gpuready.io.yaml";
+/// The chart's copy of it (a test keeps the two equal).
+pub const CHART_CRD: &str = "charts/gpuready/files/crds/gpunodeprofiles.gpuready.io.yaml";
 
 /// A fresh control plane (controllers are cluster-wide, so each test owns one)
 /// with the GpuNodeProfile CRD installed and Established.
 pub async fn env_with_crd() -> TestEnv {
     let env = TestEnv::start().await.expect("test control plane");
     install_crds(&env, CRD_FILE, TEST_MANAGER).await;
+    env
+}
+
+/// The test binary's shared control plane (see `TestEnv::shared`) with the
+/// CRDs of `files` (repo-relative) installed once, by the first caller; every
+/// caller in one binary names the same files.
+pub async fn shared_env_with_crds(files: &[&str]) -> &'static TestEnv {
+    static INSTALLED: tokio::sync::OnceCell<Vec<String>> = tokio::sync::OnceCell::const_new();
+    let env = TestEnv::shared().await.expect("test control plane");
+    let installed = INSTALLED
+        .get_or_init(|| async {
+            for file in files {
+                install_crds(env, file, TEST_MANAGER).await;
+            }
+            files.iter().map(|f| (*f).to_owned()).collect()
+        })
+        .await;
+    assert_eq!(installed, files, "one set of CRDs per test binary");
     env
 }
 
