@@ -1318,24 +1318,6 @@ async fn dashboard_and_alerts_use_only_metrics_gpuready_exports() {
 }
 
 /// A DynamicObject API for a resource given by group, version, kind, plural.
-fn dynamic_api(
-    client: &Client,
-    group: &str,
-    version: &str,
-    kind: &str,
-    plural: &str,
-    ns: Option<&str>,
-) -> Api<kube::api::DynamicObject> {
-    let ar = kube::api::ApiResource::from_gvk_with_plural(
-        &kube::api::GroupVersionKind::gvk(group, version, kind),
-        plural,
-    );
-    match ns {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
-        None => Api::all_with(client.clone(), &ar),
-    }
-}
-
 /// nfd-worker's NodeFeature for `node`: `gpus` NVIDIA H200s (class 0302) and a NIC.
 fn node_feature_json(node: &str, ns: &str, gpus: usize) -> Value {
     let mut elements =

@@ -298,17 +298,14 @@ fn kstatus(obj: &Value) -> (KStatus, String) {
     (KStatus::Current, "no status to go by".into())
 }
 
-fn profile_api(client: &Client) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("gpuready.io", "v1alpha1", "GpuNodeProfile");
-    Api::all_with(
-        client.clone(),
-        &ApiResource::from_gvk_with_plural(&gvk, "gpunodeprofiles"),
-    )
-}
-
 async fn profile_json(client: &Client, name: &str) -> Value {
-    serde_json::to_value(profile_api(client).get(name).await.expect("get profile"))
-        .expect("profile JSON")
+    serde_json::to_value(
+        raw_profile_api(client)
+            .get(name)
+            .await
+            .expect("get profile"),
+    )
+    .expect("profile JSON")
 }
 
 /// A healthy RTX 3090 node of the example, renamed and moved out of the
@@ -425,7 +422,7 @@ impl CelProbe {
             dry_run: true,
             ..PatchParams::default()
         };
-        match profile_api(&self.client)
+        match raw_profile_api(&self.client)
             .patch(name, &params, &Patch::Merge(&patch))
             .await
         {
@@ -631,7 +628,7 @@ async fn kstatus_and_the_flux_health_expressions_read_reconciled_profiles() {
 
     // A spec change gpuready has not judged yet: InProgress for both readers.
     run.stop().await.expect("clean stop");
-    profile_api(&client)
+    raw_profile_api(&client)
         .patch(
             "solo",
             &PatchParams::default(),
@@ -666,7 +663,7 @@ async fn kstatus_and_the_flux_health_expressions_read_reconciled_profiles() {
     run.stop().await.expect("clean stop");
 
     // Deletion held by a finalizer: Terminating.
-    let api = profile_api(&client);
+    let api = raw_profile_api(&client);
     api.patch(
         "nobody",
         &PatchParams::default(),

@@ -98,14 +98,49 @@ pub fn served_path(tag: &str) -> PathBuf {
     upstream_path(tag).expect("a release the Go module proxy serves is never skipped")
 }
 
-/// An API for NFD objects of `kind` (`nfd.k8s-sigs.io/v1alpha1`), cluster-wide
-/// or in `namespace`.
-pub fn nfd_api(client: &Client, kind: &str, namespace: Option<&str>) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("nfd.k8s-sigs.io", "v1alpha1", kind));
+/// An untyped API for objects of `group/version` `kind` (resource `plural`),
+/// cluster-wide or in `namespace`: for kinds gpuready has no Rust type for, or
+/// objects the types must not filter.
+pub fn dynamic_api(
+    client: &Client,
+    group: &str,
+    version: &str,
+    kind: &str,
+    plural: &str,
+    namespace: Option<&str>,
+) -> Api<DynamicObject> {
+    let ar =
+        ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk(group, version, kind), plural);
     match namespace {
         Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
         None => Api::all_with(client.clone(), &ar),
     }
+}
+
+/// GpuNodeProfiles, untyped.
+pub fn raw_profile_api(client: &Client) -> Api<DynamicObject> {
+    dynamic_api(
+        client,
+        "gpuready.io",
+        "v1alpha1",
+        "GpuNodeProfile",
+        "gpunodeprofiles",
+        None,
+    )
+}
+
+/// An API for NFD objects of `kind` (`nfd.k8s-sigs.io/v1alpha1`), cluster-wide
+/// or in `namespace`.
+pub fn nfd_api(client: &Client, kind: &str, namespace: Option<&str>) -> Api<DynamicObject> {
+    let plural = format!("{}s", kind.to_lowercase());
+    dynamic_api(
+        client,
+        "nfd.k8s-sigs.io",
+        "v1alpha1",
+        kind,
+        &plural,
+        namespace,
+    )
 }
 
 /// An NFD object of `kind` with `spec`.

@@ -350,10 +350,8 @@ pub fn raw_profile(name: &str, spec: Value) -> Value {
 /// types cannot (a quantity past u32, a field a newer CRD has): the API server
 /// alone decides. Returns the stored object as JSON.
 pub async fn create_raw(client: &Client, object: &Value) -> Result<Value, kube::Error> {
-    use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
-    let gvk = GroupVersionKind::gvk("gpuready.io", "v1alpha1", "GpuNodeProfile");
-    let resource = ApiResource::from_gvk_with_plural(&gvk, "gpunodeprofiles");
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    use kube::api::DynamicObject;
+    let api = super::raw_profile_api(client);
     let object: DynamicObject = serde_json::from_value(object.clone()).expect("object");
     let created = api.create(&PostParams::default(), &object).await?;
     Ok(serde_json::to_value(created).expect("json"))
