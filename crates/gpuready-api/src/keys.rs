@@ -220,6 +220,41 @@ pub mod nfd_crd_reasons {
     pub const READ_FAILED: &str = "ReadFailed";
 }
 
+/// Event reasons on Nodes and GpuNodeProfiles (the NFD CRD ones are in
+/// [`nfd_crd_event_reasons`]).
+pub mod event_reasons {
+    /// Node: `GpuReady` turned True.
+    pub const GPU_READY: &str = "GpuReady";
+    /// Node: `GpuReady` turned False; the verdict's reason is appended.
+    pub const GPU_NOT_READY_PREFIX: &str = "GpuNotReady";
+    /// Profile: `Ready` turned True.
+    pub const PROFILE_READY: &str = "ProfileReady";
+    /// Profile: `Ready` turned False.
+    pub const PROFILE_NOT_READY: &str = "ProfileNotReady";
+    /// Profile: the safety brake engaged.
+    pub const SAFETY_BRAKE_ENGAGED: &str = "SafetyBrakeEngaged";
+    /// Profile: the safety brake released.
+    pub const SAFETY_BRAKE_RELEASED: &str = "SafetyBrakeReleased";
+}
+
+/// Event reasons on GpuNodeProfiles when gpuready changes the NFD CRDs, fails
+/// to, or (check mode) finds that it would (the condition's reasons are in
+/// [`nfd_crd_reasons`]).
+pub mod nfd_crd_event_reasons {
+    pub const INSTALLED: &str = "NfdCrdsInstalled";
+    pub const UPGRADED: &str = "NfdCrdsUpgraded";
+    pub const WOULD_CHANGE: &str = "NfdCrdsWouldChange";
+    pub const APPLY_FAILED: &str = "NfdCrdsApplyFailed";
+}
+
+/// Reasons of the [`CONDITION_SAFETY_BRAKE`] profile condition.
+pub mod brake_reasons {
+    /// True: too many nodes turned not-ready at once; new taints are held back.
+    pub const TOO_MANY_NODES_TURNED_NOT_READY: &str = "TooManyNodesTurnedNotReady";
+    /// False: taints are applied normally.
+    pub const RELEASED: &str = "Released";
+}
+
 /// Labels published by GPU Feature Discovery, the GPU operator and the device plugin.
 pub mod nvidia {
     pub const GPU_PRESENT: &str = "nvidia.com/gpu.present";

@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use gpuready_api::keys::brake_reasons;
 use jiff::Timestamp;
 
 /// Brake settings.
@@ -17,6 +18,38 @@ pub struct BrakeConfig {
     pub window_seconds: i64,
     /// Fewer turns than this never engage the brake (small pools).
     pub min_nodes: usize,
+}
+
+/// The `SafetyBrake` condition a profile carries.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BrakeCondition {
+    pub engaged: bool,
+    pub reason: String,
+    pub message: String,
+}
+
+impl BrakeConfig {
+    /// The condition for a brake that is (or is not) engaged, in words a
+    /// person reading the profile can act on.
+    pub fn condition(&self, engaged: bool) -> BrakeCondition {
+        if engaged {
+            BrakeCondition {
+                engaged,
+                reason: brake_reasons::TOO_MANY_NODES_TURNED_NOT_READY.into(),
+                message: format!(
+                    "more than {:.0}% of the nodes turned not-ready within {}s: new taints are held back (existing ones stay) until the share of not-ready nodes falls back under the threshold; likely a shared cause such as a GFD/NFD outage or a driver rollout",
+                    self.threshold * 100.0,
+                    self.window_seconds
+                ),
+            }
+        } else {
+            BrakeCondition {
+                engaged,
+                reason: brake_reasons::RELEASED.into(),
+                message: "taints are applied normally".into(),
+            }
+        }
+    }
 }
 
 /// Per-profile brake memory.

@@ -16,6 +16,8 @@ use gpuready_api::nfd::{NFD_CRD_RELEASE_ANNOTATION, NfdCrdRelease};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
 
+pub mod words;
+
 /// How many differences a message lists before it says "and N more".
 const MAX_LISTED: usize = 5;
 
@@ -43,6 +45,26 @@ impl CrdClass {
     /// Whether the plan applies gpuready's CRD (Missing or Older).
     pub fn needs_apply(&self) -> bool {
         matches!(self, CrdClass::Missing | CrdClass::Older { .. })
+    }
+}
+
+/// The `NfdCrds` condition every profile carries: the NFD CRD reconciler's
+/// outcome, handed to the status task, which writes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct NfdCrdCondition {
+    /// True when the CRDs are fine as they are (see `keys::nfd_crd_reasons`).
+    pub ready: bool,
+    pub reason: String,
+    pub message: String,
+}
+
+impl NfdCrdCondition {
+    pub fn new(ready: bool, reason: &str, message: String) -> Self {
+        NfdCrdCondition {
+            ready,
+            reason: reason.to_owned(),
+            message,
+        }
     }
 }
 

@@ -8,6 +8,8 @@ use jiff::Timestamp;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 
 use crate::assess::NodeAssessment;
+use crate::brake::BrakeCondition;
+use crate::nfd_crds::NfdCrdCondition;
 use crate::tally::{LayerTally, ProfileTally};
 
 /// Condition kstatus reads as "needs a human": nodes in conflict.
@@ -52,8 +54,8 @@ fn names_message(shown: &[String], total: usize) -> String {
 /// Extra conditions the controller contributes (safety brake, NFD CRDs).
 #[derive(Clone, Debug, Default)]
 pub struct ExtraConditions {
-    pub brake: Option<(bool, String, String)>,
-    pub nfd_crds: Option<(bool, String, String)>,
+    pub brake: Option<BrakeCondition>,
+    pub nfd_crds: Option<NfdCrdCondition>,
 }
 
 /// The status for a profile whose matched nodes were assessed as `nodes`
@@ -80,7 +82,7 @@ pub fn status_from_tally(
     previous: Option<&GpuNodeProfileStatus>,
     now: Timestamp,
 ) -> GpuNodeProfileStatus {
-    let matched = tally.matched;
+    let matched = tally.matched();
     let mut conditions = Vec::new();
     let not_ready_names = || -> String {
         let names: Vec<String> = tally
@@ -164,7 +166,7 @@ pub fn status_from_tally(
     };
     conditions.push(ready_cond);
 
-    let governed = tally.governed;
+    let governed = tally.counts.governed;
     for layer in Layer::every() {
         let empty = LayerTally::default();
         let t = tally.layers.get(&layer).unwrap_or(&empty);
@@ -242,22 +244,22 @@ pub fn status_from_tally(
             now,
         )
     });
-    if let Some((engaged, reason, message)) = &extra.brake {
+    if let Some(b) = &extra.brake {
         conditions.push(condition(
             keys::CONDITION_SAFETY_BRAKE,
-            *engaged,
-            reason,
-            message.clone(),
+            b.engaged,
+            &b.reason,
+            b.message.clone(),
             generation,
             now,
         ));
     }
-    if let Some((ok, reason, message)) = &extra.nfd_crds {
+    if let Some(n) = &extra.nfd_crds {
         conditions.push(condition(
             keys::CONDITION_NFD_CRDS,
-            *ok,
-            reason,
-            message.clone(),
+            n.ready,
+            &n.reason,
+            n.message.clone(),
             generation,
             now,
         ));
@@ -279,7 +281,7 @@ pub fn status_from_tally(
     GpuNodeProfileStatus {
         observed_generation: generation,
         matched_nodes: i32::try_from(matched).unwrap_or(i32::MAX),
-        ready_nodes: i32::try_from(tally.ready).unwrap_or(i32::MAX),
+        ready_nodes: i32::try_from(tally.counts.ready).unwrap_or(i32::MAX),
         not_ready_nodes: i32::try_from(tally.not_ready.len()).unwrap_or(i32::MAX),
         conditions,
         not_ready_summary: tally

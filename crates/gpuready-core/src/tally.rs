@@ -1,14 +1,76 @@
 //! Running counts of node verdicts per profile, changed one node at a time.
-//! The one place that counts ready / not ready / conflict: profile status,
-//! metrics and `check` all read a [`ProfileTally`], so they cannot disagree,
-//! and a single node's change costs O(log n) instead of a pass over the fleet.
+//! The one place that counts ready / not ready / conflict: [`NodeCounts`] is
+//! what `check`'s summary, the `gpuready_nodes{state}` gauges and profile
+//! status read (through a [`ProfileTally`] for the latter two), so they cannot
+//! disagree, and a single node's change costs O(log n) instead of a pass over
+//! the fleet.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use gpuready_api::Layer;
+use serde::Serialize;
 
 use crate::assess::{GovernanceKind, NodeAssessment};
 use crate::evaluate::Status;
+
+/// Nodes by readiness: governed (ready or not ready), in conflict between
+/// profiles, or ungoverned. A conflict is neither ready nor governed.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeCounts {
+    pub governed: usize,
+    pub ready: usize,
+    pub not_ready: usize,
+    pub conflicts: usize,
+    pub ungoverned: usize,
+}
+
+impl NodeCounts {
+    /// Counts one node (`ready` matters only for a governed node).
+    pub fn add(&mut self, governance: GovernanceKind, ready: bool) {
+        self.each_slot(governance, ready, |n| *n += 1);
+    }
+
+    /// Undoes [`NodeCounts::add`] of the same node.
+    pub fn remove(&mut self, governance: GovernanceKind, ready: bool) {
+        self.each_slot(governance, ready, dec);
+    }
+
+    /// Counts one assessed node.
+    pub fn add_assessment(&mut self, a: &NodeAssessment) {
+        self.add(a.governance, a.ready == Some(true));
+    }
+
+    /// The counts of a set of assessed nodes.
+    pub fn of<'a>(nodes: impl IntoIterator<Item = &'a NodeAssessment>) -> NodeCounts {
+        let mut c = NodeCounts::default();
+        for a in nodes {
+            c.add_assessment(a);
+        }
+        c
+    }
+
+    /// Nodes a profile matched: governed by it or in conflict involving it.
+    pub fn matched(&self) -> usize {
+        self.governed + self.conflicts
+    }
+
+    /// Applies `f` to every count the node is part of.
+    fn each_slot(&mut self, governance: GovernanceKind, ready: bool, f: fn(&mut usize)) {
+        match (governance, ready) {
+            (GovernanceKind::Ungoverned, _) => f(&mut self.ungoverned),
+            (GovernanceKind::Conflict, _) => f(&mut self.conflicts),
+            (GovernanceKind::Governed, true) => {
+                f(&mut self.governed);
+                f(&mut self.ready);
+            }
+            (GovernanceKind::Governed, false) => {
+                f(&mut self.governed);
+                f(&mut self.not_ready);
+            }
+        }
+    }
+}
 
 /// One layer's verdict, as much of it as the aggregate reads.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -98,11 +160,8 @@ pub struct LayerTally {
 /// [`ProfileTally::remove`]; nothing here is recomputed from the whole set.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ProfileTally {
-    pub matched: usize,
-    pub governed: usize,
-    pub ready: usize,
-    /// Governed and not ready (conflicts are counted apart).
-    pub governed_not_ready: usize,
+    /// Matched nodes (governed, ready or not, and conflicts) by readiness.
+    pub counts: NodeCounts,
     /// Every matched node that is not ready (conflicts included), in name order.
     pub not_ready: BTreeMap<String, NotReadyEntry>,
     /// Of `not_ready`, those governed in Observe mode.
@@ -119,25 +178,14 @@ fn dec(n: &mut usize) {
 
 impl ProfileTally {
     pub fn add(&mut self, node: &str, v: &NodeVerdict) {
-        self.matched += 1;
+        self.counts.add(v.governance, v.ready);
         if v.past_deadline {
             self.past_deadline += 1;
         }
-        match v.governance {
-            GovernanceKind::Governed => {
-                self.governed += 1;
-                if !v.ready {
-                    self.governed_not_ready += 1;
-                }
-            }
-            GovernanceKind::Conflict => {
-                self.conflicts.insert(node.to_owned());
-            }
-            GovernanceKind::Ungoverned => {}
+        if v.governance == GovernanceKind::Conflict {
+            self.conflicts.insert(node.to_owned());
         }
-        if v.ready {
-            self.ready += 1;
-        } else {
+        if !v.ready {
             if v.observe {
                 self.not_ready_observed += 1;
             }
@@ -162,25 +210,14 @@ impl ProfileTally {
 
     /// Undoes [`ProfileTally::add`] of the same verdict.
     pub fn remove(&mut self, node: &str, v: &NodeVerdict) {
-        dec(&mut self.matched);
+        self.counts.remove(v.governance, v.ready);
         if v.past_deadline {
             dec(&mut self.past_deadline);
         }
-        match v.governance {
-            GovernanceKind::Governed => {
-                dec(&mut self.governed);
-                if !v.ready {
-                    dec(&mut self.governed_not_ready);
-                }
-            }
-            GovernanceKind::Conflict => {
-                self.conflicts.remove(node);
-            }
-            GovernanceKind::Ungoverned => {}
+        if v.governance == GovernanceKind::Conflict {
+            self.conflicts.remove(node);
         }
-        if v.ready {
-            dec(&mut self.ready);
-        } else {
+        if !v.ready {
             if v.observe {
                 dec(&mut self.not_ready_observed);
             }
@@ -202,6 +239,11 @@ impl ProfileTally {
                 }
             }
         }
+    }
+
+    /// Nodes governed by the profile or in conflict involving it.
+    pub fn matched(&self) -> usize {
+        self.counts.matched()
     }
 
     /// Nodes whose `layer` is Ready.
@@ -243,7 +285,7 @@ impl Tally {
             for p in &old.profiles {
                 if let Some(t) = self.profiles.get_mut(p) {
                     t.remove(node, &old);
-                    if t.matched == 0 {
+                    if t.matched() == 0 {
                         self.profiles.remove(p);
                     }
                 }
@@ -305,6 +347,27 @@ mod tests {
     }
 
     #[test]
+    fn node_counts_put_each_node_in_one_state_and_undo_cleanly() {
+        let mut c = NodeCounts::default();
+        c.add(GovernanceKind::Governed, true);
+        c.add(GovernanceKind::Governed, false);
+        c.add(GovernanceKind::Conflict, false);
+        c.add(GovernanceKind::Ungoverned, false);
+        let want = NodeCounts {
+            governed: 2,
+            ready: 1,
+            not_ready: 1,
+            conflicts: 1,
+            ungoverned: 1,
+        };
+        assert_eq!(c, want);
+        assert_eq!(c.matched(), 3);
+        c.remove(GovernanceKind::Governed, false);
+        c.remove(GovernanceKind::Conflict, false);
+        assert_eq!((c.governed, c.not_ready, c.conflicts), (1, 0, 0));
+    }
+
+    #[test]
     fn add_then_remove_leaves_nothing_behind() {
         let mut t = Tally::default();
         assert_eq!(t.set("a", Some(verdict(&["p"], true, None))).len(), 1);
@@ -314,7 +377,7 @@ mod tests {
         );
         let p = t.profile("p").expect("tally of p");
         assert_eq!(
-            (p.matched, p.ready, p.governed_not_ready),
+            (p.matched(), p.counts.ready, p.counts.not_ready),
             (2, 1, 1),
             "{p:?}"
         );
@@ -339,13 +402,14 @@ mod tests {
             let p = t.profile(name).expect("tally");
             assert_eq!(p.conflicts.len(), 1);
             assert_eq!(p.not_ready.len(), 1);
-            assert_eq!(p.governed, 0);
+            assert_eq!(p.counts.governed, 0);
+            assert_eq!(p.counts.conflicts, 1);
         }
         let touched = t.set("n", Some(verdict(&["p"], true, None)));
         assert_eq!(touched, BTreeSet::from(["p".to_owned(), "q".to_owned()]));
         assert!(t.profile("q").is_none());
         let p = t.profile("p").expect("tally");
-        assert_eq!((p.matched, p.ready, p.conflicts.len()), (1, 1, 0));
+        assert_eq!((p.matched(), p.counts.ready, p.conflicts.len()), (1, 1, 0));
     }
 
     #[test]

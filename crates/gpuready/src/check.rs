@@ -8,6 +8,7 @@ use gpuready_api::GpuNodeProfile;
 use gpuready_api::dra::ResourceSlice;
 use gpuready_api::nfd::NodeFeature;
 use gpuready_core::evidence::EvidenceIndex;
+use gpuready_core::tally::NodeCounts;
 use gpuready_core::{GovernanceKind, NodeAssessment, NodeFacts, PlanOptions, assess};
 use jiff::Timestamp;
 use kube::core::Selector;
@@ -209,15 +210,8 @@ pub struct CheckReport {
     pub summary: Summary,
 }
 
-#[derive(Debug, Default, Serialize, PartialEq, Eq)]
-#[serde(rename_all = "camelCase")]
-pub struct Summary {
-    pub governed: usize,
-    pub ready: usize,
-    pub not_ready: usize,
-    pub conflicts: usize,
-    pub ungoverned: usize,
-}
+/// The report's summary: the same counting as profile status and metrics.
+pub type Summary = NodeCounts;
 
 impl CheckReport {
     /// 0 when every governed node is ready, 1 otherwise.
@@ -265,21 +259,7 @@ pub fn run_engine(
         })
         .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));
-    let mut summary = Summary::default();
-    for a in &out {
-        match (a.governance, a.ready) {
-            (GovernanceKind::Ungoverned, _) => summary.ungoverned += 1,
-            (GovernanceKind::Conflict, _) => summary.conflicts += 1,
-            (GovernanceKind::Governed, Some(true)) => {
-                summary.governed += 1;
-                summary.ready += 1;
-            }
-            (GovernanceKind::Governed, _) => {
-                summary.governed += 1;
-                summary.not_ready += 1;
-            }
-        }
-    }
+    let summary = NodeCounts::of(&out);
     Ok(CheckReport {
         now: now.to_string(),
         nodes: out,

@@ -6,6 +6,7 @@ pub mod cluster;
 pub mod controller;
 pub mod input;
 pub mod nfd_cli;
+pub mod nfd_io;
 pub mod probe;
 
 /// A single-threaded runtime for the one-shot commands (live `check`,

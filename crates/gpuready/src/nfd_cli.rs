@@ -2,21 +2,17 @@
 //! people who want to see what gpuready would do to a cluster or act without
 //! running the controller (same classification, same field manager).
 
-use std::fmt::Write as _;
 use std::process::ExitCode;
 use std::time::Duration;
 
 use gpuready_api::crd::{nfd_crds, to_yaml};
-use gpuready_api::nfd::compare::{self, normalize_crd};
-use gpuready_core::nfd_crds::{CrdClass, NfdCrdPlan, plan};
+use gpuready_core::nfd_crds::NfdCrdPlan;
+use gpuready_core::nfd_crds::words;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
 
 use crate::controller::config::parse_duration;
-use crate::controller::nfd::{
-    self, NfdCrdError, apply_crd, carried, desired, read_installed, read_plan, release_name,
-    state_label, wait_established,
-};
+use crate::nfd_io::{self, NfdCrdError};
 
 /// Exit code of `diff` when the cluster is as gpuready wants it.
 pub const EXIT_NOTHING_TO_DO: u8 = 0;
@@ -110,7 +106,7 @@ async fn cluster_plan(
         EXIT_ERROR
     })?;
     let api = Api::all(client);
-    match read_plan(&api).await {
+    match nfd_io::read_plan(&api).await {
         Ok(plan) => Ok((api, plan)),
         Err(e) => Err(report(&e)),
     }
@@ -121,72 +117,9 @@ fn report(e: &NfdCrdError) -> u8 {
     EXIT_ERROR
 }
 
-/// Every difference between an installed CRD and gpuready's (the plan lists
-/// only the first few, for messages), one line each.
-pub fn all_changes(installed: &CustomResourceDefinition, name: &str) -> Vec<String> {
-    let Some(want) = desired(name) else {
-        return Vec::new();
-    };
-    let normal = |c: &CustomResourceDefinition| {
-        serde_json::to_value(c)
-            .map(|v| normalize_crd(&v))
-            .unwrap_or_default()
-    };
-    compare::diff(&normal(installed), &normal(&want))
-        .iter()
-        .map(|d| d.render("installed", "gpuready"))
-        .collect()
-}
-
-/// The human-readable diff: a header, then one entry per CRD. `installed`
-/// gives the full list of changes of older CRDs; without it the plan's
-/// shortened list is shown.
+/// The human-readable diff (worded in `gpuready_core::nfd_crds::words`).
 pub fn render_diff(plan: &NfdCrdPlan, installed: &[CustomResourceDefinition]) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "gpuready carries the NFD CRDs of release {}; installed: {}",
-        carried(),
-        plan.installed_release
-            .map_or_else(|| "none recognised".to_owned(), |r| r.to_string())
-    );
-    for v in &plan.verdicts {
-        match &v.class {
-            CrdClass::Missing => {
-                let _ = writeln!(out, "{}: missing; apply would create it", v.name);
-            }
-            CrdClass::Older {
-                installed_release,
-                changes,
-            } => {
-                let _ = writeln!(
-                    out,
-                    "{}: older (installed release {}); apply would upgrade it:",
-                    v.name,
-                    release_name(*installed_release)
-                );
-                let full = installed
-                    .iter()
-                    .find(|c| c.metadata.name.as_deref() == Some(v.name.as_str()))
-                    .map(|c| all_changes(c, &v.name))
-                    .filter(|all| !all.is_empty());
-                for c in full.as_ref().unwrap_or(changes) {
-                    let _ = writeln!(out, "    {c}");
-                }
-            }
-            CrdClass::Current => {
-                let _ = writeln!(out, "{}: current", v.name);
-            }
-            CrdClass::Newer { reason } => {
-                let _ = writeln!(
-                    out,
-                    "{}: newer than gpuready's; apply leaves it alone: {reason}",
-                    v.name
-                );
-            }
-        }
-    }
-    out
+    words::render_diff(plan, &nfd_crds(), installed)
 }
 
 async fn diff(args: &ClusterArgs) -> u8 {
@@ -197,19 +130,15 @@ async fn diff(args: &ClusterArgs) -> u8 {
             return EXIT_ERROR;
         }
     };
-    let installed = match read_installed(&Api::all(client)).await {
-        Ok(i) => i,
+    let read = match nfd_io::read_back(&Api::all(client)).await {
+        Ok(r) => r,
         Err(e) => return report(&e),
     };
-    let plan = plan(&nfd_crds(), &installed);
-    print!("{}", render_diff(&plan, &installed));
-    if plan.to_apply().next().is_some() {
-        println!(
-            "Run `gpuready nfd-crds apply` (or the controller with --nfd-crds=apply) to make these changes."
-        );
+    print!("{}", render_diff(&read.plan, &read.installed));
+    println!("{}", words::diff_closing_line(&read.plan));
+    if read.plan.to_apply().next().is_some() {
         EXIT_WOULD_CHANGE
     } else {
-        println!("Nothing to do.");
         EXIT_NOTHING_TO_DO
     }
 }
@@ -219,81 +148,28 @@ async fn apply(args: &ApplyArgs) -> u8 {
         Ok(p) => p,
         Err(code) => return code,
     };
-    println!(
-        "gpuready carries the NFD CRDs of release {}; installed: {}",
-        carried(),
-        release_name(before.installed_release)
-    );
-    let mut applied = Vec::new();
-    for v in &before.verdicts {
-        match &v.class {
-            CrdClass::Current => println!("{}: current, nothing to do", v.name),
-            CrdClass::Newer { reason } => {
-                println!("{}: newer than gpuready's, left alone: {reason}", v.name);
-            }
-            CrdClass::Missing | CrdClass::Older { .. } => {
-                let Some(crd) = desired(&v.name) else {
-                    continue;
-                };
-                let what = if v.class == CrdClass::Missing {
-                    "missing, creating".to_owned()
-                } else {
-                    format!(
-                        "older ({}), upgrading",
-                        release_name(before.installed_release)
-                    )
-                };
-                println!("{}: {what}", v.name);
-                if let Err(e) = apply_crd(&api, &crd).await {
-                    return report(&e);
-                }
-                applied.push(v.name.as_str());
-            }
+    println!("{}", words::apply_header(&before));
+    let all: Vec<_> = before.verdicts.iter().collect();
+    let installed = before.installed_release;
+    let after = match nfd_io::apply_and_read_back(&api, &all, args.timeout, |step| {
+        if let Some(line) = step.line(installed) {
+            println!("{line}");
         }
-    }
-    for name in &applied {
-        println!("{name}: waiting until Established");
-        if let Err(e) = wait_established(&api, name, args.timeout).await {
-            return report(&e);
-        }
-        println!("{name}: Established");
-    }
-    // Read back, so "done" means the API server's copy is what gpuready wants.
-    let after = match read_plan(&api).await {
-        Ok(p) => p,
+    })
+    .await
+    {
+        Ok(read) => read.plan,
         Err(e) => return report(&e),
     };
-    let still: Vec<String> = after
+    let still: Vec<_> = after
         .verdicts
         .iter()
         .filter(|v| v.class.needs_apply())
-        .map(nfd::describe_verdict)
         .collect();
     if !still.is_empty() {
-        eprintln!(
-            "error: applied, yet the API server's copy still differs: {} (a mutating admission \
-             webhook may be rewriting CRDs; please report this as a gpuready bug)",
-            still.join("; ")
-        );
+        eprintln!("error: {}", words::still_differs_line(&still));
         return EXIT_ERROR;
     }
-    let summary: Vec<String> = ["missing", "older", "current", "newer"]
-        .into_iter()
-        .filter_map(|state| {
-            let n = before
-                .verdicts
-                .iter()
-                .filter(|v| state_label(&v.class) == state)
-                .count();
-            let done = match state {
-                "missing" => "created",
-                "older" => "upgraded",
-                "current" => "already current",
-                _ => "newer, left alone",
-            };
-            (n > 0).then(|| format!("{n} {done}"))
-        })
-        .collect();
-    println!("done: {}", summary.join(", "));
+    println!("{}", words::done_line(&before));
     EXIT_NOTHING_TO_DO
 }

@@ -15,7 +15,7 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gpuready::controller::nfd::{NFD_CRD_NAMES, read_plan};
+use gpuready::nfd_io::{NFD_CRD_NAMES, read_plan};
 use gpuready_api::GpuNodeProfile;
 use gpuready_api::keys::{self, nfd_crd_reasons as reasons};
 use gpuready_api::nfd::{NODE_FEATURE_CRD, NODE_FEATURE_GROUP_CRD, NODE_FEATURE_RULE_CRD};
@@ -721,7 +721,7 @@ async fn grant_on_nfd_crds(client: &Client, sa: &str, verbs: &[&str]) {
 /// says what to grant.
 #[tokio::test]
 async fn resource_names_rbac_is_enough_and_check_needs_no_patch() {
-    use gpuready::controller::nfd::{apply_crd, desired, wait_established as established};
+    use gpuready::nfd_io::{apply_crd, desired, wait_established as established};
     let env = TestEnv::start().await.expect("test control plane");
     let admin = env.client().expect("client");
     // v0.17 has the same CRD set as v0.16 (both fingerprint as V0_16_17) and the

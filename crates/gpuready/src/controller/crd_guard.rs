@@ -23,8 +23,8 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::Health;
 use super::backoff::WatchBackoff;
+use super::health::Health;
 use super::metrics::Metrics;
 
 pub const PROFILE_CRD: &str = "gpunodeprofiles.gpuready.io";

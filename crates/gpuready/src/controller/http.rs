@@ -11,7 +11,7 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use tokio_util::sync::CancellationToken;
 
-use super::Health;
+use super::health::Health;
 use super::metrics::Metrics;
 
 #[derive(Clone)]

@@ -2,13 +2,23 @@
 //! taint, labels and conditions in step with its verdict; aggregates profile
 //! status; serves metrics and health; elects a leader so only one replica writes.
 
+//!
+//! This module only wires the tasks together; what they share is in
+//! `context.rs` (and `health.rs`, `status_input.rs`), which imports none of
+//! them, so no module here imports one that imports it back
+//! (`tests/module_graph.rs` checks this).
+
 pub mod backoff;
+pub mod brakes;
 pub mod config;
+pub mod context;
 pub mod crd_guard;
 pub mod error;
+pub mod events;
 pub mod evidence;
 pub mod fence;
 pub mod gating;
+pub mod health;
 pub mod http;
 pub mod leader;
 pub mod metrics;
@@ -19,18 +29,17 @@ pub mod profiles;
 pub mod prune;
 pub mod requests;
 pub mod status;
+pub mod status_input;
+pub mod verdicts;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use futures::StreamExt;
 use gpuready_api::GpuNodeProfile;
 use gpuready_api::keys;
-use gpuready_core::brake::BrakeState;
-use gpuready_core::{GovernanceKind, NodeAssessment, NodeFacts};
-use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::Api;
@@ -46,203 +55,15 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use backoff::{ErrorBackoff, WatchBackoff};
+use brakes::Brakes;
 use crd_guard::CrdGuard;
-use gpuready_core::tally::NodeVerdict;
-use status::StatusInput;
+use status_input::StatusInput;
 
 pub use config::RunArgs;
+pub use context::{Context, LastWrites};
 pub use error::Error;
+pub use health::Health;
 pub use metrics::Metrics;
-
-/// Shared state of one running controller.
-pub struct Context {
-    pub client: Client,
-    pub args: RunArgs,
-    pub metrics: Arc<Metrics>,
-    pub recorder: Recorder,
-    pub profiles: Store<GpuNodeProfile>,
-    pub nodes: Store<Node>,
-    /// Verdicts and other news for the status task, which owns the tally.
-    status: mpsc::UnboundedSender<StatusInput>,
-    /// Holds releases while the GpuNodeProfile CRD is missing.
-    pub crd: Arc<CrdGuard>,
-    /// Per-node backoff after failed reconciles.
-    pub errors: ErrorBackoff,
-    /// Taint writes first; the rest of a node's writes wait for a quiet moment.
-    pub gate: Arc<gating::Gate>,
-    /// True once both caches have been listed. Tasks other than the controller's
-    /// own wait on this, never on `Store::wait_until_ready`: kube-runtime's
-    /// `DelayedInit` keeps a single waker, so of several tasks waiting on one
-    /// store only the last to poll is woken and the others sleep until something
-    /// else polls them (a node reconcile stalled until its 30 s timeout).
-    pub caches_ready: watch::Receiver<bool>,
-    brakes: Mutex<BTreeMap<String, BrakeState>>,
-    /// Asks the controller to reconcile a node (see `status::pass`).
-    pub requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
-    /// Node → resourceVersion gpuready's last write to it returned, until a
-    /// reconcile finds the cache at that version.
-    last_writes: LastWrites,
-    /// The NFD CRD condition every profile carries (set by the NFD reconciler).
-    pub nfd: Mutex<Option<(bool, String, String)>>,
-    /// ResourceSlices and NodeFeatures per node (see `evidence`).
-    pub evidence: Arc<evidence::EvidenceStores>,
-    /// Reports of `gpuready probe`, when `--probe-namespace` is set.
-    pub probe_reports: Option<probe_reports::ProbeReports>,
-}
-
-impl Context {
-    /// Hands a node's verdict to the status task (the tally). Never blocks.
-    pub fn report_verdict(&self, node: &str, a: &NodeAssessment) {
-        let _ = self.status.send(StatusInput::Verdict {
-            node: node.to_owned(),
-            verdict: NodeVerdict::of(a),
-        });
-    }
-
-    /// Asks for a status pass over every profile (e.g. the NFD condition changed).
-    pub fn refresh_status(&self) {
-        let _ = self.status.send(StatusInput::All);
-    }
-
-    pub fn brake_engaged(&self, profile: &str) -> bool {
-        self.brakes
-            .lock()
-            .map(|b| b.get(profile).is_some_and(BrakeState::engaged))
-            .unwrap_or(false)
-    }
-
-    /// Notes a node that was labelled ready and no longer is (the brake's input).
-    pub fn record_turn(&self, facts: &NodeFacts, a: &NodeAssessment, now: Timestamp) {
-        let (Some(profile), GovernanceKind::Governed) = (&a.profile, a.governance) else {
-            return;
-        };
-        let Ok(mut brakes) = self.brakes.lock() else {
-            return;
-        };
-        let b = brakes.entry(profile.clone()).or_default();
-        if a.ready == Some(true) {
-            b.forget(&facts.name);
-        } else if facts.labels.get(keys::LABEL_READY).map(String::as_str) == Some("true") {
-            b.record_turn(&facts.name, now);
-            // Engage at once on a burst; the aggregator refines with fresh counts.
-            let matched = self
-                .profiles
-                .find(|p| p.name_any() == *profile)
-                .and_then(|p| {
-                    p.status
-                        .as_ref()
-                        .map(|s| usize::try_from(s.matched_nodes).unwrap_or(0))
-                })
-                .unwrap_or(0);
-            let not_ready = b.recent_turns();
-            b.update(&self.args.brake(), matched, not_ready, now);
-        }
-    }
-
-    pub fn update_brake(
-        &self,
-        profile: &str,
-        matched: usize,
-        not_ready: usize,
-        now: Timestamp,
-    ) -> bool {
-        let cfg = self.args.brake();
-        self.brakes
-            .lock()
-            .map(|mut b| {
-                b.entry(profile.to_owned())
-                    .or_default()
-                    .update(&cfg, matched, not_ready, now)
-            })
-            .unwrap_or(false)
-    }
-
-    /// Remembers the resourceVersion gpuready's own write left the node at.
-    pub fn note_write(&self, node: &str, resource_version: String) {
-        self.last_writes.insert(node, resource_version);
-    }
-
-    /// Whether the cached copy of the node may predate gpuready's last write to
-    /// it (it shows another version). Answers once per write: the caller reads
-    /// the node from the API when true.
-    pub fn cache_may_be_behind(&self, node: &str, cached: Option<&str>) -> bool {
-        self.last_writes
-            .take(node)
-            .is_some_and(|rv| Some(rv.as_str()) != cached)
-    }
-
-    /// Waits until both caches have been listed once; false if they never will be.
-    pub async fn wait_for_caches(&self) -> bool {
-        self.caches_ready.clone().wait_for(|r| *r).await.is_ok()
-    }
-
-    /// The node's facts with the evidence read beside it attached: its
-    /// ResourceSlices and NodeFeatures, and its probe report (when reports are read).
-    pub fn facts_of(&self, node: &Node) -> NodeFacts {
-        let name = node.name_any();
-        let facts = NodeFacts::from_node(node).with_evidence(self.evidence.for_node(&name));
-        let probe = self
-            .probe_reports
-            .as_ref()
-            .and_then(|r| r.evidence(&facts.name));
-        facts.with_probe(probe)
-    }
-
-    pub fn nfd_condition(&self) -> Option<(bool, String, String)> {
-        self.nfd.lock().ok().and_then(|n| n.clone())
-    }
-}
-
-/// Node → resourceVersion of gpuready's last write to it. Shared with the node
-/// watch, which forgets a node when it is deleted (the map never outgrows the
-/// fleet).
-#[derive(Clone, Default)]
-pub struct LastWrites(Arc<Mutex<HashMap<String, String>>>);
-
-impl LastWrites {
-    fn insert(&self, node: &str, rv: String) {
-        if let Ok(mut w) = self.0.lock() {
-            w.insert(node.to_owned(), rv);
-        }
-    }
-
-    fn take(&self, node: &str) -> Option<String> {
-        self.0.lock().ok().and_then(|mut w| w.remove(node))
-    }
-
-    pub fn forget(&self, node: &str) {
-        let _ = self.take(node);
-    }
-
-    pub fn len(&self) -> usize {
-        self.0.lock().map(|w| w.len()).unwrap_or(0)
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-/// Readiness of this replica, served on /readyz.
-#[derive(Default)]
-pub struct Health {
-    pub crd_established: AtomicBool,
-    pub caches_synced: AtomicBool,
-    pub standby: AtomicBool,
-}
-
-impl Health {
-    pub fn ready(&self) -> Result<(), &'static str> {
-        if !self.crd_established.load(Ordering::Relaxed) {
-            return Err("the GpuNodeProfile CRD is not established yet");
-        }
-        if self.standby.load(Ordering::Relaxed) || self.caches_synced.load(Ordering::Relaxed) {
-            Ok(())
-        } else {
-            Err("caches are not synced yet")
-        }
-    }
-}
 
 /// Waits until the GpuNodeProfile CRD exists and is Established. API errors
 /// (a server still starting, a dropped connection, 429/5xx) are retried with
@@ -425,12 +246,11 @@ async fn run_controllers(
         status: status_tx,
         crd: crd.clone(),
         errors: ErrorBackoff::default(),
-        gate: Arc::default(),
+        gate: Arc::new(gating::Gate::new(usize::from(args.concurrency))),
         caches_ready,
-        brakes: Mutex::default(),
+        brakes: Brakes::new(args.brake()),
         requeue,
         last_writes,
-        nfd: Mutex::default(),
         evidence: Arc::default(),
         probe_reports,
     });
@@ -462,7 +282,15 @@ async fn run_controllers(
     // The status task stops after the node controller, so it sees every verdict
     // of the last reconciles and writes the final profile status.
     let status_stop = CancellationToken::new();
-    let aggregator = tokio::spawn(status::run(ctx.clone(), status_rx, status_stop.clone()));
+    // The NFD CRD reconciler hands its condition to the status task; with
+    // --nfd-crds=off the sender is dropped and profiles carry no condition.
+    let (nfd_tx, nfd_rx) = watch::channel(None);
+    let aggregator = tokio::spawn(status::run(
+        ctx.clone(),
+        status_rx,
+        nfd_rx,
+        status_stop.clone(),
+    ));
     let crd_watch = tokio::spawn(crd.clone().watch(stop.clone()));
     let gate_drain = {
         let (gate, requeue, stop) = (ctx.gate.clone(), ctx.requeue.clone(), stop.clone());
@@ -470,7 +298,7 @@ async fn run_controllers(
     };
     // Only the leader gets here, so only one replica ever writes the NFD CRDs.
     let nfd_crds = (args.nfd_crds != config::NfdCrdMode::Off)
-        .then(|| tokio::spawn(nfd::run(ctx.clone(), stop.clone())));
+        .then(|| tokio::spawn(nfd::run(ctx.clone(), nfd_tx, stop.clone())));
 
     let nodes_for_profile = node_reader.clone();
     let stop_fut = {

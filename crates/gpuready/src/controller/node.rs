@@ -10,42 +10,27 @@ use std::time::{Duration, Instant};
 use gpuready_api::GpuNodeProfile;
 use gpuready_api::keys;
 use gpuready_core::{
-    ConditionChange, GovernanceKind, NodeAssessment, NodeChanges, NodeFacts, PlanOptions, judge,
+    ConditionChange, GovernanceKind, NodeAssessment, NodeChanges, PlanOptions, judge,
 };
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::core::Selector;
 use kube::runtime::controller::Action;
-use kube::runtime::events::{Event, EventType};
-use kube::{Resource, ResourceExt};
 use serde_json::json;
 use tracing::{Instrument, debug, info, info_span, warn};
 
-use super::Context;
+use super::context::Context;
 use super::error::{Error, is_conflict};
+use super::events::{publish_deadline, publish_transition};
+use super::metrics::Kind;
 use super::prune::prune_node;
+use super::verdicts::profiles_with_selectors;
 
 /// Attempts at the optimistic-lock taint write before giving the node back to
 /// the queue (which retries with backoff).
 const MAX_CONFLICT_RETRIES: usize = 5;
-
-/// Profiles with their parsed selectors. A profile whose selector cannot be
-/// parsed selects nothing (the schema prevents it; its status says so).
-pub fn profiles_with_selectors(
-    profiles: &[Arc<GpuNodeProfile>],
-) -> Vec<(Arc<GpuNodeProfile>, Selector)> {
-    profiles
-        .iter()
-        .filter_map(|p| match gpuready_core::select::profile_selector(p) {
-            Ok(s) => Some((p.clone(), s)),
-            Err(e) => {
-                warn!(profile = %p.name_any(), error = %e, "ignoring profile with an invalid selector");
-                None
-            }
-        })
-        .collect()
-}
 
 /// Plan options from the controller's flags.
 fn plan_options(ctx: &Context, now: Timestamp, hold_new_taints: bool) -> PlanOptions {
@@ -56,44 +41,20 @@ fn plan_options(ctx: &Context, now: Timestamp, hold_new_taints: bool) -> PlanOpt
     }
 }
 
-/// The verdict on one node, with no write planned (`changes` empty): for
-/// readers of verdicts such as profile status.
-pub fn verdict_of(
-    facts: &NodeFacts,
-    profiles: &[(Arc<GpuNodeProfile>, Selector)],
-    now: Timestamp,
-) -> NodeAssessment {
-    let pairs: Vec<(&GpuNodeProfile, &Selector)> =
-        profiles.iter().map(|(p, s)| (p.as_ref(), s)).collect();
-    judge(facts, &pairs, now).verdict
-}
-
-/// The engine over one node: verdict and planned writes. `hold_new_taints`
-/// only changes the planned taint (the safety brake), never the verdict.
-pub fn assess_node(
-    ctx: &Context,
-    facts: &NodeFacts,
-    profiles: &[(Arc<GpuNodeProfile>, Selector)],
-    now: Timestamp,
-    hold_new_taints: bool,
-) -> NodeAssessment {
-    let pairs: Vec<(&GpuNodeProfile, &Selector)> =
-        profiles.iter().map(|(p, s)| (p.as_ref(), s)).collect();
-    judge(facts, &pairs, now).plan(facts, &plan_options(ctx, now, hold_new_taints))
-}
-
 pub async fn reconcile(node: Arc<Node>, ctx: Arc<Context>) -> Result<Action, Error> {
     let name = node.name_any();
     let span = info_span!("reconcile", node = %name, profile = tracing::field::Empty);
     let started = Instant::now();
+    let in_flight = ctx.gate.enter();
     let result = reconcile_inner(node, &ctx).instrument(span).await;
+    drop(in_flight);
     ctx.metrics
         .reconcile_duration
         .observe(started.elapsed().as_secs_f64());
     if let Err(e) = &result {
         ctx.metrics
             .reconcile_errors
-            .get_or_create(&super::metrics::Kind {
+            .get_or_create(&Kind {
                 kind: e.kind().to_owned(),
             })
             .inc();
@@ -133,12 +94,13 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
         let judgement = judge(&facts, &pairs, now);
         // Scale hook: the verdict goes to the status task's tally (O(1) here).
         ctx.report_verdict(&name, &judgement.verdict);
-        ctx.record_turn(&facts, &judgement.verdict, now);
+        ctx.brakes
+            .record_turn(&facts, &judgement.verdict, now, |p| ctx.matched_nodes(p));
         let hold = judgement
             .verdict
             .profile
             .as_deref()
-            .is_some_and(|p| ctx.brake_engaged(p));
+            .is_some_and(|p| ctx.brakes.engaged(p));
         // Planned once, with the brake's answer.
         let assessment = judgement.plan(&facts, &plan_options(ctx, now, hold));
         // Recorded once: a span field recorded again is printed again.
@@ -157,11 +119,19 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
             warn!("holding the node as it is: the GpuNodeProfile CRD is missing");
             return Ok(Action::requeue(Duration::from_secs(10)));
         }
-        // Scale hook (gating.rs): while other taint writes are under way, send
-        // only this node's patch (taint, labels, annotations) now and defer its
-        // condition and Event.
+        // Scale hook (gating.rs): while taint writes are under way, a node with
+        // a taint to change sends only its node patch (taint, labels,
+        // annotations) now and defers its condition and Event; a node with no
+        // taint to change sends nothing yet. Every taint goes out before any
+        // other write of the burst.
+        let holding = ctx.gate.busy();
         let mut changes = std::borrow::Cow::Borrowed(&assessment.changes);
-        let deferred = changes.taint.is_some() && changes.conditions.is_some() && ctx.gate.busy();
+        if holding && changes.taint.is_none() && !changes.is_empty() {
+            debug!("taint writes under way; this node's labels and condition wait");
+            ctx.gate.defer(&name);
+            return Ok(next_check(ctx, &assessment));
+        }
+        let deferred = holding && changes.taint.is_some() && changes.conditions.is_some();
         if deferred {
             changes.to_mut().conditions = None;
         }
@@ -177,7 +147,7 @@ async fn reconcile_inner(cached: Arc<Node>, ctx: &Context) -> Result<Action, Err
                         ctx.gate.defer(&name);
                     } else {
                         publish_transition(ctx, &node, &facts, &assessment).await;
-                        super::evidence::publish_deadline(ctx, &node, &facts, &assessment).await;
+                        publish_deadline(ctx, &node, &facts, &assessment).await;
                     }
                 }
                 debug!(ready = ?assessment.ready, reason = %assessment.reason, wrote, "reconciled");
@@ -305,66 +275,6 @@ async fn write_changes(
         ctx.metrics.count_write("conditions");
     }
     Ok(Some(version.unwrap_or_default()))
-}
-
-/// An Event on the node when its GpuReady verdict changes status.
-async fn publish_transition(ctx: &Context, node: &Node, facts: &NodeFacts, a: &NodeAssessment) {
-    let Some(new) = a
-        .changes
-        .conditions
-        .as_ref()
-        .and_then(|c| c.set.iter().find(|c| c.type_ == keys::CONDITION_GPU_READY))
-    else {
-        return;
-    };
-    let old = facts
-        .gpu_conditions
-        .iter()
-        .find(|c| c.type_ == keys::CONDITION_GPU_READY);
-    if old.is_some_and(|o| o.status == new.status) {
-        return;
-    }
-    let (type_, reason) = match new.status.as_str() {
-        "True" => (EventType::Normal, "GpuReady".to_owned()),
-        _ => (
-            EventType::Warning,
-            format!(
-                "GpuNotReady{}",
-                a.reason.chars().take(100).collect::<String>()
-            ),
-        ),
-    };
-    let ev = Event {
-        type_,
-        reason: reason.chars().take(128).collect(),
-        note: Some(
-            format!(
-                "{}{}",
-                a.profile
-                    .as_deref()
-                    .map(|p| format!("GpuNodeProfile {p}: "))
-                    .unwrap_or_default(),
-                a.message
-            )
-            .chars()
-            .take(1000)
-            .collect(),
-        ),
-        action: "Evaluate".into(),
-        secondary: None,
-    };
-    publish_node_event(ctx, node, &ev, "GpuReady transition").await;
-}
-
-/// Sends one Event about `node` and counts it as a write; a failure is logged,
-/// never returned, because an Event must not fail the reconcile that wrote the
-/// node. `what` names the Event in that log line.
-pub(super) async fn publish_node_event(ctx: &Context, node: &Node, ev: &Event, what: &str) {
-    if let Err(e) = ctx.recorder.publish(ev, &node.object_ref(&())).await {
-        warn!(error = %e, what, "publishing a node event failed");
-    } else {
-        ctx.metrics.count_write("event");
-    }
 }
 
 #[cfg(test)]

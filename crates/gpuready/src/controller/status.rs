@@ -8,8 +8,9 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
-use gpuready_api::keys;
+use gpuready_api::keys::{self, event_reasons};
 use gpuready_api::{GpuNodeProfile, GpuNodeProfileStatus, Layer};
+use gpuready_core::nfd_crds::NfdCrdCondition;
 use gpuready_core::status::{ExtraConditions, status_from_tally};
 use gpuready_core::tally::{NodeVerdict, ProfileTally, Tally};
 use jiff::Timestamp;
@@ -18,14 +19,16 @@ use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::ObjectRef;
 use kube::{Resource, ResourceExt};
 use serde_json::json;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use super::Context;
+use super::config::NfdCrdMode;
+use super::context::Context;
 use super::metrics::{Profile, ProfileLayer, ProfileState};
-use super::node::{profiles_with_selectors, verdict_of};
+use super::status_input::StatusInput;
+use super::verdicts::{profiles_with_selectors, verdict_of};
 
 /// Coalesces bursts of verdicts into one status write per profile.
 const DEBOUNCE: Duration = Duration::from_millis(500);
@@ -34,25 +37,6 @@ const DEBOUNCE: Duration = Duration::from_millis(500);
 const RESYNC: Duration = Duration::from_secs(30);
 /// The safety net: every cached node judged again, the tally rebuilt.
 const RECOUNT: Duration = Duration::from_secs(300);
-
-/// What the status task is told. Senders never wait: the channel is unbounded
-/// and the task drains it faster than reconciles fill it (a message costs a
-/// map lookup).
-#[derive(Debug)]
-pub enum StatusInput {
-    /// A node's verdict after a reconcile (`None`: no profile governs it).
-    Verdict {
-        node: String,
-        verdict: Option<NodeVerdict>,
-    },
-    /// The node left the cache.
-    NodeGone(String),
-    /// A profile was created, changed or deleted: its status needs a pass
-    /// (observedGeneration, a selector that now matches nothing).
-    Profile(String),
-    /// Something every profile carries changed (the NFD CRD condition).
-    All,
-}
 
 /// Which profiles a pass writes.
 #[derive(Debug, Default)]
@@ -71,7 +55,6 @@ impl Dirty {
             StatusInput::Profile(p) => {
                 self.profiles.insert(p);
             }
-            StatusInput::All => self.all = true,
         }
     }
 
@@ -81,10 +64,13 @@ impl Dirty {
 }
 
 /// The status task: runs until `stop`, then drains what reconciles sent and
-/// makes one last pass so the profiles reflect the final writes.
+/// makes one last pass so the profiles reflect the final writes. `nfd` carries
+/// the NFD CRD reconciler's latest condition (its sender is dropped when that
+/// reconciler does not run); a new value makes every profile dirty.
 pub async fn run(
     ctx: Arc<Context>,
     mut input: mpsc::UnboundedReceiver<StatusInput>,
+    mut nfd: watch::Receiver<Option<NfdCrdCondition>>,
     stop: CancellationToken,
 ) {
     tokio::select! {
@@ -94,15 +80,13 @@ pub async fn run(
     // The first pass carries the NFD condition when the NFD reconciler will
     // set one: writing the status without it first would cost a second write
     // (and a restart on a converged cluster must write nothing).
-    if ctx.args.nfd_crds != super::config::NfdCrdMode::Off {
-        let until = Instant::now() + Duration::from_secs(10);
-        while ctx.nfd_condition().is_none() && Instant::now() < until {
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(Duration::from_millis(100)) => {},
-            }
+    if ctx.args.nfd_crds != NfdCrdMode::Off {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::timeout(Duration::from_secs(10), nfd.wait_for(Option::is_some)) => {},
         }
     }
+    let mut nfd_open = true;
     let mut tally = recount(&ctx);
     let mut dirty = Dirty {
         all: true,
@@ -111,8 +95,14 @@ pub async fn run(
     let mut next_resync = Instant::now() + RESYNC;
     let mut next_recount = Instant::now() + RECOUNT;
     loop {
+        // A new NFD condition concerns every profile, even when it arrived
+        // during a burst of verdicts for a few.
+        if matches!(nfd.has_changed(), Ok(true)) {
+            dirty.all = true;
+        }
         if !dirty.is_empty() {
-            pass(&ctx, &tally, &dirty).await;
+            let nfd_now = nfd.borrow_and_update().clone();
+            pass(&ctx, &tally, &dirty, nfd_now.as_ref()).await;
             dirty = Dirty::default();
         }
         tokio::select! {
@@ -121,8 +111,17 @@ pub async fn run(
                     dirty.apply(&mut tally, m);
                 }
                 dirty.all = true;
-                pass(&ctx, &tally, &dirty).await;
+                let nfd_now = nfd.borrow().clone();
+                pass(&ctx, &tally, &dirty, nfd_now.as_ref()).await;
                 return;
+            }
+            changed = nfd.changed(), if nfd_open => {
+                // The NFD condition changed: every profile carries it. A closed
+                // channel (the NFD reconciler stopped) keeps the last value.
+                match changed {
+                    Ok(()) => dirty.all = true,
+                    Err(_) => nfd_open = false,
+                }
             }
             m = input.recv() => {
                 let Some(m) = m else { return };
@@ -174,7 +173,7 @@ fn recount(ctx: &Context) -> Tally {
 
 /// Writes the status of the dirty profiles (all of them on a resync). A failed
 /// write is logged and the pass goes on: one profile never holds back another.
-async fn pass(ctx: &Context, tally: &Tally, dirty: &Dirty) {
+async fn pass(ctx: &Context, tally: &Tally, dirty: &Dirty, nfd: Option<&NfdCrdCondition>) {
     let now = Timestamp::now();
     let profiles = ctx.profiles.state();
     if dirty.all {
@@ -191,7 +190,7 @@ async fn pass(ctx: &Context, tally: &Tally, dirty: &Dirty) {
             continue;
         }
         let t = tally.profile(&name).unwrap_or(&empty);
-        if let Err(e) = update_profile(ctx, &api, profile, t, now).await {
+        if let Err(e) = update_profile(ctx, &api, profile, t, nfd, now).await {
             warn!(profile = %name, error = %e, "writing the profile status failed; retried on the next pass");
         }
     }
@@ -202,11 +201,14 @@ async fn update_profile(
     api: &Api<GpuNodeProfile>,
     profile: &GpuNodeProfile,
     t: &ProfileTally,
+    nfd: Option<&NfdCrdCondition>,
     now: Timestamp,
 ) -> Result<(), kube::Error> {
     let name = profile.name_any();
-    let was_engaged = ctx.brake_engaged(&name);
-    let engaged = ctx.update_brake(&name, t.matched, t.not_ready.len(), now);
+    let was_engaged = ctx.brakes.engaged(&name);
+    let engaged = ctx
+        .brakes
+        .update(&name, t.matched(), t.not_ready.len(), now);
     if was_engaged && !engaged {
         // Nodes held back while the brake was on get their taint now: nothing
         // about them changed, so nothing else would reconcile them.
@@ -217,8 +219,8 @@ async fn update_profile(
     record_metrics(ctx, &name, t, engaged);
 
     let extra = ExtraConditions {
-        brake: Some(brake_condition(ctx, engaged)),
-        nfd_crds: ctx.nfd_condition(),
+        brake: Some(ctx.brakes.config().condition(engaged)),
+        nfd_crds: nfd.cloned(),
     };
     let new = status_from_tally(
         &name,
@@ -268,15 +270,15 @@ fn record_metrics(ctx: &Context, profile: &str, t: &ProfileTally, engaged: bool)
     ctx.metrics
         .nodes
         .get_or_create(&state("ready"))
-        .set(gauge(t.ready));
+        .set(gauge(t.counts.ready));
     ctx.metrics
         .nodes
         .get_or_create(&state("not_ready"))
-        .set(gauge(t.governed_not_ready));
+        .set(gauge(t.counts.not_ready));
     ctx.metrics
         .nodes
         .get_or_create(&state("conflict"))
-        .set(gauge(t.conflicts.len()));
+        .set(gauge(t.counts.conflicts));
     ctx.metrics
         .nodes
         .get_or_create(&state("past_deadline"))
@@ -298,27 +300,6 @@ fn record_metrics(ctx: &Context, profile: &str, t: &ProfileTally, engaged: bool)
         .set(i64::from(engaged));
 }
 
-fn brake_condition(ctx: &Context, engaged: bool) -> (bool, String, String) {
-    let cfg = ctx.args.brake();
-    if engaged {
-        (
-            true,
-            "TooManyNodesTurnedNotReady".into(),
-            format!(
-                "more than {:.0}% of the nodes turned not-ready within {}s: new taints are held back (existing ones stay) until the share of not-ready nodes falls back under the threshold; likely a shared cause such as a GFD/NFD outage or a driver rollout",
-                cfg.threshold * 100.0,
-                cfg.window_seconds
-            ),
-        )
-    } else {
-        (
-            false,
-            "Released".into(),
-            "taints are applied normally".into(),
-        )
-    }
-}
-
 /// Events on the profile when its Ready or SafetyBrake condition changes status.
 async fn publish_profile_transitions(
     ctx: &Context,
@@ -337,10 +318,10 @@ async fn publish_profile_transitions(
             continue;
         }
         let (type_, reason) = match (c.type_.as_str(), c.status.as_str()) {
-            (keys::CONDITION_READY, "True") => (EventType::Normal, "ProfileReady"),
-            (keys::CONDITION_READY, _) => (EventType::Warning, "ProfileNotReady"),
-            (_, "True") => (EventType::Warning, "SafetyBrakeEngaged"),
-            _ => (EventType::Normal, "SafetyBrakeReleased"),
+            (keys::CONDITION_READY, "True") => (EventType::Normal, event_reasons::PROFILE_READY),
+            (keys::CONDITION_READY, _) => (EventType::Warning, event_reasons::PROFILE_NOT_READY),
+            (_, "True") => (EventType::Warning, event_reasons::SAFETY_BRAKE_ENGAGED),
+            _ => (EventType::Normal, event_reasons::SAFETY_BRAKE_RELEASED),
         };
         info!(profile = %profile.name_any(), reason, "profile transition");
         let ev = Event {

@@ -1,0 +1,84 @@
+//! The safety brake's bookkeeping, one [`BrakeState`] per profile: the node
+//! reconciler feeds it turns (a node labelled ready that no longer is) and asks
+//! whether new taints are held; the status task feeds it fresh counts from the
+//! tally, which engage and release it. The decision itself is pure
+//! (`gpuready_core::brake`); this module only keeps the state between calls.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+
+use gpuready_api::keys;
+use gpuready_core::brake::{BrakeConfig, BrakeState};
+use gpuready_core::{GovernanceKind, NodeAssessment, NodeFacts};
+use jiff::Timestamp;
+
+/// Every profile's brake. Shared by the node reconciles and the status task,
+/// hence the mutex; each call holds it for a map lookup and a small update.
+#[derive(Debug)]
+pub struct Brakes {
+    cfg: BrakeConfig,
+    state: Mutex<BTreeMap<String, BrakeState>>,
+}
+
+impl Brakes {
+    pub fn new(cfg: BrakeConfig) -> Self {
+        Brakes {
+            cfg,
+            state: Mutex::default(),
+        }
+    }
+
+    /// The settings the brake decides with (for the condition's message).
+    pub fn config(&self) -> &BrakeConfig {
+        &self.cfg
+    }
+
+    /// Whether new taints are held back for `profile`.
+    pub fn engaged(&self, profile: &str) -> bool {
+        self.state
+            .lock()
+            .map(|b| b.get(profile).is_some_and(BrakeState::engaged))
+            .unwrap_or(false)
+    }
+
+    /// Notes a node that was labelled ready and no longer is (the brake's
+    /// input), or forgets one that is ready again. On a turn the brake is
+    /// updated at once, so a burst engages it before the status task's next
+    /// pass; `matched` gives the profile's matched node count (read only then).
+    pub fn record_turn(
+        &self,
+        facts: &NodeFacts,
+        a: &NodeAssessment,
+        now: Timestamp,
+        matched: impl FnOnce(&str) -> usize,
+    ) {
+        let (Some(profile), GovernanceKind::Governed) = (&a.profile, a.governance) else {
+            return;
+        };
+        let Ok(mut brakes) = self.state.lock() else {
+            return;
+        };
+        let b = brakes.entry(profile.clone()).or_default();
+        if a.ready == Some(true) {
+            b.forget(&facts.name);
+        } else if facts.labels.get(keys::LABEL_READY).map(String::as_str) == Some("true") {
+            b.record_turn(&facts.name, now);
+            // Engage at once on a burst; the status task refines with fresh counts.
+            let not_ready = b.recent_turns();
+            b.update(&self.cfg, matched(profile), not_ready, now);
+        }
+    }
+
+    /// Updates `profile`'s brake from the tally's counts; returns whether it
+    /// is engaged now.
+    pub fn update(&self, profile: &str, matched: usize, not_ready: usize, now: Timestamp) -> bool {
+        self.state
+            .lock()
+            .map(|mut b| {
+                b.entry(profile.to_owned())
+                    .or_default()
+                    .update(&self.cfg, matched, not_ready, now)
+            })
+            .unwrap_or(false)
+    }
+}
