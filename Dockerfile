@@ -18,15 +18,20 @@ ARG PROBE_BASE_IMAGE=debian:bookworm-slim
 
 FROM ${RUST_IMAGE} AS builder
 # musl-dev: C runtime objects for ring's C/assembly parts; the Rust target on
-# Alpine is *-linux-musl, which links statically.
-RUN apk add --no-cache musl-dev ca-certificates
+# Alpine is *-linux-musl, which links statically. make: jemalloc (the
+# operator's allocator, see crates/gpuready/src/main.rs) is built from C.
+RUN apk add --no-cache musl-dev make ca-certificates
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY crates ./crates
 # Cache mounts keep the registry and the target folder between builds.
+# jemalloc fixes its page size when it is built: arm64 kernels with 64 KiB pages
+# exist, and a 64 KiB build runs on 4 KiB kernels too, not the other way round.
+ARG TARGETARCH
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked -p gpuready --bin gpuready \
+    if [ "$TARGETARCH" = arm64 ]; then export JEMALLOC_SYS_WITH_LG_PAGE=16; fi \
+ && cargo build --release --locked -p gpuready --bin gpuready \
  && install -D -m 0755 target/release/gpuready /out/usr/local/bin/gpuready \
  && /out/usr/local/bin/gpuready --version
 # A passwd/group entry, so the user has a name in ps/logs.
@@ -44,9 +49,11 @@ FROM ${RUST_GNU_IMAGE} AS builder-gnu
 WORKDIR /src
 COPY Cargo.toml Cargo.lock ./
 COPY crates ./crates
+ARG TARGETARCH
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target,id=gpuready-target-gnu \
-    cargo build --release --locked -p gpuready --bin gpuready \
+    if [ "$TARGETARCH" = arm64 ]; then export JEMALLOC_SYS_WITH_LG_PAGE=16; fi \
+ && cargo build --release --locked -p gpuready --bin gpuready \
  && install -D -m 0755 target/release/gpuready /out/usr/local/bin/gpuready \
  && /out/usr/local/bin/gpuready --version
 

@@ -10,6 +10,12 @@ use gpuready::cluster::ClusterArgs;
 use gpuready::controller::{self, Health, Metrics, RunArgs, config::LogFormat};
 use tokio_util::sync::CancellationToken;
 
+/// jemalloc instead of the platform's malloc: glibc kept the pages of the
+/// initial node list and of every burst (RSS at rest equal to the peak), and
+/// the published image links musl, whose malloc is slower still under threads.
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// Tells, node by node and layer by layer, whether a GPU node is really ready.
 #[derive(Debug, Parser)]
 #[command(name = "gpuready", version, about, long_about = None)]

@@ -14,7 +14,7 @@ const KUBELET_READY: &str = "Ready";
 
 /// Keeps only what the engine judges from (`NodeFacts::from_node`) and what a
 /// write needs (name, resourceVersion, uid for Events): labels (any of them may
-/// be in a profile's selector), gpuready's annotations and managedFields entry,
+/// be in a profile's selector), gpuready's annotations and server-side apply managedFields entry,
 /// taints, extended resources, and the kubelet's Ready and gpuready's own
 /// conditions. Images, nodeInfo, addresses, other conditions, foreign
 /// annotations and managedFields, owner references and the rest of the spec
@@ -23,7 +23,13 @@ const KUBELET_READY: &str = "Ready";
 pub fn prune_node(node: &mut Node) {
     let meta = &mut node.metadata;
     if let Some(mf) = meta.managed_fields.as_mut() {
-        mf.retain(|e| e.manager.as_deref() == Some(keys::FIELD_MANAGER));
+        // Only gpuready's server-side apply entries are read (label ownership of
+        // nodes written before 0.2); its merge patches leave `Update` entries
+        // the engine never reads, a few KB of JSON a node.
+        mf.retain(|e| {
+            e.manager.as_deref() == Some(keys::FIELD_MANAGER)
+                && e.operation.as_deref() == Some("Apply")
+        });
     }
     if let Some(a) = meta.annotations.as_mut() {
         a.retain(|k, _| k.starts_with(keys::KEY_PREFIX));
@@ -130,6 +136,9 @@ mod tests {
                 "managedFields": [
                     { "manager": "kubelet", "operation": "Update", "apiVersion": "v1",
                       "fieldsType": "FieldsV1", "fieldsV1": { "f:status": { "f:images": {} } } },
+                    { "manager": keys::FIELD_MANAGER, "operation": "Update", "apiVersion": "v1",
+                      "fieldsType": "FieldsV1",
+                      "fieldsV1": { "f:spec": { "f:taints": {} } } },
                     { "manager": keys::FIELD_MANAGER, "operation": "Apply", "apiVersion": "v1",
                       "fieldsType": "FieldsV1",
                       "fieldsV1": { "f:metadata": { "f:labels": { "f:gpuready.io/ready": {} } } } },
