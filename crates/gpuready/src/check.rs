@@ -73,12 +73,23 @@ pub enum LiveError {
 /// Live check: nodes (and, unless files are given, profiles) from the cluster.
 /// Only GET/LIST requests are sent.
 pub async fn check_live(args: &CheckArgs) -> Result<CheckReport, LiveError> {
-    use kube::api::{Api, ListParams};
     let (client, server) = args.cluster.client().await?;
+    check_cluster(&client, &server, args).await
+}
+
+/// The live check over an existing client; `server` names the API server in
+/// errors. The tests judge the clusters they build through this, so "what
+/// `check` prints" and "what the tests compare against" cannot drift apart.
+pub async fn check_cluster(
+    client: &kube::Client,
+    server: &str,
+    args: &CheckArgs,
+) -> Result<CheckReport, LiveError> {
+    use kube::api::{Api, ListParams};
     let nodes = Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
         .list(&ListParams::default())
         .await
-        .map_err(|e| LiveError::Request(describe_request_error(&server, "listing nodes", &e)))?
+        .map_err(|e| LiveError::Request(describe_request_error(server, "listing nodes", &e)))?
         .items;
     let profiles = if args.profiles.is_empty() {
         match Api::<GpuNodeProfile>::all(client.clone())
@@ -94,7 +105,7 @@ pub async fn check_live(args: &CheckArgs) -> Result<CheckReport, LiveError> {
             }
             Err(e) => {
                 return Err(LiveError::Request(describe_request_error(
-                    &server,
+                    server,
                     "listing gpunodeprofiles",
                     &e,
                 )));
@@ -105,10 +116,10 @@ pub async fn check_live(args: &CheckArgs) -> Result<CheckReport, LiveError> {
     };
     let mut extra = read_evidence_files(args)?;
     if args.resource_slices.is_empty() {
-        extra.resource_slices = list_resource_slices(&client).await?;
+        extra.resource_slices = list_resource_slices(client).await?;
     }
     if args.node_features.is_empty() {
-        extra.node_features = list_node_features(&client).await?;
+        extra.node_features = list_node_features(client).await?;
     }
     Ok(run_engine(
         &nodes,
@@ -116,15 +127,6 @@ pub async fn check_live(args: &CheckArgs) -> Result<CheckReport, LiveError> {
         &extra,
         args.now.unwrap_or_else(Timestamp::now),
     )?)
-}
-
-/// ResourceSlices and NodeFeatures from the cluster, each `None` where its API
-/// is not served.
-pub async fn read_live_evidence(client: &kube::Client) -> Result<ExtraEvidence, LiveError> {
-    Ok(ExtraEvidence {
-        resource_slices: list_resource_slices(client).await?,
-        node_features: list_node_features(client).await?,
-    })
 }
 
 /// `resource.k8s.io/v1` ResourceSlices, or `None` where the API is not served
@@ -280,13 +282,6 @@ pub fn check_files(args: &CheckArgs) -> Result<CheckReport, InputError> {
         &extra,
         args.now.unwrap_or_else(Timestamp::now),
     )
-}
-
-/// The report as text, for tests and small reports.
-pub fn render(report: &CheckReport, output: Output) -> Result<String, std::io::Error> {
-    let mut out = Vec::new();
-    render_to(report, output, &mut out)?;
-    Ok(String::from_utf8_lossy(&out).into_owned())
 }
 
 /// Writes the report as it is rendered (no copy of the whole text in memory:

@@ -537,13 +537,6 @@ pub fn read_nodes_into(path: &Path, out: &mut Vec<Node>) -> Result<(), InputErro
     .map(|_| ())
 }
 
-/// Nodes of one file.
-pub fn read_nodes(path: &Path) -> Result<Vec<Node>, InputError> {
-    let mut out = Vec::new();
-    read_nodes_into(path, &mut out)?;
-    Ok(out)
-}
-
 /// ResourceSlices as `kubectl get resourceslices -o json` prints them.
 pub fn read_resource_slices(path: &Path) -> Result<Vec<ResourceSlice>, InputError> {
     let mut out = Vec::new();
@@ -583,12 +576,6 @@ pub fn read_node_features(path: &Path) -> Result<Vec<NodeFeature>, InputError> {
         },
     )?;
     Ok(out)
-}
-
-/// Profiles of one file, checked with the same rules the API server applies at
-/// admission.
-pub fn read_profiles(path: &Path) -> Result<Vec<GpuNodeProfile>, InputError> {
-    read_all_profiles(std::slice::from_ref(&path.to_owned()))
 }
 
 /// Profiles of several files, checked with the same rules the API server applies

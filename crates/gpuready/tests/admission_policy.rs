@@ -8,6 +8,8 @@
 //!
 //! Needs the binaries from `tests/control-plane/build.sh`.
 
+mod support;
+
 use std::time::Duration;
 
 use gpuready_testenv::TestEnv;
@@ -16,47 +18,15 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::events::v1::Event;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
+use support::*;
 
 const NS: &str = "gpuready-system";
 const RELEASE: &str = "gpuready";
 
-async fn run(mut cmd: std::process::Command, stdin: Option<&str>) -> String {
-    use std::io::Write as _;
-    cmd.stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let mut child = cmd.spawn().expect("spawn");
-    if let Some(text) = stdin {
-        child
-            .stdin
-            .take()
-            .expect("stdin")
-            .write_all(text.as_bytes())
-            .expect("write stdin");
-    }
-    drop(child.stdin.take());
-    let out = tokio::task::spawn_blocking(move || child.wait_with_output())
-        .await
-        .expect("join")
-        .expect("wait");
-    assert!(
-        out.status.success(),
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).into_owned()
-}
-
 /// Renders the chart with defaults and applies the RBAC, ServiceAccount and the
 /// admission policy (the Deployment is irrelevant here).
 async fn install_policy(env: &TestEnv) {
-    let chart = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../charts/gpuready");
-    let mut helm = env.helm();
-    helm.args(["template", RELEASE])
-        .arg(&chart)
-        .args(["--namespace", NS]);
-    let rendered = run(helm, None).await;
+    let rendered = render(env, RELEASE, NS, &[]).await;
     let keep: Vec<String> = rendered
         .split("\n---")
         .filter(|doc| {
@@ -77,12 +47,18 @@ async fn install_policy(env: &TestEnv) {
             .any(|d| d.contains("kind: ValidatingAdmissionPolicyBinding")),
         "the chart renders the policy binding"
     );
-    let mut ns = env.kubectl();
-    ns.args(["create", "namespace", NS]);
-    run(ns, None).await;
-    let mut apply = env.kubectl();
-    apply.args(["apply", "--server-side", "-f", "-"]);
-    run(apply, Some(&keep.join("\n---\n"))).await;
+    must(
+        kubectl(env, &["create", "namespace", NS]),
+        None,
+        "create the namespace",
+    )
+    .await;
+    must(
+        kubectl(env, &["apply", "--server-side", "-f", "-"]),
+        Some(&keep.join("\n---\n")),
+        "apply the chart's RBAC and admission policy",
+    )
+    .await;
 }
 
 fn node() -> Value {
@@ -97,13 +73,6 @@ fn node() -> Value {
             { "key": "example.com/maintenance", "effect": "NoSchedule" },
         ] },
     })
-}
-
-fn status_code(e: &kube::Error) -> Option<u16> {
-    match e {
-        kube::Error::Api(s) => Some(s.code),
-        _ => None,
-    }
 }
 
 #[tokio::test]

@@ -13,15 +13,11 @@
 //! prometheus-operator. Regenerate the raw manifests with
 //! `UPDATE_MANIFESTS=1 cargo test -p gpuready --test chart raw_manifests`.
 
-mod deploy_support;
 mod support;
 
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use deploy_support::*;
-use gpuready::controller::RunArgs;
-use gpuready::controller::config::NfdCrdMode;
 use gpuready_api::{GpuNodeProfile, keys};
 use gpuready_testenv::{TestEnv, unique_name};
 use k8s_openapi::api::coordination::v1::Lease;
@@ -31,11 +27,11 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
+use support::*;
 
 const RELEASE: &str = "gpuready";
 const MANIFESTS: &str = "deploy/manifests/gpuready.yaml";
 const MANIFESTS_NAMESPACE: &str = "gpuready-system";
-const CHART_CRD: &str = "charts/gpuready/files/crds/gpunodeprofiles.gpuready.io.yaml";
 const MONITORING_CRDS: &str = "crates/gpuready/tests/fixtures/monitoring-standin-crds.yaml";
 const NFD_CRDS: [&str; 3] = [
     "nodefeatures.nfd.k8s-sigs.io",
@@ -114,22 +110,7 @@ image:
 /// The shared control plane with the GpuNodeProfile CRD (the chart's copy) and
 /// the monitoring stand-in CRDs installed, once per test binary.
 async fn shared_env() -> &'static TestEnv {
-    static READY: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
-    let env = TestEnv::shared().await.expect("test control plane");
-    READY
-        .get_or_init(|| async {
-            install_crds(env, CHART_CRD, "gpuready-tests").await;
-            install_crds(env, MONITORING_CRDS, "gpuready-tests").await;
-        })
-        .await;
-    env
-}
-
-fn write_temp(text: &str) -> tempfile::NamedTempFile {
-    use std::io::Write;
-    let mut f = tempfile::NamedTempFile::new().expect("temp file");
-    f.write_all(text.as_bytes()).expect("write temp file");
-    f
+    shared_env_with_crds(&[CHART_CRD, MONITORING_CRDS]).await
 }
 
 fn path_str(p: &Path) -> &str {
@@ -142,13 +123,6 @@ fn kinds(docs: &[Value]) -> BTreeSet<String> {
         .collect()
 }
 
-fn status_code(e: &kube::Error) -> Option<u16> {
-    match e {
-        kube::Error::Api(s) => Some(s.code),
-        _ => None,
-    }
-}
-
 #[tokio::test]
 async fn helm_lint_is_clean_and_wrong_values_are_refused_by_name() {
     let env = shared_env().await;
@@ -156,12 +130,9 @@ async fn helm_lint_is_clean_and_wrong_values_are_refused_by_name() {
     let chart = path_str(&chart);
     let lint = must(helm(env, &["lint", "--strict", chart]), None, "helm lint").await;
     assert!(lint.contains("0 chart(s) failed"), "{lint}");
-    let all = write_temp(ALL_FEATURES);
+    let (_dir, all) = temp_file("all-features.yaml", ALL_FEATURES);
     let lint = must(
-        helm(
-            env,
-            &["lint", "--strict", chart, "-f", path_str(all.path())],
-        ),
+        helm(env, &["lint", "--strict", chart, "-f", path_str(&all)]),
         None,
         "helm lint with every feature",
     )
@@ -346,14 +317,14 @@ async fn rendered_chart_passes_server_dry_run_with_defaults_and_with_every_featu
     assert_eq!(pdb["spec"]["minAvailable"], 1);
 
     // Every feature on: the optional kinds appear and are accepted too.
-    let values = write_temp(ALL_FEATURES);
+    let (_dir, values) = temp_file("all-features.yaml", ALL_FEATURES);
     let all = render(
         env,
         RELEASE,
         &ns,
         &[
             "-f",
-            path_str(values.path()),
+            path_str(&values),
             "--api-versions",
             "gpuready.io/v1alpha1/GpuNodeProfile",
         ],
@@ -590,7 +561,7 @@ async fn raw_manifests_are_the_chart_rendered_with_defaults_and_apply_server_sid
         "{out}"
     );
     let client = env.client().expect("client");
-    wait_established(&Api::all(client.clone()), CRD_NAME).await;
+    wait_established(&client, &[CRD_NAME]).await;
     let deploy = Api::<k8s_openapi::api::apps::v1::Deployment>::namespaced(
         client.clone(),
         MANIFESTS_NAMESPACE,
@@ -784,7 +755,7 @@ async fn helm_install_then_gpuready_as_its_service_account_converges_and_is_refu
         }
         must(kubectl(&env, &get), None, &format!("{kind} {name} exists")).await;
     }
-    wait_established(&Api::all(admin.clone()), CRD_NAME).await;
+    wait_established(&admin, &[CRD_NAME]).await;
 
     // gpuready, run as the chart's ServiceAccount, converges the example.
     let nodes = create_example_nodes(&admin, EXAMPLE).await;
@@ -792,15 +763,14 @@ async fn helm_install_then_gpuready_as_its_service_account_converges_and_is_refu
     let profiles = apply_example_profiles(&admin, EXAMPLE).await;
     assert_eq!(profiles, ["ampere-ada"]);
     let identity = "gpuready-7d4b9c-abcde";
-    let args = RunArgs {
-        leader_elect: true,
-        lease_name: RELEASE.into(),
-        lease_namespace: ns.into(),
-        identity: Some(identity.into()),
-        nfd_crds: NfdCrdMode::Apply,
-        ..RunArgs::for_tests()
-    };
-    let run = start_controller(service_account_config(&env, ns, RELEASE), args);
+    let args = run_args(&[
+        "--leader-elect=true",
+        &format!("--lease-name={RELEASE}"),
+        &format!("--lease-namespace={ns}"),
+        &format!("--identity={identity}"),
+        "--nfd-crds=apply",
+    ]);
+    let run = start_controller_with(service_account_config(&env, ns, RELEASE), args);
     let node_api: Api<Node> = Api::all(admin.clone());
     let expected = [
         ("gpu-3090", "True", "Ready"),
@@ -836,7 +806,7 @@ async fn helm_install_then_gpuready_as_its_service_account_converges_and_is_refu
     })
     .await;
     for name in NFD_CRDS {
-        wait_established(&crd_api, name).await;
+        wait_established(&admin, &[name]).await;
         let crd = crd_api.get(name).await.expect("NFD CRD");
         assert!(
             crd.managed_fields()
@@ -878,8 +848,8 @@ async fn helm_install_then_gpuready_as_its_service_account_converges_and_is_refu
     assert_eq!(run.sample("gpuready_leader"), 1.0);
     println!(
         "as the ServiceAccount: {} write requests, {} reads",
-        run.metrics.writes_sent(),
-        run.metrics.reads_sent()
+        run.writes_sent(),
+        run.reads_sent()
     );
     run.stop().await.expect("clean stop");
 
@@ -1062,7 +1032,8 @@ async fn helm_upgrade_updates_the_crd_creates_profiles_and_uninstall_keeps_the_c
     let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
     let profiles: Api<GpuNodeProfile> = Api::all(admin.clone());
     let ns = "gpuready-system";
-    let values = write_temp(
+    let (_dir, values) = temp_file(
+        "values.yaml",
         r#"
 profiles:
   rtx3090:
@@ -1074,12 +1045,12 @@ profiles:
     );
 
     // First install: the CRD comes, the profile cannot yet (and NOTES says so).
-    let notes = helm_install(&env, ns, &["-f", path_str(values.path())]).await;
+    let notes = helm_install(&env, ns, &["-f", path_str(&values)]).await;
     assert!(
         notes.contains("WARNING: the profiles in values (rtx3090) were NOT created"),
         "{notes}"
     );
-    wait_established(&crds, CRD_NAME).await;
+    wait_established(&admin, &[CRD_NAME]).await;
     assert!(profiles.get_opt("rtx3090").await.expect("get").is_none());
     let crd = crds.get(CRD_NAME).await.expect("CRD");
     assert_eq!(
@@ -1214,7 +1185,7 @@ profiles:
         .await
         .expect("the CRD survives uninstall");
     assert!(crd.metadata.deletion_timestamp.is_none());
-    wait_established(&crds, CRD_NAME).await;
+    wait_established(&admin, &[CRD_NAME]).await;
 }
 
 /// Sample names gpuready exports, from the metric registry's `# TYPE` lines (a
@@ -1347,24 +1318,6 @@ async fn dashboard_and_alerts_use_only_metrics_gpuready_exports() {
 }
 
 /// A DynamicObject API for a resource given by group, version, kind, plural.
-fn dynamic_api(
-    client: &Client,
-    group: &str,
-    version: &str,
-    kind: &str,
-    plural: &str,
-    ns: Option<&str>,
-) -> Api<kube::api::DynamicObject> {
-    let ar = kube::api::ApiResource::from_gvk_with_plural(
-        &kube::api::GroupVersionKind::gvk(group, version, kind),
-        plural,
-    );
-    match ns {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
-        None => Api::all_with(client.clone(), &ar),
-    }
-}
-
 /// nfd-worker's NodeFeature for `node`: `gpus` NVIDIA H200s (class 0302) and a NIC.
 fn node_feature_json(node: &str, ns: &str, gpus: usize) -> Value {
     let mut elements =
@@ -1390,22 +1343,9 @@ async fn resource_slices_and_node_features_drive_the_taint_as_the_service_accoun
     let admin = env.client().expect("client");
     let ns = "gpuready-system";
     helm_install(&env, ns, &[]).await;
-    wait_established(&Api::all(admin.clone()), CRD_NAME).await;
+    wait_established(&admin, &[CRD_NAME]).await;
     // The NodeFeature CRD, as NFD's chart would install it.
-    let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
-    let text = std::fs::read_to_string(support::repo_root().join("deploy/crds/nfd-crds.yaml"))
-        .expect("NFD CRDs");
-    for doc in yaml_documents(&text) {
-        let crd: CustomResourceDefinition = serde_json::from_value(doc).expect("CRD");
-        crds.patch(
-            &crd.name_any(),
-            &PatchParams::apply("nfd").force(),
-            &Patch::Apply(&crd),
-        )
-        .await
-        .expect("apply NFD CRD");
-        wait_established(&crds, &crd.name_any()).await;
-    }
+    install_crds(&env, "deploy/crds/nfd-crds.yaml", "nfd").await;
     let nfd_ns = "node-feature-discovery";
     Api::<Namespace>::all(admin.clone())
         .create(
@@ -1416,7 +1356,7 @@ async fn resource_slices_and_node_features_drive_the_taint_as_the_service_accoun
         .expect("namespace");
 
     let node = "gpu-h200-01";
-    support::create_node(
+    create_node(
         &admin,
         node,
         [
@@ -1431,7 +1371,7 @@ async fn resource_slices_and_node_features_drive_the_taint_as_the_service_accoun
         json!([]),
     )
     .await;
-    support::apply_profile(
+    apply_profile(
         &admin,
         r#"
 apiVersion: gpuready.io/v1alpha1
@@ -1447,12 +1387,7 @@ spec:
 "#,
     )
     .await;
-    let args = RunArgs {
-        leader_elect: false,
-        nfd_crds: NfdCrdMode::Off,
-        ..RunArgs::for_tests()
-    };
-    let run = start_controller(service_account_config(&env, ns, RELEASE), args);
+    let run = start_controller_with(service_account_config(&env, ns, RELEASE), test_args());
     let nodes: Api<Node> = Api::all(admin.clone());
     let expect = |status: &'static str, reason: &'static str| {
         let nodes = nodes.clone();
@@ -1483,8 +1418,7 @@ spec:
         None,
     );
     let fixture = std::fs::read_to_string(
-        support::repo_root()
-            .join("crates/gpuready-core/tests/fixtures/evidence/dra-h200-1gpu.yaml"),
+        repo_root().join("crates/gpuready-core/tests/fixtures/evidence/dra-h200-1gpu.yaml"),
     )
     .expect("fixture");
     let mut slice: Value = serde_yaml_ng::from_str(&fixture).expect("slice");
@@ -1498,7 +1432,7 @@ spec:
         .expect("create slice");
     expect("True", "Ready").await;
     // `gpuready check` against the cluster reads the same slices and agrees.
-    let report = support::live_report(&admin).await;
+    let report = live_report(&admin).await;
     let a = report
         .nodes
         .iter()

@@ -2,33 +2,18 @@
 //! and over temporary files, its exit codes (0 ready, 1 not ready, 2 bad input),
 //! its JSON/YAML shape and its error messages.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
+
+use std::path::PathBuf;
+use std::process::Output;
 
 use serde_json::Value;
+use support::*;
 
-const NOW: &str = "2026-11-29T12:00:00Z";
 const EXAMPLES: [&str; 3] = ["pascal-maxwell", "rtx3090-rtx4070tis", "talos-rtx3050"];
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
 fn example(dir: &str, file: &str) -> PathBuf {
-    repo().join("deploy/examples").join(dir).join(file)
-}
-
-/// Runs `gpuready check --now NOW` with these `--nodes`, `--profiles` and extra args.
-fn check(nodes: &[PathBuf], profiles: &[PathBuf], extra: &[&str]) -> Output {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_gpuready"));
-    cmd.arg("check").args(["--now", NOW]);
-    if !nodes.is_empty() {
-        cmd.arg("--nodes").args(nodes);
-    }
-    if !profiles.is_empty() {
-        cmd.arg("--profiles").args(profiles);
-    }
-    cmd.args(extra).output().expect("gpuready runs")
+    repo_root().join("deploy/examples").join(dir).join(file)
 }
 
 fn all_examples(extra: &[&str]) -> Output {
@@ -37,15 +22,7 @@ fn all_examples(extra: &[&str]) -> Output {
         .iter()
         .map(|d| example(d, "profiles.yaml"))
         .collect();
-    check(&nodes, &profiles, extra)
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
+    offline_check(&nodes, &profiles, extra)
 }
 
 #[track_caller]
@@ -85,14 +62,6 @@ fn first_failure(node: &Value) -> Option<(String, String)> {
                 l["reason"].as_str().unwrap_or_default().to_owned(),
             )
         })
-}
-
-/// A temporary file holding `text`, kept alive by the returned guard.
-fn file(name: &str, text: &str) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join(name);
-    std::fs::write(&path, text).expect("write temp file");
-    (dir, path)
 }
 
 const BROKEN: [(&str, &str, &str); 6] = [
@@ -249,7 +218,7 @@ fn yaml_output_parses_to_the_same_report_as_json() {
 
 #[test]
 fn a_file_of_ready_nodes_exits_0() {
-    let o = check(
+    let o = offline_check(
         &[example("talos-rtx3050", "nodes.json")],
         &[example("talos-rtx3050", "profiles.yaml")],
         &[],
@@ -272,12 +241,12 @@ fn a_file_of_ready_nodes_exits_0() {
         );
     }
     let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": items});
-    let (_d, nodes) = file("ready.json", &list.to_string());
+    let (_d, nodes) = temp_file("ready.json", list.to_string());
     let profiles: Vec<PathBuf> = EXAMPLES
         .iter()
         .map(|d| example(d, "profiles.yaml"))
         .collect();
-    let o = check(&[nodes], &profiles, &["-o", "json"]);
+    let o = offline_check(&[nodes], &profiles, &["-o", "json"]);
     assert_exit(&o, 0);
     let report = json(&o);
     assert_eq!(report["nodes"].as_array().map(Vec::len), Some(3));
@@ -291,13 +260,13 @@ fn kubectl_get_nodes_o_yaml_list_works() {
     let list: Value = serde_json::from_str(&text).expect("example JSON");
     let yaml = serde_yaml_ng::to_string(&list).expect("to YAML");
     assert!(yaml.contains("kind: List"));
-    let (_d, nodes) = file("nodes.yaml", &yaml);
-    let from_yaml = check(
+    let (_d, nodes) = temp_file("nodes.yaml", &yaml);
+    let from_yaml = offline_check(
         &[nodes],
         &[example("pascal-maxwell", "profiles.yaml")],
         &["-o", "json"],
     );
-    let from_json = check(
+    let from_json = offline_check(
         &[example("pascal-maxwell", "nodes.json")],
         &[example("pascal-maxwell", "profiles.yaml")],
         &["-o", "json"],
@@ -317,8 +286,8 @@ fn several_node_documents_in_one_yaml_stream_work() {
         .iter()
         .map(|n| serde_yaml_ng::to_string(n).expect("to YAML"))
         .collect();
-    let (_d, nodes) = file("nodes.yaml", &docs.join("---\n"));
-    let o = check(
+    let (_d, nodes) = temp_file("nodes.yaml", docs.join("---\n"));
+    let o = offline_check(
         &[nodes],
         &[example("rtx3090-rtx4070tis", "profiles.yaml")],
         &["-o", "json"],
@@ -332,54 +301,35 @@ fn several_node_documents_in_one_yaml_stream_work() {
 const NODE: &str = "apiVersion: v1\nkind: Node\nmetadata:\n  name: n\n";
 const PROFILE_HEAD: &str = "apiVersion: gpuready.io/v1alpha1\nkind: GpuNodeProfile\nmetadata:\n  name: p\nspec:\n  nodeSelector:\n    matchLabels: {gpu-pool: a}\n";
 
-/// Runs check and asserts exit 2 with every fragment on stderr and nothing on stdout.
-#[track_caller]
-fn assert_refused(o: &Output, fragments: &[&str]) {
-    assert_exit(o, 2);
-    let err = stderr(o);
-    for f in fragments {
-        assert!(err.contains(f), "stderr should mention {f:?}:\n{err}");
-    }
-    assert!(o.stdout.is_empty(), "no report on bad input: {}", stdout(o));
-}
-
-fn good_profiles() -> PathBuf {
-    example("talos-rtx3050", "profiles.yaml")
-}
-
-fn good_nodes() -> PathBuf {
-    example("talos-rtx3050", "nodes.json")
-}
-
 #[test]
 fn broken_yaml_is_refused_with_file_document_and_position() {
-    let (_d, nodes) = file(
+    let (_d, nodes) = temp_file(
         "broken.yaml",
-        &format!("{NODE}---\napiVersion: v1\nkind: Node\nmetadata:\n  labels: [unclosed\n"),
+        format!("{NODE}---\napiVersion: v1\nkind: Node\nmetadata:\n  labels: [unclosed\n"),
     );
-    let o = check(&[nodes], &[good_profiles()], &[]);
+    let o = offline_check(&[nodes], &[good_profiles()], &[]);
     assert_refused(&o, &["broken.yaml", "document 2", "not valid YAML", "line"]);
 }
 
 #[test]
 fn broken_json_is_refused() {
-    let (_d, nodes) = file(
+    let (_d, nodes) = temp_file(
         "nodes.json",
         "{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": [",
     );
-    let o = check(&[nodes], &[good_profiles()], &[]);
+    let o = offline_check(&[nodes], &[good_profiles()], &[]);
     assert_refused(&o, &["nodes.json", "document 1", "not valid YAML or JSON"]);
 }
 
 #[test]
 fn node_with_capacity_of_the_wrong_type_is_refused() {
-    let (_d, nodes) = file(
+    let (_d, nodes) = temp_file(
         "nodes.yaml",
-        &format!(
+        format!(
             "{NODE}---\napiVersion: v1\nkind: Node\nmetadata:\n  name: bad\nstatus:\n  capacity: [1, 2]\n"
         ),
     );
-    let o = check(&[nodes], &[good_profiles()], &[]);
+    let o = offline_check(&[nodes], &[good_profiles()], &[]);
     assert_refused(
         &o,
         &[
@@ -398,8 +348,8 @@ fn node_in_a_list_with_a_bad_field_names_the_item() {
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "ok"}},
         {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "bad", "labels": {"nvidia.com/gpu.count": 1}}},
     ]});
-    let (_d, nodes) = file("nodes.json", &list.to_string());
-    let o = check(&[nodes], &[good_profiles()], &[]);
+    let (_d, nodes) = temp_file("nodes.json", list.to_string());
+    let o = offline_check(&[nodes], &[good_profiles()], &[]);
     assert_refused(
         &o,
         &[
@@ -414,11 +364,11 @@ fn node_in_a_list_with_a_bad_field_names_the_item() {
 
 #[test]
 fn profile_with_a_one_part_compute_capability_is_refused() {
-    let (_d, profiles) = file(
+    let (_d, profiles) = temp_file(
         "profiles.yaml",
-        &format!("{PROFILE_HEAD}  gpu:\n    minComputeCapability: \"8\"\n"),
+        format!("{PROFILE_HEAD}  gpu:\n    minComputeCapability: \"8\"\n"),
     );
-    let o = check(&[good_nodes()], &[profiles], &[]);
+    let o = offline_check(&[good_nodes()], &[profiles], &[]);
     assert_refused(
         &o,
         &[
@@ -433,11 +383,11 @@ fn profile_with_a_one_part_compute_capability_is_refused() {
 
 #[test]
 fn profile_with_a_kubernetes_taint_key_is_refused() {
-    let (_d, profiles) = file(
+    let (_d, profiles) = temp_file(
         "profiles.yaml",
-        &format!("{PROFILE_HEAD}  taint:\n    key: node.kubernetes.io/foo\n"),
+        format!("{PROFILE_HEAD}  taint:\n    key: node.kubernetes.io/foo\n"),
     );
-    let o = check(&[good_nodes()], &[profiles], &[]);
+    let o = offline_check(&[good_nodes()], &[profiles], &[]);
     assert_refused(
         &o,
         &[
@@ -452,11 +402,11 @@ fn profile_with_a_kubernetes_taint_key_is_refused() {
 
 #[test]
 fn profile_with_an_unknown_mode_is_refused() {
-    let (_d, profiles) = file(
+    let (_d, profiles) = temp_file(
         "profiles.yaml",
-        &format!("{PROFILE_HEAD}  mode: Enforcing\n"),
+        format!("{PROFILE_HEAD}  mode: Enforcing\n"),
     );
-    let o = check(&[good_nodes()], &[profiles], &[]);
+    let o = offline_check(&[good_nodes()], &[profiles], &[]);
     assert_refused(
         &o,
         &[
@@ -471,17 +421,17 @@ fn profile_with_an_unknown_mode_is_refused() {
 
 #[test]
 fn profile_with_a_bad_selector_is_refused() {
-    let (_d, profiles) = file(
+    let (_d, profiles) = temp_file(
         "profiles.yaml",
         "apiVersion: gpuready.io/v1alpha1\nkind: GpuNodeProfile\nmetadata:\n  name: p\nspec:\n  nodeSelector:\n    matchExpressions:\n      - {key: gpu-pool, operator: Near, values: [a]}\n",
     );
-    let o = check(&[good_nodes()], &[profiles], &[]);
+    let o = offline_check(&[good_nodes()], &[profiles], &[]);
     assert_refused(&o, &["profiles.yaml", "document 1", "spec.nodeSelector"]);
 }
 
 #[test]
 fn a_profile_file_given_as_nodes_is_refused() {
-    let o = check(&[good_profiles()], &[good_profiles()], &[]);
+    let o = offline_check(&[good_profiles()], &[good_profiles()], &[]);
     assert_refused(
         &o,
         &[
@@ -498,14 +448,14 @@ fn a_profile_file_given_as_nodes_is_refused() {
 fn document_numbers_count_empty_documents_too() {
     // An empty document (a disabled entry, a comment between separators) is still
     // a document: the number in the message must match what the file shows.
-    let (_d, profiles) = file(
+    let (_d, profiles) = temp_file(
         "profiles.yaml",
-        &format!(
+        format!(
             "---\n# staging, disabled for now\n---\n{PROFILE_HEAD}---\n{}  mode: Enforcing\n",
             PROFILE_HEAD.replace("name: p", "name: q")
         ),
     );
-    let o = check(&[good_nodes()], &[profiles], &[]);
+    let o = offline_check(&[good_nodes()], &[profiles], &[]);
     assert_refused(
         &o,
         &[
@@ -521,14 +471,14 @@ fn document_numbers_count_empty_documents_too() {
 fn a_missing_nodes_file_is_refused() {
     let dir = tempfile::tempdir().expect("tempdir");
     let missing = dir.path().join("nodes.json");
-    let o = check(&[missing], &[good_profiles()], &[]);
+    let o = offline_check(&[missing], &[good_profiles()], &[]);
     assert_refused(&o, &["nodes.json", "No such file"]);
 }
 
 #[test]
 fn an_empty_nodes_file_is_refused() {
-    let (_d, nodes) = file("nodes.yaml", "# nothing yet\n");
-    let o = check(&[nodes], &[good_profiles()], &[]);
+    let (_d, nodes) = temp_file("nodes.yaml", "# nothing yet\n");
+    let o = offline_check(&[nodes], &[good_profiles()], &[]);
     assert_refused(&o, &["nodes.yaml", "no Node objects"]);
 }
 
@@ -539,12 +489,12 @@ fn the_table_names_a_custom_readiness_taint() {
     let node = &mut list["items"][0];
     node["status"]["allocatable"]["nvidia.com/gpu"] = "0".into();
     node["spec"].as_object_mut().expect("spec").remove("taints");
-    let (_d, nodes) = file("nodes.json", &list.to_string());
-    let (_p, profiles) = file(
+    let (_d, nodes) = temp_file("nodes.json", list.to_string());
+    let (_p, profiles) = temp_file(
         "profiles.yaml",
         "apiVersion: gpuready.io/v1alpha1\nkind: GpuNodeProfile\nmetadata:\n  name: p\nspec:\n  nodeSelector:\n    matchLabels: {gpu-pool: talos-rtx3050}\n  taint: {key: example.com/gpu-not-ready}\n",
     );
-    let o = check(&[nodes], &[profiles], &[]);
+    let o = offline_check(&[nodes], &[profiles], &[]);
     assert_exit(&o, 1);
     let out = stdout(&o);
     assert!(
@@ -555,11 +505,11 @@ fn the_table_names_a_custom_readiness_taint() {
 
 #[test]
 fn profile_with_a_misspelt_field_is_refused() {
-    let (_d, profiles) = file(
+    let (_d, profiles) = temp_file(
         "profiles.yaml",
-        &format!("{PROFILE_HEAD}  gpu:\n    products: []\n    minMemoryMiB: 8000\n"),
+        format!("{PROFILE_HEAD}  gpu:\n    products: []\n    minMemoryMiB: 8000\n"),
     );
-    let o = check(&[good_nodes()], &[profiles], &[]);
+    let o = offline_check(&[good_nodes()], &[profiles], &[]);
     assert_refused(
         &o,
         &[
@@ -573,13 +523,13 @@ fn profile_with_a_misspelt_field_is_refused() {
 
 #[test]
 fn free_form_maps_of_a_profile_are_not_unknown_fields() {
-    let (_d, profiles) = file(
+    let (_d, profiles) = temp_file(
         "profiles.yaml",
-        &format!(
+        format!(
             "{PROFILE_HEAD}  readyLabels:\n    example.org/pool: a\n  resources:\n    nvidia.com/gpu: 1\n"
         ),
     );
-    let o = check(&[good_nodes()], &[profiles], &[]);
+    let o = offline_check(&[good_nodes()], &[profiles], &[]);
     assert!(o.status.code() != Some(2), "{}", stderr(&o));
 }
 
@@ -593,21 +543,21 @@ fn check_words_adoption_and_leaves_an_ungoverned_bootstrap_taint_alone() {
     node["spec"]["taints"] = serde_json::json!([
         { "key": "gpuready.io/not-ready", "value": "true", "effect": "NoSchedule" }
     ]);
-    let (_d, nodes) = file("nodes.json", &list.to_string());
+    let (_d, nodes) = temp_file("nodes.json", list.to_string());
     // No profile selects it: nothing to do, the taint stays.
-    let (_p, elsewhere) = file(
+    let (_p, elsewhere) = temp_file(
         "profiles.yaml",
         "apiVersion: gpuready.io/v1alpha1\nkind: GpuNodeProfile\nmetadata:\n  name: p\nspec:\n  nodeSelector:\n    matchLabels: {gpu-pool: elsewhere}\n",
     );
-    let o = check(std::slice::from_ref(&nodes), &[elsewhere], &[]);
+    let o = offline_check(std::slice::from_ref(&nodes), &[elsewhere], &[]);
     let out = stdout(&o);
     assert!(!out.contains("would:"), "{out}");
     // A profile selects it: gpuready adopts the taint already there.
-    let (_q, governing) = file(
+    let (_q, governing) = temp_file(
         "profiles.yaml",
         "apiVersion: gpuready.io/v1alpha1\nkind: GpuNodeProfile\nmetadata:\n  name: p\nspec:\n  nodeSelector:\n    matchLabels: {gpu-pool: talos-rtx3050}\n",
     );
-    let o = check(&[nodes], &[governing], &[]);
+    let o = offline_check(&[nodes], &[governing], &[]);
     assert_exit(&o, 1);
     let out = stdout(&o);
     assert!(
@@ -638,15 +588,15 @@ spec:
 "#;
 
 fn slice_fixture() -> PathBuf {
-    repo().join("crates/gpuready-core/tests/fixtures/evidence/dra-h200-1gpu.yaml")
+    repo_root().join("crates/gpuready-core/tests/fixtures/evidence/dra-h200-1gpu.yaml")
 }
 
 #[test]
 fn resource_slices_and_node_features_offline() {
-    let (_d1, nodes) = file("nodes.json", DRA_NODES);
-    let (_d2, profiles) = file("profiles.yaml", DRA_PROFILE);
+    let (_d1, nodes) = temp_file("nodes.json", DRA_NODES);
+    let (_d2, profiles) = temp_file("profiles.yaml", DRA_PROFILE);
     // Without slices: the device plugin's rules; no GFD labels, no nvidia.com/gpu.
-    let o = check(
+    let o = offline_check(
         std::slice::from_ref(&nodes),
         std::slice::from_ref(&profiles),
         &["-o", "json"],
@@ -661,9 +611,9 @@ fn resource_slices_and_node_features_offline() {
         serde_yaml_ng::from_str(&std::fs::read_to_string(slice_fixture()).expect("fixture"))
             .expect("slice YAML");
     let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [slice]});
-    let (_d3, slices) = file("slices.json", &list.to_string());
+    let (_d3, slices) = temp_file("slices.json", list.to_string());
     let s = slices.to_str().expect("utf-8");
-    let o = check(
+    let o = offline_check(
         std::slice::from_ref(&nodes),
         std::slice::from_ref(&profiles),
         &["-o", "json", "--resource-slices", s],
@@ -681,7 +631,7 @@ fn resource_slices_and_node_features_offline() {
     assert_eq!(dp["evidence"], "ResourceSlices", "{dp}");
     assert_eq!(dp["reason"], "DraDevicesAvailable", "{dp}");
     // The table shows the evidence column.
-    let o = check(
+    let o = offline_check(
         std::slice::from_ref(&nodes),
         std::slice::from_ref(&profiles),
         &["--resource-slices", s],
@@ -699,9 +649,9 @@ fn resource_slices_and_node_features_offline() {
             {"attributes": {"class": "0302", "vendor": "10de", "device": "2335"}},
             {"attributes": {"class": "0302", "vendor": "10de", "device": "2335"}}]}}}}
     }]});
-    let (_d4, features) = file("nf.json", &nf.to_string());
+    let (_d4, features) = temp_file("nf.json", nf.to_string());
     let f = features.to_str().expect("utf-8");
-    let o = check(
+    let o = offline_check(
         std::slice::from_ref(&nodes),
         std::slice::from_ref(&profiles),
         &["-o", "json", "--resource-slices", s, "--node-features", f],
@@ -716,8 +666,8 @@ fn resource_slices_and_node_features_offline() {
     let bad = nf
         .to_string()
         .replace("nfd.node.kubernetes.io/node-name", "other");
-    let (_d5, badf) = file("bad.json", &bad);
-    let o = check(
+    let (_d5, badf) = temp_file("bad.json", &bad);
+    let o = offline_check(
         &[nodes],
         &[profiles],
         &["--node-features", badf.to_str().expect("utf-8")],
@@ -737,7 +687,7 @@ fn resource_slices_and_node_features_offline() {
 #[test]
 fn kubemoot_workers_get_gpureadys_taint_beside_the_guides() {
     let dir = "kubemoot-gpu-workers";
-    let o = check(
+    let o = offline_check(
         &[example(dir, "nodes.json")],
         &[example(dir, "profiles.yaml")],
         &["-o", "json"],
@@ -778,13 +728,13 @@ fn kubemoot_workers_get_gpureadys_taint_beside_the_guides() {
 #[test]
 fn every_problem_of_a_profile_file_is_reported() {
     let second = PROFILE_HEAD.replace("name: p\n", "name: q\n");
-    let (_d, profiles) = file(
+    let (_d, profiles) = temp_file(
         "profiles.yaml",
-        &format!(
+        format!(
             "{PROFILE_HEAD}  gpu:\n    minComputeCapability: \"8\"\n    minMemoryMb: 8000\n  cudaVersion: \"13\"\n---\n{second}  minDriverVersion: \"580\"\n"
         ),
     );
-    let o = check(&[good_nodes()], &[profiles], &[]);
+    let o = offline_check(&[good_nodes()], &[profiles], &[]);
     assert_refused(
         &o,
         &[

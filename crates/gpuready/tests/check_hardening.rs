@@ -1,59 +1,23 @@
-//! `gpuready check` against the inputs an adversarial review found it mishandled
-//! (issue 13 items 1-5): each case fails before the hardening and passes after.
-//! Exit 2 must come with a message naming the file, the document and the field;
-//! nothing may panic (exit 101) or hang.
+//! `gpuready check` against hostile or odd input: a multi-byte character where
+//! a PCI class is parsed, deeply nested YAML flow, invalid UTF-8, UTF-16 and
+//! byte-order marks, merge keys, non-finite numbers, names and fields the API
+//! server would refuse, two profiles of one name, missing API versions, control
+//! characters in node names. `check` reads files a user did not write (dumps,
+//! other teams' profiles), so it must answer every one: exit 2 with a message
+//! naming the file, the document and the field, or a verdict; never a panic
+//! (exit 101), never a hang.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+mod support;
+
+use std::path::Path;
+use std::process::Output;
 use std::time::{Duration, Instant};
 
-const NOW: &str = "2026-11-29T12:00:00Z";
+use support::*;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn good_nodes() -> PathBuf {
-    repo().join("deploy/examples/talos-rtx3050/nodes.json")
-}
-
-fn good_profiles() -> PathBuf {
-    repo().join("deploy/examples/talos-rtx3050/profiles.yaml")
-}
-
+/// `gpuready check` over one nodes file and one profiles file.
 fn check(nodes: &Path, profiles: &Path, extra: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_gpuready"))
-        .args(["check", "--now", NOW, "--nodes"])
-        .arg(nodes)
-        .arg("--profiles")
-        .arg(profiles)
-        .args(extra)
-        .output()
-        .expect("gpuready runs")
-}
-
-fn file(name: &str, bytes: &[u8]) -> (tempfile::TempDir, PathBuf) {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join(name);
-    std::fs::write(&path, bytes).expect("write temp file");
-    (dir, path)
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn stdout(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stdout).into_owned()
-}
-
-#[track_caller]
-fn assert_refused(o: &Output, fragments: &[&str]) {
-    assert_eq!(o.status.code(), Some(2), "stderr:\n{}", stderr(o));
-    let err = stderr(o);
-    for f in fragments {
-        assert!(err.contains(f), "stderr should mention {f:?}:\n{err}");
-    }
+    offline_check(&[nodes.to_owned()], &[profiles.to_owned()], extra)
 }
 
 #[track_caller]
@@ -86,7 +50,7 @@ fn node_json(name: &str, labels: serde_json::Value) -> String {
 
 #[test]
 fn multibyte_character_after_pci_prefix_does_not_panic() {
-    let (_d, nodes) = file(
+    let (_d, nodes) = temp_file(
         "nodes.json",
         node_json(
             "n",
@@ -106,7 +70,7 @@ fn deep_flow_nesting_fails_fast_with_a_clear_message() {
         ("nodes.yaml", format!("a: {}", "[".repeat(160_000))),
         ("nodes.yaml", format!("a: {}", "{a: ".repeat(40_000))),
     ] {
-        let (_d, nodes) = file(name, text.as_bytes());
+        let (_d, nodes) = temp_file(name, text.as_bytes());
         let started = Instant::now();
         let o = check(&nodes, &good_profiles(), &[]);
         assert!(
@@ -122,7 +86,7 @@ fn deep_flow_nesting_fails_fast_with_a_clear_message() {
 fn invalid_utf8_names_the_byte_offset() {
     let mut bytes = b"apiVersion: v1\nkind: Node\nmetadata:\n  name: x".to_vec();
     bytes.extend([0xC3, 0x28]);
-    let (_d, nodes) = file("nodes.yaml", &bytes);
+    let (_d, nodes) = temp_file("nodes.yaml", &bytes);
     assert_refused(
         &check(&nodes, &good_profiles(), &[]),
         &["nodes.yaml", "not valid UTF-8 at byte 45 (line 4)"],
@@ -139,7 +103,7 @@ fn utf16_and_utf8_bom_files_are_read_like_kubectl() {
     let mut bom8 = vec![0xEF, 0xBB, 0xBF];
     bom8.extend(text.as_bytes());
     for bytes in [le, be, bom8] {
-        let (_d, profiles) = file("profiles.yaml", &bytes);
+        let (_d, profiles) = temp_file("profiles.yaml", &bytes);
         assert_judged(&check(&good_nodes(), &profiles, &[]));
     }
 }
@@ -149,7 +113,7 @@ fn a_yaml_stream_may_start_with_a_json_document() {
     let nodes = std::fs::read_to_string(good_nodes()).expect("example");
     let one_line: serde_json::Value = serde_json::from_str(&nodes).expect("json");
     let text = format!("{one_line}\n---\n{one_line}\n");
-    let (_d, path) = file("nodes.yaml", text.as_bytes());
+    let (_d, path) = temp_file("nodes.yaml", text.as_bytes());
     assert_judged(&check(&path, &good_profiles(), &[]));
 }
 
@@ -158,7 +122,7 @@ fn yaml_merge_keys_are_applied() {
     let text = "base: &base\n  matchLabels: {gpu-pool: talos-rtx3050}\n---\napiVersion: gpuready.io/v1alpha1\nkind: GpuNodeProfile\nmetadata: {name: p}\nspec:\n  nodeSelector:\n    <<: {matchLabels: {gpu-pool: talos-rtx3050}}\n  gpu:\n    count: 1\n";
     // The first document is no profile: only the second is used.
     let text = text.split_once("---\n").map(|(_, p)| p).unwrap_or(text);
-    let (_d, profiles) = file("profiles.yaml", text.as_bytes());
+    let (_d, profiles) = temp_file("profiles.yaml", text.as_bytes());
     let o = check(&good_nodes(), &profiles, &["-o", "json"]);
     assert_judged(&o);
     let report: serde_json::Value = serde_json::from_slice(&o.stdout).expect("json");
@@ -175,7 +139,7 @@ fn non_finite_numbers_are_refused_not_dropped() {
         ("  gpu:\n    count: .inf\n", "spec.gpu.count"),
         ("  maxLabelAgeSeconds: -.inf\n", "spec.maxLabelAgeSeconds"),
     ] {
-        let (_d, profiles) = file("profiles.yaml", profile_with(lines).as_bytes());
+        let (_d, profiles) = temp_file("profiles.yaml", profile_with(lines).as_bytes());
         assert_refused(
             &check(&good_nodes(), &profiles, &[]),
             &["profiles.yaml", "document 1", field, "not a number JSON"],
@@ -187,7 +151,7 @@ fn non_finite_numbers_are_refused_not_dropped() {
 fn profile_names_follow_the_api_server_rules() {
     for name in ["UPPER", "a/b", "'a b'", "été", "'\"\"'", "a_b", "-a"] {
         let text = PROFILE.replace("name: p", &format!("name: {name}"));
-        let (_d, profiles) = file("profiles.yaml", text.as_bytes());
+        let (_d, profiles) = temp_file("profiles.yaml", text.as_bytes());
         let o = check(&good_nodes(), &profiles, &[]);
         assert_refused(&o, &["profiles.yaml", "metadata.name"]);
     }
@@ -200,7 +164,7 @@ fn unknown_fields_are_refused_even_when_empty() {
         ("  extra: {}\n", "spec.extra"),
         ("  taint:\n    keys: null\n", "spec.taint.keys"),
     ] {
-        let (_d, profiles) = file("profiles.yaml", profile_with(lines).as_bytes());
+        let (_d, profiles) = temp_file("profiles.yaml", profile_with(lines).as_bytes());
         assert_refused(
             &check(&good_nodes(), &profiles, &[]),
             &["profiles.yaml", field, "unknown field"],
@@ -211,7 +175,7 @@ fn unknown_fields_are_refused_even_when_empty() {
 #[test]
 fn two_profiles_of_one_name_are_refused() {
     let text = format!("{PROFILE}---\n{PROFILE}");
-    let (_d, profiles) = file("profiles.yaml", text.as_bytes());
+    let (_d, profiles) = temp_file("profiles.yaml", text.as_bytes());
     assert_refused(
         &check(&good_nodes(), &profiles, &[]),
         &[
@@ -226,7 +190,7 @@ fn two_profiles_of_one_name_are_refused() {
 
 #[test]
 fn missing_and_wrong_api_versions_name_the_field() {
-    let (_d, profiles) = file(
+    let (_d, profiles) = temp_file(
         "profiles.yaml",
         PROFILE
             .replace("apiVersion: gpuready.io/v1alpha1\n", "")
@@ -248,7 +212,7 @@ fn missing_and_wrong_api_versions_name_the_field() {
         );
     let mut v: serde_json::Value = serde_json::from_str(&nodes).expect("json");
     v["items"][0]["apiVersion"] = "v2".into();
-    let (_d2, nodes) = file("nodes.json", v.to_string().as_bytes());
+    let (_d2, nodes) = temp_file("nodes.json", v.to_string().as_bytes());
     assert_refused(
         &check(&nodes, &good_profiles(), &[]),
         &[
@@ -262,7 +226,7 @@ fn missing_and_wrong_api_versions_name_the_field() {
 
 #[test]
 fn control_characters_in_node_names_are_escaped_in_the_table() {
-    let (_d, nodes) = file(
+    let (_d, nodes) = temp_file(
         "nodes.json",
         node_json(
             "evil\nfake-node  talos-rtx3050  yes  Ready\u{1b}[2J",
@@ -320,11 +284,11 @@ fn admission_rules_apply_offline() {
             "other systems own",
         ),
     ] {
-        let (_d, profiles) = file("profiles.yaml", profile_with(lines).as_bytes());
+        let (_d, profiles) = temp_file("profiles.yaml", profile_with(lines).as_bytes());
         assert_refused(&check(&good_nodes(), &profiles, &[]), &[field, fragment]);
     }
     let selector = "apiVersion: gpuready.io/v1alpha1\nkind: GpuNodeProfile\nmetadata:\n  name: p\nspec:\n  nodeSelector:\n    matchExpressions:\n      - {key: gpu-pool, operator: In}\n";
-    let (_d, profiles) = file("profiles.yaml", selector.as_bytes());
+    let (_d, profiles) = temp_file("profiles.yaml", selector.as_bytes());
     assert_refused(
         &check(&good_nodes(), &profiles, &[]),
         &[
@@ -337,7 +301,7 @@ fn admission_rules_apply_offline() {
         "startup-taint.cluster-autoscaler.kubernetes.io/gpu",
         "ignore-taint.cluster-autoscaler.kubernetes.io/gpu",
     ] {
-        let (_d, profiles) = file(
+        let (_d, profiles) = temp_file(
             "profiles.yaml",
             profile_with(&format!("  taint: {{key: {key}}}\n")).as_bytes(),
         );

@@ -3,32 +3,25 @@
 
 mod support;
 
-use std::process::Command;
-
 use serde_json::{Value, json};
 use support::*;
 
-fn gpuready(env: &gpuready_testenv::TestEnv, args: &[&str]) -> (i32, String, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_gpuready"))
+/// `gpuready <args>` against `env`: exit code, stdout, stderr.
+fn gpuready_check(env: &gpuready_testenv::TestEnv, args: &[&str]) -> (i32, String, String) {
+    let out: Out = gpuready_on(env)
         .args(args)
-        .env("KUBECONFIG", env.kubeconfig_path())
         .output()
-        .expect("run gpuready");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
+        .expect("run gpuready")
+        .into();
+    (out.code.unwrap_or(-1), out.stdout, out.stderr)
 }
 
 #[tokio::test]
 async fn live_check_reads_the_cluster_and_writes_nothing() {
     let env = env_with_crd().await;
     let client = env.client().unwrap();
-    let mut labels = gfd_3090();
-    labels.insert("pool".into(), "live".into());
-    create_node(&client, "live-good", labels.clone(), 1, json!([])).await;
-    create_node(&client, "live-broken", labels, 1, json!([])).await;
+    create_node(&client, "live-good", rtx3090_in("live"), 1, json!([])).await;
+    create_node(&client, "live-broken", rtx3090_in("live"), 1, json!([])).await;
     set_node_status(&client, "live-broken", 1, 0, true).await;
     apply_profile(
         &client,
@@ -47,7 +40,7 @@ spec:
         .metadata
         .resource_version;
 
-    let (code, stdout, stderr) = gpuready(&env, &["check", "-o", "json"]);
+    let (code, stdout, stderr) = gpuready_check(&env, &["check", "-o", "json"]);
     assert_eq!(code, 1, "one node is not ready\n{stderr}");
     let report: Value = serde_json::from_str(&stdout).expect("JSON report");
     let by_name = |n: &str| {
@@ -71,10 +64,8 @@ spec:
     );
 
     // A what-if: local profiles replace the cluster's.
-    let dir = tempfile::tempdir().unwrap();
-    let what_if = dir.path().join("p.yaml");
-    std::fs::write(
-        &what_if,
+    let (_dir, what_if) = temp_file(
+        "p.yaml",
         r#"
 apiVersion: gpuready.io/v1alpha1
 kind: GpuNodeProfile
@@ -83,9 +74,9 @@ spec:
   nodeSelector: { matchLabels: { pool: live } }
   gpu: { minMemoryMib: 40000 }
 "#,
-    )
-    .unwrap();
-    let (code, stdout, _) = gpuready(&env, &["check", "--profiles", what_if.to_str().unwrap()]);
+    );
+    let (code, stdout, _) =
+        gpuready_check(&env, &["check", "--profiles", what_if.to_str().unwrap()]);
     assert_eq!(code, 1);
     assert!(stdout.contains("MemoryTooSmall"), "{stdout}");
     assert!(stdout.contains("what-if"), "{stdout}");

@@ -4,26 +4,24 @@
 //! escapes when stderr is not a terminal. The shipped binary against a real API
 //! server (or against a port where none listens).
 
+mod support;
+
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
 use gpuready_testenv::TestEnv;
+use support::*;
 
-fn gpuready(args: &[&str]) -> Command {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_gpuready"));
-    c.args(args)
-        // Only the flags may point at a cluster.
-        .env("KUBECONFIG", "/nonexistent/kubeconfig")
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .env_remove("RUST_LOG");
+/// `gpuready <args>` with only the flags pointing at a cluster (no
+/// KUBECONFIG, no in-cluster service) and no RUST_LOG.
+fn gpuready_cli(args: &[&str]) -> Command {
+    let mut c = gpuready();
+    c.args(args).env_remove("RUST_LOG");
     c
 }
 
 fn text(o: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&o.stdout).into_owned(),
-        String::from_utf8_lossy(&o.stderr).into_owned(),
-    )
+    (stdout(o), stderr(o))
 }
 
 #[tokio::test]
@@ -31,7 +29,7 @@ async fn check_takes_kubeconfig_and_context() {
     let env = TestEnv::shared().await.expect("test control plane");
     let kubeconfig = env.kubeconfig_path().to_str().expect("utf-8").to_owned();
 
-    let o = gpuready(&["check", "--kubeconfig", &kubeconfig])
+    let o = gpuready_cli(&["check", "--kubeconfig", &kubeconfig])
         .output()
         .expect("run check");
     let (out, err) = text(&o);
@@ -39,7 +37,7 @@ async fn check_takes_kubeconfig_and_context() {
     assert!(out.contains("governed node(s)"), "{out}\n{err}");
 
     // The context the file names works; one it does not name is refused by name.
-    let o = gpuready(&[
+    let o = gpuready_cli(&[
         "check",
         "--kubeconfig",
         &kubeconfig,
@@ -49,7 +47,7 @@ async fn check_takes_kubeconfig_and_context() {
     .output()
     .expect("run check");
     assert!(matches!(o.status.code(), Some(0 | 1)), "{:?}", text(&o));
-    let o = gpuready(&["check", "--kubeconfig", &kubeconfig, "--context", "nope"])
+    let o = gpuready_cli(&["check", "--kubeconfig", &kubeconfig, "--context", "nope"])
         .output()
         .expect("run check");
     let (_, err) = text(&o);
@@ -67,7 +65,7 @@ fn an_unreachable_server_is_named_with_what_to_check() {
         "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:1\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context: {cluster: c, user: u}\ncurrent-context: x\n",
     )
     .expect("write kubeconfig");
-    let o = gpuready(&["check", "--kubeconfig", kubeconfig.to_str().expect("utf-8")])
+    let o = gpuready_cli(&["check", "--kubeconfig", kubeconfig.to_str().expect("utf-8")])
         .output()
         .expect("run check");
     let (_, err) = text(&o);
@@ -90,7 +88,7 @@ async fn run_takes_kubeconfig_and_logs_plain_text_to_a_pipe() {
     let env = TestEnv::shared().await.expect("test control plane");
     let kubeconfig = env.kubeconfig_path().to_str().expect("utf-8").to_owned();
 
-    let o = gpuready(&[
+    let o = gpuready_cli(&[
         "run",
         "--kubeconfig",
         "/nonexistent/other",
@@ -108,7 +106,7 @@ async fn run_takes_kubeconfig_and_logs_plain_text_to_a_pipe() {
     );
 
     let log = tempfile::NamedTempFile::new().expect("log file");
-    let mut child = gpuready(&[
+    let mut child = gpuready_cli(&[
         "run",
         "--kubeconfig",
         &kubeconfig,

@@ -8,28 +8,8 @@ use kube::ResourceExt;
 use serde_json::json;
 use support::*;
 
-const PROFILE: &str = r#"
-apiVersion: gpuready.io/v1alpha1
-kind: GpuNodeProfile
-metadata:
-  name: rtx3090
-spec:
-  nodeSelector:
-    matchLabels:
-      pool: rtx3090
-  gpu:
-    products: ["NVIDIA-GeForce-RTX-3090"]
-    minMemoryMib: 24000
-  minDriverVersion: "570.0"
-  readyLabels:
-    example.org/gpu: "rtx3090"
-"#;
-
-fn pooled(
-    mut labels: std::collections::BTreeMap<String, String>,
-) -> std::collections::BTreeMap<String, String> {
-    labels.insert("pool".into(), "rtx3090".into());
-    labels
+fn profile() -> String {
+    rtx3090_profile("rtx3090", "rtx3090", "")
 }
 
 #[tokio::test]
@@ -39,11 +19,11 @@ async fn converges_then_a_resync_writes_nothing_then_cleans_up_on_profile_deleti
     // good: ready; broken: allocatable 0. Both carry a foreign taint.
     let foreign =
         json!([{ "key": "example.org/maintenance", "value": "x", "effect": "PreferNoSchedule" }]);
-    create_node(&client, "good", pooled(gfd_3090()), 1, foreign.clone()).await;
-    create_node(&client, "broken", pooled(gfd_3090()), 1, foreign.clone()).await;
+    create_node(&client, "good", rtx3090_in("rtx3090"), 1, foreign.clone()).await;
+    create_node(&client, "broken", rtx3090_in("rtx3090"), 1, foreign.clone()).await;
     set_node_status(&client, "broken", 1, 0, true).await;
     create_node(&client, "cpu", Default::default(), 0, json!([])).await;
-    apply_profile(&client, PROFILE).await;
+    apply_profile(&client, &profile()).await;
 
     let run = start_controller(&env, test_args());
     eventually(30, "broken tainted, good labelled ready", || async {
@@ -89,8 +69,8 @@ async fn converges_then_a_resync_writes_nothing_then_cleans_up_on_profile_deleti
     })
     .await;
     tokio::time::sleep(std::time::Duration::from_secs(2)).await;
-    let converge_writes = run.metrics.writes_sent();
-    let converge_reads = run.metrics.reads_sent();
+    let converge_writes = run.writes_sent();
+    let converge_reads = run.reads_sent();
     println!(
         "convergence: {converge_writes} write requests, {converge_reads} reads (node writes {})",
         run.node_writes()
@@ -107,8 +87,8 @@ async fn converges_then_a_resync_writes_nothing_then_cleans_up_on_profile_deleti
         "a no-op resync writes nothing to nodes"
     );
     assert_eq!(run.writes("profile_status"), 0, "nor to profile status");
-    println!("no-op resync: {} write requests", run.metrics.writes_sent());
-    assert_eq!(run.metrics.writes_sent(), 0);
+    println!("no-op resync: {} write requests", run.writes_sent());
+    assert_eq!(run.writes_sent(), 0);
 
     // Fix the broken node: the taint goes, the foreign one stays.
     set_node_status(&client, "broken", 1, 1, true).await;

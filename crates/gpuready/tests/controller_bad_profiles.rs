@@ -1,17 +1,18 @@
 //! The controller against profiles the current CRD refuses but an older or
-//! looser one admitted (issue 13 items 6 and 8): a `resources` quantity past u32
-//! that the Rust types cannot hold, and a selector `In` without values. Started
-//! with them already stored (the "after any restart" case), gpuready still
-//! converges the valid profile's nodes, reports the unreadable profile with a
-//! Warning Event, and marks the invalid one `Ready=False`/`Stalled=True` with
-//! reason `InvalidProfile` (kstatus: Failed) instead of `Ready=True`.
+//! looser one admitted: a `resources` quantity past u32 that the Rust types
+//! cannot hold, and a selector `In` without values. Stored objects outlive the
+//! CRD version that admitted them, so gpuready meets them after any upgrade or
+//! restart. Started with them already stored, gpuready still converges the
+//! valid profile's nodes, reports the unreadable profile with a Warning Event,
+//! and marks the invalid one `Ready=False`/`Stalled=True` with reason
+//! `InvalidProfile` (kstatus: Failed) instead of `Ready=True`: one bad object
+//! never stops the others.
 
 mod support;
 
 use gpuready_api::keys;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
+use kube::api::{Api, Patch, PatchParams};
 use serde_json::{Value, json};
 use support::*;
 
@@ -26,18 +27,6 @@ fn loosen(v: &mut Value) {
             loosen(child);
         }
     }
-}
-
-async fn create_raw(client: &kube::Client, object: Value) {
-    let gvk = GroupVersionKind::gvk("gpuready.io", "v1alpha1", "GpuNodeProfile");
-    let resource = ApiResource::from_gvk_with_plural(&gvk, "gpunodeprofiles");
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
-    api.create(
-        &PostParams::default(),
-        &serde_json::from_value(object).expect("object"),
-    )
-    .await
-    .expect("the loosened CRD admits it");
 }
 
 #[tokio::test]
@@ -65,33 +54,31 @@ async fn unreadable_and_invalid_profiles_do_not_stop_the_others() {
     crd.as_object_mut().map(|o| o.remove("status"));
     crds.patch(
         "gpunodeprofiles.gpuready.io",
-        &PatchParams::apply("test").force(),
+        &PatchParams::apply(TEST_MANAGER).force(),
         &Patch::Apply(&crd),
     )
     .await
     .expect("loosen the CRD");
 
-    let profile = |name: &str, spec: Value| {
-        json!({ "apiVersion": "gpuready.io/v1alpha1", "kind": "GpuNodeProfile",
-            "metadata": { "name": name }, "spec": spec })
-    };
     create_raw(
         &client,
-        profile(
+        &raw_profile(
             "too-many",
             json!({ "nodeSelector": { "matchLabels": { POOL: "a" } },
                 "resources": { "nvidia.com/gpu": 5_000_000_000u64 } }),
         ),
     )
-    .await;
+    .await
+    .expect("the loosened CRD admits it");
     create_raw(
         &client,
-        profile(
+        &raw_profile(
             "in-without-values",
             json!({ "nodeSelector": { "matchExpressions": [{ "key": POOL, "operator": "In" }] } }),
         ),
     )
-    .await;
+    .await
+    .expect("the loosened CRD admits it");
     apply_profile(&client, &rtx3090_profile("good", "good", "")).await;
     create_node(&client, "gpu-good", rtx3090_in("good"), 1, json!([])).await;
 

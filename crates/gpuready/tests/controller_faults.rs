@@ -19,16 +19,6 @@ use tokio::io::copy_bidirectional;
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
 
-async fn wait_gated(client: &Client, name: &str, want: bool, secs: u64) {
-    eventually(secs, &format!("{name} gated = {want}"), || async {
-        let n = get_node(client, name).await;
-        let ready = label(&n, keys::LABEL_READY);
-        (gated(&n) == want && ready.as_deref() == Some(if want { "false" } else { "true" }))
-            .then_some(())
-    })
-    .await;
-}
-
 /// A TCP relay between gpuready and the API server that the test can cut (every
 /// open connection dropped, new ones refused) and heal: a network partition
 /// with a real server on the other side.
@@ -101,9 +91,7 @@ fn apiserver_port(env: &gpuready_testenv::TestEnv) -> u16 {
 async fn a_profile_deleted_while_the_watch_was_cut_is_released_after_the_relist() {
     let mut env = env_with_crd().await;
     let client = env.client().expect("client");
-    create_node(&client, "gpu-1", rtx3090_in("a"), 1, json!([])).await;
-    set_node_status(&client, "gpu-1", 1, 0, true).await;
-    apply_profile(&client, &rtx3090_profile("rtx3090", "a", "")).await;
+    single_node_pool(&client, false).await;
 
     let relay = Relay::start(apiserver_port(&env)).await;
     let mut config = env.config();
@@ -243,9 +231,7 @@ async fn deleting_the_crd_releases_nothing_reports_not_ready_and_recovers_when_i
 async fn a_controller_started_while_the_api_server_is_down_waits_and_then_converges() {
     let mut env = env_with_crd().await;
     let client = env.client().expect("client");
-    create_node(&client, "gpu-1", rtx3090_in("a"), 1, json!([])).await;
-    set_node_status(&client, "gpu-1", 1, 0, true).await;
-    apply_profile(&client, &rtx3090_profile("rtx3090", "a", "")).await;
+    single_node_pool(&client, false).await;
     env.stop_apiserver();
     let run = start_controller(&env, test_args());
     tokio::time::sleep(Duration::from_secs(4)).await;
@@ -263,8 +249,7 @@ async fn a_controller_started_while_the_api_server_is_down_waits_and_then_conver
 async fn after_a_20_s_api_server_outage_node_changes_are_seen_within_seconds() {
     let mut env = env_with_crd().await;
     let client = env.client().expect("client");
-    create_node(&client, "gpu-1", rtx3090_in("a"), 1, json!([])).await;
-    apply_profile(&client, &rtx3090_profile("rtx3090", "a", "")).await;
+    single_node_pool(&client, true).await;
     let run = start_controller(&env, test_args());
     wait_gated(&client, "gpu-1", false, 30).await;
 
@@ -289,12 +274,10 @@ async fn after_a_20_s_api_server_outage_node_changes_are_seen_within_seconds() {
 /// RBAC for a controller identity that may write the status of some profiles
 /// only: everything else gpuready needs, cluster-wide.
 async fn grant_all_but_some_profile_status(client: &Client, user: &str, writable: &[&str]) {
-    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-    use kube::api::{Patch, PatchParams};
-    let role: ClusterRole = serde_json::from_value(json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
-        "metadata": { "name": user },
-        "rules": [
+    grant_cluster_role(
+        client,
+        user,
+        json!([
             { "apiGroups": [""], "resources": ["nodes", "nodes/status"],
               "verbs": ["get", "list", "watch", "patch", "update"] },
             { "apiGroups": ["gpuready.io"], "resources": ["gpunodeprofiles"],
@@ -305,25 +288,10 @@ async fn grant_all_but_some_profile_status(client: &Client, user: &str, writable
               "verbs": ["get", "list", "watch"] },
             { "apiGroups": ["", "events.k8s.io"], "resources": ["events"],
               "verbs": ["create", "patch"] },
-        ],
-    }))
-    .expect("role");
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
-        "metadata": { "name": user },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": user },
-        "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }],
-    }))
-    .expect("binding");
-    let apply = PatchParams::apply("test").force();
-    Api::<ClusterRole>::all(client.clone())
-        .patch(user, &apply, &Patch::Apply(&role))
-        .await
-        .expect("apply role");
-    Api::<ClusterRoleBinding>::all(client.clone())
-        .patch(user, &apply, &Patch::Apply(&binding))
-        .await
-        .expect("apply binding");
+        ]),
+        json!({ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }),
+    )
+    .await;
 }
 
 #[tokio::test]
@@ -345,9 +313,7 @@ async fn a_profile_whose_status_write_fails_does_not_hold_back_the_others() {
     }
     let user = "gpuready-partial";
     grant_all_but_some_profile_status(&client, user, &["p-a", "p-b", "p-d", "p-e"]).await;
-    let mut config = env.config();
-    config.auth_info.impersonate = Some(user.into());
-    let run = start_controller_with(config, test_args());
+    let run = start_controller_with(as_user(&env, user), test_args());
     for pool in pools {
         wait_gated(&client, &format!("gpu-{pool}"), false, 30).await;
     }

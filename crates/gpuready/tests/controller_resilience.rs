@@ -1,6 +1,10 @@
-//! The controller against a real kube-apiserver when the world is not quiet
-//! (issue 4): another writer flapping its own taint on the same node, two
-//! replicas under leader election, and the API server restarting mid-run.
+//! The controller against a real kube-apiserver when the world is not quiet:
+//! another writer flapping its own taint on the same node never loses it while
+//! gpuready flips its own (the resourceVersion-checked read-modify-write), of two
+//! replicas only the Lease holder writes and the standby takes over when it
+//! stops, and after the API server restarts gpuready converges new changes
+//! without being restarted itself. Each is a way a real cluster differs from a
+//! quiet test one.
 
 mod support;
 
@@ -15,26 +19,8 @@ use serde_json::json;
 use support::*;
 use tokio_util::sync::CancellationToken;
 
-/// The foreign taint kube-apiserver's admission puts on every new node.
-const ADMISSION_TAINT: &str = "node.kubernetes.io/not-ready";
 /// The concurrent writer's own taint.
 const FLAP: &str = "other.example/flap";
-
-/// Waits until gpuready has labelled the node with its verdict and the taint
-/// agrees: tainted and `ready=false`, or untainted and `ready=true`.
-async fn wait_gated(client: &Client, name: &str, want: bool) {
-    wait_gated_within(30, client, name, want).await;
-}
-
-async fn wait_gated_within(secs: u64, client: &Client, name: &str, want: bool) {
-    eventually(secs, &format!("{name} gated = {want}"), || async {
-        let n = get_node(client, name).await;
-        let ready = label(&n, keys::LABEL_READY);
-        (gated(&n) == want && ready.as_deref() == Some(if want { "false" } else { "true" }))
-            .then_some(())
-    })
-    .await;
-}
 
 /// What the concurrent writer saw.
 #[derive(Debug, Default)]
@@ -107,10 +93,9 @@ async fn flap_own_taint(client: Client, name: String, stop: CancellationToken) -
 async fn a_concurrent_writer_flapping_its_own_taint_never_loses_it_while_gpuready_flips_its_own() {
     let env = env_with_crd().await;
     let client = env.client().expect("client");
-    create_node(&client, "gpu-1", rtx3090_in("a"), 1, json!([])).await;
-    apply_profile(&client, &rtx3090_profile("rtx3090", "a", "")).await;
+    single_node_pool(&client, true).await;
     let run = start_controller(&env, test_args());
-    wait_gated(&client, "gpu-1", false).await;
+    wait_gated(&client, "gpu-1", false, 30).await;
     let history = record_node(&client, "gpu-1").await;
 
     let stop = CancellationToken::new();
@@ -120,9 +105,9 @@ async fn a_concurrent_writer_flapping_its_own_taint_never_loses_it_while_gpuread
     tokio::time::timeout(Duration::from_secs(180), async {
         for _ in 0..12 {
             set_node_status(&client, "gpu-1", 1, 0, true).await;
-            wait_gated(&client, "gpu-1", true).await;
+            wait_gated(&client, "gpu-1", true, 30).await;
             set_node_status(&client, "gpu-1", 1, 1, true).await;
-            wait_gated(&client, "gpu-1", false).await;
+            wait_gated(&client, "gpu-1", false, 30).await;
         }
     })
     .await
@@ -176,14 +161,16 @@ async fn a_concurrent_writer_flapping_its_own_taint_never_loses_it_while_gpuread
     run.stop().await.expect("clean stop");
 }
 
+/// A replica under leader election on the Lease `default/gpuready`, with a
+/// short lease so a takeover fits in a test.
 fn ha_args(identity: &str) -> gpuready::controller::RunArgs {
-    let mut args = test_args();
-    args.leader_elect = true;
-    args.identity = Some(identity.into());
-    args.lease_name = "gpuready".into();
-    args.lease_namespace = "default".into();
-    args.lease_duration_seconds = 4;
-    args
+    run_args(&[
+        "--leader-elect=true",
+        &format!("--identity={identity}"),
+        "--lease-name=gpuready",
+        "--lease-namespace=default",
+        "--lease-duration-seconds=4",
+    ])
 }
 
 async fn lease_holder(client: &Client) -> Option<String> {
@@ -211,8 +198,8 @@ async fn of_two_replicas_only_the_leader_writes_and_the_standby_takes_over_when_
         b.health.ready().ok()
     })
     .await;
-    wait_gated(&client, "broken", true).await;
-    wait_gated(&client, "good", false).await;
+    wait_gated(&client, "broken", true, 30).await;
+    wait_gated(&client, "good", false, 30).await;
     // Several lease durations with both running.
     tokio::time::sleep(Duration::from_secs(10)).await;
     assert!(a.is_leader() && !b.is_leader());
@@ -232,7 +219,7 @@ async fn of_two_replicas_only_the_leader_writes_and_the_standby_takes_over_when_
         "a released the lease on its way out"
     );
     set_node_status(&client, "good", 1, 0, true).await;
-    wait_gated(&client, "good", true).await;
+    wait_gated(&client, "good", true, 30).await;
     println!(
         "takeover: b converged a change {:.1?} after a stopped (lease duration 4 s)",
         stopped.elapsed()
@@ -247,10 +234,9 @@ async fn of_two_replicas_only_the_leader_writes_and_the_standby_takes_over_when_
 async fn after_the_api_server_restarts_gpuready_converges_new_changes_without_a_restart() {
     let mut env = env_with_crd().await;
     let client = env.client().expect("client");
-    create_node(&client, "gpu-1", rtx3090_in("a"), 1, json!([])).await;
-    apply_profile(&client, &rtx3090_profile("rtx3090", "a", "")).await;
+    single_node_pool(&client, true).await;
     let run = start_controller(&env, test_args());
-    wait_gated(&client, "gpu-1", false).await;
+    wait_gated(&client, "gpu-1", false, 30).await;
 
     // A quick restart, then a node change right after it. The watches come back
     // through the watcher's client-go-like backoff (0.8 s doubling up to 30 s,
@@ -260,7 +246,7 @@ async fn after_the_api_server_restarts_gpuready_converges_new_changes_without_a_
         .expect("restart kube-apiserver");
     let restarted = Instant::now();
     set_node_status(&client, "gpu-1", 1, 0, true).await;
-    wait_gated_within(60, &client, "gpu-1", true).await;
+    wait_gated(&client, "gpu-1", true, 60).await;
     println!("after a restart: converged in {:.1?}", restarted.elapsed());
 
     // A longer outage with nothing changing, then a node change and a profile
@@ -270,7 +256,7 @@ async fn after_the_api_server_restarts_gpuready_converges_new_changes_without_a_
     env.start_apiserver().await.expect("start kube-apiserver");
     let restarted = Instant::now();
     set_node_status(&client, "gpu-1", 1, 1, true).await;
-    wait_gated_within(60, &client, "gpu-1", false).await;
+    wait_gated(&client, "gpu-1", false, 60).await;
     println!(
         "after a 5 s outage: converged in {:.1?}",
         restarted.elapsed()

@@ -1,6 +1,11 @@
-//! The controller against a real kube-apiserver, scenario by scenario (issue 4):
-//! every layer flipping, Observe, UntilFirstReady, the safety brake, a node leaving
-//! its profile's selector, and two profiles fighting over one node.
+//! The controller against a real kube-apiserver, scenario by scenario, each the
+//! promise a user relies on: every failing layer taints the node and recovery
+//! releases it, a GFD timestamp going stale taints without any node change,
+//! Observe reports and never writes a node, UntilFirstReady releases once and
+//! never taints again, the safety brake holds new taints when most of a pool
+//! fails at once, a node leaving its profile's selector is cleaned (and gated
+//! again when it comes back), and a node two profiles select is left as it is
+//! with reason Conflict. Foreign taints survive every one of them.
 
 mod support;
 
@@ -9,10 +14,6 @@ use k8s_openapi::api::core::v1::Node;
 use kube::{Client, ResourceExt};
 use serde_json::json;
 use support::*;
-
-/// The foreign taint kube-apiserver's TaintNodesByCondition admission puts on
-/// every new node; gpuready must never drop it.
-const ADMISSION_TAINT: &str = "node.kubernetes.io/not-ready";
 
 /// Waits until the node is released: no gpuready taint, labelled ready with the
 /// profile's ready label, `GpuReady=True`, and the admission's taint still there.
@@ -57,8 +58,7 @@ async fn expect_gated(client: &Client, name: &str, reason: &str) {
 async fn each_failing_layer_taints_the_node_and_recovery_releases_it() {
     let env = env_with_crd().await;
     let client = env.client().expect("client");
-    create_node(&client, "gpu-1", rtx3090_in("a"), 1, json!([])).await;
-    apply_profile(&client, &rtx3090_profile("rtx3090", "a", "")).await;
+    single_node_pool(&client, true).await;
     let run = start_controller(&env, test_args());
     expect_ready(&client, "gpu-1", "rtx3090").await;
 
@@ -198,7 +198,7 @@ async fn observe_mode_reports_in_the_profile_status_and_never_writes_a_node() {
     assert_eq!(run.node_writes(), 0, "Observe writes no node");
     assert!(run.writes("profile_status") >= 3, "but reports in status");
     assert_eq!(
-        run.metrics.writes_sent(),
+        run.writes_sent(),
         run.writes("profile_status") + run.writes("event"),
         "every write request was a profile status or an Event"
     );
@@ -306,9 +306,7 @@ async fn the_safety_brake_holds_new_taints_when_most_nodes_fail_at_once_and_rele
         create_node(&client, name, rtx3090_in("a"), 1, json!([])).await;
     }
     apply_profile(&client, &rtx3090_profile("fleet", "a", "")).await;
-    let mut args = test_args();
-    args.brake_threshold = 0.5;
-    args.brake_min_nodes = 3;
+    let args = run_args(&["--brake-threshold=0.5", "--brake-min-nodes=3"]);
     let run = start_controller(&env, args);
     // A turn is a node gpuready had labelled ready going not-ready.
     for name in &names {

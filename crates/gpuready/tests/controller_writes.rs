@@ -10,14 +10,13 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use gpuready::controller::{self, Health, Metrics, RunArgs};
+use gpuready::controller::{self, Metrics, RunArgs};
 use gpuready_api::keys;
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use support::*;
-use tokio_util::sync::CancellationToken;
 
 // ---- Fencing ----
 
@@ -80,10 +79,8 @@ where
 
 /// gpuready in-process on a client that records every request it sends.
 fn start_recorded(config: kube::Config, args: RunArgs) -> (Running, Sent) {
-    init_logs();
     let sent = Sent::default();
     let metrics = Arc::new(Metrics::default());
-    let health = Arc::new(Health::default());
     let client = kube::client::ClientBuilder::try_from(config)
         .expect("client builder")
         .with_layer(&sent)
@@ -95,54 +92,17 @@ fn start_recorded(config: kube::Config, args: RunArgs) -> (Running, Sent) {
             limiter: None,
         })
         .build();
-    let stop = CancellationToken::new();
-    let task = tokio::spawn(controller::run(
-        client,
-        args,
-        metrics.clone(),
-        health.clone(),
-        stop.clone(),
-    ));
-    (
-        Running {
-            metrics,
-            health,
-            stop,
-            task,
-        },
-        sent,
-    )
+    (spawn_controller(client, metrics, args), sent)
 }
 
 const LEASE_SECONDS: u64 = 4;
 
 fn ha_args(identity: &str) -> RunArgs {
-    let mut args = test_args();
-    args.leader_elect = true;
-    args.identity = Some(identity.into());
-    args.lease_duration_seconds = LEASE_SECONDS;
-    args
-}
-
-/// Applies an RBAC object as admin.
-async fn apply_rbac(client: &Client, v: Value) {
-    let kind = v["kind"].as_str().expect("kind").to_owned();
-    let ar = kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
-        "rbac.authorization.k8s.io",
-        "v1",
-        &kind,
-    ));
-    let api: Api<kube::api::DynamicObject> = match v["metadata"]["namespace"].as_str() {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
-        None => Api::all_with(client.clone(), &ar),
-    };
-    api.patch(
-        v["metadata"]["name"].as_str().expect("name"),
-        &PatchParams::apply("gpuready-tests").force(),
-        &Patch::Apply(&v),
-    )
-    .await
-    .expect("apply RBAC object");
+    run_args(&[
+        "--leader-elect=true",
+        &format!("--identity={identity}"),
+        &format!("--lease-duration-seconds={LEASE_SECONDS}"),
+    ])
 }
 
 /// Users `replica-a` and `replica-b`: everything gpuready needs cluster-wide
@@ -194,13 +154,6 @@ async fn grant(client: &Client) {
         )
         .await;
     }
-}
-
-fn as_user(env: &gpuready_testenv::TestEnv, user: &str) -> kube::Config {
-    let mut config = env.config();
-    config.auth_info.impersonate = Some(user.to_owned());
-    config.auth_info.impersonate_groups = Some(vec!["system:authenticated".into()]);
-    config
 }
 
 #[tokio::test]
@@ -284,8 +237,7 @@ async fn a_leader_whose_renewals_fail_stops_writing_at_its_deadline_and_the_othe
 async fn a_leader_that_sees_another_holder_in_the_lease_stops_writing_at_once() {
     let env = env_with_crd().await;
     let client = env.client().expect("client");
-    create_node(&client, "gpu-1", rtx3090_in("a"), 1, json!([])).await;
-    apply_profile(&client, &rtx3090_profile("rtx3090", "a", "")).await;
+    single_node_pool(&client, true).await;
     let (a, a_sent) = start_recorded(env.config(), ha_args("gpuready-a"));
     eventually(30, "a leads and converged", || async {
         let n = get_node(&client, "gpu-1").await;
@@ -357,11 +309,7 @@ async fn a_node_no_profile_selects_keeps_gpureadys_taint_until_a_profile_governs
         let run = start_controller(&env, test_args());
         eventually(30, "caches synced", || async { run.health.ready().ok() }).await;
         tokio::time::sleep(Duration::from_secs(3)).await;
-        assert_eq!(
-            run.metrics.writes_sent(),
-            0,
-            "round {round}: nothing written"
-        );
+        assert_eq!(run.writes_sent(), 0, "round {round}: nothing written");
         run.stop().await.expect("clean stop");
     }
     let after = get_node(&client, "gpu-1").await;

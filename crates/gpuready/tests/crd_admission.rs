@@ -6,6 +6,8 @@
 //! All tests share one control plane (see gpuready-testenv) and use unique names.
 //! Needs the binaries from `tests/control-plane/build.sh`.
 
+mod support;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -16,59 +18,18 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
-
-const CRD_FILE: &str = "deploy/crds/gpunodeprofiles.gpuready.io.yaml";
-const CRD_NAME: &str = "gpunodeprofiles.gpuready.io";
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Every YAML document of a file, empty documents skipped.
-fn yaml_documents(path: &Path) -> Vec<Value> {
-    let text =
-        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    serde_yaml_ng::Deserializer::from_str(&text)
-        .map(|doc| {
-            <Value as serde::Deserialize>::deserialize(doc)
-                .unwrap_or_else(|e| panic!("{}: invalid YAML: {e}", path.display()))
-        })
-        .filter(|v| !v.is_null())
-        .collect()
-}
+use support::*;
 
 fn committed_crd() -> CustomResourceDefinition {
-    let mut docs = yaml_documents(&repo_root().join(CRD_FILE));
-    assert_eq!(docs.len(), 1, "{CRD_FILE} should hold one CRD");
-    serde_json::from_value(docs.remove(0)).expect("a CustomResourceDefinition")
+    let mut crds = read_crds(&repo_root().join(CRD_FILE));
+    assert_eq!(crds.len(), 1, "{CRD_FILE} should hold one CRD");
+    crds.remove(0)
 }
 
 /// The shared environment with the committed CRD installed and Established
 /// (installed once per test binary).
 async fn env() -> &'static TestEnv {
-    static CRD_INSTALLED: tokio::sync::OnceCell<Result<(), String>> =
-        tokio::sync::OnceCell::const_new();
-    let env = TestEnv::shared().await.expect("test control plane");
-    CRD_INSTALLED
-        .get_or_init(|| async { install_crd(env).await })
-        .await
-        .as_ref()
-        .expect("GpuNodeProfile CRD installs");
-    env
-}
-
-async fn install_crd(env: &TestEnv) -> Result<(), String> {
-    let crds: Api<CustomResourceDefinition> = Api::all(env.client().map_err(|e| e.to_string())?);
-    crds.patch(
-        CRD_NAME,
-        &PatchParams::apply("gpuready-tests").force(),
-        &Patch::Apply(committed_crd()),
-    )
-    .await
-    .map_err(|e| format!("the API server refused {CRD_FILE}: {e}"))?;
-    gpuready_testenv::crds::wait_established(&kube::Client::from(crds), &[CRD_NAME])
-        .await
-        .map_err(|e| e.to_string())
+    shared_env_with_crds(&[CRD_FILE]).await
 }
 
 fn profiles(env: &TestEnv) -> Api<GpuNodeProfile> {
@@ -78,40 +39,6 @@ fn profiles(env: &TestEnv) -> Api<GpuNodeProfile> {
 /// The smallest valid spec; bad cases change one thing in it.
 fn minimal_spec() -> Value {
     json!({ "nodeSelector": { "matchLabels": { "nvidia.com/gpu.present": "true" } } })
-}
-
-fn profile(name: &str, spec: Value) -> Value {
-    json!({
-        "apiVersion": "gpuready.io/v1alpha1",
-        "kind": "GpuNodeProfile",
-        "metadata": { "name": name },
-        "spec": spec,
-    })
-}
-
-/// Creates a profile from raw JSON (so it can hold what the Rust types cannot).
-async fn create_raw(env: &TestEnv, object: &Value) -> Result<GpuNodeProfile, kube::Error> {
-    let gvk = GroupVersionKind::gvk("gpuready.io", "v1alpha1", "GpuNodeProfile");
-    let resource = kube::core::ApiResource::from_gvk_with_plural(&gvk, "gpunodeprofiles");
-    let api: Api<DynamicObject> = Api::all_with(env.client().expect("client"), &resource);
-    let object: DynamicObject = serde_json::from_value(object.clone()).expect("object");
-    let created = api.create(&PostParams::default(), &object).await?;
-    Ok(
-        serde_json::from_value(serde_json::to_value(created).expect("json"))
-            .expect("the server's answer deserializes as a GpuNodeProfile"),
-    )
-}
-
-async fn run(command: std::process::Command) -> (bool, String, String) {
-    let out = tokio::process::Command::from(command)
-        .output()
-        .await
-        .expect("run command");
-    (
-        out.status.success(),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
-    )
 }
 
 #[tokio::test]
@@ -145,7 +72,7 @@ async fn kubectl_get_shows_the_printer_columns() {
         "mode": "Observe",
         "gpu": { "products": ["NVIDIA-A100-*"] },
     });
-    create_raw(env, &profile(&name, spec))
+    create_raw_profile(&env.client().expect("client"), &raw_profile(&name, spec))
         .await
         .expect("good profile");
     profiles(env)
@@ -167,7 +94,12 @@ async fn kubectl_get_shows_the_printer_columns() {
     for resource in ["gpunodeprofiles", "gnp", "gpunodeprofile.gpuready.io"] {
         let mut cmd = env.kubectl();
         cmd.args(["get", resource, &name]);
-        let (ok, out, err) = run(cmd).await;
+        let Out {
+            ok,
+            stdout: out,
+            stderr: err,
+            ..
+        } = run(cmd, None).await;
         assert!(ok, "kubectl get {resource}: {err}");
         let lines: Vec<Vec<&str>> = out
             .lines()
@@ -196,7 +128,12 @@ async fn kubectl_get_shows_the_printer_columns() {
     // Product is priority 1: only in the wide output.
     let mut cmd = env.kubectl();
     cmd.args(["get", "gnp", &name, "-o", "wide"]);
-    let (ok, out, err) = run(cmd).await;
+    let Out {
+        ok,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(cmd, None).await;
     assert!(ok, "{err}");
     assert!(
         out.lines().next().is_some_and(|h| h.contains("PRODUCT")),
@@ -207,7 +144,12 @@ async fn kubectl_get_shows_the_printer_columns() {
     // The category works too: `kubectl get gpuready`.
     let mut cmd = env.kubectl();
     cmd.args(["get", "gpuready", "-o", "name"]);
-    let (ok, out, err) = run(cmd).await;
+    let Out {
+        ok,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(cmd, None).await;
     assert!(ok, "{err}");
     assert!(
         out.contains(&format!("gpunodeprofile.gpuready.io/{name}")),
@@ -223,7 +165,12 @@ async fn kubectl_explain_shows_field_descriptions() {
     let out = loop {
         let mut cmd = env.kubectl();
         cmd.args(["explain", "gpunodeprofile.spec"]);
-        let (ok, out, err) = run(cmd).await;
+        let Out {
+            ok,
+            stdout: out,
+            stderr: err,
+            ..
+        } = run(cmd, None).await;
         if ok && out.contains("nodeSelector") {
             break out;
         }
@@ -245,7 +192,12 @@ async fn kubectl_explain_shows_field_descriptions() {
     }
     let mut cmd = env.kubectl();
     cmd.args(["explain", "gnp.spec.gpu.minComputeCapability"]);
-    let (ok, out, err) = run(cmd).await;
+    let Out {
+        ok,
+        stdout: out,
+        stderr: err,
+        ..
+    } = run(cmd, None).await;
     assert!(ok, "{err}");
     assert!(out.contains("Minimum compute capability"), "{out}");
 }
@@ -1154,7 +1106,12 @@ async fn every_rule_rejects_its_bad_profile_with_its_message() {
     let mut failures = Vec::new();
     for case in bad_cases() {
         let name = case.name.clone().unwrap_or_else(|| unique_name("bad"));
-        match create_raw(env, &profile(&name, case.spec.clone())).await {
+        match create_raw_profile(
+            &env.client().expect("client"),
+            &raw_profile(&name, case.spec.clone()),
+        )
+        .await
+        {
             Ok(_) => failures.push(format!("{}: accepted {}", case.what, case.spec)),
             Err(kube::Error::Api(status)) => {
                 let missing: Vec<_> = case
@@ -1189,7 +1146,7 @@ fn offline_validation_refuses_every_bad_profile() {
     let mut accepted = BTreeSet::new();
     for case in bad_cases() {
         let name = case.name.clone().unwrap_or_else(|| "bad".into());
-        if let Ok(p) = serde_json::from_value::<gpuready_api::GpuNodeProfile>(profile(
+        if let Ok(p) = serde_json::from_value::<gpuready_api::GpuNodeProfile>(raw_profile(
             &name,
             case.spec.clone(),
         )) && p.validate().is_empty()
@@ -1214,9 +1171,12 @@ fn offline_validation_refuses_every_bad_profile() {
 async fn status_summary_is_bounded() {
     let env = env().await;
     let name = unique_name("status");
-    create_raw(env, &profile(&name, minimal_spec()))
-        .await
-        .expect("good profile");
+    create_raw_profile(
+        &env.client().expect("client"),
+        &raw_profile(&name, minimal_spec()),
+    )
+    .await
+    .expect("good profile");
     let summary = |n: usize| -> Vec<Value> {
         (0..n)
             .map(|i| json!({ "name": format!("node-{i}"), "layer": "Driver", "reason": "DriverMissing" }))
@@ -1265,9 +1225,12 @@ async fn good_profiles_are_accepted_and_defaulted() {
     let env = env().await;
 
     // Only the required field: the server fills in every default.
-    let created = create_raw(env, &profile(&unique_name("minimal"), minimal_spec()))
-        .await
-        .expect("minimal profile");
+    let created = create_raw_profile(
+        &env.client().expect("client"),
+        &raw_profile(&unique_name("minimal"), minimal_spec()),
+    )
+    .await
+    .expect("minimal profile");
     let spec = created.spec;
     assert_eq!(spec.mode, Mode::Enforce);
     assert_eq!(spec.taint_policy, TaintPolicy::Continuous);
@@ -1308,9 +1271,12 @@ async fn good_profiles_are_accepted_and_defaulted() {
         "sandboxResources": vec!["nvidia.com/GH100_H200_SXM_141GB"; 16],
         "notReadyDeadline": { "seconds": 2592000, "since": "LastReady", "label": true },
     });
-    let created = create_raw(env, &profile(&unique_name("full"), full.clone()))
-        .await
-        .expect("full profile");
+    let created = create_raw_profile(
+        &env.client().expect("client"),
+        &raw_profile(&unique_name("full"), full.clone()),
+    )
+    .await
+    .expect("full profile");
     assert_eq!(
         serde_json::to_value(&created.spec).expect("json"),
         full,
@@ -1319,9 +1285,9 @@ async fn good_profiles_are_accepted_and_defaulted() {
     assert!(created.spec.validate().is_empty());
 
     // Minimum driver version with two parts; zero label age disables the check.
-    let created = create_raw(
-        env,
-        &profile(
+    let created = create_raw_profile(
+        &env.client().expect("client"),
+        &raw_profile(
             &unique_name("two-part"),
             spec_with(json!({ "minDriverVersion": "570.26", "maxLabelAgeSeconds": 0 })),
         ),
@@ -1342,9 +1308,12 @@ async fn explicit_nulls_are_accepted() {
         "gatingLayers": null,
         "gpu": { "minMemoryMib": null, "minComputeCapability": null, "count": null },
     }));
-    create_raw(env, &profile(&unique_name("nulls"), spec))
-        .await
-        .expect("profile with explicit nulls");
+    create_raw_profile(
+        &env.client().expect("client"),
+        &raw_profile(&unique_name("nulls"), spec),
+    )
+    .await
+    .expect("profile with explicit nulls");
 }
 
 /// Every document of every `deploy/examples/**/profiles*.yaml` is accepted by the
@@ -1373,7 +1342,10 @@ async fn example_profiles_are_accepted() {
             .unwrap_or(file)
             .display()
             .to_string();
-        for (i, doc) in yaml_documents(file).into_iter().enumerate() {
+        for (i, doc) in yaml_documents(&std::fs::read_to_string(file).expect("example file"))
+            .into_iter()
+            .enumerate()
+        {
             let what = format!("{rel} document {}", i + 1);
             if let Err(e) = dry_run_create(&client, &doc).await {
                 failures.push(format!("{what}: {e}"));

@@ -17,31 +17,24 @@
 //! Both tests share this binary's control plane; the kstatus test runs the only
 //! controller in it.
 
-mod deploy_support;
 mod support;
 
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use deploy_support::*;
-use gpuready::controller::RunArgs;
 use gpuready_api::GpuNodeProfile;
 use gpuready_testenv::{TestEnv, unique_name};
 use kube::Client;
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use serde_json::{Value, json};
+use support::*;
 
 const FLUX: &str = "deploy/flux";
-const CHART_CRD: &str = "charts/gpuready/files/crds/gpunodeprofiles.gpuready.io.yaml";
 
+/// The shared control plane with the chart's copy of the CRD.
 async fn env() -> &'static TestEnv {
-    static READY: tokio::sync::OnceCell<()> = tokio::sync::OnceCell::const_new();
-    let env = TestEnv::shared().await.expect("test control plane");
-    READY
-        .get_or_init(|| async { install_crds(env, CHART_CRD, "gpuready-tests").await })
-        .await;
-    env
+    shared_env_with_crds(&[CHART_CRD]).await
 }
 
 /// Every YAML document under `deploy/flux`, with the file it came from.
@@ -305,17 +298,14 @@ fn kstatus(obj: &Value) -> (KStatus, String) {
     (KStatus::Current, "no status to go by".into())
 }
 
-fn profile_api(client: &Client) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("gpuready.io", "v1alpha1", "GpuNodeProfile");
-    Api::all_with(
-        client.clone(),
-        &ApiResource::from_gvk_with_plural(&gvk, "gpunodeprofiles"),
-    )
-}
-
 async fn profile_json(client: &Client, name: &str) -> Value {
-    serde_json::to_value(profile_api(client).get(name).await.expect("get profile"))
-        .expect("profile JSON")
+    serde_json::to_value(
+        raw_profile_api(client)
+            .get(name)
+            .await
+            .expect("get profile"),
+    )
+    .expect("profile JSON")
 }
 
 /// A healthy RTX 3090 node of the example, renamed and moved out of the
@@ -432,7 +422,7 @@ impl CelProbe {
             dry_run: true,
             ..PatchParams::default()
         };
-        match profile_api(&self.client)
+        match raw_profile_api(&self.client)
             .patch(name, &params, &Patch::Merge(&patch))
             .await
         {
@@ -514,22 +504,22 @@ async fn kstatus_and_the_flux_health_expressions_read_reconciled_profiles() {
     // ready node; two profiles claiming the same node; a profile matching nothing.
     create_example_nodes(&client, EXAMPLE).await;
     apply_example_profiles(&client, EXAMPLE).await;
-    create_node(
+    create_dumped_node(
         &client,
         &node_like_3090("solo-1", json!({ "pool": "solo" })),
     )
     .await;
-    create_node(
+    create_dumped_node(
         &client,
         &node_like_3090("twin-1", json!({ "pool": "twin" })),
     )
     .await;
-    apply_profile(&client, profile("solo", json!({ "pool": "solo" }))).await;
-    apply_profile(&client, profile("twin-a", json!({ "pool": "twin" }))).await;
-    apply_profile(&client, profile("twin-b", json!({ "pool": "twin" }))).await;
-    apply_profile(&client, profile("nobody", json!({ "pool": "none" }))).await;
+    apply_profile_json(&client, profile("solo", json!({ "pool": "solo" }))).await;
+    apply_profile_json(&client, profile("twin-a", json!({ "pool": "twin" }))).await;
+    apply_profile_json(&client, profile("twin-b", json!({ "pool": "twin" }))).await;
+    apply_profile_json(&client, profile("nobody", json!({ "pool": "none" }))).await;
     // A report-only profile whose node is not ready (24 GiB < 48 GB asked).
-    create_node(
+    create_dumped_node(
         &client,
         &node_like_3090("watch-1", json!({ "pool": "watch" })),
     )
@@ -537,7 +527,7 @@ async fn kstatus_and_the_flux_health_expressions_read_reconciled_profiles() {
     let mut watch = profile("watch", json!({ "pool": "watch" }));
     watch["spec"]["mode"] = json!("Observe");
     watch["spec"]["gpu"]["minMemoryMib"] = json!(48000);
-    apply_profile(&client, watch).await;
+    apply_profile_json(&client, watch).await;
 
     // Before gpuready has looked, plain kstatus calls a profile Current.
     let fresh = profile_json(&client, "solo").await;
@@ -547,7 +537,7 @@ async fn kstatus_and_the_flux_health_expressions_read_reconciled_profiles() {
         "kstatus's default without status"
     );
 
-    let run = start_controller(env.config(), RunArgs::for_tests());
+    let run = start_controller(env, test_args());
     let expected = [
         ("solo", KStatus::Current),
         ("nobody", KStatus::Current),
@@ -638,7 +628,7 @@ async fn kstatus_and_the_flux_health_expressions_read_reconciled_profiles() {
 
     // A spec change gpuready has not judged yet: InProgress for both readers.
     run.stop().await.expect("clean stop");
-    profile_api(&client)
+    raw_profile_api(&client)
         .patch(
             "solo",
             &PatchParams::default(),
@@ -652,7 +642,7 @@ async fn kstatus_and_the_flux_health_expressions_read_reconciled_profiles() {
     assert!(!probe.eval("solo", "current").await);
     // A profile gpuready never saw: no status at all. kstatus says Current (the
     // gap the expressions close); no expression can say Current.
-    apply_profile(&client, profile("unseen", json!({ "pool": "later" }))).await;
+    apply_profile_json(&client, profile("unseen", json!({ "pool": "later" }))).await;
     assert_eq!(
         kstatus(&profile_json(&client, "unseen").await).0,
         KStatus::Current
@@ -661,7 +651,7 @@ async fn kstatus_and_the_flux_health_expressions_read_reconciled_profiles() {
     assert!(!probe.eval("unseen", "failed").await);
 
     // gpuready judges the new generation: Current again.
-    let run = start_controller(env.config(), RunArgs::for_tests());
+    let run = start_controller(env, test_args());
     eventually(60, "solo Current after the edit", || async {
         let p = profile_json(&client, "solo").await;
         (kstatus(&p).0 == KStatus::Current
@@ -673,7 +663,7 @@ async fn kstatus_and_the_flux_health_expressions_read_reconciled_profiles() {
     run.stop().await.expect("clean stop");
 
     // Deletion held by a finalizer: Terminating.
-    let api = profile_api(&client);
+    let api = raw_profile_api(&client);
     api.patch(
         "nobody",
         &PatchParams::default(),

@@ -9,27 +9,22 @@
 //! The figures printed at the end go into docs/hardening.md; `GPUREADY_FUZZ_BIN`
 //! runs another build (a baseline) through the same inputs.
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+use support::rng::Rng;
+use support::*;
 
-const NOW: &str = "2026-11-29T12:00:00Z";
 const EXAMPLES: [&str; 3] = ["pascal-maxwell", "rtx3090-rtx4070tis", "talos-rtx3050"];
 /// Per run. Generous for a debug binary on a loaded 2-core machine; a hang is
 /// what this catches (the quadratic YAML case took minutes).
 const TIME_LIMIT: Duration = Duration::from_secs(20);
 /// Virtual memory per run, in KiB.
 const MEMORY_LIMIT_KIB: u64 = 2 * 1024 * 1024;
-
-#[path = "support/rng.rs"]
-mod rng;
-use rng::Rng;
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 /// Values that broke, or could break, parsing and judging.
 fn nasty_values(rng: &mut Rng) -> Value {
@@ -190,7 +185,7 @@ fn run_case(dir: &Path, nodes: &Path, profiles: &Path, output: &str) -> (Option<
         .arg("-c")
         .arg(format!("ulimit -v {MEMORY_LIMIT_KIB}; exec \"$0\" \"$@\""))
         .arg(binary())
-        .args(["check", "--now", NOW, "-o", output, "--nodes"])
+        .args(["check", "--now", DUMPED_AT, "-o", output, "--nodes"])
         .arg(nodes)
         .arg("--profiles")
         .arg(profiles)
@@ -227,7 +222,7 @@ fn mutated_examples_never_panic_hang_or_exit_oddly() {
     let mut tally = Tally::default();
     for case in 0..cases {
         let example = *rng.pick(&EXAMPLES);
-        let base = repo().join("deploy/examples").join(example);
+        let base = repo_root().join("deploy/examples").join(example);
         let nodes_text = std::fs::read(base.join("nodes.json")).expect("nodes");
         let profiles_text = std::fs::read(base.join("profiles.yaml")).expect("profiles");
         let mutate_nodes = rng.below(2) == 0;

@@ -10,7 +10,7 @@
 //! (the Go module proxy does not serve that release), and without it the test
 //! prints that it did not run.
 
-use std::path::{Path, PathBuf};
+mod support;
 
 use gpuready_api::crd::{self, COMMITTED_NFD_CRDS_PATH};
 use gpuready_api::nfd::{
@@ -18,39 +18,17 @@ use gpuready_api::nfd::{
 };
 use gpuready_core::nfd_crds::{CrdClass, NfdCrdPlan, plan};
 use gpuready_testenv::TestEnv;
-use gpuready_testenv::crds::wait_established;
 use gpuready_testenv::upstream_nfd;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, JSONSchemaProps,
-};
-use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
-use serde_json::{Value, json};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use serde_json::json;
+use support::*;
 
 const NAMES: [&str; 3] = [
     NODE_FEATURE_CRD,
     NODE_FEATURE_GROUP_CRD,
     NODE_FEATURE_RULE_CRD,
 ];
-const MANAGER: &str = "gpuready-tests";
-
-fn yaml_crds(path: &Path) -> Vec<CustomResourceDefinition> {
-    let text =
-        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    serde_yaml_ng::Deserializer::from_str(&text)
-        .map(|doc| {
-            let v = <Value as serde::Deserialize>::deserialize(doc).expect("YAML");
-            serde_json::from_value(v).expect("a CustomResourceDefinition")
-        })
-        .collect()
-}
-
-/// Waits for one CRD through the shared test-support helper.
-async fn established(client: &kube::Client, name: &str) {
-    wait_established(client, &[name])
-        .await
-        .expect("CRD Established");
-}
 
 /// What the controller does: read each CRD (or nothing) and plan.
 async fn read_plan(crds: &Api<CustomResourceDefinition>) -> NfdCrdPlan {
@@ -63,25 +41,6 @@ async fn read_plan(crds: &Api<CustomResourceDefinition>) -> NfdCrdPlan {
 
 fn class<'a>(plan: &'a NfdCrdPlan, name: &str) -> &'a CrdClass {
     plan.class_of(name).expect("verdict")
-}
-
-fn api(client: &kube::Client, kind: &str, namespace: Option<&str>) -> Api<DynamicObject> {
-    let gvk = GroupVersionKind::gvk("nfd.k8s-sigs.io", "v1alpha1", kind);
-    let ar = ApiResource::from_gvk(&gvk);
-    match namespace {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
-        None => Api::all_with(client.clone(), &ar),
-    }
-}
-
-fn object(kind: &str, name: &str, spec: Value) -> DynamicObject {
-    serde_json::from_value(json!({
-        "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
-        "kind": kind,
-        "metadata": {"name": name},
-        "spec": spec,
-    }))
-    .expect("object")
 }
 
 #[tokio::test]
@@ -101,13 +60,13 @@ async fn helm_era_crds_are_upgraded_and_then_left_alone() {
         crds.create(&PostParams::default(), &crd)
             .await
             .expect("create v0.15 CRD");
-        established(&client, &name).await;
+        wait_established(&client, &[&name]).await;
     }
-    let rules = api(&client, "NodeFeatureRule", None);
+    let rules = nfd_api(&client, "NodeFeatureRule", None);
     rules
         .create(
             &PostParams::default(),
-            &object(
+            &nfd_object(
                 "NodeFeatureRule",
                 "helm-era",
                 json!({"rules": [{"name": "nvidia", "labels": {"example.com/gpu": "true"},
@@ -118,7 +77,7 @@ async fn helm_era_crds_are_upgraded_and_then_left_alone() {
         .await
         .expect("a v0.15 rule");
     // The stale CRD refuses the v0.18 operators.
-    let ge_rule = object(
+    let ge_rule = nfd_object(
         "NodeFeatureRule",
         "driver-at-least",
         json!({"rules": [{"name": "driver", "labels": {"example.com/driver-ok": "true"},
@@ -162,11 +121,7 @@ async fn helm_era_crds_are_upgraded_and_then_left_alone() {
     );
 
     // 3. Apply what the plan says, from the committed file (what users get).
-    let committed = yaml_crds(
-        &PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("../..")
-            .join(COMMITTED_NFD_CRDS_PATH),
-    );
+    let committed = read_crds(&repo_root().join(COMMITTED_NFD_CRDS_PATH));
     for name in before.to_apply() {
         let crd = committed
             .iter()
@@ -174,12 +129,12 @@ async fn helm_era_crds_are_upgraded_and_then_left_alone() {
             .expect("committed CRD");
         crds.patch(
             name,
-            &PatchParams::apply(MANAGER).force(),
+            &PatchParams::apply(TEST_MANAGER).force(),
             &Patch::Apply(crd),
         )
         .await
         .unwrap_or_else(|e| panic!("the API server refused {name}: {e}"));
-        established(&client, name).await;
+        wait_established(&client, &[name]).await;
     }
 
     // 4. Next pass: nothing to do.
@@ -202,11 +157,11 @@ async fn helm_era_crds_are_upgraded_and_then_left_alone() {
         "`type` must not be pruned"
     );
     let ns = env.create_namespace("nfd").await.expect("namespace");
-    let groups = api(&client, "NodeFeatureGroup", Some(&ns));
+    let groups = nfd_api(&client, "NodeFeatureGroup", Some(&ns));
     groups
         .create(
             &PostParams::default(),
-            &object(
+            &nfd_object(
                 "NodeFeatureGroup",
                 "gpus",
                 json!({"featureGroupRules": [{"name": "nvidia", "vars": {"gpu": "true"},
@@ -227,20 +182,7 @@ async fn helm_era_crds_are_upgraded_and_then_left_alone() {
     future.metadata.managed_fields = None;
     future.metadata.resource_version = None;
     future.status = None;
-    let spec = future.spec.versions[0]
-        .schema
-        .as_mut()
-        .and_then(|s| s.open_api_v3_schema.as_mut())
-        .and_then(|r| r.properties.as_mut())
-        .and_then(|p| p.get_mut("spec"))
-        .expect("spec schema");
-    spec.properties.get_or_insert_with(Default::default).insert(
-        "priority".into(),
-        JSONSchemaProps {
-            type_: Some("integer".into()),
-            ..Default::default()
-        },
-    );
+    add_spec_field(&mut future, "priority");
     crds.patch(
         NODE_FEATURE_CRD,
         &PatchParams::apply("nfd-future").force(),

@@ -15,21 +15,15 @@ mod support;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use gpuready::controller::config::NfdCrdMode;
 use gpuready::nfd_io::{NFD_CRD_NAMES, read_plan};
 use gpuready_api::GpuNodeProfile;
 use gpuready_api::keys::{self, nfd_crd_reasons as reasons};
 use gpuready_api::nfd::{NODE_FEATURE_CRD, NODE_FEATURE_GROUP_CRD, NODE_FEATURE_RULE_CRD};
 use gpuready_testenv::TestEnv;
-use gpuready_testenv::crds::wait_established as upstream_wait_established;
-use gpuready_testenv::upstream_nfd;
 use k8s_openapi::api::events::v1::Event;
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
-    CustomResourceDefinition, JSONSchemaProps,
-};
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
-use kube::api::{Api, DynamicObject, ListParams, PostParams};
-use kube::core::{ApiResource, GroupVersionKind};
+use kube::api::{Api, DynamicObject, PostParams};
 use serde_json::{Value, json};
 use support::*;
 
@@ -48,72 +42,8 @@ spec:
 
 // ---------------------------------------------------------------- helpers
 
-/// An upstream release's file, or `None` for an older release this run cannot
-/// read (the loader has printed that the test did not run, and why).
-fn upstream_path(tag: &str) -> Option<PathBuf> {
-    upstream_nfd::file(tag).expect("upstream NFD CRDs")
-}
-
-/// A release the Go module proxy serves: fetched and cached, never skipped.
-fn served_path(tag: &str) -> PathBuf {
-    upstream_path(tag).expect("a release the Go module proxy serves is never skipped")
-}
-
-fn read_crds(path: &Path) -> Vec<CustomResourceDefinition> {
-    let text =
-        std::fs::read_to_string(path).unwrap_or_else(|e| panic!("reading {}: {e}", path.display()));
-    serde_yaml_ng::Deserializer::from_str(&text)
-        .map(|doc| {
-            let v = <Value as serde::Deserialize>::deserialize(doc).expect("YAML");
-            serde_json::from_value(v).expect("a CustomResourceDefinition")
-        })
-        .collect()
-}
-
-/// `kubectl apply -f <file>`: client-side apply, as NFD's docs and Helm-era
-/// upgrade scripts do (manager `kubectl-client-side-apply`, last-applied annotation).
-async fn kubectl_apply(env: &TestEnv, file: &Path) {
-    let out = tokio::process::Command::from(env.kubectl())
-        .arg("apply")
-        .arg("-f")
-        .arg(file)
-        .output()
-        .await
-        .expect("run kubectl");
-    assert!(
-        out.status.success(),
-        "kubectl apply -f {}: {}",
-        file.display(),
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
 fn crd_api(client: &Client) -> Api<CustomResourceDefinition> {
     Api::all(client.clone())
-}
-
-async fn wait_established(client: &Client, names: &[&str]) {
-    upstream_wait_established(client, names)
-        .await
-        .expect("CRDs Established");
-}
-
-fn nfd_api(client: &Client, kind: &str, namespace: Option<&str>) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk(&GroupVersionKind::gvk("nfd.k8s-sigs.io", "v1alpha1", kind));
-    match namespace {
-        Some(ns) => Api::namespaced_with(client.clone(), ns, &ar),
-        None => Api::all_with(client.clone(), &ar),
-    }
-}
-
-fn nfd_object(kind: &str, name: &str, spec: &Value) -> DynamicObject {
-    serde_json::from_value(json!({
-        "apiVersion": "nfd.k8s-sigs.io/v1alpha1",
-        "kind": kind,
-        "metadata": { "name": name },
-        "spec": spec,
-    }))
-    .expect("NFD object")
 }
 
 /// `(status, reason, message)` of the profile's NfdCrds condition.
@@ -181,24 +111,17 @@ async fn wait_all_in_state(run: &Running, state: &str) {
     .await;
 }
 
-fn args(mode: NfdCrdMode) -> gpuready::controller::RunArgs {
-    let mut a = test_args();
-    a.nfd_crds = mode;
-    a
+/// The controller's arguments with `--nfd-crds=<mode>` (`apply`, `check`).
+fn args(mode: &str) -> gpuready::controller::RunArgs {
+    run_args(&[&format!("--nfd-crds={mode}")])
 }
 
+/// The Events with `reason` about the profile.
 async fn profile_events(client: &Client, reason: &str) -> Vec<Event> {
-    // Events about a cluster-scoped object land in `default`.
-    Api::<Event>::namespaced(client.clone(), "default")
-        .list(&ListParams::default())
+    events_about(client, "rtx3090")
         .await
-        .expect("list events")
-        .items
         .into_iter()
-        .filter(|e| {
-            e.reason.as_deref() == Some(reason)
-                && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some("rtx3090")
-        })
+        .filter(|e| e.reason.as_deref() == Some(reason))
         .collect()
 }
 
@@ -267,7 +190,7 @@ async fn no_nfd_crds_are_installed_and_established_then_a_restart_writes_none() 
     let client = env.client().expect("client");
     apply_profile(&client, PROFILE).await;
 
-    let run = start_controller(&env, args(NfdCrdMode::Apply));
+    let run = start_controller(&env, args("apply"));
     let message = wait_for_condition(&client, "True", reasons::INSTALLED).await;
     for name in NFD_CRD_NAMES {
         assert!(message.contains(name), "{message}");
@@ -296,26 +219,26 @@ async fn no_nfd_crds_are_installed_and_established_then_a_restart_writes_none() 
     nfd_api(&client, "NodeFeatureRule", None)
         .create(
             &PostParams::default(),
-            &nfd_object("NodeFeatureRule", "ge", &ge_rule_spec()),
+            &nfd_object("NodeFeatureRule", "ge", ge_rule_spec()),
         )
         .await
         .expect("a v0.18 rule is accepted");
     run.stop().await.expect("clean stop");
 
     // Restart: the CRDs are gpuready's own now, so nothing to write to them.
-    let run = start_controller(&env, args(NfdCrdMode::Apply));
+    let run = start_controller(&env, args("apply"));
     wait_all_in_state(&run, "current").await;
     wait_for_condition(&client, "True", reasons::CURRENT).await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     println!(
         "restart after install: {} crd writes, {} write requests ({} profile status)",
         run.writes("crd"),
-        run.metrics.writes_sent(),
+        run.writes_sent(),
         run.writes("profile_status")
     );
     assert_eq!(run.writes("crd"), 0);
     assert_eq!(
-        run.metrics.writes_sent(),
+        run.writes_sent(),
         run.writes("profile_status"),
         "only the condition's reason (Installed → Current) is written"
     );
@@ -349,29 +272,29 @@ async fn upgrades_from(tag: &str, release: &str, group_exists: bool) {
     let groups = nfd_api(&client, "NodeFeatureGroup", Some(&ns));
     let pp = PostParams::default();
     rules
-        .create(&pp, &nfd_object("NodeFeatureRule", "old", &rule_spec()))
+        .create(&pp, &nfd_object("NodeFeatureRule", "old", rule_spec()))
         .await
         .expect("old rule");
     features
-        .create(&pp, &nfd_object("NodeFeature", "old", &feature_spec()))
+        .create(&pp, &nfd_object("NodeFeature", "old", feature_spec()))
         .await
         .expect("old feature");
     if group_exists {
         groups
-            .create(&pp, &nfd_object("NodeFeatureGroup", "old", &group_spec()))
+            .create(&pp, &nfd_object("NodeFeatureGroup", "old", group_spec()))
             .await
             .expect("old group");
     }
     assert!(
         rules
-            .create(&pp, &nfd_object("NodeFeatureRule", "ge", &ge_rule_spec()))
+            .create(&pp, &nfd_object("NodeFeatureRule", "ge", ge_rule_spec()))
             .await
             .is_err(),
         "{tag}: the old CRD refuses op Ge"
     );
     apply_profile(&client, PROFILE).await;
 
-    let run = start_controller(&env, args(NfdCrdMode::Apply));
+    let run = start_controller(&env, args("apply"));
     let message = wait_for_condition(&client, "True", reasons::UPGRADED).await;
     assert!(
         message.contains(&format!(
@@ -423,7 +346,7 @@ async fn upgrades_from(tag: &str, release: &str, group_exists: bool) {
         );
     }
     rules
-        .create(&pp, &nfd_object("NodeFeatureRule", "ge", &ge_rule_spec()))
+        .create(&pp, &nfd_object("NodeFeatureRule", "ge", ge_rule_spec()))
         .await
         .unwrap_or_else(|e| panic!("{tag}: op Ge refused after the upgrade: {e}"));
     assert_eq!(
@@ -437,7 +360,7 @@ async fn upgrades_from(tag: &str, release: &str, group_exists: bool) {
             &nfd_object(
                 "NodeFeatureGroup",
                 "new",
-                &json!({"featureGroupRules": [{"name": "gpu", "vars": {"gpu": "true"},
+                json!({"featureGroupRules": [{"name": "gpu", "vars": {"gpu": "true"},
                     "matchFeatures": [{"feature": "pci.device",
                         "matchName": {"op": "In", "value": ["10de"]}}]}]}),
             ),
@@ -447,7 +370,7 @@ async fn upgrades_from(tag: &str, release: &str, group_exists: bool) {
     println!(
         "{tag}: upgraded with {} crd writes, {} write requests in all",
         run.writes("crd"),
-        run.metrics.writes_sent()
+        run.writes_sent()
     );
     run.stop().await.expect("clean stop");
 }
@@ -482,7 +405,7 @@ async fn current_crds_get_zero_writes() {
     apply_profile(&client, PROFILE).await;
     let before = versions(&client).await;
 
-    let run = start_controller(&env, args(NfdCrdMode::Apply));
+    let run = start_controller(&env, args("apply"));
     let message = wait_for_condition(&client, "True", reasons::CURRENT).await;
     assert!(message.contains("v0.18 (NFD v0.18.x-v0.19.x)"), "{message}");
     wait_all_in_state(&run, "current").await;
@@ -490,7 +413,7 @@ async fn current_crds_get_zero_writes() {
     assert_eq!(run.writes("crd"), 0);
     // The profile's first status and its ProfileReady Event are the only writes.
     assert_eq!(
-        run.metrics.writes_sent(),
+        run.writes_sent(),
         run.writes("profile_status") + run.writes("event"),
         "besides the profile status and its Event, nothing is written"
     );
@@ -500,16 +423,16 @@ async fn current_crds_get_zero_writes() {
     run.stop().await.expect("clean stop");
 
     // A restart with the condition already in place: not one write request.
-    let run = start_controller(&env, args(NfdCrdMode::Apply));
+    let run = start_controller(&env, args("apply"));
     wait_all_in_state(&run, "current").await;
     tokio::time::sleep(Duration::from_secs(2)).await;
     println!(
         "current CRDs, restart: {} crd writes, {} write requests",
         run.writes("crd"),
-        run.metrics.writes_sent()
+        run.writes_sent()
     );
     assert_eq!(run.writes("crd"), 0);
-    assert_eq!(run.metrics.writes_sent(), 0);
+    assert_eq!(run.writes_sent(), 0);
     run.stop().await.expect("clean stop");
     assert_eq!(versions(&client).await, before, "the CRDs were not touched");
     for name in NFD_CRD_NAMES {
@@ -534,22 +457,7 @@ fn future_crds(dir: &Path) -> PathBuf {
                 v2.storage = false;
                 crd.spec.versions.push(v2);
             }
-            Some(NODE_FEATURE_CRD) => {
-                let spec = crd.spec.versions[0]
-                    .schema
-                    .as_mut()
-                    .and_then(|s| s.open_api_v3_schema.as_mut())
-                    .and_then(|r| r.properties.as_mut())
-                    .and_then(|p| p.get_mut("spec"))
-                    .expect("spec schema");
-                spec.properties.get_or_insert_with(Default::default).insert(
-                    "priority".into(),
-                    JSONSchemaProps {
-                        type_: Some("integer".into()),
-                        ..Default::default()
-                    },
-                );
-            }
+            Some(NODE_FEATURE_CRD) => add_spec_field(crd, "priority"),
             _ => {}
         }
     }
@@ -573,7 +481,7 @@ async fn newer_crds_are_left_alone_and_reported() {
     apply_profile(&client, PROFILE).await;
     let before = versions(&client).await;
 
-    let run = start_controller(&env, args(NfdCrdMode::Apply));
+    let run = start_controller(&env, args("apply"));
     let message = wait_for_condition(&client, "True", reasons::NEWER_LEFT_ALONE).await;
     assert!(
         message.contains(NODE_FEATURE_RULE_CRD) && message.contains("v1alpha2"),
@@ -614,7 +522,7 @@ async fn check_mode_writes_nothing_and_names_the_difference() {
     apply_profile(&client, PROFILE).await;
     let before = versions(&client).await;
 
-    let run = start_controller(&env, args(NfdCrdMode::Check));
+    let run = start_controller(&env, args("check"));
     let message = wait_for_condition(&client, "False", reasons::CHECK_ONLY_WOULD_CHANGE).await;
     assert!(
         message.contains(&format!("create {NODE_FEATURE_GROUP_CRD}")),
@@ -643,13 +551,13 @@ async fn check_mode_writes_nothing_and_names_the_difference() {
     println!(
         "check mode: {} crd writes, {} write requests ({} profile status, {} events)",
         run.writes("crd"),
-        run.metrics.writes_sent(),
+        run.writes_sent(),
         run.writes("profile_status"),
         run.writes("event")
     );
     assert_eq!(run.writes("crd"), 0);
     assert_eq!(
-        run.metrics.writes_sent(),
+        run.writes_sent(),
         run.writes("profile_status") + run.writes("event"),
         "only the profile's status and Event are written"
     );
@@ -659,25 +567,11 @@ async fn check_mode_writes_nothing_and_names_the_difference() {
 
 // ---------------------------------------------------------------- CLI
 
-struct CliOut {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-async fn gpuready(kubeconfig: &Path, args: &[&str]) -> CliOut {
-    let out = tokio::process::Command::new(env!("CARGO_BIN_EXE_gpuready"))
-        .args(args)
-        .env("KUBECONFIG", kubeconfig)
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .output()
-        .await
-        .expect("run gpuready");
-    CliOut {
-        code: out.status.code(),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    }
+/// `gpuready <args>` with `KUBECONFIG=<kubeconfig>`.
+async fn gpuready(kubeconfig: &Path, args: &[&str]) -> Out {
+    let mut cmd = gpuready_with_kubeconfig(kubeconfig);
+    cmd.args(args);
+    run(cmd, None).await
 }
 
 #[tokio::test]
@@ -806,31 +700,18 @@ async fn cli_diff_exit_codes_and_apply() {
 
 /// A ClusterRole on the three NFD CRDs by name, bound to service account `sa`.
 async fn grant_on_nfd_crds(client: &Client, sa: &str, verbs: &[&str]) {
-    use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
-    let role: ClusterRole = serde_json::from_value(json!({
-        "metadata": { "name": sa },
-        "rules": [{
+    grant_cluster_role(
+        client,
+        sa,
+        json!([{
             "apiGroups": ["apiextensions.k8s.io"],
             "resources": ["customresourcedefinitions"],
             "resourceNames": NFD_CRD_NAMES,
             "verbs": verbs,
-        }],
-    }))
-    .expect("role");
-    let binding: ClusterRoleBinding = serde_json::from_value(json!({
-        "metadata": { "name": sa },
-        "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": sa },
-        "subjects": [{ "kind": "ServiceAccount", "namespace": "default", "name": sa }],
-    }))
-    .expect("binding");
-    Api::<ClusterRole>::all(client.clone())
-        .create(&PostParams::default(), &role)
-        .await
-        .expect("create role");
-    Api::<ClusterRoleBinding>::all(client.clone())
-        .create(&PostParams::default(), &binding)
-        .await
-        .expect("create binding");
+        }]),
+        json!({ "kind": "ServiceAccount", "namespace": "default", "name": sa }),
+    )
+    .await;
 }
 
 /// What the README and the module docs promise: get, list, watch, patch and

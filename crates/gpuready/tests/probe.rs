@@ -20,10 +20,6 @@ use kube::ResourceExt;
 use serde_json::{Value, json};
 use support::*;
 
-fn gpuready() -> Command {
-    Command::new(env!("CARGO_BIN_EXE_gpuready"))
-}
-
 #[test]
 fn once_without_nvml_prints_an_unusable_report_and_exits_1() {
     let out = gpuready()
@@ -128,9 +124,7 @@ async fn probe_reports_drive_the_taint_on_and_off() {
         &rtx3090_profile("probe", "probe", "probe: {whenMissing: Blocking}"),
     )
     .await;
-    let mut args = test_args();
-    args.probe_namespace = Some(ns.clone());
-    let run = start_controller(&env, args);
+    let run = start_controller(&env, run_args(&[&format!("--probe-namespace={ns}")]));
 
     // No report yet: the profile blocks.
     eventually(60, "gpu-1 tainted for a missing probe", || async {
@@ -272,9 +266,8 @@ async fn the_probe_process_publishes_its_report_and_stops_on_sigterm() {
         .await
         .expect("namespace");
     let mut child = tokio::process::Command::from({
-        let mut c = gpuready();
+        let mut c = gpuready_on(env);
         c.args(["probe", "--interval", "1s", "--log-format", "json"])
-            .env("KUBECONFIG", env.kubeconfig_path())
             .env("NODE_NAME", "agent-node")
             .env("POD_NAMESPACE", &ns)
             .env("GPUREADY_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")

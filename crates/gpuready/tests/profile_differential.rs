@@ -1,13 +1,14 @@
-//! One set of profile rules, offline and at admission (issue 13 item 4): every
-//! profile file of a corpus — hand-made edge cases (non-finite numbers, names the
-//! API server refuses, unknown fields with empty values, two objects of one name,
-//! a YAML stream starting with `{`, merge keys, bad selectors, globs, reserved
-//! keys, numbers past what the engine holds) and random mutations of the shipped
-//! example profiles with a fixed seed — is refused by `gpuready check` exactly
-//! when `kubectl create -f` (field validation Strict, what kubectl sends) is
-//! refused by a real API server. For a sample of accepted mutated profiles, the
-//! live `gpuready check` gives the same verdicts as the offline one over a dump
-//! of the same nodes.
+//! One set of profile rules, offline and at admission: a profile file that
+//! `gpuready check` accepts must be one the API server accepts, and the other
+//! way round, or a user's dry run would lie. Every file of a corpus — hand-made
+//! edge cases (non-finite numbers, names the API server refuses, unknown fields
+//! with empty values, two objects of one name, a YAML stream starting with `{`,
+//! merge keys, bad selectors, globs, reserved keys, numbers past what the engine
+//! holds) and random mutations of the shipped example profiles with a fixed
+//! seed — is refused by `gpuready check` exactly when `kubectl create -f` (field
+//! validation Strict, what kubectl sends) is refused by a real API server. For a
+//! sample of accepted mutated profiles, the live `gpuready check` gives the same
+//! verdicts as the offline one over a dump of the same nodes.
 //!
 //! `GPUREADY_FUZZ_CASES` (default 40) sets how many mutations are tried.
 
@@ -18,11 +19,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Value, json};
 use support::*;
 
-const NOW: &str = "2026-11-29T12:00:00Z";
-
-#[path = "support/rng.rs"]
-mod rng;
-use rng::Rng;
+use support::rng::Rng;
 
 const HEAD: &str = "apiVersion: gpuready.io/v1alpha1\nkind: GpuNodeProfile\n";
 
@@ -241,27 +238,15 @@ fn collect(v: &Value, here: String, out: &mut Vec<String>) {
     }
 }
 
-async fn kubectl(env: &gpuready_testenv::TestEnv, args: &[&str]) -> (bool, String) {
-    let mut cmd = env.kubectl();
-    cmd.args(args);
-    let out = tokio::process::Command::from(cmd)
-        .output()
-        .await
-        .expect("kubectl");
-    (
-        out.status.success(),
-        format!(
-            "{}{}",
-            String::from_utf8_lossy(&out.stdout),
-            String::from_utf8_lossy(&out.stderr)
-        ),
-    )
+/// `kubectl <args>` against `env`: whether it succeeded, and all it printed.
+async fn kubectl_out(env: &gpuready_testenv::TestEnv, args: &[&str]) -> (bool, String) {
+    let out = run(kubectl(env, args), None).await;
+    (out.ok, format!("{}{}", out.stdout, out.stderr))
 }
 
 fn check(kubeconfig: &Path, args: &[&str]) -> (Option<i32>, Value) {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_gpuready"))
-        .env("KUBECONFIG", kubeconfig)
-        .args(["check", "--now", NOW, "-o", "json"])
+    let out = gpuready_with_kubeconfig(kubeconfig)
+        .args(["check", "--now", DUMPED_AT, "-o", "json"])
         .args(args)
         .output()
         .expect("gpuready");
@@ -318,7 +303,7 @@ async fn offline_and_server_accept_the_same_profiles_and_judge_alike() {
         .expect("node status");
     }
     let dir = tempfile::tempdir().expect("tempdir");
-    let (ok, dump) = kubectl(&env, &["get", "nodes", "-o", "json"]).await;
+    let (ok, dump) = kubectl_out(&env, &["get", "nodes", "-o", "json"]).await;
     assert!(ok, "{dump}");
     let dump_path = dir.path().join("nodes.json");
     std::fs::write(&dump_path, dump).expect("dump");
@@ -333,8 +318,8 @@ async fn offline_and_server_accept_the_same_profiles_and_judge_alike() {
         let path = dir.path().join(format!("p{i}.yaml"));
         std::fs::write(&path, bytes).expect("write");
         let path_str = path.to_str().expect("utf-8 path");
-        let offline = gpuready::input::read_profiles(&path);
-        let (server, message) = kubectl(&env, &["create", "-f", path_str]).await;
+        let offline = gpuready::input::read_all_profiles(std::slice::from_ref(&path));
+        let (server, message) = kubectl_out(&env, &["create", "-f", path_str]).await;
         if offline.is_ok() == server {
             agree += 1;
         } else {
@@ -378,7 +363,7 @@ async fn offline_and_server_accept_the_same_profiles_and_judge_alike() {
                 }
             }
         }
-        let _ = kubectl(
+        let _ = kubectl_out(
             &env,
             &[
                 "delete",

@@ -5,17 +5,13 @@
 //! those coordinates. (`tests/lint-workflows.sh` lints the workflow with
 //! actionlint on top of this.)
 
-use std::path::PathBuf;
+mod support;
 
-use serde::Deserialize;
 use serde_json::Value;
+use support::*;
 
 const IMAGE: &str = "ghcr.io/gpuready/gpuready";
 const CHART_REPO: &str = "oci://ghcr.io/gpuready/charts";
-
-fn repo_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
 
 fn read(rel: &str) -> String {
     std::fs::read_to_string(repo_root().join(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
@@ -23,13 +19,6 @@ fn read(rel: &str) -> String {
 
 fn yaml(rel: &str) -> Value {
     serde_yaml_ng::from_str(&read(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
-}
-
-fn yaml_docs(rel: &str) -> Vec<Value> {
-    serde_yaml_ng::Deserializer::from_str(&read(rel))
-        .map(|d| Value::deserialize(d).unwrap_or_else(|e| panic!("{rel}: {e}")))
-        .filter(|d| !d.is_null())
-        .collect()
 }
 
 /// Every step of a job, as JSON.
@@ -132,7 +121,7 @@ fn chart_manifests_and_flux_point_at_the_published_coordinates() {
     let repo = yaml("deploy/flux/gpuready/helmrepository.yaml");
     assert_eq!(repo["spec"]["type"], "oci");
     assert_eq!(repo["spec"]["url"], CHART_REPO);
-    let release = yaml_docs("deploy/flux/gpuready/helmrelease.yaml");
+    let release = yaml_file("deploy/flux/gpuready/helmrelease.yaml");
     assert!(
         release
             .iter()

@@ -37,7 +37,7 @@ async fn the_binary_serves_health_takes_the_lease_and_releases_it_on_sigterm() {
     let env = env_with_crd().await;
     let client = env.client().unwrap();
     let port = free_port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_gpuready"))
+    let mut child = gpuready_on(&env)
         .args([
             "run",
             "--http-addr",
@@ -46,7 +46,6 @@ async fn the_binary_serves_health_takes_the_lease_and_releases_it_on_sigterm() {
             "off",
         ])
         .args(["--identity", "bin-test", "--lease-namespace", "default"])
-        .env("KUBECONFIG", env.kubeconfig_path())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()

@@ -8,12 +8,11 @@
 //! Regenerate after changing the GpuNodeProfile types:
 //! `UPDATE_VALUES_SCHEMA=1 cargo test -p gpuready --test values_schema`.
 
-mod deploy_support;
 mod support;
 
-use deploy_support::*;
 use gpuready_testenv::TestEnv;
 use serde_json::{Map, Value, json};
+use support::*;
 
 const SCHEMA: &str = "charts/gpuready/values.schema.json";
 

@@ -183,29 +183,6 @@ impl RunArgs {
             std::env::var("HOSTNAME").unwrap_or_else(|_| format!("gpuready-{}", std::process::id()))
         })
     }
-
-    /// Defaults, for tests and embedding.
-    pub fn for_tests() -> Self {
-        RunArgs {
-            http_addr: SocketAddr::from(([127, 0, 0, 1], 0)),
-            concurrency: 4,
-            client_qps: 0,
-            client_burst: 0,
-            heartbeat: Duration::ZERO,
-            node_selector: None,
-            brake_threshold: 0.5,
-            brake_window: Duration::from_secs(300),
-            brake_min_nodes: 3,
-            leader_elect: false,
-            lease_name: "gpuready".into(),
-            lease_namespace: "default".into(),
-            lease_duration_seconds: 15,
-            identity: None,
-            nfd_crds: NfdCrdMode::Off,
-            log_format: LogFormat::Text,
-            probe_namespace: None,
-        }
-    }
 }
 
 #[cfg(test)]

@@ -1,8 +1,5 @@
 //! Prometheus metrics, in the text exposition format on /metrics.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -64,9 +61,6 @@ pub struct Metrics {
     /// Responses by status code for the codes gpuready retries (429, 503, 504).
     pub retryable_responses: Family<Code, Counter>,
     pub nfd_crds: Family<CrdState, Gauge>,
-    /// Write requests (anything but GET/LIST/WATCH), for tests and closing notes.
-    pub write_requests: Arc<AtomicU64>,
-    pub read_requests: Arc<AtomicU64>,
 }
 
 impl Default for Metrics {
@@ -84,8 +78,6 @@ impl Default for Metrics {
             profile_crd_present: Gauge::default(),
             retryable_responses: Family::default(),
             nfd_crds: Family::default(),
-            write_requests: Arc::default(),
-            read_requests: Arc::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -163,6 +155,10 @@ impl Metrics {
             .inc();
     }
 
+    /// Counts one request in `api_requests_total`: a watch as `WATCH`, anything
+    /// else by its HTTP method (a LIST is a `GET`). Writes are every method but
+    /// `GET` and `WATCH`; the tests and the benchmark sum them from /metrics, so
+    /// what they measure is what an operator's dashboard shows.
     pub fn count_request(&self, method: &str, watch: bool) {
         let label = if watch { "WATCH" } else { method };
         self.requests
@@ -170,18 +166,5 @@ impl Metrics {
                 method: label.to_owned(),
             })
             .inc();
-        let counter = match method {
-            "GET" => &self.read_requests,
-            _ => &self.write_requests,
-        };
-        counter.fetch_add(1, Ordering::Relaxed);
-    }
-
-    pub fn writes_sent(&self) -> u64 {
-        self.write_requests.load(Ordering::Relaxed)
-    }
-
-    pub fn reads_sent(&self) -> u64 {
-        self.read_requests.load(Ordering::Relaxed)
     }
 }

@@ -129,14 +129,6 @@ where
     }
 }
 
-/// A client whose requests are counted into `metrics`, without a rate limit.
-pub fn counted_client(
-    config: kube::Config,
-    metrics: Arc<Metrics>,
-) -> Result<kube::Client, kube::Error> {
-    limited_client(config, metrics, None)
-}
-
 /// gpuready's client: retry above count + limit above kube's stack (whose own
 /// retry is off), so every attempt is counted and paced.
 pub fn limited_client(
@@ -193,6 +185,16 @@ mod tests {
         limited_client(config, metrics, limiter).unwrap()
     }
 
+    /// Attempts counted as `GET` in `api_requests_total`.
+    fn gets_counted(metrics: &Metrics) -> u64 {
+        metrics
+            .requests
+            .get_or_create(&crate::controller::metrics::Method {
+                method: "GET".to_owned(),
+            })
+            .get()
+    }
+
     async fn get_version(client: &kube::Client) -> Result<String, kube::Error> {
         client
             .request_text(Request::get("/version").body(Vec::new()).unwrap())
@@ -207,7 +209,7 @@ mod tests {
         get_version(&client).await.unwrap();
         assert_eq!(seen.load(Ordering::SeqCst), 4, "3 refusals, then success");
         assert_eq!(
-            metrics.reads_sent(),
+            gets_counted(&metrics),
             4,
             "each attempt passes the counting layer"
         );
@@ -228,7 +230,7 @@ mod tests {
         assert!(get_version(&client).await.is_err());
         // 1 try + 4 retries, then gpuready's per-object backoff takes over.
         assert_eq!(seen.load(Ordering::SeqCst), 5);
-        assert_eq!(metrics.reads_sent(), 5);
+        assert_eq!(gets_counted(&metrics), 5);
     }
 
     #[tokio::test]
