@@ -4,8 +4,12 @@
 
 use gpuready_api::keys;
 use gpuready_core::{NodeAssessment, NodeFacts};
+use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::events::v1::Event as K8sEvent;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::Resource;
+use kube::api::{Api, PostParams};
 use kube::runtime::events::{Event, EventType};
 use tracing::warn;
 
@@ -64,11 +68,59 @@ pub async fn publish_transition(ctx: &Context, node: &Node, facts: &NodeFacts, a
 /// Sends one Event about `node` and counts it as a write; a failure is logged,
 /// never returned, because an Event must not fail the reconcile that wrote the
 /// node. `what` names the Event in that log line.
+///
+/// Created directly rather than through kube's `Recorder`: the Recorder keeps a
+/// copy of every Event it sent for six minutes (to patch a repeat into a
+/// series), keyed by the regarding object's reference *with* its
+/// resourceVersion. A node's Events follow a write to it, so no key ever
+/// repeats: the copies were never used, yet after a fleet-wide transition they
+/// held a full `Event` (about 2 KB with its hash-map slot) per node, the largest
+/// per-node cost left once the node cache was packed. The Event sent is the
+/// one the Recorder would create (same name scheme, fields and namespace).
 async fn publish_node_event(ctx: &Context, node: &Node, ev: &Event, what: &str) {
-    if let Err(e) = ctx.recorder.publish(ev, &node.object_ref(&())).await {
+    let event = node_event(ctx, node, ev, Timestamp::now());
+    let api: Api<K8sEvent> = Api::namespaced(ctx.client.clone(), EVENT_NAMESPACE);
+    if let Err(e) = api.create(&PostParams::default(), &event).await {
         warn!(error = %e, what, "publishing a node event failed");
     } else {
         ctx.metrics.count_write("event");
+    }
+}
+
+/// Where Events about cluster-scoped objects go (as kube's `Recorder` does).
+const EVENT_NAMESPACE: &str = "default";
+
+/// The `events.k8s.io/v1` Event about `node`.
+fn node_event(ctx: &Context, node: &Node, ev: &Event, now: Timestamp) -> K8sEvent {
+    let regarding = node.object_ref(&());
+    // The reporting controller the Recorder (profile Events) also names.
+    let controller = keys::FIELD_MANAGER.to_owned();
+    K8sEvent {
+        metadata: ObjectMeta {
+            name: Some(format!(
+                "{}.{:x}",
+                regarding.name.as_deref().unwrap_or(&controller),
+                now.as_nanosecond()
+            )),
+            namespace: Some(EVENT_NAMESPACE.to_owned()),
+            ..ObjectMeta::default()
+        },
+        action: Some(ev.action.clone()),
+        reason: Some(ev.reason.clone()),
+        note: ev.note.clone(),
+        event_time: Some(MicroTime(now)),
+        regarding: Some(regarding),
+        related: ev.secondary.clone(),
+        reporting_instance: Some(ctx.args.identity()),
+        reporting_controller: Some(controller),
+        type_: Some(
+            match ev.type_ {
+                EventType::Normal => "Normal",
+                EventType::Warning => "Warning",
+            }
+            .to_owned(),
+        ),
+        ..K8sEvent::default()
     }
 }
 

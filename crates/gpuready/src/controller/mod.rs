@@ -181,7 +181,7 @@ async fn run_controllers(
     let recorder = Recorder::new(
         client.clone(),
         Reporter {
-            controller: "gpuready".into(),
+            controller: keys::FIELD_MANAGER.into(),
             instance: Some(identity),
         },
     );
