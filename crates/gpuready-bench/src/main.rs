@@ -333,8 +333,9 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
                 },
             )
             .await?;
-            let seen = counts.borrow().last_change.get(&node).map(|(_, at)| *at);
-            // The taint flips first; the time of the taint change is what counts.
+            // The taint is what protects workloads: its change is what counts
+            // (the condition may follow later, after the gate's quiet period).
+            let seen = counts.borrow().taint_changed.get(&node).copied();
             if let Some(at) = seen {
                 reactions.push(at.saturating_duration_since(sent));
             }

@@ -25,8 +25,11 @@ pub struct Counts {
     pub tainted: usize,
     pub condition_true: usize,
     pub condition_false: usize,
-    /// When each node last changed taint state (for the single-node reaction).
+    /// Each node's state and when it last changed in any way.
     pub last_change: HashMap<String, (NodeSeen, Instant)>,
+    /// When each node's taint last went on or off (the single-node reaction:
+    /// the condition follows the taint and may wait for the gate).
+    pub taint_changed: HashMap<String, Instant>,
 }
 
 fn seen(node: &Node) -> NodeSeen {
@@ -85,7 +88,11 @@ pub fn start(client: Client) -> (watch::Receiver<Counts>, tokio::task::JoinHandl
                         None => {}
                     }
                 }
-                c.last_change.insert(name, (s, Instant::now()));
+                let now = Instant::now();
+                if old.is_none_or(|o| o.tainted != s.tainted) {
+                    c.taint_changed.insert(name.clone(), now);
+                }
+                c.last_change.insert(name, (s, now));
             });
         }
     });
