@@ -163,7 +163,7 @@ pub struct RunArgs {
     pub log_format: LogFormat,
 
     /// Namespace where `gpuready probe` publishes its reports (ConfigMaps
-    /// gpuready-probe-<node>). Unset: no report is read (and no RBAC on
+    /// `gpuready-probe-<node>`). Unset: no report is read (and no RBAC on
     /// ConfigMaps is needed); the Health layer then sees every node without one.
     #[arg(long, env = "GPUREADY_PROBE_NAMESPACE")]
     pub probe_namespace: Option<String>,
