@@ -44,12 +44,6 @@ pub struct Gate {
     wake: Notify,
 }
 
-impl Default for Gate {
-    fn default() -> Self {
-        Gate::new(1)
-    }
-}
-
 /// Counts one reconcile as in flight until dropped.
 pub struct InFlight<'a>(&'a Gate);
 
