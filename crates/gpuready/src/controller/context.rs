@@ -97,6 +97,13 @@ impl Context {
             .is_some_and(|rv| Some(rv.as_str()) != cached)
     }
 
+    /// Whether the cached node is exactly what gpuready's own last write left
+    /// (the watch event echoing that write). Forgets the write when it is: the
+    /// cache has caught up with it.
+    pub fn is_echo_of_own_write(&self, node: &str, cached: Option<&str>) -> bool {
+        cached.is_some_and(|c| self.last_writes.take_if_equal(node, c))
+    }
+
     /// Waits until both caches have been listed once; false if they never will be.
     pub async fn wait_for_caches(&self) -> bool {
         self.caches_ready.clone().wait_for(|r| *r).await.is_ok()
@@ -132,6 +139,17 @@ impl LastWrites {
         self.0.lock().ok().and_then(|mut w| w.remove(node))
     }
 
+    fn take_if_equal(&self, node: &str, rv: &str) -> bool {
+        let Ok(mut w) = self.0.lock() else {
+            return false;
+        };
+        if w.get(node).is_some_and(|last| last == rv) {
+            w.remove(node);
+            return true;
+        }
+        false
+    }
+
     pub fn forget(&self, node: &str) {
         let _ = self.take(node);
     }
@@ -142,5 +160,21 @@ impl LastWrites {
 
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_echo_is_recognised_once_and_only_at_the_version_written() {
+        let w = LastWrites::default();
+        w.insert("a", "7".into());
+        assert!(!w.take_if_equal("a", "6"), "an older copy is not the echo");
+        assert_eq!(w.len(), 1, "and the write is still remembered");
+        assert!(w.take_if_equal("a", "7"));
+        assert!(w.is_empty(), "the cache has caught up");
+        assert!(!w.take_if_equal("a", "7"));
     }
 }

@@ -105,6 +105,11 @@ impl Gate {
         self.wake.notify_one();
     }
 
+    /// Whether the node's writes are deferred now (it will be handed back).
+    pub fn is_pending(&self, node: &str) -> bool {
+        self.pending.lock().is_ok_and(|p| p.contains_key(node))
+    }
+
     pub fn deferred(&self) -> usize {
         self.pending.lock().map(|p| p.len()).unwrap_or(0)
     }
