@@ -1,5 +1,5 @@
 //! What the benchmark sees of the fleet: a watch that keeps, per node, whether
-//! gpuready's taint is on and what its GpuReady condition says, and publishes
+//! gpuready's taint (and the floor's) is on and what its GpuReady condition says, and publishes
 //! the counts so a phase can wait for "every node tainted".
 
 use std::collections::HashMap;
@@ -15,6 +15,8 @@ use tokio::sync::watch;
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NodeSeen {
     pub tainted: bool,
+    /// The floor client's taint (`floor::FLOOR_TAINT`) is on.
+    pub floor_tainted: bool,
     /// The GpuReady condition's status: Some(true) True, Some(false) otherwise.
     pub gpu_ready: Option<bool>,
 }
@@ -23,6 +25,7 @@ pub struct NodeSeen {
 pub struct Counts {
     pub nodes: usize,
     pub tainted: usize,
+    pub floor_tainted: usize,
     pub condition_true: usize,
     pub condition_false: usize,
     /// Each node's state and when it last changed in any way.
@@ -39,6 +42,11 @@ fn seen(node: &Node) -> NodeSeen {
             .as_ref()
             .and_then(|s| s.taints.as_ref())
             .is_some_and(|t| t.iter().any(|t| t.key == keys::DEFAULT_TAINT_KEY)),
+        floor_tainted: node
+            .spec
+            .as_ref()
+            .and_then(|s| s.taints.as_ref())
+            .is_some_and(|t| t.iter().any(|t| t.key == crate::floor::FLOOR_TAINT)),
         gpu_ready: node
             .status
             .as_ref()
@@ -81,6 +89,9 @@ pub fn start(client: Client) -> (watch::Receiver<Counts>, tokio::task::JoinHandl
                     };
                     if v.tainted {
                         bump(&mut c.tainted);
+                    }
+                    if v.floor_tainted {
+                        bump(&mut c.floor_tainted);
                     }
                     match v.gpu_ready {
                         Some(true) => bump(&mut c.condition_true),
