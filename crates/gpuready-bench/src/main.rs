@@ -49,6 +49,11 @@ struct Args {
     /// Single-node changes (each one a break and a repair) timed at the end.
     #[arg(long, default_value_t = 20)]
     flips: usize,
+    /// Times each fleet-wide phase (floor and gpuready, taint and untaint) is
+    /// run; the table gives the median and every run (the API server on a
+    /// small machine is noisy from one burst to the next).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
+    repeats: u16,
     /// Seconds the converged controller is watched at rest.
     #[arg(long, default_value_t = 75)]
     rest_seconds: u64,
@@ -69,18 +74,23 @@ struct Row {
     floor_untaint: Duration,
     /// The floor timed as gpuready is: the observer running, until it sees
     /// every node (un)tainted. The ratios use these.
-    floor_taint_seen: Duration,
-    floor_untaint_seen: Duration,
+    floor_taint_seen: Vec<Duration>,
+    floor_untaint_seen: Vec<Duration>,
     floor_writes: usize,
     floor_cpu: f64,
     startup: Duration,
     cpu_startup: f64,
-    taint_all: Duration,
-    untaint_all: Duration,
+    taint_all: Vec<Duration>,
+    /// From the profile change until the observer saw the first taint.
+    first_taint: Vec<Duration>,
+    /// gpuready's writes other than the taint's node patch sent before the
+    /// last taint was seen (the gate's promise: none, bar profile status).
+    writes_before_last_taint: BTreeMap<String, u64>,
+    untaint_all: Vec<Duration>,
     writes_taint_phase: BTreeMap<String, u64>,
     writes_untaint_phase: BTreeMap<String, u64>,
-    cpu_taint_phase: f64,
-    cpu_untaint_phase: f64,
+    cpu_taint_phase: Vec<f64>,
+    cpu_untaint_phase: Vec<f64>,
     rss_rest_kib: u64,
     rss_peak_kib: u64,
     cpu_per_change_ms: f64,
@@ -266,24 +276,27 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
         c.nodes == n
     })
     .await?;
-    let began = Instant::now();
-    floor::run(&floor_client, usize::from(args.concurrency), true).await?;
-    let at = wait_counts(&mut counts, "every node floor-tainted", long, |c| {
-        c.floor_tainted == n
-    })
-    .await?;
-    row.floor_taint_seen = at - began;
-    let began = Instant::now();
-    floor::run(&floor_client, usize::from(args.concurrency), false).await?;
-    let at = wait_counts(&mut counts, "no node floor-tainted", long, |c| {
-        c.floor_tainted == 0
-    })
-    .await?;
-    row.floor_untaint_seen = at - began;
-    eprintln!(
-        "[{n}] floor, seen by the observer: taint {:.1?}, untaint {:.1?}",
-        row.floor_taint_seen, row.floor_untaint_seen
-    );
+    for _ in 0..args.repeats {
+        let began = Instant::now();
+        floor::run(&floor_client, usize::from(args.concurrency), true).await?;
+        let at = wait_counts(&mut counts, "every node floor-tainted", long, |c| {
+            c.floor_tainted == n
+        })
+        .await?;
+        row.floor_taint_seen.push(at - began);
+        let began = Instant::now();
+        floor::run(&floor_client, usize::from(args.concurrency), false).await?;
+        let at = wait_counts(&mut counts, "no node floor-tainted", long, |c| {
+            c.floor_tainted == 0
+        })
+        .await?;
+        row.floor_untaint_seen.push(at - began);
+        eprintln!(
+            "[{n}] floor, seen by the observer: taint {:.1?}, untaint {:.1?}",
+            row.floor_taint_seen.last().copied().unwrap_or_default(),
+            at - began,
+        );
+    }
 
     // gpuready: starts on a healthy fleet and converges it.
     fleet::apply_profile(&admin, "570.0").await?;
@@ -302,40 +315,56 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
         row.startup
     );
 
-    // Break: one profile change (driver minimum above every node's) breaks
-    // every node at once.
-    let cpu0 = ctl.cpu();
-    let broke = Instant::now();
-    fleet::apply_profile(&admin, "999.0").await?;
-    let at = wait_counts(&mut counts, "every node tainted", long, |c| c.tainted == n).await?;
-    row.taint_all = at - broke;
-    wait_counts(&mut counts, "every GpuReady=False", long, |c| {
-        c.condition_false == n
-    })
-    .await?;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    row.cpu_taint_phase = ctl.cpu() - cpu0;
-    let tainted = writes(ctl.port);
-    row.writes_taint_phase = diff(&tainted, &converged);
-    eprintln!("[{n}] gpuready: tainted all in {:.1?}", row.taint_all);
+    let mut before = converged;
+    for round in 0..args.repeats {
+        // Break: one profile change (driver minimum above every node's) breaks
+        // every node at once.
+        let cpu0 = ctl.cpu();
+        let broke = Instant::now();
+        fleet::apply_profile(&admin, "999.0").await?;
+        let first = wait_counts(&mut counts, "a node tainted", long, |c| c.tainted > 0).await?;
+        row.first_taint.push(first - broke);
+        let at = wait_counts(&mut counts, "every node tainted", long, |c| c.tainted == n).await?;
+        row.taint_all.push(at - broke);
+        if round == 0 {
+            row.writes_before_last_taint = diff(&writes(ctl.port), &before)
+                .into_iter()
+                .filter(|(k, _)| k != "node")
+                .collect();
+        }
+        wait_counts(&mut counts, "every GpuReady=False", long, |c| {
+            c.condition_false == n
+        })
+        .await?;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        row.cpu_taint_phase.push(ctl.cpu() - cpu0);
+        let tainted = writes(ctl.port);
+        if round == 0 {
+            row.writes_taint_phase = diff(&tainted, &before);
+        }
+        eprintln!("[{n}] gpuready: tainted all in {:.1?}", at - broke);
 
-    // Repair: one profile change makes every node ready.
-    let cpu1 = ctl.cpu();
-    let repaired = Instant::now();
-    fleet::apply_profile(&admin, "570.0").await?;
-    let at = wait_counts(&mut counts, "every node untainted", long, |c| {
-        c.tainted == 0
-    })
-    .await?;
-    row.untaint_all = at - repaired;
-    wait_counts(&mut counts, "every GpuReady=True", long, |c| {
-        c.condition_true == n
-    })
-    .await?;
-    tokio::time::sleep(Duration::from_secs(2)).await;
-    row.cpu_untaint_phase = ctl.cpu() - cpu1;
-    row.writes_untaint_phase = diff(&writes(ctl.port), &tainted);
-    eprintln!("[{n}] gpuready: untainted all in {:.1?}", row.untaint_all);
+        // Repair: one profile change makes every node ready.
+        let cpu1 = ctl.cpu();
+        let repaired = Instant::now();
+        fleet::apply_profile(&admin, "570.0").await?;
+        let at = wait_counts(&mut counts, "every node untainted", long, |c| {
+            c.tainted == 0
+        })
+        .await?;
+        row.untaint_all.push(at - repaired);
+        wait_counts(&mut counts, "every GpuReady=True", long, |c| {
+            c.condition_true == n
+        })
+        .await?;
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        row.cpu_untaint_phase.push(ctl.cpu() - cpu1);
+        before = writes(ctl.port);
+        if round == 0 {
+            row.writes_untaint_phase = diff(&before, &tainted);
+        }
+        eprintln!("[{n}] gpuready: untainted all in {:.1?}", at - repaired);
+    }
 
     // Single-node changes: a label flips the product, gpuready taints; back, untaints.
     let node = fleet::node_name(n / 2);
@@ -397,6 +426,31 @@ fn secs(d: Duration) -> String {
     format!("{:.1} s", d.as_secs_f64())
 }
 
+/// The median (of an even count, the upper middle: no averaging of two runs).
+fn median(runs: &[Duration]) -> Duration {
+    let mut v = runs.to_vec();
+    v.sort();
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+fn median_f(runs: &[f64]) -> f64 {
+    let mut v = runs.to_vec();
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or_default()
+}
+
+/// "median (run 1, run 2, …)", or just the time for a single run.
+fn spread(runs: &[Duration]) -> String {
+    if runs.len() < 2 {
+        return secs(median(runs));
+    }
+    let each: Vec<String> = runs
+        .iter()
+        .map(|d| format!("{:.1}", d.as_secs_f64()))
+        .collect();
+    format!("{} ({})", secs(median(runs)), each.join(", "))
+}
+
 fn ratio(a: Duration, b: Duration) -> String {
     if b.is_zero() {
         "–".into()
@@ -406,6 +460,9 @@ fn ratio(a: Duration, b: Duration) -> String {
 }
 
 fn kinds(m: &BTreeMap<String, u64>) -> String {
+    if m.is_empty() {
+        return "none".into();
+    }
     m.iter()
         .map(|(k, v)| format!("{k} {v}"))
         .collect::<Vec<_>>()
@@ -418,11 +475,12 @@ fn table(rows: &[Row], args: &Args) -> String {
         .map(|n| n.get())
         .unwrap_or(0);
     out.push_str(&format!(
-        "Measured {} on {cores} core(s); client qps {} burst {} (0: no client-side limit), concurrency {}.\n\n",
+        "Measured {} on {cores} core(s); client qps {} burst {} (0: no client-side limit), concurrency {}, {} run(s) of each fleet-wide phase.\n\n",
         jiff::Timestamp::now().strftime("%Y-%m-%d"),
         args.client_qps,
         args.client_burst,
-        args.concurrency
+        args.concurrency,
+        args.repeats
     ));
     out.push_str("| | ");
     out.push_str(
@@ -449,34 +507,47 @@ fn table(rows: &[Row], args: &Args) -> String {
     line("floor: taint all, its client alone", &|r| {
         secs(r.floor_taint)
     });
-    line("floor: taint all, seen by the observer", &|r| {
-        secs(r.floor_taint_seen)
+    line(
+        "floor: taint all, seen by the observer (median; each run)",
+        &|r| spread(&r.floor_taint_seen),
+    );
+    line(
+        "gpuready: taint all, from the profile change (median; each run)",
+        &|r| spread(&r.taint_all),
+    );
+    line("gpuready ÷ floor (taint all, medians, both seen)", &|r| {
+        ratio(median(&r.taint_all), median(&r.floor_taint_seen))
     });
-    line("gpuready: taint all (from the profile change)", &|r| {
-        secs(r.taint_all)
-    });
-    line("gpuready ÷ floor (taint all, both seen)", &|r| {
-        ratio(r.taint_all, r.floor_taint_seen)
-    });
+    line(
+        "gpuready: first taint seen, from the profile change (median)",
+        &|r| format!("{} ms", median(&r.first_taint).as_millis()),
+    );
+    line(
+        "gpuready: other writes before the last taint was seen (first run)",
+        &|r| kinds(&r.writes_before_last_taint),
+    );
     line("floor: untaint all, its client alone", &|r| {
         secs(r.floor_untaint)
     });
-    line("floor: untaint all, seen by the observer", &|r| {
-        secs(r.floor_untaint_seen)
-    });
-    line("gpuready: untaint all (from the profile fix)", &|r| {
-        secs(r.untaint_all)
-    });
-    line("gpuready ÷ floor (untaint all, both seen)", &|r| {
-        ratio(r.untaint_all, r.floor_untaint_seen)
-    });
+    line(
+        "floor: untaint all, seen by the observer (median; each run)",
+        &|r| spread(&r.floor_untaint_seen),
+    );
+    line(
+        "gpuready: untaint all, from the profile fix (median; each run)",
+        &|r| spread(&r.untaint_all),
+    );
+    line(
+        "gpuready ÷ floor (untaint all, medians, both seen)",
+        &|r| ratio(median(&r.untaint_all), median(&r.floor_untaint_seen)),
+    );
     line("floor: writes (both phases, its client alone)", &|r| {
         r.floor_writes.to_string()
     });
-    line("gpuready: writes while tainting", &|r| {
+    line("gpuready: writes while tainting (first run)", &|r| {
         kinds(&r.writes_taint_phase)
     });
-    line("gpuready: writes while untainting", &|r| {
+    line("gpuready: writes while untainting (first run)", &|r| {
         kinds(&r.writes_untaint_phase)
     });
     line("gpuready: node writes + Events per transition", &|r| {
@@ -492,11 +563,11 @@ fn table(rows: &[Row], args: &Args) -> String {
     line("floor: client CPU (both phases, its client alone)", &|r| {
         format!("{:.1} s", r.floor_cpu)
     });
-    line("gpuready: CPU (taint all)", &|r| {
-        format!("{:.1} s", r.cpu_taint_phase)
+    line("gpuready: CPU, taint all (median)", &|r| {
+        format!("{:.1} s", median_f(&r.cpu_taint_phase))
     });
-    line("gpuready: CPU (untaint all)", &|r| {
-        format!("{:.1} s", r.cpu_untaint_phase)
+    line("gpuready: CPU, untaint all (median)", &|r| {
+        format!("{:.1} s", median_f(&r.cpu_untaint_phase))
     });
     line("gpuready: CPU per single-node change", &|r| {
         format!("{:.1} ms", r.cpu_per_change_ms)
