@@ -97,13 +97,6 @@ impl Context {
             .is_some_and(|rv| Some(rv.as_str()) != cached)
     }
 
-    /// Whether the cached node is exactly what gpuready's own last write left
-    /// (the watch event echoing that write). Forgets the write when it is: the
-    /// cache has caught up with it.
-    pub fn is_echo_of_own_write(&self, node: &str, cached: Option<&str>) -> bool {
-        cached.is_some_and(|c| self.last_writes.take_if_equal(node, c))
-    }
-
     /// Waits until both caches have been listed once; false if they never will be.
     pub async fn wait_for_caches(&self) -> bool {
         self.caches_ready.clone().wait_for(|r| *r).await.is_ok()
@@ -137,6 +130,22 @@ impl LastWrites {
 
     fn take(&self, node: &str) -> Option<String> {
         self.0.lock().ok().and_then(|mut w| w.remove(node))
+    }
+
+    /// Whether this watch event of the node only echoes gpuready's own last
+    /// write to it, while its remaining writes wait at the gate and taint work
+    /// is under way: judging it could only defer it again (the gate hands the
+    /// node back when the taints are done), so it triggers no reconcile and the
+    /// cores stay with the taints still queued. Only the node's own watch event
+    /// is filtered; a profile or evidence change still queues the node. The
+    /// write is forgotten once seen: the cache has caught up with it.
+    pub fn is_echo_waiting_at(&self, gate: &Gate, node: &CachedNode) -> bool {
+        let name = node.name_any();
+        gate.busy()
+            && gate.is_pending(&name)
+            && node
+                .resource_version()
+                .is_some_and(|rv| self.take_if_equal(&name, &rv))
     }
 
     fn take_if_equal(&self, node: &str, rv: &str) -> bool {
@@ -176,5 +185,35 @@ mod tests {
         assert!(w.take_if_equal("a", "7"));
         assert!(w.is_empty(), "the cache has caught up");
         assert!(!w.take_if_equal("a", "7"));
+    }
+
+    fn cached(name: &str, rv: &str) -> CachedNode {
+        let mut node = Node::default();
+        node.metadata.name = Some(name.into());
+        node.metadata.resource_version = Some(rv.into());
+        CachedNode::from_node(node)
+    }
+
+    #[test]
+    fn only_the_echo_of_a_node_waiting_at_a_busy_gate_is_filtered() {
+        let gate = Gate::new(2);
+        let w = LastWrites::default();
+        w.insert("a", "7".into());
+        assert!(
+            !w.is_echo_waiting_at(&gate, &cached("a", "7")),
+            "no taint work under way: judged as usual"
+        );
+        gate.note_taint_write();
+        assert!(
+            !w.is_echo_waiting_at(&gate, &cached("a", "7")),
+            "a node not waiting at the gate is judged"
+        );
+        gate.defer("a");
+        assert!(
+            !w.is_echo_waiting_at(&gate, &cached("a", "8")),
+            "someone else's newer write is judged"
+        );
+        assert!(w.is_echo_waiting_at(&gate, &cached("a", "7")));
+        assert!(w.is_empty(), "the write is forgotten once its echo is seen");
     }
 }

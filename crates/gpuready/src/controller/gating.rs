@@ -13,6 +13,10 @@
 //! A single change on a quiet cluster is not deferred: it is written at once,
 //! as one reconcile. Deferred work waits at most `MAX_HOLD`, so a fleet whose
 //! taint work never ends still gets its conditions.
+//!
+//! The watch event echoing a taint write of a node that waits here queues no
+//! reconcile at all (`LastWrites::is_echo_waiting_at`, applied to the node
+//! watch): judging it could only defer it again.
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;

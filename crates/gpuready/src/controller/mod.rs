@@ -218,6 +218,7 @@ async fn run_controllers(
         node_cfg = node_cfg.labels(sel);
     }
     let last_writes = LastWrites::default();
+    let gate = Arc::new(gating::Gate::new(usize::from(args.concurrency)));
     // Each Node is pruned and packed (cached.rs) before it enters the cache: the
     // cache holds what the engine reads, not the API type.
     let (node_reader, node_writer) = reflector::store::<CachedNode>();
@@ -230,7 +231,13 @@ async fn run_controllers(
         .predicate_filter(
             |n: &CachedNode| Some(n.relevance()),
             PredicateConfig::default(),
-        );
+        )
+        // Scale hook (gating.rs): the echo of gpuready's own taint write, for a
+        // node the gate holds, queues nothing.
+        .try_filter({
+            let (gate, last_writes) = (gate.clone(), last_writes.clone());
+            move |n| std::future::ready(!last_writes.is_echo_waiting_at(&gate, n))
+        });
     let node_stream = drop_watch_errors("Node", node_stream);
 
     // Probe reports: a node's report changing in substance re-queues that node.
@@ -253,7 +260,7 @@ async fn run_controllers(
         status: status_tx,
         crd: crd.clone(),
         errors: ErrorBackoff::default(),
-        gate: Arc::new(gating::Gate::new(usize::from(args.concurrency))),
+        gate,
         caches_ready,
         brakes: Brakes::new(args.brake()),
         requeue,

@@ -73,18 +73,6 @@ async fn reconcile_inner(cached: Arc<CachedNode>, ctx: &Context) -> Result<Actio
     ctx.evidence.wait_settled(Duration::from_secs(30)).await;
     let api: Api<Node> = Api::all(ctx.client.clone());
     let name = cached.name_any();
-    // Scale hook (gating.rs): the watch event of gpuready's own taint write,
-    // for a node whose remaining writes already wait for the gate. Judging it
-    // now could only defer it again — the gate hands the node back when the
-    // taint work is done — so during a burst the echo costs no judgement and
-    // leaves the cores to the taints still queued.
-    if ctx.gate.busy()
-        && ctx.gate.is_pending(&name)
-        && ctx.is_echo_of_own_write(&name, cached.resource_version().as_deref())
-    {
-        debug!("the echo of our own write; the gate hands this node back later");
-        return Ok(Action::await_change());
-    }
     // Expanded for the engine, which reads `&Node`; dropped when the reconcile ends.
     let mut node: Node = cached.to_node();
     // The cache may not show gpuready's own last write yet (the PATCH response can
