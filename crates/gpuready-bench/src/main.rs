@@ -469,6 +469,35 @@ fn kinds(m: &BTreeMap<String, u64>) -> String {
         .join(", ")
 }
 
+/// One fleet-wide phase, as the table reads it from a row.
+struct Phase {
+    name: &'static str,
+    /// What starts gpuready's phase.
+    cause: &'static str,
+    floor_alone: fn(&Row) -> Duration,
+    floor_seen: fn(&Row) -> &[Duration],
+    gpuready: fn(&Row) -> &[Duration],
+}
+
+/// The floor alone, the floor seen, gpuready, and their ratio.
+fn phase_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String), p: &Phase) {
+    line(&format!("floor: {}, its client alone", p.name), &|r| {
+        secs((p.floor_alone)(r))
+    });
+    line(
+        &format!("floor: {}, seen by the observer (median; each run)", p.name),
+        &|r| spread((p.floor_seen)(r)),
+    );
+    line(
+        &format!("gpuready: {}, from {} (median; each run)", p.name, p.cause),
+        &|r| spread((p.gpuready)(r)),
+    );
+    line(
+        &format!("gpuready ÷ floor ({}, medians, both seen)", p.name),
+        &|r| ratio(median((p.gpuready)(r)), median((p.floor_seen)(r))),
+    );
+}
+
 fn table(rows: &[Row], args: &Args) -> String {
     let mut out = String::new();
     let cores = std::thread::available_parallelism()
@@ -504,20 +533,16 @@ fn table(rows: &[Row], args: &Args) -> String {
     line("gpuready: CPU for start-up", &|r| {
         format!("{:.1} s", r.cpu_startup)
     });
-    line("floor: taint all, its client alone", &|r| {
-        secs(r.floor_taint)
-    });
-    line(
-        "floor: taint all, seen by the observer (median; each run)",
-        &|r| spread(&r.floor_taint_seen),
+    phase_rows(
+        &mut line,
+        &Phase {
+            name: "taint all",
+            cause: "the profile change",
+            floor_alone: |r| r.floor_taint,
+            floor_seen: |r| &r.floor_taint_seen,
+            gpuready: |r| &r.taint_all,
+        },
     );
-    line(
-        "gpuready: taint all, from the profile change (median; each run)",
-        &|r| spread(&r.taint_all),
-    );
-    line("gpuready ÷ floor (taint all, medians, both seen)", &|r| {
-        ratio(median(&r.taint_all), median(&r.floor_taint_seen))
-    });
     line(
         "gpuready: first taint seen, from the profile change (median)",
         &|r| format!("{} ms", median(&r.first_taint).as_millis()),
@@ -526,20 +551,15 @@ fn table(rows: &[Row], args: &Args) -> String {
         "gpuready: other writes before the last taint was seen (first run)",
         &|r| kinds(&r.writes_before_last_taint),
     );
-    line("floor: untaint all, its client alone", &|r| {
-        secs(r.floor_untaint)
-    });
-    line(
-        "floor: untaint all, seen by the observer (median; each run)",
-        &|r| spread(&r.floor_untaint_seen),
-    );
-    line(
-        "gpuready: untaint all, from the profile fix (median; each run)",
-        &|r| spread(&r.untaint_all),
-    );
-    line(
-        "gpuready ÷ floor (untaint all, medians, both seen)",
-        &|r| ratio(median(&r.untaint_all), median(&r.floor_untaint_seen)),
+    phase_rows(
+        &mut line,
+        &Phase {
+            name: "untaint all",
+            cause: "the profile fix",
+            floor_alone: |r| r.floor_untaint,
+            floor_seen: |r| &r.floor_untaint_seen,
+            gpuready: |r| &r.untaint_all,
+        },
     );
     line("floor: writes (both phases, its client alone)", &|r| {
         r.floor_writes.to_string()
