@@ -83,8 +83,8 @@ struct Row {
     taint_all: Vec<Duration>,
     /// From the profile change until the observer saw the first taint.
     first_taint: Vec<Duration>,
-    /// gpuready's writes other than the taint's node patch sent before the
-    /// last taint was seen (the gate's promise: none, bar profile status).
+    /// gpuready's writes other than node patches sent before the last taint
+    /// was seen (the gate holds conditions and Events back during a burst).
     writes_before_last_taint: BTreeMap<String, u64>,
     untaint_all: Vec<Duration>,
     writes_taint_phase: BTreeMap<String, u64>,
@@ -383,7 +383,7 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
                 "the single node reacts",
                 Duration::from_secs(60),
                 |c| {
-                    c.last_change.get(&node2).is_some_and(|(s, _)| {
+                    c.state.get(&node2).is_some_and(|s| {
                         s.tainted == want_tainted && s.gpu_ready == Some(!want_tainted)
                     })
                 },
@@ -427,15 +427,9 @@ fn secs(d: Duration) -> String {
 }
 
 /// The median (of an even count, the upper middle: no averaging of two runs).
-fn median(runs: &[Duration]) -> Duration {
+fn median<T: Copy + Default + PartialOrd>(runs: &[T]) -> T {
     let mut v = runs.to_vec();
-    v.sort();
-    v.get(v.len() / 2).copied().unwrap_or_default()
-}
-
-fn median_f(runs: &[f64]) -> f64 {
-    let mut v = runs.to_vec();
-    v.sort_by(f64::total_cmp);
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap_or(std::cmp::Ordering::Equal));
     v.get(v.len() / 2).copied().unwrap_or_default()
 }
 
@@ -478,6 +472,22 @@ struct Phase {
     floor_seen: fn(&Row) -> &[Duration],
     gpuready: fn(&Row) -> &[Duration],
 }
+
+const TAINT_ALL: Phase = Phase {
+    name: "taint all",
+    cause: "the profile change",
+    floor_alone: |r| r.floor_taint,
+    floor_seen: |r| &r.floor_taint_seen,
+    gpuready: |r| &r.taint_all,
+};
+
+const UNTAINT_ALL: Phase = Phase {
+    name: "untaint all",
+    cause: "the profile fix",
+    floor_alone: |r| r.floor_untaint,
+    floor_seen: |r| &r.floor_untaint_seen,
+    gpuready: |r| &r.untaint_all,
+};
 
 /// The floor alone, the floor seen, gpuready, and their ratio.
 fn phase_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String), p: &Phase) {
@@ -533,16 +543,7 @@ fn table(rows: &[Row], args: &Args) -> String {
     line("gpuready: CPU for start-up", &|r| {
         format!("{:.1} s", r.cpu_startup)
     });
-    phase_rows(
-        &mut line,
-        &Phase {
-            name: "taint all",
-            cause: "the profile change",
-            floor_alone: |r| r.floor_taint,
-            floor_seen: |r| &r.floor_taint_seen,
-            gpuready: |r| &r.taint_all,
-        },
-    );
+    phase_rows(&mut line, &TAINT_ALL);
     line(
         "gpuready: first taint seen, from the profile change (median)",
         &|r| format!("{} ms", median(&r.first_taint).as_millis()),
@@ -551,16 +552,7 @@ fn table(rows: &[Row], args: &Args) -> String {
         "gpuready: other writes before the last taint was seen (first run)",
         &|r| kinds(&r.writes_before_last_taint),
     );
-    phase_rows(
-        &mut line,
-        &Phase {
-            name: "untaint all",
-            cause: "the profile fix",
-            floor_alone: |r| r.floor_untaint,
-            floor_seen: |r| &r.floor_untaint_seen,
-            gpuready: |r| &r.untaint_all,
-        },
-    );
+    phase_rows(&mut line, &UNTAINT_ALL);
     line("floor: writes (both phases, its client alone)", &|r| {
         r.floor_writes.to_string()
     });
@@ -584,10 +576,10 @@ fn table(rows: &[Row], args: &Args) -> String {
         format!("{:.1} s", r.floor_cpu)
     });
     line("gpuready: CPU, taint all (median)", &|r| {
-        format!("{:.1} s", median_f(&r.cpu_taint_phase))
+        format!("{:.1} s", median(&r.cpu_taint_phase))
     });
     line("gpuready: CPU, untaint all (median)", &|r| {
-        format!("{:.1} s", median_f(&r.cpu_untaint_phase))
+        format!("{:.1} s", median(&r.cpu_untaint_phase))
     });
     line("gpuready: CPU per single-node change", &|r| {
         format!("{:.1} ms", r.cpu_per_change_ms)

@@ -1,6 +1,6 @@
 //! What the benchmark sees of the fleet: a watch that keeps, per node, whether
-//! gpuready's taint (and the floor's) is on and what its GpuReady condition says, and publishes
-//! the counts so a phase can wait for "every node tainted".
+//! gpuready's taint (and the floor's) is on and what its GpuReady condition
+//! says, and publishes the counts so a phase can wait for "every node tainted".
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -28,25 +28,23 @@ pub struct Counts {
     pub floor_tainted: usize,
     pub condition_true: usize,
     pub condition_false: usize,
-    /// Each node's state and when it last changed in any way.
-    pub last_change: HashMap<String, (NodeSeen, Instant)>,
+    /// Each node's state as last seen.
+    pub state: HashMap<String, NodeSeen>,
     /// When each node's taint last went on or off (the single-node reaction:
     /// the condition follows the taint and may wait for the gate).
     pub taint_changed: HashMap<String, Instant>,
 }
 
 fn seen(node: &Node) -> NodeSeen {
+    let taints = node
+        .spec
+        .as_ref()
+        .and_then(|s| s.taints.as_deref())
+        .unwrap_or_default();
+    let has = |key: &str| taints.iter().any(|t| t.key == key);
     NodeSeen {
-        tainted: node
-            .spec
-            .as_ref()
-            .and_then(|s| s.taints.as_ref())
-            .is_some_and(|t| t.iter().any(|t| t.key == keys::DEFAULT_TAINT_KEY)),
-        floor_tainted: node
-            .spec
-            .as_ref()
-            .and_then(|s| s.taints.as_ref())
-            .is_some_and(|t| t.iter().any(|t| t.key == crate::floor::FLOOR_TAINT)),
+        tainted: has(keys::DEFAULT_TAINT_KEY),
+        floor_tainted: has(crate::floor::FLOOR_TAINT),
         gpu_ready: node
             .status
             .as_ref()
@@ -99,11 +97,10 @@ pub fn start(client: Client) -> (watch::Receiver<Counts>, tokio::task::JoinHandl
                         None => {}
                     }
                 }
-                let now = Instant::now();
                 if old.is_none_or(|o| o.tainted != s.tainted) {
-                    c.taint_changed.insert(name.clone(), now);
+                    c.taint_changed.insert(name.clone(), Instant::now());
                 }
-                c.last_change.insert(name, (s, now));
+                c.state.insert(name, s);
             });
         }
     });
