@@ -86,6 +86,12 @@ struct Row {
     /// gpuready's writes other than node patches sent before the last taint
     /// was seen (the gate holds conditions and Events back during a burst).
     writes_before_last_taint: BTreeMap<String, u64>,
+    /// gpuready's API requests by method, and its reconciles, until the last
+    /// taint was seen (first run).
+    requests_before_last_taint: BTreeMap<String, u64>,
+    reconciles_before_last_taint: u64,
+    /// gpuready's CPU from the profile change until the last taint was seen.
+    cpu_until_last_taint: Vec<f64>,
     untaint_all: Vec<Duration>,
     writes_taint_phase: BTreeMap<String, u64>,
     writes_untaint_phase: BTreeMap<String, u64>,
@@ -157,6 +163,19 @@ fn writes(port: u16) -> BTreeMap<String, u64> {
     process::scrape(port)
         .map(|t| process::family(&t, "gpuready_writes_total", "kind"))
         .unwrap_or_default()
+}
+
+fn requests(port: u16) -> (BTreeMap<String, u64>, u64) {
+    let text = process::scrape(port).unwrap_or_default();
+    let reconciles = text
+        .lines()
+        .find_map(|l| l.strip_prefix("gpuready_reconcile_duration_seconds_count "))
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .unwrap_or(0.0) as u64;
+    (
+        process::family(&text, "gpuready_api_requests_total", "method"),
+        reconciles,
+    )
 }
 
 fn diff(after: &BTreeMap<String, u64>, before: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
@@ -236,6 +255,131 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
+#[derive(Clone, Copy)]
+enum Side {
+    Floor,
+    Gpuready,
+}
+
+/// The floor taints every node, then untaints it, each timed until the
+/// observer has seen all of it.
+async fn floor_round(
+    client: &Client,
+    args: &Args,
+    counts: &mut watch::Receiver<Counts>,
+    n: usize,
+    row: &mut Row,
+) -> Result<(), Error> {
+    let long = Duration::from_secs(1800);
+    let began = Instant::now();
+    floor::run(client, usize::from(args.concurrency), true).await?;
+    let at = wait_counts(counts, "every node floor-tainted", long, |c| {
+        c.floor_tainted == n
+    })
+    .await?;
+    row.floor_taint_seen.push(at - began);
+    let began = Instant::now();
+    floor::run(client, usize::from(args.concurrency), false).await?;
+    let at = wait_counts(counts, "no node floor-tainted", long, |c| {
+        c.floor_tainted == 0
+    })
+    .await?;
+    row.floor_untaint_seen.push(at - began);
+    eprintln!(
+        "[{n}] floor, seen by the observer: taint {:.1?}, untaint {:.1?}",
+        row.floor_taint_seen.last().copied().unwrap_or_default(),
+        at - began,
+    );
+    Ok(())
+}
+
+/// gpuready started again on the converged fleet, returned once it has judged
+/// every node and gone quiet (its reconcile count stopped moving).
+async fn restart(bin: &Path, env: &TestEnv, args: &Args, n: usize) -> Result<Controller, Error> {
+    let began = Instant::now();
+    let ctl = Controller::start(bin, env, args)?;
+    let mut last = None;
+    loop {
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let (_, reconciles) = requests(ctl.port);
+        if reconciles >= n as u64 && last == Some(reconciles) {
+            break;
+        }
+        if began.elapsed() > Duration::from_secs(1800) {
+            return Err(Error::Timeout("gpuready settling after a restart".into()));
+        }
+        last = Some(reconciles);
+    }
+    eprintln!(
+        "[{n}] gpuready: restarted and settled in {:.1?}",
+        began.elapsed()
+    );
+    Ok(ctl)
+}
+
+/// gpuready taints every node (one profile change breaks them all), then
+/// untaints it (the profile fixed), each timed until the observer has seen all
+/// of it. The first round also records writes and requests by kind.
+async fn gpuready_round(
+    ctl: &Controller,
+    admin: &Client,
+    counts: &mut watch::Receiver<Counts>,
+    n: usize,
+    round: usize,
+    row: &mut Row,
+) -> Result<(), Error> {
+    let long = Duration::from_secs(1800);
+    let before = writes(ctl.port);
+    // Break: the driver minimum above every node's.
+    let cpu0 = ctl.cpu();
+    let (requests0, reconciles0) = requests(ctl.port);
+    let broke = Instant::now();
+    fleet::apply_profile(admin, "999.0").await?;
+    let first = wait_counts(counts, "a node tainted", long, |c| c.tainted > 0).await?;
+    row.first_taint.push(first - broke);
+    let at = wait_counts(counts, "every node tainted", long, |c| c.tainted == n).await?;
+    row.taint_all.push(at - broke);
+    row.cpu_until_last_taint.push(ctl.cpu() - cpu0);
+    if round == 0 {
+        let (requests1, reconciles1) = requests(ctl.port);
+        row.requests_before_last_taint = diff(&requests1, &requests0);
+        row.reconciles_before_last_taint = reconciles1.saturating_sub(reconciles0);
+        row.writes_before_last_taint = diff(&writes(ctl.port), &before)
+            .into_iter()
+            .filter(|(k, _)| k != "node")
+            .collect();
+    }
+    wait_counts(counts, "every GpuReady=False", long, |c| {
+        c.condition_false == n
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    row.cpu_taint_phase.push(ctl.cpu() - cpu0);
+    let tainted = writes(ctl.port);
+    if round == 0 {
+        row.writes_taint_phase = diff(&tainted, &before);
+    }
+    eprintln!("[{n}] gpuready: tainted all in {:.1?}", at - broke);
+
+    // Repair: the profile fixed makes every node ready.
+    let cpu1 = ctl.cpu();
+    let repaired = Instant::now();
+    fleet::apply_profile(admin, "570.0").await?;
+    let at = wait_counts(counts, "every node untainted", long, |c| c.tainted == 0).await?;
+    row.untaint_all.push(at - repaired);
+    wait_counts(counts, "every GpuReady=True", long, |c| {
+        c.condition_true == n
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    row.cpu_untaint_phase.push(ctl.cpu() - cpu1);
+    if round == 0 {
+        row.writes_untaint_phase = diff(&writes(ctl.port), &tainted);
+    }
+    eprintln!("[{n}] gpuready: untainted all in {:.1?}", at - repaired);
+    Ok(())
+}
+
 async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     let long = Duration::from_secs(1800);
     let env = TestEnv::start().await?;
@@ -268,103 +412,67 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
         t.conflicts + u.conflicts
     );
 
-    // The floor again, timed the way gpuready is: by the observer's watch,
-    // which runs (on the same cores, against the same API server) during every
-    // gpuready phase, until it sees every node tainted, then untainted.
+    // From here on, the floor is timed the way gpuready is: by the observer's
+    // watch, which runs (on the same cores, against the same API server) during
+    // every phase, until it sees every node tainted, then untainted.
     let (mut counts, observer) = observe::start(admin.clone());
     wait_counts(&mut counts, "the observer lists every node", long, |c| {
         c.nodes == n
     })
     .await?;
-    for _ in 0..args.repeats {
-        let began = Instant::now();
-        floor::run(&floor_client, usize::from(args.concurrency), true).await?;
-        let at = wait_counts(&mut counts, "every node floor-tainted", long, |c| {
-            c.floor_tainted == n
-        })
-        .await?;
-        row.floor_taint_seen.push(at - began);
-        let began = Instant::now();
-        floor::run(&floor_client, usize::from(args.concurrency), false).await?;
-        let at = wait_counts(&mut counts, "no node floor-tainted", long, |c| {
-            c.floor_tainted == 0
-        })
-        .await?;
-        row.floor_untaint_seen.push(at - began);
-        eprintln!(
-            "[{n}] floor, seen by the observer: taint {:.1?}, untaint {:.1?}",
-            row.floor_taint_seen.last().copied().unwrap_or_default(),
-            at - began,
-        );
-    }
 
-    // gpuready: starts on a healthy fleet and converges it.
+    // gpuready: starts on a healthy fleet and converges it (its labels and
+    // condition on every node, as in every round after this one).
     fleet::apply_profile(&admin, "570.0").await?;
     let spawned = Instant::now();
-    let ctl = Controller::start(bin, &env, args)?;
+    let mut ctl = Some(Controller::start(bin, &env, args)?);
     let at = wait_counts(&mut counts, "every GpuReady=True", long, |c| {
         c.condition_true == n
     })
     .await?;
     row.startup = at - spawned;
     tokio::time::sleep(Duration::from_secs(2)).await;
-    row.cpu_startup = ctl.cpu();
-    let converged = writes(ctl.port);
+    row.cpu_startup = ctl.as_ref().map(Controller::cpu).unwrap_or_default();
     eprintln!(
         "[{n}] gpuready: converged from start in {:.1?}",
         row.startup
     );
 
-    let mut before = converged;
-    for round in 0..args.repeats {
-        // Break: one profile change (driver minimum above every node's) breaks
-        // every node at once.
-        let cpu0 = ctl.cpu();
-        let broke = Instant::now();
-        fleet::apply_profile(&admin, "999.0").await?;
-        let first = wait_counts(&mut counts, "a node tainted", long, |c| c.tainted > 0).await?;
-        row.first_taint.push(first - broke);
-        let at = wait_counts(&mut counts, "every node tainted", long, |c| c.tainted == n).await?;
-        row.taint_all.push(at - broke);
-        if round == 0 {
-            row.writes_before_last_taint = diff(&writes(ctl.port), &before)
-                .into_iter()
-                .filter(|(k, _)| k != "node")
-                .collect();
+    // The rounds alternate which side goes first (…; gpuready, floor; floor,
+    // gpuready): the API server on a small machine speeds up and slows down
+    // over minutes, and a side always run first or last would carry that drift.
+    // The last round ends with gpuready, so the process measured at rest below
+    // has been through a burst. gpuready is stopped while the floor writes (it
+    // would judge every floor taint) and started again, and left to settle,
+    // before its next phase.
+    let rounds = usize::from(args.repeats);
+    for round in 0..rounds {
+        let order = if (rounds - 1 - round) % 2 == 1 {
+            [Side::Gpuready, Side::Floor]
+        } else {
+            [Side::Floor, Side::Gpuready]
+        };
+        for side in order {
+            match side {
+                Side::Floor => {
+                    drop(ctl.take());
+                    floor_round(&floor_client, args, &mut counts, n, &mut row).await?;
+                }
+                Side::Gpuready => {
+                    if ctl.is_none() {
+                        ctl = Some(restart(bin, &env, args, n).await?);
+                    }
+                    if let Some(c) = &ctl {
+                        gpuready_round(c, &admin, &mut counts, n, round, &mut row).await?;
+                    }
+                }
+            }
         }
-        wait_counts(&mut counts, "every GpuReady=False", long, |c| {
-            c.condition_false == n
-        })
-        .await?;
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        row.cpu_taint_phase.push(ctl.cpu() - cpu0);
-        let tainted = writes(ctl.port);
-        if round == 0 {
-            row.writes_taint_phase = diff(&tainted, &before);
-        }
-        eprintln!("[{n}] gpuready: tainted all in {:.1?}", at - broke);
-
-        // Repair: one profile change makes every node ready.
-        let cpu1 = ctl.cpu();
-        let repaired = Instant::now();
-        fleet::apply_profile(&admin, "570.0").await?;
-        let at = wait_counts(&mut counts, "every node untainted", long, |c| {
-            c.tainted == 0
-        })
-        .await?;
-        row.untaint_all.push(at - repaired);
-        wait_counts(&mut counts, "every GpuReady=True", long, |c| {
-            c.condition_true == n
-        })
-        .await?;
-        tokio::time::sleep(Duration::from_secs(2)).await;
-        row.cpu_untaint_phase.push(ctl.cpu() - cpu1);
-        before = writes(ctl.port);
-        if round == 0 {
-            row.writes_untaint_phase = diff(&before, &tainted);
-        }
-        eprintln!("[{n}] gpuready: untainted all in {:.1?}", at - repaired);
     }
+    let ctl = match ctl {
+        Some(c) => c,
+        None => restart(bin, &env, args, n).await?,
+    };
 
     // Single-node changes: a label flips the product, gpuready taints; back, untaints.
     let node = fleet::node_name(n / 2);
@@ -551,6 +659,20 @@ fn table(rows: &[Row], args: &Args) -> String {
     line(
         "gpuready: other writes before the last taint was seen (first run)",
         &|r| kinds(&r.writes_before_last_taint),
+    );
+    line(
+        "gpuready: CPU until the last taint was seen (median)",
+        &|r| format!("{:.1} s", median(&r.cpu_until_last_taint)),
+    );
+    line(
+        "gpuready: API requests and reconciles until the last taint was seen (first run)",
+        &|r| {
+            format!(
+                "{}; reconciles {}",
+                kinds(&r.requests_before_last_taint),
+                r.reconciles_before_last_taint
+            )
+        },
     );
     phase_rows(&mut line, &UNTAINT_ALL);
     line("floor: writes (both phases, its client alone)", &|r| {
