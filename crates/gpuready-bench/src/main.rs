@@ -49,9 +49,10 @@ struct Args {
     /// Single-node changes (each one a break and a repair) timed at the end.
     #[arg(long, default_value_t = 20)]
     flips: usize,
-    /// Times each fleet-wide phase (floor and gpuready, taint and untaint) is
-    /// run; the table gives the median and every run (the API server on a
-    /// small machine is noisy from one burst to the next).
+    /// Rounds of the fleet-wide phases: each round runs the floor and
+    /// gpuready (taint, then untaint), alternating which goes first; the table
+    /// gives the median and every run (the API server on a small machine
+    /// drifts from one burst to the next).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
     repeats: u16,
     /// Seconds the converged controller is watched at rest.
