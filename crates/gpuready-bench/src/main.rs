@@ -107,6 +107,9 @@ struct Row {
     rest_window: Duration,
 }
 
+/// How long any one fleet-wide step may take before the bench gives up.
+const LONG_WAIT: Duration = Duration::from_secs(1800);
+
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -160,23 +163,25 @@ async fn wait_counts(
     Ok(Instant::now())
 }
 
-fn writes(port: u16) -> BTreeMap<String, u64> {
-    process::scrape(port)
-        .map(|t| process::family(&t, "gpuready_writes_total", "kind"))
-        .unwrap_or_default()
+/// gpuready's counters, read from one scrape of its metrics.
+struct Sample {
+    writes: BTreeMap<String, u64>,
+    requests: BTreeMap<String, u64>,
+    reconciles: u64,
 }
 
-fn requests(port: u16) -> (BTreeMap<String, u64>, u64) {
+fn sample(port: u16) -> Sample {
     let text = process::scrape(port).unwrap_or_default();
     let reconciles = text
         .lines()
         .find_map(|l| l.strip_prefix("gpuready_reconcile_duration_seconds_count "))
         .and_then(|v| v.trim().parse::<f64>().ok())
         .unwrap_or(0.0) as u64;
-    (
-        process::family(&text, "gpuready_api_requests_total", "method"),
+    Sample {
+        writes: process::family(&text, "gpuready_writes_total", "kind"),
+        requests: process::family(&text, "gpuready_api_requests_total", "method"),
         reconciles,
-    )
+    }
 }
 
 fn diff(after: &BTreeMap<String, u64>, before: &BTreeMap<String, u64>) -> BTreeMap<String, u64> {
@@ -271,17 +276,16 @@ async fn floor_round(
     n: usize,
     row: &mut Row,
 ) -> Result<(), Error> {
-    let long = Duration::from_secs(1800);
     let began = Instant::now();
     floor::run(client, usize::from(args.concurrency), true).await?;
-    let at = wait_counts(counts, "every node floor-tainted", long, |c| {
+    let at = wait_counts(counts, "every node floor-tainted", LONG_WAIT, |c| {
         c.floor_tainted == n
     })
     .await?;
     row.floor_taint_seen.push(at - began);
     let began = Instant::now();
     floor::run(client, usize::from(args.concurrency), false).await?;
-    let at = wait_counts(counts, "no node floor-tainted", long, |c| {
+    let at = wait_counts(counts, "no node floor-tainted", LONG_WAIT, |c| {
         c.floor_tainted == 0
     })
     .await?;
@@ -302,11 +306,11 @@ async fn restart(bin: &Path, env: &TestEnv, args: &Args, n: usize) -> Result<Con
     let mut last = None;
     loop {
         tokio::time::sleep(Duration::from_millis(1000)).await;
-        let (_, reconciles) = requests(ctl.port);
+        let reconciles = sample(ctl.port).reconciles;
         if reconciles >= n as u64 && last == Some(reconciles) {
             break;
         }
-        if began.elapsed() > Duration::from_secs(1800) {
+        if began.elapsed() > LONG_WAIT {
             return Err(Error::Timeout("gpuready settling after a restart".into()));
         }
         last = Some(reconciles);
@@ -329,36 +333,34 @@ async fn gpuready_round(
     round: usize,
     row: &mut Row,
 ) -> Result<(), Error> {
-    let long = Duration::from_secs(1800);
-    let before = writes(ctl.port);
+    let before = sample(ctl.port);
     // Break: the driver minimum above every node's.
     let cpu0 = ctl.cpu();
-    let (requests0, reconciles0) = requests(ctl.port);
     let broke = Instant::now();
     fleet::apply_profile(admin, "999.0").await?;
-    let first = wait_counts(counts, "a node tainted", long, |c| c.tainted > 0).await?;
+    let first = wait_counts(counts, "a node tainted", LONG_WAIT, |c| c.tainted > 0).await?;
     row.first_taint.push(first - broke);
-    let at = wait_counts(counts, "every node tainted", long, |c| c.tainted == n).await?;
+    let at = wait_counts(counts, "every node tainted", LONG_WAIT, |c| c.tainted == n).await?;
     row.taint_all.push(at - broke);
     row.cpu_until_last_taint.push(ctl.cpu() - cpu0);
     if round == 0 {
-        let (requests1, reconciles1) = requests(ctl.port);
-        row.requests_before_last_taint = diff(&requests1, &requests0);
-        row.reconciles_before_last_taint = reconciles1.saturating_sub(reconciles0);
-        row.writes_before_last_taint = diff(&writes(ctl.port), &before)
+        let now = sample(ctl.port);
+        row.requests_before_last_taint = diff(&now.requests, &before.requests);
+        row.reconciles_before_last_taint = now.reconciles.saturating_sub(before.reconciles);
+        row.writes_before_last_taint = diff(&now.writes, &before.writes)
             .into_iter()
             .filter(|(k, _)| k != "node")
             .collect();
     }
-    wait_counts(counts, "every GpuReady=False", long, |c| {
+    wait_counts(counts, "every GpuReady=False", LONG_WAIT, |c| {
         c.condition_false == n
     })
     .await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     row.cpu_taint_phase.push(ctl.cpu() - cpu0);
-    let tainted = writes(ctl.port);
+    let tainted = sample(ctl.port).writes;
     if round == 0 {
-        row.writes_taint_phase = diff(&tainted, &before);
+        row.writes_taint_phase = diff(&tainted, &before.writes);
     }
     eprintln!("[{n}] gpuready: tainted all in {:.1?}", at - broke);
 
@@ -366,23 +368,25 @@ async fn gpuready_round(
     let cpu1 = ctl.cpu();
     let repaired = Instant::now();
     fleet::apply_profile(admin, "570.0").await?;
-    let at = wait_counts(counts, "every node untainted", long, |c| c.tainted == 0).await?;
+    let at = wait_counts(counts, "every node untainted", LONG_WAIT, |c| {
+        c.tainted == 0
+    })
+    .await?;
     row.untaint_all.push(at - repaired);
-    wait_counts(counts, "every GpuReady=True", long, |c| {
+    wait_counts(counts, "every GpuReady=True", LONG_WAIT, |c| {
         c.condition_true == n
     })
     .await?;
     tokio::time::sleep(Duration::from_secs(2)).await;
     row.cpu_untaint_phase.push(ctl.cpu() - cpu1);
     if round == 0 {
-        row.writes_untaint_phase = diff(&writes(ctl.port), &tainted);
+        row.writes_untaint_phase = diff(&sample(ctl.port).writes, &tainted);
     }
     eprintln!("[{n}] gpuready: untainted all in {:.1?}", at - repaired);
     Ok(())
 }
 
 async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
-    let long = Duration::from_secs(1800);
     let env = TestEnv::start().await?;
     let admin = env.client()?;
     fleet::install_crd(&admin, &repo_root()).await?;
@@ -417,9 +421,12 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     // watch, which runs (on the same cores, against the same API server) during
     // every phase, until it sees every node tainted, then untainted.
     let (mut counts, observer) = observe::start(admin.clone());
-    wait_counts(&mut counts, "the observer lists every node", long, |c| {
-        c.nodes == n
-    })
+    wait_counts(
+        &mut counts,
+        "the observer lists every node",
+        LONG_WAIT,
+        |c| c.nodes == n,
+    )
     .await?;
 
     // gpuready: starts on a healthy fleet and converges it (its labels and
@@ -427,7 +434,7 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     fleet::apply_profile(&admin, "570.0").await?;
     let spawned = Instant::now();
     let mut ctl = Some(Controller::start(bin, &env, args)?);
-    let at = wait_counts(&mut counts, "every GpuReady=True", long, |c| {
+    let at = wait_counts(&mut counts, "every GpuReady=True", LONG_WAIT, |c| {
         c.condition_true == n
     })
     .await?;
@@ -460,12 +467,12 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
                     floor_round(&floor_client, args, &mut counts, n, &mut row).await?;
                 }
                 Side::Gpuready => {
-                    if ctl.is_none() {
-                        ctl = Some(restart(bin, &env, args, n).await?);
-                    }
-                    if let Some(c) = &ctl {
-                        gpuready_round(c, &admin, &mut counts, n, round, &mut row).await?;
-                    }
+                    let c = match ctl.take() {
+                        Some(c) => c,
+                        None => restart(bin, &env, args, n).await?,
+                    };
+                    gpuready_round(&c, &admin, &mut counts, n, round, &mut row).await?;
+                    ctl = Some(c);
                 }
             }
         }
