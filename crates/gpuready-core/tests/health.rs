@@ -784,3 +784,138 @@ fn device_nodes_rank_before_the_cuda_error_they_cause() {
         .expect(Layer::Health, Status::NotReady, r::DEVICE_NODE_MISSING)
         .mentions(&["CUDA_ERROR_UNKNOWN (999)"]);
 }
+
+// ---- Report v2 as the probe wrote it on the real H200 (2026-12-01) -----------
+
+const H200_V2_COMPUTE: &str = include_str!("fixtures/probe/h200-report-v2-compute.json");
+const H200_V2_NONROOT: &str = include_str!("fixtures/probe/h200-report-v2-compute-uid65532.json");
+const H200_V2_BUSY: &str = include_str!("fixtures/probe/h200-report-v2-busy.json");
+const H200_V2_UVM: &str = include_str!("fixtures/probe/h200-report-v2-uvm-hidden.json");
+const H200_V2_UVM_RO: &str = include_str!("fixtures/probe/h200-report-v2-uvm-hidden-root-ro.json");
+
+/// A captured report as fresh as the tests' clock.
+fn real(text: &str) -> ProbeReport {
+    let mut r = parse_report(text).expect("the captured report parses");
+    r.generated_at = at(-30).to_string();
+    r
+}
+
+#[test]
+fn h200_v2_compute_check_passed_well_under_a_second() {
+    for text in [H200_V2_COMPUTE, H200_V2_NONROOT] {
+        let r = real(text);
+        let cc = r.compute_check.as_ref().expect("compute check");
+        assert_eq!(cc.outcome, ComputeOutcome::Passed);
+        assert_eq!(cc.cuda_version.as_deref(), Some("13.0"));
+        assert!(
+            r.gpus[0].fabric.is_none(),
+            "no fabric on a pass-through H200"
+        );
+        assert!(r.device_nodes.iter().all(|d| d.present));
+        let gpu = r.gpus[0].compute.as_ref().expect("per-GPU result");
+        let names: Vec<&str> = gpu.steps.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "context",
+                "alloc",
+                "copyHtoD",
+                "copyDtoH",
+                "compare",
+                "moduleLoad",
+                "launch",
+                "copyResult",
+                "verify",
+                "free"
+            ]
+        );
+        assert!(gpu.steps.iter().all(|s| s.ok));
+        let per_gpu: f64 = gpu.steps.iter().map(|s| s.millis).sum();
+        assert!(per_gpu < 1000.0, "{per_gpu} ms");
+        assert!(cc.millis.is_some_and(|m| m < 1000.0), "{:?}", cc.millis);
+        let report = judge_with(
+            "probe: {whenMissing: Blocking, computeCheck: {whenSkipped: Blocking, whenStale: Blocking}}",
+            &h200_node(),
+            &r,
+        );
+        report
+            .expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY)
+            .mentions(&["CUDA compute check passed at", "on 1 GPU(s)"]);
+        assert!(report.ready());
+    }
+}
+
+#[test]
+fn h200_v2_busy_gpu_was_not_checked() {
+    let r = real(H200_V2_BUSY);
+    assert_eq!(r.gpus[0].compute_processes, Some(1));
+    let cc = r.compute_check.as_ref().expect("compute check");
+    assert_eq!(cc.outcome, ComputeOutcome::Skipped);
+    assert_eq!(
+        cc.skipped.as_ref().map(|s| s.reason),
+        Some(ComputeSkipReason::GpusBusy)
+    );
+    assert!(r.gpus[0].compute.is_none());
+    judge_with("", &h200_node(), &r)
+        .expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY)
+        .mentions(&["no compute check has run", "a workload holds GPU 0"]);
+    judge_with(
+        "probe: {computeCheck: {whenSkipped: Blocking}}",
+        &h200_node(),
+        &r,
+    )
+    .expect(Layer::Health, Status::NotReady, r::COMPUTE_CHECK_SKIPPED);
+}
+
+#[test]
+fn h200_v2_without_nvidia_uvm_is_device_node_missing_with_the_cuda_error() {
+    for text in [H200_V2_UVM, H200_V2_UVM_RO] {
+        let r = real(text);
+        let cc = r.compute_check.as_ref().expect("compute check");
+        assert_eq!(cc.outcome, ComputeOutcome::Failed);
+        let e = cc.error.as_ref().expect("cuInit error");
+        assert_eq!(
+            (e.name.as_str(), e.code, e.step.as_str()),
+            ("CUDA_ERROR_UNKNOWN", 999, "init")
+        );
+        let report = judge_with("", &h200_node(), &r);
+        report
+            .expect(Layer::Health, Status::NotReady, r::DEVICE_NODE_MISSING)
+            .mentions(&[
+                "/dev/nvidia-uvm, /dev/nvidia-uvm-tools",
+                "modprobe nvidia-uvm",
+                "CUDA init failed with CUDA_ERROR_UNKNOWN (999)",
+            ]);
+        assert!(!report.ready());
+        // Without the device-node list (a v2 probe of another build), the CUDA
+        // error alone names the cause.
+        let mut no_nodes = r.clone();
+        no_nodes.device_nodes.clear();
+        judge_with("", &h200_node(), &no_nodes)
+            .expect(Layer::Health, Status::NotReady, r::CUDA_INIT_FAILED)
+            .mentions(&["/dev/nvidia-uvm"]);
+    }
+}
+
+/// Prints gpuready's verdict on each real v2 capture
+/// (`cargo test -p gpuready-core --test health real_h200_verdicts -- --nocapture`).
+#[test]
+fn real_h200_verdicts() {
+    for (name, text) in [
+        ("compute", H200_V2_COMPUTE),
+        ("compute-uid65532", H200_V2_NONROOT),
+        ("busy", H200_V2_BUSY),
+        ("uvm-hidden", H200_V2_UVM),
+        ("uvm-hidden-root-ro", H200_V2_UVM_RO),
+    ] {
+        let report = judge_with("", &h200_node(), &real(text));
+        let h = report.get(Layer::Health).expect("Health judged");
+        println!(
+            "{name}: {:?} {} ready={}: {}",
+            h.status,
+            h.reason,
+            report.ready(),
+            h.message
+        );
+    }
+}

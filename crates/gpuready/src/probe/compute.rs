@@ -277,7 +277,14 @@ pub fn run(
         Ok(r) => (r, None),
         Err(e) => (ChildResult::default(), Some(e)),
     };
-    let error = error.or(result.error.clone());
+    // A failed device CUDA could not name (no UUID) cannot be matched to an
+    // NVML GPU: its error becomes the node-wide one, so it is never lost.
+    let unmatched = result
+        .devices
+        .iter()
+        .find(|d| d.uuid.is_none() && d.result.outcome != ComputeOutcome::Passed)
+        .and_then(|d| d.result.error.clone());
+    let error = error.or(result.error.clone()).or(unmatched);
     let failed = error.is_some()
         || result
             .devices
@@ -322,6 +329,9 @@ fn run_child(timeout: Duration) -> Result<ChildResult, CudaError> {
         .map_err(|e| fail("CUDA_CHECK_NOT_STARTED", format!("own executable: {e}")))?;
     let mut child = Command::new(exe)
         .args(["probe", "--compute-check-child"])
+        // No JIT cache on disk: the probe's root filesystem is read-only, and
+        // each check should compile the PTX afresh anyway.
+        .env("CUDA_CACHE_DISABLE", "1")
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

@@ -247,10 +247,15 @@ fn run_steps(
     steps: &mut Vec<ComputeStep>,
     uuid: &mut Option<String>,
 ) -> Result<(), Failure> {
+    // The UUID first (no context needed), so a GPU whose context fails is
+    // still matched to NVML's.
+    *uuid = cudarc::driver::result::device::get(ordinal as i32)
+        .and_then(cudarc::driver::result::device::get_uuid)
+        .ok()
+        .map(|u| format_uuid(&u.bytes));
     let ctx: Arc<CudaContext> = step(steps, "context", || {
         cu(CudaContext::new(ordinal), "context")
     })?;
-    *uuid = ctx.uuid().ok().map(|u| format_uuid(&u.bytes));
     let stream: Arc<CudaStream> = ctx.default_stream();
     let host: Vec<u32> = (0..ELEMENTS).map(pattern).collect();
     let mut input = step(steps, "alloc", || {

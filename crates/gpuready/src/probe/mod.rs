@@ -110,8 +110,8 @@ impl ProbeArgs {
     }
 }
 
-/// Exit code of `--once` when the report was printed but NVML is unusable or
-/// enumerates no GPU.
+/// Exit code of `--once` when the report was printed but NVML is unusable,
+/// enumerates no GPU, or the compute check ran and failed.
 pub const EXIT_NVML_UNUSABLE: u8 = 1;
 /// Exit code for arguments or an environment the probe cannot work with.
 pub const EXIT_USAGE: u8 = 2;
@@ -369,6 +369,17 @@ fn run_once(args: &ProbeArgs) -> ExitCode {
     }
     if report.device_count.unwrap_or(0) == 0 {
         eprintln!("error: NVML enumerates no GPU");
+        return ExitCode::from(EXIT_NVML_UNUSABLE);
+    }
+    if let Some(cc) = &report.compute_check
+        && cc.outcome == gpuready_api::probe::ComputeOutcome::Failed
+    {
+        let why = cc
+            .error
+            .as_ref()
+            .map(|e| format!("{} {} ({})", e.step, e.name, e.code))
+            .unwrap_or_else(|| "a GPU failed (see gpus[].compute)".into());
+        eprintln!("error: the compute check failed: {why}");
         return ExitCode::from(EXIT_NVML_UNUSABLE);
     }
     ExitCode::SUCCESS
