@@ -99,7 +99,23 @@ pub struct ProbeArgs {
     pub compute_check_child: bool,
 }
 
+/// The compute check's settings and what the probe remembers of it; `once`:
+/// `--once`, where the check is due at once and no minimum interval applies.
+pub struct Checker {
+    pub settings: Settings,
+    pub memory: Memory,
+    pub once: bool,
+}
+
 impl ProbeArgs {
+    fn checker(&self, once: bool) -> Checker {
+        Checker {
+            settings: self.settings(),
+            memory: Memory::default(),
+            once,
+        }
+    }
+
     fn settings(&self) -> Settings {
         Settings {
             mode: self.compute_check,
@@ -124,11 +140,15 @@ pub fn build_report(
     state: NvmlState,
     nvml: Option<&nvml_wrapper::Nvml>,
     events: EventLog,
-    settings: &Settings,
-    memory: &mut Memory,
+    checker: &mut Checker,
     request: Option<String>,
-    once: bool,
 ) -> ProbeReport {
+    let Checker {
+        settings,
+        memory,
+        once,
+    } = checker;
+    let (settings, once) = (&*settings, *once);
     let snap = nvml.map(nvml::snapshot);
     let (driver_version, cuda_driver_version, device_count, mut gpus, minors) = match snap {
         Some(s) => (
@@ -242,8 +262,7 @@ pub fn run(args: ProbeArgs) -> ExitCode {
             let mut term =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
             let mut last_state = NvmlState::default();
-            let settings = args.settings();
-            let mut memory = Memory::default();
+            let mut checker = args.checker(false);
             loop {
                 // The driver may come up after the probe (the GPU operator installs
                 // it in a pod of its own): keep trying until NVML initialises.
@@ -277,10 +296,8 @@ pub fn run(args: ProbeArgs) -> ExitCode {
                     last_state.clone(),
                     nvml_cell.get(),
                     events.snapshot(),
-                    &settings,
-                    &mut memory,
+                    &mut checker,
                     request,
-                    false,
                 );
                 match publish::publish(&client, &namespace, &node, &report).await {
                     Ok(()) => tracing::debug!(gpus = report.gpus.len(), "report published"),
@@ -332,17 +349,14 @@ fn run_once(args: &ProbeArgs) -> ExitCode {
             ..EventLog::default()
         },
     };
-    let mut memory = Memory::default();
     let report = build_report(
         args.node_name.as_deref(),
         started,
         state,
         nvml.as_ref(),
         log,
-        &args.settings(),
-        &mut memory,
+        &mut args.checker(true),
         None,
-        true,
     );
     let text = match args.output {
         ProbeOutput::Json => serde_json::to_string_pretty(&report)
