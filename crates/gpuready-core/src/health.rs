@@ -432,13 +432,21 @@ fn compute_findings(
         out.findings.push((rank, reason, message, Status::NotReady));
     };
 
+    // /dev/nvidia-uvm-tools serves profilers and debuggers: on the H200 a
+    // check passed without it (libcuda re-created only nvidia-uvm), so its
+    // absence alone is a note, not a fault.
+    const TOOLS: &str = "/dev/nvidia-uvm-tools";
     let missing: Vec<&str> = report
         .device_nodes
         .iter()
         .filter(|d| !d.present)
         .map(|d| d.path.as_str())
         .collect();
-    if !missing.is_empty() {
+    if missing == [TOOLS] {
+        out.notes.push(format!(
+            "{TOOLS} is missing (CUDA runs without it; profilers and debuggers need it)"
+        ));
+    } else if !missing.is_empty() {
         let uvm = missing.iter().any(|p| p.starts_with("/dev/nvidia-uvm"));
         fault(
             rank::DEVICE_NODE,

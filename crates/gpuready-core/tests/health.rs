@@ -919,3 +919,12 @@ fn real_h200_verdicts() {
         );
     }
 }
+
+#[test]
+fn only_uvm_tools_missing_is_a_note() {
+    let mut r = v2_report();
+    r.device_nodes[2].present = false;
+    judge_with("", &h200_node(), &r)
+        .expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY)
+        .mentions(&["/dev/nvidia-uvm-tools is missing (CUDA runs without it"]);
+}

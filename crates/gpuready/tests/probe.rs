@@ -499,6 +499,43 @@ async fn the_api_server_refuses_application_xids_and_health_in_gating_layers_is_
     let probe = ok.spec.probe.expect("probe kept");
     assert_eq!(probe.max_report_age_seconds, 300, "defaulted by the schema");
     assert!(probe.check_labels);
+
+    // probe.computeCheck: the policies are the enum, the age is bounded.
+    let refused = api
+        .patch(
+            "cc-bad",
+            &pp,
+            &kube::api::Patch::Apply(&doc(
+                "cc-bad",
+                json!({"computeCheck": {"whenSkipped": "Sometimes", "maxAgeSeconds": 40000000}}),
+            )),
+        )
+        .await
+        .expect_err("a bad computeCheck is refused")
+        .to_string();
+    assert!(
+        refused.contains("whenSkipped") && refused.contains("maxAgeSeconds"),
+        "{refused}"
+    );
+    let ok = api
+        .patch(
+            "cc",
+            &pp,
+            &kube::api::Patch::Apply(&doc(
+                "cc",
+                json!({"computeCheck": {"whenStale": "Blocking", "maxAgeSeconds": 86400}}),
+            )),
+        )
+        .await
+        .expect("a valid computeCheck is accepted");
+    let cc = ok
+        .spec
+        .probe
+        .and_then(|p| p.compute_check)
+        .expect("computeCheck kept");
+    assert_eq!(cc.when_stale, gpuready_api::ProbePolicy::Blocking);
+    assert_eq!(cc.when_skipped, gpuready_api::ProbePolicy::Ignore);
+    assert_eq!(cc.max_age_seconds, 86400);
 }
 
 /// The agent itself, in-cluster mode, on a machine without NVML (as in CI): it

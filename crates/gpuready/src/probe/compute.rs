@@ -118,18 +118,12 @@ pub fn blocker(
             "NVML is unusable, so the probe cannot tell whether a workload uses the GPUs".into(),
         ));
     }
-    let busy: Vec<String> = gpus
-        .iter()
-        .filter(|g| g.compute_processes != Some(0))
-        .map(|g| g.index.to_string())
-        .collect();
-    if !busy.is_empty() {
+    // Which GPUs are busy is in gpus[].computeProcesses; the message stays the
+    // same while workloads come and go, so it rewrites no node condition.
+    if gpus.iter().any(|g| g.compute_processes != Some(0)) {
         return Some((
             ComputeSkipReason::GpusBusy,
-            format!(
-                "a workload holds GPU {} (NVML lists compute processes on it, or cannot list them): the check waits until every GPU is idle",
-                busy.join(", ")
-            ),
+            "a workload holds a GPU (NVML lists compute processes, see gpus[].computeProcesses, or cannot list them): the check waits until every GPU is idle".into(),
         ));
     }
     let exclusive: Vec<String> = gpus
@@ -483,7 +477,7 @@ mod tests {
         )
         .expect("busy");
         assert_eq!(r, ComputeSkipReason::GpusBusy);
-        assert!(m.contains("GPU 1 "), "{m}");
+        assert!(m.contains("gpus[].computeProcesses"), "{m}");
         let (r, _) = blocker(true, &[gpu(0, None)], &Memory::default(), now, ten).expect("unknown");
         assert_eq!(r, ComputeSkipReason::GpusBusy);
         let mut ex = gpu(0, Some(0));
