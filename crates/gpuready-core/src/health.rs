@@ -697,6 +697,15 @@ fn cuda_action(name: &str) -> &'static str {
         "CUDA_LIBRARY_UNAVAILABLE" => {
             "the probe's container has no libcuda.so.1: run it with NVIDIA_DRIVER_CAPABILITIES including compute (the chart sets compute,utility) under the nvidia RuntimeClass, and check the driver's user-space libraries on the host"
         }
+        "CUDA_CHECK_TIMEOUT" => {
+            "the compute check hung: a GPU or the driver does not answer; check the kernel log for XIDs, drain the node and reset the GPU or reboot"
+        }
+        "CUDA_CHECK_CRASHED" => {
+            "the check's process died: killed by signal 9 it most likely hit the probe's memory limit (libcuda needs about 200 MB; raise probe.resources.limits.memory); otherwise a driver older than the probe's CUDA bindings (its stderr line is in the detail)"
+        }
+        "CUDA_CHECK_NOT_STARTED" => {
+            "the probe could not start its check process: see the detail; the probe's image or its read-only root"
+        }
         "CUDA_ERROR_SYSTEM_NOT_READY" => {
             "the system is not ready for CUDA: on NVSwitch systems nvidia-fabricmanager is down or still starting (systemctl status nvidia-fabricmanager; its version must equal the driver's)"
         }

@@ -632,6 +632,8 @@ fn cuda_init_errors_are_named_with_what_to_do() {
         ),
         ("CUDA_ERROR_UNKNOWN", 999, "/dev/nvidia-uvm"),
         ("CUDA_LIBRARY_UNAVAILABLE", 0, "NVIDIA_DRIVER_CAPABILITIES"),
+        ("CUDA_CHECK_TIMEOUT", 0, "hung"),
+        ("CUDA_CHECK_CRASHED", 0, "memory limit"),
     ] {
         judge_with("", &h200_node(), &init_error(name, code))
             .expect(Layer::Health, Status::NotReady, r::CUDA_INIT_FAILED)
