@@ -579,6 +579,15 @@ async fn the_probe_process_publishes_its_report_and_stops_on_sigterm() {
     };
     assert_eq!(report.node.as_deref(), Some("agent-node"));
     assert!(!report.nvml.usable);
+    // The agent's first check is due, and skipped: without NVML it cannot
+    // tell whether a workload uses the GPUs.
+    let cc = report.compute_check.as_ref().expect("computeCheck");
+    assert_eq!(cc.outcome, ComputeOutcome::Skipped);
+    let skip = cc.skipped.as_ref().expect("skipped");
+    assert_eq!(
+        (skip.reason, skip.due),
+        (ComputeSkipReason::NvmlUnusable, ComputeTrigger::FirstCheck)
+    );
     assert!(
         report
             .nvml
