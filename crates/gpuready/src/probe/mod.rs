@@ -9,12 +9,11 @@ pub mod nvml;
 pub mod publish;
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
-
-use std::path::PathBuf;
 
 use gpuready_api::probe::{
     ComputeTrigger, EventLog, NvmlState, PROBE_REPORT_API_VERSION, ProbeReport,
