@@ -51,6 +51,11 @@ pub const CONDITION_LAYER_PREFIX: &str = "GpuReady";
 /// it (the facts parser, the chart's admission policy) covers it too.
 pub const CONDITION_PROBE_HEALTHY: &str = "GpuReadyProbe";
 
+/// Annotation on a probe pod asking for a compute check: every new value runs
+/// one (once the GPUs are idle and the minimum interval has passed). The probe
+/// reads it from its downward-API volume, so it needs no API access for it.
+pub const ANNOTATION_COMPUTE_CHECK_REQUEST: &str = "gpuready.io/compute-check-request";
+
 /// Label on every probe report ConfigMap, selecting them for the controller's watch.
 pub const LABEL_PROBE_REPORT: &str = "gpuready.io/probe-report";
 
@@ -190,6 +195,21 @@ pub mod health_reasons {
     pub const FATAL_XID: &str = "FatalXid";
     /// GFD's labels contradict NVML (product, memory, compute capability, driver).
     pub const LABELS_CONTRADICT_PROBE: &str = "LabelsContradictProbe";
+    /// A device node a container needs (`/dev/nvidiactl`, `/dev/nvidia-uvm`,
+    /// `/dev/nvidia-uvm-tools`, `/dev/nvidia<N>`) is missing in the probe's container.
+    pub const DEVICE_NODE_MISSING: &str = "DeviceNodeMissing";
+    /// A GPU's NVSwitch fabric registration is not completed, or failed.
+    pub const FABRIC_NOT_READY: &str = "FabricNotReady";
+    /// The CUDA driver API could not be loaded or `cuInit` failed (by CUDA error name).
+    pub const CUDA_INIT_FAILED: &str = "CudaInitFailed";
+    /// A GPU returned wrong data in the compute check (copy or kernel result).
+    pub const COMPUTE_MISMATCH: &str = "ComputeMismatch";
+    /// A CUDA call of the compute check failed on a GPU (context, allocation, copy, launch).
+    pub const COMPUTE_CHECK_FAILED: &str = "ComputeCheckFailed";
+    /// No compute check has run: it was skipped (GPUs busy, exclusive mode, MIG).
+    pub const COMPUTE_CHECK_SKIPPED: &str = "ComputeCheckSkipped";
+    /// The latest compute check ran on another stack or too long ago.
+    pub const COMPUTE_CHECK_STALE: &str = "ComputeCheckStale";
 }
 
 /// Reasons of the [`CONDITION_NFD_CRDS`] profile condition. True means the NFD

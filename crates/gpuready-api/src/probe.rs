@@ -1,14 +1,23 @@
-//! The probe report: what `gpuready probe` read from the GPUs through NVML on one
-//! node, as the probe publishes it and the engine reads it. Versioned by
-//! [`PROBE_REPORT_API_VERSION`]; every field but the version is optional or
-//! defaulted, so a report from an older or newer probe of the same version still
-//! parses (unknown fields are ignored).
+//! The probe report: what `gpuready probe` read from the GPUs through NVML (and,
+//! since v2, the CUDA driver API) on one node, as the probe publishes it and the
+//! engine reads it. Versioned by [`PROBE_REPORT_API_VERSION`]; v2 only adds
+//! optional fields to v1, so one type reads both ([`PROBE_REPORT_READ_VERSIONS`]);
+//! every field but the version is optional or defaulted, and unknown fields are
+//! ignored.
 
 use serde::{Deserialize, Serialize};
 
-/// `apiVersion` of the report. A new major shape gets a new version; the engine
-/// refuses versions it does not know rather than misreading them.
-pub const PROBE_REPORT_API_VERSION: &str = "gpuready.io/probe-report/v1";
+/// `apiVersion` of the report this gpuready writes. A new shape gets a new
+/// version; the engine refuses versions it does not know rather than misreading them.
+pub const PROBE_REPORT_API_VERSION: &str = "gpuready.io/probe-report/v2";
+
+/// The first version: NVML only (no compute check, fabric or device nodes).
+pub const PROBE_REPORT_API_VERSION_V1: &str = "gpuready.io/probe-report/v1";
+
+/// Versions the engine reads: v1 is v2 without the compute check, fabric state
+/// and device nodes, which then read as absent (not judged).
+pub const PROBE_REPORT_READ_VERSIONS: &[&str] =
+    &[PROBE_REPORT_API_VERSION, PROBE_REPORT_API_VERSION_V1];
 
 /// Key of the report inside the carrier ConfigMap's `data`.
 pub const PROBE_REPORT_DATA_KEY: &str = "report.json";
@@ -64,6 +73,16 @@ pub struct ProbeReport {
     /// Critical events (XIDs, double-bit ECC) seen since `probeStartedAt`.
     #[serde(default)]
     pub events: EventLog,
+    /// v2: the node's boot ID (`/proc/sys/kernel/random/boot_id`): a change means
+    /// a reboot, which re-validates the compute check.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
+    /// v2: the device nodes a container needs, and whether each exists.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub device_nodes: Vec<DeviceNode>,
+    /// v2: the CUDA compute check (absent in v1 reports: not judged).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_check: Option<ComputeCheck>,
 }
 
 /// NVML initialisation result.
@@ -120,6 +139,220 @@ pub struct GpuState {
     /// Queries that failed, as `field: error`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
+    /// v2: NVSwitch fabric state (`nvmlDeviceGetGpuFabricInfo`); absent on GPUs
+    /// without one (PCIe cards, pass-through VMs): that is not an error.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<FabricState>,
+    /// v2: compute processes NVML lists on this GPU now (CUDA contexts of any
+    /// container: the driver reports host PIDs whatever the PID namespace).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_processes: Option<u32>,
+    /// v2: NVML compute mode (`Default`, `ExclusiveProcess`, `Prohibited`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_mode: Option<String>,
+    /// v2: this GPU's result in the latest compute check that ran (its time and
+    /// trigger are in the report's `computeCheck`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute: Option<GpuCompute>,
+}
+
+/// A device node and whether it exists (`/dev/nvidiactl`, `/dev/nvidia-uvm`,
+/// `/dev/nvidia-uvm-tools`, `/dev/nvidia<minor>` per GPU).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceNode {
+    pub path: String,
+    pub present: bool,
+    /// The GPU (NVML index) this node belongs to; `None` for node-wide ones.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<u32>,
+}
+
+/// NVSwitch fabric registration of one GPU, as NVML reports it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct FabricState {
+    pub state: FabricPhase,
+    /// NVML's result of the registration once `Completed` (`Success` or an
+    /// NVML error name such as `NVML_ERROR_...`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub clique_id: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster_uuid: Option<String>,
+}
+
+/// `NVML_GPU_FABRIC_STATE_*` (NotSupported is reported as no `fabric` at all).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum FabricPhase {
+    /// The fabric manager has not started registering this GPU.
+    #[default]
+    NotStarted,
+    /// Registration is under way: CUDA returns `CUDA_ERROR_SYSTEM_NOT_READY` until done.
+    InProgress,
+    /// Registration finished; `status` says whether it succeeded.
+    Completed,
+}
+
+/// A CUDA driver API error, by name and number (`CUresult`), and the step it
+/// came from.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CudaError {
+    /// e.g. `CUDA_ERROR_SYSTEM_NOT_READY`, or `CUDA_LIBRARY_UNAVAILABLE` when
+    /// libcuda could not be loaded at all (no CUresult exists then).
+    pub name: String,
+    /// The `CUresult` number, e.g. 802; 0 for `CUDA_LIBRARY_UNAVAILABLE`.
+    pub code: u32,
+    /// The step that failed (`load`, `init`, `context`, `alloc`, `copy`, `launch`, ...).
+    pub step: String,
+    /// Extra detail (the loader's message, the driver's error string).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+/// One timed step of a GPU's compute check.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ComputeStep {
+    /// `context`, `alloc`, `copyHtoD`, `copyDtoH`, `compare`, `moduleLoad`,
+    /// `launch`, `verify`, `free`.
+    pub name: String,
+    /// Wall time of the step in milliseconds.
+    pub millis: f64,
+    pub ok: bool,
+}
+
+/// A GPU's result in a compute check.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct GpuCompute {
+    pub outcome: ComputeOutcome,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub steps: Vec<ComputeStep>,
+    /// The CUDA error that stopped the check on this GPU.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<CudaError>,
+    /// Wrong data: what was expected and what came back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mismatch: Option<String>,
+    /// Bytes the check allocated on this GPU.
+    #[serde(default)]
+    pub bytes: u64,
+}
+
+/// Result of a compute check, node-wide or per GPU.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ComputeOutcome {
+    /// Every step passed and the data came back right.
+    Passed,
+    /// A CUDA error (`error`) or wrong data (`mismatch`).
+    Failed,
+    /// No check has run in this probe: it was due and `skipped` says why.
+    #[default]
+    Skipped,
+    /// The compute check is switched off (`--compute-check=off`).
+    Disabled,
+}
+
+/// What made a compute check run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ComputeTrigger {
+    /// The probe's first check since it started.
+    FirstCheck,
+    /// The driver version differs from the last check's.
+    DriverChanged,
+    /// The node's boot ID differs from the last check's (a reboot).
+    BootChanged,
+    /// The set of GPU UUIDs differs from the last check's.
+    GpuSetChanged,
+    /// A new value of the probe pod's request annotation.
+    Requested,
+    /// The periodic re-check (`--compute-check-every`).
+    Periodic,
+    /// `gpuready probe --once`.
+    Once,
+}
+
+/// Why a due compute check did not run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ComputeSkipReason {
+    /// A GPU has compute processes (a workload holds it): never taken from it.
+    GpusBusy,
+    /// A GPU is in an exclusive or prohibited compute mode: a context of the
+    /// probe could lock a workload out.
+    ExclusiveComputeMode,
+    /// MIG is enabled on a GPU: CUDA reaches MIG instances only, not checked.
+    MigEnabled,
+    /// NVML is unusable, so the probe cannot tell whether the GPUs are in use.
+    NvmlUnusable,
+    /// The last check ran less than `--compute-check-min-interval` ago.
+    MinInterval,
+}
+
+/// The stack a compute check ran on: when it changes, the check is re-run.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ComputeStack {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver_version: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot_id: Option<String>,
+    /// GPU UUIDs, sorted.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<String>,
+}
+
+/// A due check that did not run, and why.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ComputeSkip {
+    pub reason: ComputeSkipReason,
+    /// What was due (the trigger that would have run it).
+    pub due: ComputeTrigger,
+    pub message: String,
+    /// RFC 3339: first time this due check was skipped.
+    pub since: String,
+}
+
+/// The node's compute check: the latest run of this probe (if any) and, when a
+/// due check could not run, why.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ComputeCheck {
+    /// Of the latest run (`Passed`/`Failed`); `Skipped` when none has run yet,
+    /// `Disabled` when switched off. Per-GPU results are in `gpus[].compute`.
+    pub outcome: ComputeOutcome,
+    /// RFC 3339 start of the latest run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ran_at: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<ComputeTrigger>,
+    /// The stack the latest run saw.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stack: Option<ComputeStack>,
+    /// The CUDA library loaded, e.g. `libcuda.so.1`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub library: Option<String>,
+    /// `cuDriverGetVersion`, e.g. `13.0`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda_version: Option<String>,
+    /// A node-wide failure (library missing, `cuInit`, device enumeration).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<CudaError>,
+    /// Wall time of `cuInit`, in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub init_millis: Option<f64>,
+    /// Wall time of the whole run (child process included), in milliseconds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub millis: Option<f64>,
+    /// A check that was due and did not run (the latest run, if any, stays).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skipped: Option<ComputeSkip>,
+    /// The value of the request annotation the latest run served.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request: Option<String>,
 }
 
 /// ECC mode and uncorrectable error counts (`NVML_MEMORY_ERROR_TYPE_UNCORRECTED`).

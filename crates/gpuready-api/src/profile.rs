@@ -258,6 +258,33 @@ pub struct ProbeExpectation {
     /// hardware change). Default true.
     #[serde(default = "default_true")]
     pub check_labels: bool,
+
+    /// How the CUDA compute check of the probe (report v2) gates. Absent: a
+    /// failed check gates, a skipped or stale one is only reported.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compute_check: Option<ComputeCheckRules>,
+}
+
+/// The Health layer's rules for the probe's compute check. A failed check
+/// (CUDA error, wrong result) always makes the node not ready; these choose what
+/// a check that could not run, or ran on another stack or too long ago, means.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ComputeCheckRules {
+    /// No check has run in the probe because it was skipped (GPUs busy,
+    /// exclusive compute mode, MIG): `Ignore` (default: reported in the message,
+    /// not gating), `Unknown` or `Blocking`.
+    #[serde(default)]
+    pub when_skipped: ProbePolicy,
+    /// The latest check ran on another stack (driver version, boot ID, GPU set)
+    /// or longer ago than `maxAgeSeconds`: `Ignore` (default), `Unknown` or `Blocking`.
+    #[serde(default)]
+    pub when_stale: ProbePolicy,
+    /// Age in seconds after which a check is stale. 0 (default): never by age
+    /// alone (a stack change still makes it stale).
+    #[serde(default)]
+    #[schemars(range(min = 0, max = 31536000))]
+    pub max_age_seconds: u32,
 }
 
 fn default_max_report_age() -> u32 {
@@ -275,6 +302,7 @@ impl Default for ProbeExpectation {
             max_report_age_seconds: default_max_report_age(),
             fatal_xids: None,
             check_labels: true,
+            compute_check: None,
         }
     }
 }

@@ -207,6 +207,14 @@ impl GpuNodeProfileSpec {
                     ),
                 );
             }
+            if let Some(cc) = &probe.compute_check
+                && cc.max_age_seconds > 31_536_000
+            {
+                fail(
+                    "probe.computeCheck.maxAgeSeconds",
+                    format!("{} must be at most 31536000 (1 year)", cc.max_age_seconds),
+                );
+            }
             let xids = probe.fatal_xids.as_deref().unwrap_or_default();
             if xids.len() > 64 {
                 fail("probe.fatalXids", "at most 64 entries".into());

@@ -5,8 +5,11 @@
 use gpuready_api::GpuNodeProfileSpec;
 use gpuready_api::keys::health_reasons as r;
 use gpuready_api::keys::nvidia;
-use gpuready_api::probe::{EventKind, PROBE_REPORT_API_VERSION, ProbeReport};
-use gpuready_api::profile::{DEFAULT_FATAL_XIDS, ProbeExpectation, ProbePolicy};
+use gpuready_api::probe::{
+    ComputeOutcome, ComputeStack, EventKind, FabricPhase, PROBE_REPORT_API_VERSION,
+    PROBE_REPORT_READ_VERSIONS, ProbeReport,
+};
+use gpuready_api::profile::{ComputeCheckRules, DEFAULT_FATAL_XIDS, ProbeExpectation, ProbePolicy};
 use jiff::Timestamp;
 
 use crate::evaluate::Status;
@@ -28,15 +31,16 @@ pub enum ReportError {
     #[error("not a probe report: {0}")]
     Json(#[from] serde_json::Error),
     #[error(
-        "apiVersion {0:?} is not {PROBE_REPORT_API_VERSION}: a probe newer or older than this gpuready; run the same version for both"
+        "apiVersion {0:?} is neither {PROBE_REPORT_API_VERSION} nor an older version this gpuready reads: a probe newer than this gpuready; run the same version for both"
     )]
     Version(String),
 }
 
-/// Parses the JSON a probe published, refusing versions this gpuready does not know.
+/// Parses the JSON a probe published, refusing versions this gpuready does not
+/// know. v1 reads as v2 without the compute check, fabric and device nodes.
 pub fn parse_report(json: &str) -> Result<ProbeReport, ReportError> {
     let report: ProbeReport = serde_json::from_str(json)?;
-    if report.api_version != PROBE_REPORT_API_VERSION {
+    if !PROBE_REPORT_READ_VERSIONS.contains(&report.api_version.as_str()) {
         return Err(ReportError::Version(report.api_version));
     }
     Ok(report)
@@ -157,9 +161,30 @@ pub fn judge(
         }
         recheck = Some(u64::try_from(max - age.max(0) + 1).unwrap_or(1));
     }
-    let mut v = judge_report(spec, rules, facts, report);
-    v.recheck_after_seconds = recheck;
+    let mut v = judge_report(spec, rules, facts, report, now);
+    v.recheck_after_seconds = match (recheck, compute_recheck(rules, report, now)) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
+    };
     Some(v)
+}
+
+/// Seconds until the latest compute check passes `maxAgeSeconds`, when the
+/// profile judges its age: the controller schedules a re-check then.
+fn compute_recheck(rules: &ProbeExpectation, report: &ProbeReport, now: Timestamp) -> Option<u64> {
+    let cc = rules.compute_check.as_ref()?;
+    if cc.max_age_seconds == 0 || cc.when_stale == ProbePolicy::Ignore {
+        return None;
+    }
+    let ran = report
+        .compute_check
+        .as_ref()?
+        .ran_at
+        .as_deref()?
+        .parse::<Timestamp>()
+        .ok()?;
+    let left = i64::from(cc.max_age_seconds) - (now.as_second() - ran.as_second());
+    (left >= 0).then(|| u64::try_from(left + 1).unwrap_or(1))
 }
 
 /// A problem found in a fresh report, in the order of the reason it gives.
@@ -167,6 +192,27 @@ struct Finding {
     rank: u8,
     reason: &'static str,
     message: String,
+    /// NotReady for faults; Unknown where the profile says a skipped or stale
+    /// compute check is `Unknown`.
+    status: Status,
+}
+
+/// Ranks: the first finding's reason names the verdict. Missing GPUs and device
+/// nodes, the fabric and CUDA's initialisation explain everything after them.
+mod rank {
+    pub const GPUS_MISSING: u8 = 0;
+    pub const DEVICE_NODE: u8 = 1;
+    pub const FABRIC: u8 = 2;
+    pub const CUDA_INIT: u8 = 3;
+    pub const ECC: u8 = 4;
+    pub const REMAP_FAILED: u8 = 5;
+    pub const REMAP_PENDING: u8 = 6;
+    pub const FATAL_XID: u8 = 7;
+    pub const COMPUTE_MISMATCH: u8 = 8;
+    pub const COMPUTE_FAILED: u8 = 9;
+    pub const LABELS: u8 = 10;
+    pub const COMPUTE_STALE: u8 = 11;
+    pub const COMPUTE_SKIPPED: u8 = 12;
 }
 
 fn judge_report(
@@ -174,6 +220,7 @@ fn judge_report(
     rules: &ProbeExpectation,
     facts: &NodeFacts,
     report: &ProbeReport,
+    now: Timestamp,
 ) -> HealthVerdict {
     if !report.nvml.usable {
         return verdict(
@@ -186,12 +233,22 @@ fn judge_report(
         );
     }
     let mut findings: Vec<Finding> = Vec::new();
-    let mut add = |rank: u8, reason: &'static str, message: String| {
+    let mut notes: Vec<String> = Vec::new();
+    let mut add_with = |rank: u8, reason: &'static str, message: String, status: Status| {
         findings.push(Finding {
             rank,
             reason,
             message,
+            status,
         })
+    };
+    let compute = compute_findings(rules, report, now);
+    for (rank, reason, message, status) in compute.findings {
+        add_with(rank, reason, message, status);
+    }
+    notes.extend(compute.notes);
+    let mut add = |rank: u8, reason: &'static str, message: String| {
+        add_with(rank, reason, message, Status::NotReady)
     };
 
     // GPU count: NVML's enumeration against the profile and against GFD's label.
@@ -202,7 +259,7 @@ fn judge_report(
         .unwrap_or(u32::try_from(report.gpus.len()).unwrap_or(u32::MAX));
     if seen == 0 {
         add(
-            0,
+            rank::GPUS_MISSING,
             r::GPUS_MISSING,
             "NVML initialised but enumerates no GPU: the driver lost its devices (XID 79?) or the container sees none; check nvidia-smi on the host".into(),
         );
@@ -211,7 +268,7 @@ fn judge_report(
         && seen < want
     {
         add(
-            0,
+            rank::GPUS_MISSING,
             r::GPUS_MISSING,
             format!(
                 "NVML sees {seen} GPU(s), the profile expects at least {want}: a GPU fell off the bus or failed to initialise; check nvidia-smi and the kernel log for XID 79, then reboot or service the node"
@@ -224,7 +281,7 @@ fn judge_report(
         && seen < *labelled
     {
         add(
-            0,
+            rank::GPUS_MISSING,
             r::GPUS_MISSING,
             format!(
                 "NVML sees {seen} GPU(s) but {}={labelled}: a GPU was lost since GFD last counted (XID 79, fallen off the bus); reboot or service the node",
@@ -240,7 +297,7 @@ fn judge_report(
         && seen < bus.gpus
     {
         add(
-            0,
+            rank::GPUS_MISSING,
             r::GPUS_MISSING,
             format!(
                 "NVML sees {seen} GPU(s) but NFD finds {} NVIDIA GPU(s) on the PCI bus ({}): the driver lost or never initialised one; check the kernel log for XID 79 or a driver load error, then reboot or service the node",
@@ -257,7 +314,7 @@ fn judge_report(
             && n > 0
         {
             add(
-                1,
+                rank::ECC,
                 r::UNCORRECTABLE_ECC,
                 format!(
                     "{id}: {n} uncorrectable ECC error(s) since the driver loaded: drain the node and reset the GPU (or reboot); if they come back, run field diagnostics and RMA"
@@ -267,7 +324,7 @@ fn judge_report(
         if let Some(rr) = &gpu.row_remapping {
             if rr.failure {
                 add(
-                    2,
+                    rank::REMAP_FAILED,
                     r::ROW_REMAP_FAILED,
                     format!(
                         "{id}: row remapping failed (no spare rows left): the memory is failing; take the GPU out of service and RMA it"
@@ -275,7 +332,7 @@ fn judge_report(
                 );
             } else if rr.pending {
                 add(
-                    3,
+                    rank::REMAP_PENDING,
                     r::ROW_REMAP_PENDING,
                     format!(
                         "{id}: a row remapping is pending: drain the node and reset the GPU (nvidia-smi -r) or reboot to apply it"
@@ -287,7 +344,7 @@ fn judge_report(
             && rp.pending
         {
             add(
-                3,
+                rank::REMAP_PENDING,
                 r::ROW_REMAP_PENDING,
                 format!(
                     "{id}: a page retirement is pending: drain the node and reload the driver (reboot) to apply it"
@@ -301,7 +358,7 @@ fn judge_report(
     for e in &report.events.records {
         match (e.kind, e.xid) {
             (EventKind::DoubleBitEcc, _) => add(
-                1,
+                rank::ECC,
                 r::UNCORRECTABLE_ECC,
                 format!(
                     "{}: {} double-bit ECC event(s) since {}: drain the node and reset the GPU (or reboot)",
@@ -309,7 +366,7 @@ fn judge_report(
                 ),
             ),
             (EventKind::Xid, Some(x)) if u32::try_from(x).is_ok_and(|x| fatal.contains(&x)) => add(
-                4,
+                rank::FATAL_XID,
                 r::FATAL_XID,
                 format!(
                     "{}: XID {x} ×{} (first {}, last {}): {}; after fixing it, restart the probe pod to clear the record",
@@ -327,25 +384,371 @@ fn judge_report(
 
     if rules.check_labels {
         for m in label_contradictions(facts, report) {
-            add(5, r::LABELS_CONTRADICT_PROBE, m);
+            add(rank::LABELS, r::LABELS_CONTRADICT_PROBE, m);
         }
     }
 
     if findings.is_empty() {
-        return verdict(
-            Status::Ready,
-            r::PROBE_HEALTHY,
-            healthy_message(report, &other_xids),
-        );
+        let mut msg = healthy_message(report, &other_xids);
+        for n in &notes {
+            msg.push_str("; ");
+            msg.push_str(n);
+        }
+        return verdict(Status::Ready, r::PROBE_HEALTHY, msg);
     }
     findings.sort_by_key(|f| f.rank);
     let reason = findings[0].reason;
+    let status = if findings.iter().any(|f| f.status == Status::NotReady) {
+        Status::NotReady
+    } else {
+        Status::Unknown
+    };
     let message = findings
         .iter()
         .map(|f| f.message.as_str())
         .collect::<Vec<_>>()
         .join("; ");
-    verdict(Status::NotReady, reason, message)
+    verdict(status, reason, message)
+}
+
+/// What the v2 fields (device nodes, fabric, compute check) add: findings that
+/// gate, and notes for the Ready message (a skipped or stale check the profile
+/// ignores). A v1 report has none of these fields and gets neither.
+struct ComputeFindings {
+    findings: Vec<(u8, &'static str, String, Status)>,
+    notes: Vec<String>,
+}
+
+fn compute_findings(
+    rules: &ProbeExpectation,
+    report: &ProbeReport,
+    now: Timestamp,
+) -> ComputeFindings {
+    let mut out = ComputeFindings {
+        findings: Vec::new(),
+        notes: Vec::new(),
+    };
+    let mut fault = |rank: u8, reason: &'static str, message: String| {
+        out.findings.push((rank, reason, message, Status::NotReady));
+    };
+
+    // /dev/nvidia-uvm-tools serves profilers and debuggers: on the H200 a
+    // check passed without it (libcuda re-created only nvidia-uvm), so its
+    // absence alone is a note, not a fault.
+    const TOOLS: &str = "/dev/nvidia-uvm-tools";
+    let missing: Vec<&str> = report
+        .device_nodes
+        .iter()
+        .filter(|d| !d.present)
+        .map(|d| d.path.as_str())
+        .collect();
+    if missing == [TOOLS] {
+        out.notes.push(format!(
+            "{TOOLS} is missing (CUDA runs without it; profilers and debuggers need it)"
+        ));
+    } else if !missing.is_empty() {
+        let uvm = missing.iter().any(|p| p.starts_with("/dev/nvidia-uvm"));
+        fault(
+            rank::DEVICE_NODE,
+            r::DEVICE_NODE_MISSING,
+            format!(
+                "device node(s) missing in the probe's container: {}: {}",
+                missing.join(", "),
+                if uvm {
+                    "CUDA needs /dev/nvidia-uvm (the nvidia-uvm kernel module): on the host run `modprobe nvidia-uvm` (or nvidia-modprobe -u -c=0) and check the driver installation creates the node at boot; then restart the probe pod"
+                } else {
+                    "the container runtime did not inject the GPU's device nodes: check the RuntimeClass (nvidia), the NVIDIA container toolkit and that the driver is loaded (nvidia-smi on the host)"
+                }
+            ),
+        );
+    }
+
+    for gpu in &report.gpus {
+        let Some(f) = &gpu.fabric else { continue };
+        let id = gpu_id(gpu);
+        match f.state {
+            FabricPhase::Completed => {
+                if let Some(status) = f.status.as_deref()
+                    && status != "Success"
+                {
+                    fault(
+                        rank::FABRIC,
+                        r::FABRIC_NOT_READY,
+                        format!(
+                            "{id}: NVSwitch fabric registration failed ({status}): check nvidia-fabricmanager on the node (systemctl status nvidia-fabricmanager, its log) and the NVSwitches; CUDA returns CUDA_ERROR_SYSTEM_NOT_READY until it succeeds"
+                        ),
+                    );
+                }
+            }
+            phase => fault(
+                rank::FABRIC,
+                r::FABRIC_NOT_READY,
+                format!(
+                    "{id}: NVSwitch fabric registration {}: start or fix nvidia-fabricmanager (its version must equal the driver's); CUDA returns CUDA_ERROR_SYSTEM_NOT_READY until the fabric is up",
+                    if phase == FabricPhase::InProgress {
+                        "still in progress"
+                    } else {
+                        "not started"
+                    }
+                ),
+            ),
+        }
+    }
+
+    let Some(cc) = &report.compute_check else {
+        return out;
+    };
+    let defaults = ComputeCheckRules::default();
+    let cr = rules.compute_check.as_ref().unwrap_or(&defaults);
+    let ran = cc.ran_at.as_deref().unwrap_or("an unknown time");
+
+    if cc.outcome == ComputeOutcome::Failed {
+        if let Some(e) = &cc.error {
+            fault(
+                rank::CUDA_INIT,
+                r::CUDA_INIT_FAILED,
+                format!(
+                    "CUDA {} failed with {} ({}){} in the compute check at {ran}: {}",
+                    e.step,
+                    e.name,
+                    e.code,
+                    e.detail
+                        .as_deref()
+                        .map(|d| format!(" [{d}]"))
+                        .unwrap_or_default(),
+                    cuda_action(&e.name)
+                ),
+            );
+        }
+        for gpu in &report.gpus {
+            let Some(g) = &gpu.compute else { continue };
+            if g.outcome != ComputeOutcome::Failed {
+                continue;
+            }
+            let id = gpu_id(gpu);
+            if let Some(m) = &g.mismatch {
+                fault(
+                    rank::COMPUTE_MISMATCH,
+                    r::COMPUTE_MISMATCH,
+                    format!(
+                        "{id}: wrong data in the compute check at {ran} ({m}): the GPU computes wrongly; drain the node, reset the GPU (nvidia-smi -r) or reboot, and if it recurs run field diagnostics (dcgmi diag -r 3) and RMA"
+                    ),
+                );
+            } else if let Some(e) = &g.error {
+                fault(
+                    rank::COMPUTE_FAILED,
+                    r::COMPUTE_CHECK_FAILED,
+                    format!(
+                        "{id}: CUDA {} failed with {} ({}) in the compute check at {ran}: {}",
+                        e.step,
+                        e.name,
+                        e.code,
+                        cuda_action(&e.name)
+                    ),
+                );
+            }
+        }
+    }
+
+    let gate = |policy: ProbePolicy| match policy {
+        ProbePolicy::Ignore => None,
+        ProbePolicy::Unknown => Some(Status::Unknown),
+        ProbePolicy::Blocking => Some(Status::NotReady),
+    };
+    let skip_text = cc.skipped.as_ref().map(|s| {
+        format!(
+            "{} check skipped since {} ({:?}): {}",
+            trigger_name(s.due),
+            s.since,
+            s.reason,
+            s.message
+        )
+    });
+    match cc.outcome {
+        ComputeOutcome::Skipped => {
+            let message = format!(
+                "no compute check has run on this node's GPUs{}",
+                skip_text
+                    .as_deref()
+                    .map(|t| format!(": {t}"))
+                    .unwrap_or_default()
+            );
+            match gate(cr.when_skipped) {
+                Some(status) => out.findings.push((
+                    rank::COMPUTE_SKIPPED,
+                    r::COMPUTE_CHECK_SKIPPED,
+                    format!(
+                        "{message}; the profile's probe.computeCheck.whenSkipped gates on it: free the GPUs (drain the node) or let the check run when they are idle"
+                    ),
+                    status,
+                )),
+                None => out.notes.push(message),
+            }
+        }
+        ComputeOutcome::Disabled => out
+            .notes
+            .push("the compute check is switched off in the probe".into()),
+        ComputeOutcome::Passed | ComputeOutcome::Failed => {
+            let stale = stale_because(cr, report, cc.stack.as_ref(), cc.ran_at.as_deref(), now);
+            if let Some(why) = stale {
+                let message = format!(
+                    "the compute check of {ran} is stale: {why}{}",
+                    skip_text
+                        .as_deref()
+                        .map(|t| format!("; {t}"))
+                        .unwrap_or_default()
+                );
+                match gate(cr.when_stale) {
+                    Some(status) => out.findings.push((
+                        rank::COMPUTE_STALE,
+                        r::COMPUTE_CHECK_STALE,
+                        format!(
+                            "{message}; the profile's probe.computeCheck.whenStale gates on it: let the check run again (idle GPUs, or drain the node)"
+                        ),
+                        status,
+                    )),
+                    None => out.notes.push(message),
+                }
+            } else if cc.outcome == ComputeOutcome::Passed {
+                let timing = cc
+                    .millis
+                    .map(|m| format!(" in {m:.0} ms"))
+                    .unwrap_or_default();
+                let mut note = format!(
+                    "CUDA compute check passed at {ran}{timing} on {} GPU(s)",
+                    report
+                        .gpus
+                        .iter()
+                        .filter(|g| g
+                            .compute
+                            .as_ref()
+                            .is_some_and(|c| c.outcome == ComputeOutcome::Passed))
+                        .count()
+                );
+                if let Some(t) = &skip_text {
+                    note.push_str(&format!("; {t}"));
+                }
+                out.notes.push(note);
+            }
+        }
+    }
+    out
+}
+
+/// Why the latest check no longer vouches for the node: the stack changed
+/// since it ran, or it is older than the profile's `maxAgeSeconds`.
+fn stale_because(
+    rules: &ComputeCheckRules,
+    report: &ProbeReport,
+    ran_on: Option<&ComputeStack>,
+    ran_at: Option<&str>,
+    now: Timestamp,
+) -> Option<String> {
+    if let Some(s) = ran_on {
+        if let (Some(then), Some(now)) = (&s.driver_version, &report.driver_version)
+            && then != now
+        {
+            return Some(format!("the driver changed from {then} to {now} since"));
+        }
+        if let (Some(then), Some(now)) = (&s.boot_id, &report.boot_id)
+            && then != now
+        {
+            return Some("the node rebooted since (boot ID changed)".into());
+        }
+        let mut current: Vec<&str> = report
+            .gpus
+            .iter()
+            .filter_map(|g| g.uuid.as_deref())
+            .collect();
+        current.sort_unstable();
+        if !current.is_empty() && current != s.gpus.iter().map(String::as_str).collect::<Vec<_>>() {
+            return Some("the set of GPUs changed since".into());
+        }
+    }
+    if rules.max_age_seconds > 0
+        && let Some(ran) = ran_at.and_then(|t| t.parse::<Timestamp>().ok())
+        && now.as_second() - ran.as_second() > i64::from(rules.max_age_seconds)
+    {
+        return Some(format!(
+            "older than probe.computeCheck.maxAgeSeconds ({}s)",
+            rules.max_age_seconds
+        ));
+    }
+    None
+}
+
+fn trigger_name(t: gpuready_api::probe::ComputeTrigger) -> &'static str {
+    use gpuready_api::probe::ComputeTrigger as T;
+    match t {
+        T::FirstCheck => "the first",
+        T::DriverChanged => "a driver-change",
+        T::BootChanged => "a reboot",
+        T::GpuSetChanged => "a GPU-set-change",
+        T::Requested => "a requested",
+        T::Periodic => "the periodic",
+        T::Once => "the --once",
+    }
+}
+
+/// What to do about a CUDA error of the compute check (NVIDIA's CUresult
+/// documentation and the failures the GPU operator's validator meets).
+fn cuda_action(name: &str) -> &'static str {
+    match name {
+        "CUDA_LIBRARY_UNAVAILABLE" => {
+            "the probe's container has no libcuda.so.1: run it with NVIDIA_DRIVER_CAPABILITIES including compute (the chart sets compute,utility) under the nvidia RuntimeClass, and check the driver's user-space libraries on the host"
+        }
+        "CUDA_CHECK_TIMEOUT" => {
+            "the compute check hung: a GPU or the driver does not answer; check the kernel log for XIDs, drain the node and reset the GPU or reboot"
+        }
+        "CUDA_CHECK_CRASHED" => {
+            "the check's process died: killed by signal 9 it most likely hit the probe's memory limit (libcuda needs about 200 MB; raise probe.resources.limits.memory); otherwise a driver older than the probe's CUDA bindings (its stderr line is in the detail)"
+        }
+        "CUDA_CHECK_NOT_STARTED" => {
+            "the probe could not start its check process: see the detail; the probe's image or its read-only root"
+        }
+        "CUDA_ERROR_SYSTEM_NOT_READY" => {
+            "the system is not ready for CUDA: on NVSwitch systems nvidia-fabricmanager is down or still starting (systemctl status nvidia-fabricmanager; its version must equal the driver's)"
+        }
+        "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH" => {
+            "the kernel driver and the user-space libraries (libcuda) differ in version: reinstall the driver consistently or reboot after an upgrade"
+        }
+        "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE" => {
+            "a CUDA forward-compatibility package is in use on a GPU that does not support it: remove the cuda-compat libraries from the library path or upgrade the driver"
+        }
+        "CUDA_ERROR_NO_DEVICE" => {
+            "CUDA sees no GPU although NVML does: check /dev/nvidia-uvm and the device nodes, CUDA_VISIBLE_DEVICES and the container runtime"
+        }
+        "CUDA_ERROR_INSUFFICIENT_DRIVER" => {
+            "the driver is older than the CUDA library in use: upgrade the driver"
+        }
+        "CUDA_ERROR_UNKNOWN" | "CUDA_ERROR_NOT_INITIALIZED" => {
+            "often a missing or stale /dev/nvidia-uvm (nvidia-uvm module not loaded): modprobe nvidia-uvm on the host, then restart the probe pod; otherwise the kernel log (dmesg) says why"
+        }
+        "CUDA_ERROR_DEVICES_UNAVAILABLE" | "CUDA_ERROR_DEVICE_UNAVAILABLE" => {
+            "the GPU is in an exclusive compute mode and busy, or unavailable: check nvidia-smi -q (Compute Mode) and the processes on it"
+        }
+        "CUDA_ERROR_OUT_OF_MEMORY" => {
+            "the GPU could not give a few MiB: a workload holds its memory, or the memory is faulty (check ECC and row remapping)"
+        }
+        "CUDA_ERROR_ECC_UNCORRECTABLE" => {
+            "uncorrectable ECC error: drain the node and reset the GPU (or reboot); recurring: RMA"
+        }
+        "CUDA_ERROR_LAUNCH_FAILED"
+        | "CUDA_ERROR_ILLEGAL_ADDRESS"
+        | "CUDA_ERROR_HARDWARE_STACK_ERROR"
+        | "CUDA_ERROR_ILLEGAL_INSTRUCTION"
+        | "CUDA_ERROR_LAUNCH_TIMEOUT" => {
+            "the GPU could not run a trivial kernel: drain the node, reset the GPU (nvidia-smi -r) or reboot; check the kernel log for XIDs"
+        }
+        "CUDA_ERROR_INVALID_PTX"
+        | "CUDA_ERROR_UNSUPPORTED_PTX_VERSION"
+        | "CUDA_ERROR_JIT_COMPILER_NOT_FOUND" => {
+            "the driver could not JIT-compile the probe's PTX: the driver's JIT (libnvidia-ptxjitcompiler) is missing from the container, or the driver is too old"
+        }
+        _ => {
+            "see NVIDIA's CUDA driver API documentation for this CUresult; drain the node and reset the GPU if it persists"
+        }
+    }
 }
 
 fn gpu_id(gpu: &gpuready_api::probe::GpuState) -> String {

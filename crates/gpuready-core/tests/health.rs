@@ -462,3 +462,471 @@ fn probe_condition_on_the_node() {
             .all(|c| c.type_ != keys::CONDITION_PROBE_HEALTHY)
     );
 }
+
+// ---- Report v2: device nodes, fabric, the CUDA compute check ----------------
+
+use gpuready_api::probe::{
+    ComputeCheck, ComputeOutcome, ComputeSkip, ComputeSkipReason, ComputeStack, ComputeStep,
+    ComputeTrigger, CudaError, DeviceNode, FabricPhase, FabricState, GpuCompute,
+};
+
+const H200_UUID: &str = "GPU-72dbae72-2934-2a81-2c3a-c94870629f89";
+
+fn nodes(uvm: bool) -> Vec<DeviceNode> {
+    let node = |p: &str, present: bool, gpu: Option<u32>| DeviceNode {
+        path: p.into(),
+        present,
+        gpu,
+    };
+    vec![
+        node("/dev/nvidiactl", true, None),
+        node("/dev/nvidia-uvm", uvm, None),
+        node("/dev/nvidia-uvm-tools", uvm, None),
+        node("/dev/nvidia0", true, Some(0)),
+    ]
+}
+
+fn passed_gpu() -> GpuCompute {
+    GpuCompute {
+        outcome: ComputeOutcome::Passed,
+        steps: vec![ComputeStep {
+            name: "launch".into(),
+            millis: 0.2,
+            ok: true,
+        }],
+        bytes: 32 << 20,
+        ..GpuCompute::default()
+    }
+}
+
+/// The H200 report as a v2 probe writes it after a passing check 10 minutes ago.
+fn v2_report() -> ProbeReport {
+    let mut r = h200_report();
+    r.api_version = gpuready_api::probe::PROBE_REPORT_API_VERSION.into();
+    r.boot_id = Some("boot-1".into());
+    r.device_nodes = nodes(true);
+    r.gpus[0].compute_processes = Some(0);
+    r.gpus[0].compute_mode = Some("Default".into());
+    r.gpus[0].compute = Some(passed_gpu());
+    r.compute_check = Some(ComputeCheck {
+        outcome: ComputeOutcome::Passed,
+        ran_at: Some(at(-600).to_string()),
+        trigger: Some(ComputeTrigger::FirstCheck),
+        stack: Some(ComputeStack {
+            driver_version: Some("580.159.04".into()),
+            boot_id: Some("boot-1".into()),
+            gpus: vec![H200_UUID.into()],
+        }),
+        library: Some("libcuda.so".into()),
+        cuda_version: Some("13.0".into()),
+        init_millis: Some(150.0),
+        millis: Some(420.0),
+        ..ComputeCheck::default()
+    });
+    r
+}
+
+fn cc(r: &mut ProbeReport) -> &mut ComputeCheck {
+    r.compute_check.as_mut().expect("v2 report")
+}
+
+#[test]
+fn v2_passing_check_is_healthy_and_says_so() {
+    let report = judge_with("", &h200_node(), &v2_report());
+    report
+        .expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY)
+        .mentions(&["CUDA compute check passed at", "in 420 ms on 1 GPU(s)"]);
+    assert!(report.ready());
+}
+
+#[test]
+fn v1_reports_are_still_read_and_judge_no_compute_fields() {
+    let v1 = H200_SMI.replace("probe-report/v2", "probe-report/v1");
+    let parsed = parse_report(&v1).expect("v1 parses");
+    assert!(parsed.compute_check.is_none() && parsed.device_nodes.is_empty());
+    let mut r = parsed;
+    r.generated_at = at(-30).to_string();
+    let report = judge_with(
+        "probe: {computeCheck: {whenSkipped: Blocking, whenStale: Blocking}}",
+        &h200_node(),
+        &r,
+    );
+    report.expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY);
+}
+
+#[test]
+fn a_missing_uvm_device_node_is_device_node_missing() {
+    let mut r = v2_report();
+    r.device_nodes = nodes(false);
+    judge_with("", &h200_node(), &r)
+        .expect(Layer::Health, Status::NotReady, r::DEVICE_NODE_MISSING)
+        .mentions(&[
+            "/dev/nvidia-uvm, /dev/nvidia-uvm-tools",
+            "modprobe nvidia-uvm",
+        ]);
+    let mut r = v2_report();
+    r.device_nodes[3].present = false;
+    judge_with("", &h200_node(), &r)
+        .expect(Layer::Health, Status::NotReady, r::DEVICE_NODE_MISSING)
+        .mentions(&["/dev/nvidia0", "RuntimeClass"]);
+}
+
+#[test]
+fn fabric_not_completed_or_failed_is_fabric_not_ready_and_absent_fabric_is_fine() {
+    for (state, status, fragment) in [
+        (FabricPhase::NotStarted, None, "not started"),
+        (FabricPhase::InProgress, None, "still in progress"),
+        (
+            FabricPhase::Completed,
+            Some("Uninitialized"),
+            "registration failed (Uninitialized)",
+        ),
+    ] {
+        let mut r = v2_report();
+        r.gpus[0].fabric = Some(FabricState {
+            state,
+            status: status.map(str::to_owned),
+            ..FabricState::default()
+        });
+        judge_with("", &h200_node(), &r)
+            .expect(Layer::Health, Status::NotReady, r::FABRIC_NOT_READY)
+            .mentions(&[fragment, "nvidia-fabricmanager"]);
+    }
+    let mut r = v2_report();
+    r.gpus[0].fabric = Some(FabricState {
+        state: FabricPhase::Completed,
+        status: Some("Success".into()),
+        clique_id: Some(1),
+        ..FabricState::default()
+    });
+    judge_with("", &h200_node(), &r).expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY);
+}
+
+fn init_error(name: &str, code: u32) -> ProbeReport {
+    let mut r = v2_report();
+    r.gpus[0].compute = None;
+    let c = cc(&mut r);
+    c.outcome = ComputeOutcome::Failed;
+    c.error = Some(CudaError {
+        name: name.into(),
+        code,
+        step: "init".into(),
+        detail: None,
+    });
+    r
+}
+
+#[test]
+fn cuda_init_errors_are_named_with_what_to_do() {
+    for (name, code, fragment) in [
+        ("CUDA_ERROR_SYSTEM_NOT_READY", 802, "nvidia-fabricmanager"),
+        (
+            "CUDA_ERROR_SYSTEM_DRIVER_MISMATCH",
+            803,
+            "user-space libraries",
+        ),
+        (
+            "CUDA_ERROR_COMPAT_NOT_SUPPORTED_ON_DEVICE",
+            804,
+            "cuda-compat",
+        ),
+        ("CUDA_ERROR_UNKNOWN", 999, "/dev/nvidia-uvm"),
+        ("CUDA_LIBRARY_UNAVAILABLE", 0, "NVIDIA_DRIVER_CAPABILITIES"),
+        ("CUDA_CHECK_TIMEOUT", 0, "hung"),
+        ("CUDA_CHECK_CRASHED", 0, "memory limit"),
+    ] {
+        judge_with("", &h200_node(), &init_error(name, code))
+            .expect(Layer::Health, Status::NotReady, r::CUDA_INIT_FAILED)
+            .mentions(&[&format!("{name} ({code})"), fragment]);
+    }
+}
+
+#[test]
+fn wrong_data_is_compute_mismatch_and_a_failed_call_is_compute_check_failed() {
+    let mut r = v2_report();
+    cc(&mut r).outcome = ComputeOutcome::Failed;
+    let g = r.gpus[0].compute.as_mut().expect("result");
+    g.outcome = ComputeOutcome::Failed;
+    g.mismatch = Some("kernel out[i] = in[i]*3+7: 1 of 4194304 words wrong".into());
+    judge_with("", &h200_node(), &r)
+        .expect(Layer::Health, Status::NotReady, r::COMPUTE_MISMATCH)
+        .mentions(&["1 of 4194304 words wrong", "RMA"]);
+
+    let mut r = v2_report();
+    cc(&mut r).outcome = ComputeOutcome::Failed;
+    let g = r.gpus[0].compute.as_mut().expect("result");
+    g.outcome = ComputeOutcome::Failed;
+    g.error = Some(CudaError {
+        name: "CUDA_ERROR_LAUNCH_FAILED".into(),
+        code: 719,
+        step: "launch".into(),
+        detail: None,
+    });
+    judge_with("", &h200_node(), &r)
+        .expect(Layer::Health, Status::NotReady, r::COMPUTE_CHECK_FAILED)
+        .mentions(&["CUDA launch failed with CUDA_ERROR_LAUNCH_FAILED (719)"]);
+}
+
+fn skipped_report() -> ProbeReport {
+    let mut r = v2_report();
+    r.gpus[0].compute = None;
+    r.gpus[0].compute_processes = Some(3);
+    r.compute_check = Some(ComputeCheck {
+        outcome: ComputeOutcome::Skipped,
+        skipped: Some(ComputeSkip {
+            reason: ComputeSkipReason::GpusBusy,
+            due: ComputeTrigger::FirstCheck,
+            message: "a workload holds GPU 0".into(),
+            since: at(-900).to_string(),
+        }),
+        ..ComputeCheck::default()
+    });
+    r
+}
+
+#[test]
+fn a_skipped_check_gates_only_when_the_profile_says() {
+    let r = skipped_report();
+    let report = judge_with("", &h200_node(), &r);
+    report
+        .expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY)
+        .mentions(&[
+            "no compute check has run",
+            "GpusBusy",
+            "a workload holds GPU 0",
+        ]);
+    assert!(report.ready());
+    judge_with(
+        "probe: {computeCheck: {whenSkipped: Unknown}}",
+        &h200_node(),
+        &r,
+    )
+    .expect(Layer::Health, Status::Unknown, r::COMPUTE_CHECK_SKIPPED)
+    .mentions(&["whenSkipped"]);
+    let report = judge_with(
+        "probe: {computeCheck: {whenSkipped: Blocking}}",
+        &h200_node(),
+        &r,
+    );
+    report.expect(Layer::Health, Status::NotReady, r::COMPUTE_CHECK_SKIPPED);
+    assert!(!report.ready());
+}
+
+#[test]
+fn a_check_on_another_stack_or_too_old_is_stale() {
+    let node = h200_node();
+    // The driver was upgraded since the check; the new one was skipped (busy).
+    let mut r = v2_report();
+    r.driver_version = Some("580.178.04".into());
+    cc(&mut r).skipped = Some(ComputeSkip {
+        reason: ComputeSkipReason::GpusBusy,
+        due: ComputeTrigger::DriverChanged,
+        message: "a workload holds GPU 0".into(),
+        since: at(-60).to_string(),
+    });
+    let node_new = h200_node().driver("580.178.04");
+    judge_with("", &node_new, &r)
+        .expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY)
+        .mentions(&["is stale: the driver changed from 580.159.04 to 580.178.04"]);
+    judge_with(
+        "probe: {computeCheck: {whenStale: Blocking}}",
+        &node_new,
+        &r,
+    )
+    .expect(Layer::Health, Status::NotReady, r::COMPUTE_CHECK_STALE)
+    .mentions(&["a driver-change check skipped"]);
+    // A reboot.
+    let mut r = v2_report();
+    r.boot_id = Some("boot-2".into());
+    judge_with("probe: {computeCheck: {whenStale: Unknown}}", &node, &r)
+        .expect(Layer::Health, Status::Unknown, r::COMPUTE_CHECK_STALE)
+        .mentions(&["rebooted"]);
+    // Age: 600 s old against a 300 s limit; fresh against 3600 s, with the
+    // re-check scheduled for when it would pass the limit.
+    let r = v2_report();
+    judge_with(
+        "probe: {computeCheck: {whenStale: Blocking, maxAgeSeconds: 300}}",
+        &node,
+        &r,
+    )
+    .expect(Layer::Health, Status::NotReady, r::COMPUTE_CHECK_STALE)
+    .mentions(&["older than probe.computeCheck.maxAgeSeconds (300s)"]);
+    let fresh = judge_with(
+        "probe: {maxReportAgeSeconds: 0, computeCheck: {whenStale: Blocking, maxAgeSeconds: 3600}}",
+        &node,
+        &r,
+    );
+    fresh.expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY);
+    assert_eq!(fresh.recheck_after_seconds, Some(3001));
+}
+
+#[test]
+fn a_disabled_check_is_reported_not_judged() {
+    let mut r = v2_report();
+    r.device_nodes.clear();
+    r.gpus[0].compute = None;
+    r.compute_check = Some(ComputeCheck {
+        outcome: ComputeOutcome::Disabled,
+        ..ComputeCheck::default()
+    });
+    judge_with(
+        "probe: {computeCheck: {whenSkipped: Blocking, whenStale: Blocking}}",
+        &h200_node(),
+        &r,
+    )
+    .expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY)
+    .mentions(&["switched off"]);
+}
+
+#[test]
+fn device_nodes_rank_before_the_cuda_error_they_cause() {
+    let mut r = init_error("CUDA_ERROR_UNKNOWN", 999);
+    r.device_nodes = nodes(false);
+    judge_with("", &h200_node(), &r)
+        .expect(Layer::Health, Status::NotReady, r::DEVICE_NODE_MISSING)
+        .mentions(&["CUDA_ERROR_UNKNOWN (999)"]);
+}
+
+// ---- Report v2 as the probe wrote it on the real H200 (2026-12-01) -----------
+
+const H200_V2_COMPUTE: &str = include_str!("fixtures/probe/h200-report-v2-compute.json");
+const H200_V2_NONROOT: &str = include_str!("fixtures/probe/h200-report-v2-compute-uid65532.json");
+const H200_V2_BUSY: &str = include_str!("fixtures/probe/h200-report-v2-busy.json");
+const H200_V2_UVM: &str = include_str!("fixtures/probe/h200-report-v2-uvm-hidden.json");
+const H200_V2_UVM_RO: &str = include_str!("fixtures/probe/h200-report-v2-uvm-hidden-root-ro.json");
+
+/// A captured report as fresh as the tests' clock.
+fn real(text: &str) -> ProbeReport {
+    let mut r = parse_report(text).expect("the captured report parses");
+    r.generated_at = at(-30).to_string();
+    r
+}
+
+#[test]
+fn h200_v2_compute_check_passed_well_under_a_second() {
+    for text in [H200_V2_COMPUTE, H200_V2_NONROOT] {
+        let r = real(text);
+        let cc = r.compute_check.as_ref().expect("compute check");
+        assert_eq!(cc.outcome, ComputeOutcome::Passed);
+        assert_eq!(cc.cuda_version.as_deref(), Some("13.0"));
+        assert!(
+            r.gpus[0].fabric.is_none(),
+            "no fabric on a pass-through H200"
+        );
+        assert!(r.device_nodes.iter().all(|d| d.present));
+        let gpu = r.gpus[0].compute.as_ref().expect("per-GPU result");
+        let names: Vec<&str> = gpu.steps.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "context",
+                "alloc",
+                "copyHtoD",
+                "copyDtoH",
+                "compare",
+                "moduleLoad",
+                "launch",
+                "copyResult",
+                "verify",
+                "free"
+            ]
+        );
+        assert!(gpu.steps.iter().all(|s| s.ok));
+        let per_gpu: f64 = gpu.steps.iter().map(|s| s.millis).sum();
+        assert!(per_gpu < 1000.0, "{per_gpu} ms");
+        assert!(cc.millis.is_some_and(|m| m < 1000.0), "{:?}", cc.millis);
+        let report = judge_with(
+            "probe: {whenMissing: Blocking, computeCheck: {whenSkipped: Blocking, whenStale: Blocking}}",
+            &h200_node(),
+            &r,
+        );
+        report
+            .expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY)
+            .mentions(&["CUDA compute check passed at", "on 1 GPU(s)"]);
+        assert!(report.ready());
+    }
+}
+
+#[test]
+fn h200_v2_busy_gpu_was_not_checked() {
+    let r = real(H200_V2_BUSY);
+    assert_eq!(r.gpus[0].compute_processes, Some(1));
+    let cc = r.compute_check.as_ref().expect("compute check");
+    assert_eq!(cc.outcome, ComputeOutcome::Skipped);
+    assert_eq!(
+        cc.skipped.as_ref().map(|s| s.reason),
+        Some(ComputeSkipReason::GpusBusy)
+    );
+    assert!(r.gpus[0].compute.is_none());
+    judge_with("", &h200_node(), &r)
+        .expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY)
+        .mentions(&["no compute check has run", "a workload holds GPU 0"]);
+    judge_with(
+        "probe: {computeCheck: {whenSkipped: Blocking}}",
+        &h200_node(),
+        &r,
+    )
+    .expect(Layer::Health, Status::NotReady, r::COMPUTE_CHECK_SKIPPED);
+}
+
+#[test]
+fn h200_v2_without_nvidia_uvm_is_device_node_missing_with_the_cuda_error() {
+    for text in [H200_V2_UVM, H200_V2_UVM_RO] {
+        let r = real(text);
+        let cc = r.compute_check.as_ref().expect("compute check");
+        assert_eq!(cc.outcome, ComputeOutcome::Failed);
+        let e = cc.error.as_ref().expect("cuInit error");
+        assert_eq!(
+            (e.name.as_str(), e.code, e.step.as_str()),
+            ("CUDA_ERROR_UNKNOWN", 999, "init")
+        );
+        let report = judge_with("", &h200_node(), &r);
+        report
+            .expect(Layer::Health, Status::NotReady, r::DEVICE_NODE_MISSING)
+            .mentions(&[
+                "/dev/nvidia-uvm, /dev/nvidia-uvm-tools",
+                "modprobe nvidia-uvm",
+                "CUDA init failed with CUDA_ERROR_UNKNOWN (999)",
+            ]);
+        assert!(!report.ready());
+        // Without the device-node list (a v2 probe of another build), the CUDA
+        // error alone names the cause.
+        let mut no_nodes = r.clone();
+        no_nodes.device_nodes.clear();
+        judge_with("", &h200_node(), &no_nodes)
+            .expect(Layer::Health, Status::NotReady, r::CUDA_INIT_FAILED)
+            .mentions(&["/dev/nvidia-uvm"]);
+    }
+}
+
+/// Prints gpuready's verdict on each real v2 capture
+/// (`cargo test -p gpuready-core --test health real_h200_verdicts -- --nocapture`).
+#[test]
+fn real_h200_verdicts() {
+    for (name, text) in [
+        ("compute", H200_V2_COMPUTE),
+        ("compute-uid65532", H200_V2_NONROOT),
+        ("busy", H200_V2_BUSY),
+        ("uvm-hidden", H200_V2_UVM),
+        ("uvm-hidden-root-ro", H200_V2_UVM_RO),
+    ] {
+        let report = judge_with("", &h200_node(), &real(text));
+        let h = report.get(Layer::Health).expect("Health judged");
+        println!(
+            "{name}: {:?} {} ready={}: {}",
+            h.status,
+            h.reason,
+            report.ready(),
+            h.message
+        );
+    }
+}
+
+#[test]
+fn only_uvm_tools_missing_is_a_note() {
+    let mut r = v2_report();
+    r.device_nodes[2].present = false;
+    judge_with("", &h200_node(), &r)
+        .expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY)
+        .mentions(&["/dev/nvidia-uvm-tools is missing (CUDA runs without it"]);
+}

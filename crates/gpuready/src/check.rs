@@ -46,6 +46,12 @@ pub struct CheckArgs {
     /// prints. Their PCI scan counts the NVIDIA GPUs on each node's bus.
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub node_features: Vec<PathBuf>,
+
+    /// Probe reports for the Health layer (what `gpuready probe --once --output
+    /// json` prints, or a report ConfigMap's report.json): `NODE=FILE`, or `FILE`
+    /// when the report names its node.
+    #[arg(long, value_name = "[NODE=]FILE", num_args = 1..)]
+    pub probe_report: Vec<String>,
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = Output::Table)]
     pub output: Output,
@@ -181,6 +187,8 @@ async fn list_node_features(client: &kube::Client) -> Result<Option<Vec<NodeFeat
 pub struct ExtraEvidence {
     pub resource_slices: Option<Vec<ResourceSlice>>,
     pub node_features: Option<Vec<NodeFeature>>,
+    /// Probe reports by node name (`--probe-report`).
+    pub probe_reports: std::collections::BTreeMap<String, gpuready_core::health::ProbeEvidence>,
 }
 
 fn read_evidence_files(args: &CheckArgs) -> Result<ExtraEvidence, InputError> {
@@ -199,7 +207,44 @@ fn read_evidence_files(args: &CheckArgs) -> Result<ExtraEvidence, InputError> {
         }
         extra.node_features = Some(all);
     }
+    for arg in &args.probe_report {
+        let (node, path) = read_probe_report(arg)?;
+        extra.probe_reports.insert(node, path);
+    }
     Ok(extra)
+}
+
+/// One `--probe-report [NODE=]FILE`: the node it is for and what it says. A
+/// report the engine cannot read is kept as such (`ProbeReportInvalid`), as
+/// the controller keeps an unreadable ConfigMap.
+fn read_probe_report(
+    arg: &str,
+) -> Result<(String, gpuready_core::health::ProbeEvidence), InputError> {
+    use gpuready_core::health::ProbeEvidence;
+    let (node, file) = match arg.split_once('=') {
+        Some((n, f)) if !n.is_empty() && !n.contains('/') => (Some(n.to_owned()), f),
+        _ => (None, arg),
+    };
+    let path = PathBuf::from(file);
+    let text = std::fs::read_to_string(&path).map_err(|source| InputError::Read {
+        path: path.clone(),
+        source,
+    })?;
+    let evidence = ProbeEvidence::from_json(&text);
+    let named = match &evidence {
+        ProbeEvidence::Report(r) => r.node.clone(),
+        ProbeEvidence::Invalid(_) => None,
+    };
+    match node.or(named) {
+        Some(n) => Ok((n, evidence)),
+        None => Err(InputError::Field {
+            path,
+            doc: 1,
+            what: String::new(),
+            field: "node".into(),
+            message: "the report names no node (a --once report): pass it as NODE=FILE".into(),
+        }),
+    }
 }
 
 /// The whole report, as `--output json|yaml` prints it.
@@ -255,7 +300,12 @@ pub fn run_engine(
         .map(|n| {
             let facts = NodeFacts::from_node(n);
             let evidence = index.for_node(&facts.name);
-            assess(&facts.with_evidence(evidence), &pairs, &opts)
+            let probe = extra.probe_reports.get(&facts.name).cloned();
+            assess(
+                &facts.with_evidence(evidence).with_probe(probe),
+                &pairs,
+                &opts,
+            )
         })
         .collect();
     out.sort_by(|a, b| a.name.cmp(&b.name));

@@ -1607,7 +1607,27 @@ async fn probe_daemonset_reaches_the_gpus_without_requesting_one_and_passes_rest
             .clone()
     };
     assert_eq!(env_of("NVIDIA_VISIBLE_DEVICES")["value"], "all");
-    assert_eq!(env_of("NVIDIA_DRIVER_CAPABILITIES")["value"], "utility");
+    // compute for the CUDA compute check (libcuda, /dev/nvidia-uvm), utility for NVML.
+    assert_eq!(
+        env_of("NVIDIA_DRIVER_CAPABILITIES")["value"],
+        "compute,utility"
+    );
+    let args = args_of(c);
+    assert!(
+        args.contains(&"--compute-check=auto".to_owned()),
+        "{args:?}"
+    );
+    assert!(
+        args.contains(&"--compute-check-request-file=/etc/gpuready/podinfo/annotations".to_owned()),
+        "{args:?}"
+    );
+    // The request annotation arrives through the downward API, no API read.
+    assert_eq!(
+        pod["volumes"][0]["downwardAPI"]["items"][0]["fieldRef"]["fieldPath"],
+        "metadata.annotations"
+    );
+    // libcuda's context took 205 MB of RSS in the check's child on the H200.
+    assert_eq!(c["resources"]["limits"]["memory"], "384Mi");
     assert_eq!(
         env_of("NODE_NAME")["valueFrom"]["fieldRef"]["fieldPath"],
         "spec.nodeName"

@@ -751,3 +751,74 @@ fn every_problem_of_a_profile_file_is_reported() {
         "one line per problem:\n{err}"
     );
 }
+
+// ---- Probe reports offline (`--probe-report`) ----
+
+/// The reports `gpuready probe --once` printed on the real H200 (2026-12-01),
+/// judged offline for the Kubemoot example's H200 worker (same GPU, driver and
+/// GFD labels): the passing compute check leaves it ready, the report taken
+/// with /dev/nvidia-uvm hidden makes Health NotReady, DeviceNodeMissing.
+#[test]
+fn real_h200_probe_reports_judged_offline() {
+    let fixture = |f: &str| {
+        repo_root()
+            .join("crates/gpuready-core/tests/fixtures/probe")
+            .join(f)
+    };
+    let nodes = [example("kubemoot-gpu-workers", "nodes.json")];
+    let profiles = [example("kubemoot-gpu-workers", "profiles.yaml")];
+    let health = |file: &str| {
+        let arg = format!("gpu-worker-1={}", fixture(file).display());
+        let o = offline_check(
+            &nodes,
+            &profiles,
+            &["--output", "json", "--probe-report", &arg],
+        );
+        let report = json(&o);
+        let n = node(&report, "gpu-worker-1").clone();
+        let h = n["layers"]
+            .as_array()
+            .expect("layers")
+            .iter()
+            .find(|l| l["layer"] == "Health")
+            .cloned()
+            .expect("Health judged with a report");
+        (n["ready"].clone(), h)
+    };
+    let (ready, h) = health("h200-report-v2-compute.json");
+    assert_eq!(ready, true, "{h}");
+    assert_eq!(h["reason"], "ProbeHealthy");
+    assert!(
+        h["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("CUDA compute check passed")),
+        "{h}"
+    );
+    let (ready, h) = health("h200-report-v2-uvm-hidden.json");
+    assert_eq!(ready, false, "{h}");
+    assert_eq!(
+        (h["status"].as_str(), h["reason"].as_str()),
+        (Some("NotReady"), Some("DeviceNodeMissing"))
+    );
+    assert!(
+        h["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("CUDA_ERROR_UNKNOWN (999)")),
+        "{h}"
+    );
+    // A --once report names no node: say how to give one.
+    let o = offline_check(
+        &nodes,
+        &profiles,
+        &[
+            "--probe-report",
+            &fixture("h200-report-v2-compute.json").display().to_string(),
+        ],
+    );
+    assert_exit(&o, 2);
+    assert!(
+        stderr(&o).contains("pass it as NODE=FILE"),
+        "{}",
+        stderr(&o)
+    );
+}

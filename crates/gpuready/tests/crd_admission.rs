@@ -446,6 +446,42 @@ fn bad_cases() -> Vec<Bad> {
             ],
         ),
         b(
+            ("spec.probe.computeCheck.whenSkipped", "enum"),
+            "unknown skipped-check policy",
+            spec_with(json!({ "probe": { "computeCheck": { "whenSkipped": "Block" } } })),
+            &[
+                "spec.probe.computeCheck.whenSkipped",
+                "Unsupported value: \"Block\"",
+            ],
+        ),
+        b(
+            ("spec.probe.computeCheck.whenStale", "enum"),
+            "unknown stale-check policy",
+            spec_with(json!({ "probe": { "computeCheck": { "whenStale": "Never" } } })),
+            &[
+                "spec.probe.computeCheck.whenStale",
+                "Unsupported value: \"Never\"",
+            ],
+        ),
+        b(
+            ("spec.probe.computeCheck.maxAgeSeconds", "maximum"),
+            "compute check age over a year",
+            spec_with(json!({ "probe": { "computeCheck": { "maxAgeSeconds": 31536001 } } })),
+            &[
+                "spec.probe.computeCheck.maxAgeSeconds",
+                "should be less than or equal to 31536000",
+            ],
+        ),
+        b(
+            ("spec.probe.computeCheck.maxAgeSeconds", "minimum"),
+            "negative compute check age",
+            spec_with(json!({ "probe": { "computeCheck": { "maxAgeSeconds": -1 } } })),
+            &[
+                "spec.probe.computeCheck.maxAgeSeconds",
+                "should be greater than or equal to 0",
+            ],
+        ),
+        b(
             ("spec.probe.fatalXids", "maxItems"),
             "65 fatal XIDs",
             spec_with(json!({ "probe": { "fatalXids": (200..265).collect::<Vec<u32>>() } })),

@@ -12,8 +12,9 @@ use std::time::Duration;
 use gpuready::probe::publish::publish;
 use gpuready_api::keys::{self, health_reasons as r};
 use gpuready_api::probe::{
-    EccState, EventKind, EventLog, EventRecord, GpuState, NvmlState, PROBE_REPORT_API_VERSION,
-    ProbeReport, RowRemapping,
+    ComputeCheck, ComputeOutcome, ComputeSkip, ComputeSkipReason, ComputeStack, ComputeTrigger,
+    CudaError, DeviceNode, EccState, EventKind, EventLog, EventRecord, FabricPhase, FabricState,
+    GpuCompute, GpuState, NvmlState, PROBE_REPORT_API_VERSION, ProbeReport, RowRemapping,
 };
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
@@ -41,6 +42,11 @@ fn once_without_nvml_prints_an_unusable_report_and_exits_1() {
     assert!(error.contains("/nonexistent/libnvidia-ml.so.1"), "{error}");
     assert_eq!(report["events"]["monitored"], false);
     assert!(report.get("gpus").is_none());
+    // Without NVML the probe cannot tell whether a workload uses a GPU: the
+    // compute check is skipped, never run blind.
+    assert_eq!(report["computeCheck"]["outcome"], "Skipped");
+    assert_eq!(report["computeCheck"]["skipped"]["reason"], "NvmlUnusable");
+    assert_eq!(report["computeCheck"]["skipped"]["due"], "Once");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("NVML is unusable"), "{stderr}");
 
@@ -55,6 +61,40 @@ fn once_without_nvml_prints_an_unusable_report_and_exits_1() {
         assert!(text.contains("usable: false"), "{text}");
         assert!(text.contains("libnvidia-ml.so.1"), "{text}");
     }
+}
+
+/// The compute check's child process on a machine without libcuda (CI): the
+/// report names the missing library instead of panicking in cudarc's loader.
+#[test]
+fn the_compute_check_without_libcuda_reports_the_library_unavailable() {
+    let out = gpuready()
+        .args(["probe", "--compute-check-child"])
+        .env("LD_LIBRARY_PATH", "/nonexistent")
+        .output()
+        .expect("run the compute check");
+    let result: Value = serde_json::from_slice(&out.stdout).expect("JSON result");
+    if result["error"]["name"] == "CUDA_LIBRARY_UNAVAILABLE" {
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        assert_eq!(result["error"]["step"], "load");
+        assert_eq!(result["devices"], json!([]));
+    } else {
+        eprintln!("NOT RUN: this machine has libcuda; the check answered {result}");
+    }
+    // Switched off: the report says so and lists no device nodes.
+    let out = gpuready()
+        .args([
+            "probe",
+            "--once",
+            "--compute-check",
+            "off",
+            "--nvml-library",
+            "/nonexistent/libnvidia-ml.so.1",
+        ])
+        .output()
+        .expect("run gpuready probe");
+    let report: Value = serde_json::from_slice(&out.stdout).expect("JSON report");
+    assert_eq!(report["computeCheck"]["outcome"], "Disabled");
+    assert!(report.get("deviceNodes").is_none());
 }
 
 #[test]
@@ -100,6 +140,7 @@ fn report(node: &str, events: Vec<EventRecord>) -> ProbeReport {
             records: events,
             ..EventLog::default()
         },
+        ..ProbeReport::default()
     }
 }
 
@@ -203,6 +244,215 @@ async fn probe_reports_drive_the_taint_on_and_off() {
     run.stop().await.expect("controller stops");
 }
 
+/// A v2 report of the RTX 3090 node after a passing compute check.
+fn v2(node: &str) -> ProbeReport {
+    let mut r = report(node, vec![]);
+    r.boot_id = Some("boot-1".into());
+    r.device_nodes = [
+        "/dev/nvidiactl",
+        "/dev/nvidia-uvm",
+        "/dev/nvidia-uvm-tools",
+        "/dev/nvidia0",
+    ]
+    .iter()
+    .map(|p| DeviceNode {
+        path: (*p).into(),
+        present: true,
+        gpu: p.ends_with('0').then_some(0),
+    })
+    .collect();
+    r.gpus[0].compute_processes = Some(0);
+    r.gpus[0].compute = Some(GpuCompute {
+        outcome: ComputeOutcome::Passed,
+        ..GpuCompute::default()
+    });
+    r.compute_check = Some(ComputeCheck {
+        outcome: ComputeOutcome::Passed,
+        ran_at: Some("2026-12-01T10:00:00Z".into()),
+        trigger: Some(ComputeTrigger::FirstCheck),
+        stack: Some(ComputeStack {
+            driver_version: Some("580.178.04".into()),
+            boot_id: Some("boot-1".into()),
+            gpus: vec!["GPU-3090".into()],
+        }),
+        ..ComputeCheck::default()
+    });
+    r
+}
+
+fn failed(mut r: ProbeReport, step: &str, name: &str, code: u32, node_wide: bool) -> ProbeReport {
+    let e = CudaError {
+        name: name.into(),
+        code,
+        step: step.into(),
+        detail: None,
+    };
+    let cc = r.compute_check.as_mut().expect("v2");
+    cc.outcome = ComputeOutcome::Failed;
+    if node_wide {
+        cc.error = Some(e);
+        r.gpus[0].compute = None;
+    } else if let Some(g) = r.gpus[0].compute.as_mut() {
+        g.outcome = ComputeOutcome::Failed;
+        g.error = Some(e);
+    }
+    r
+}
+
+/// Each reason of report v2 drives the taint as docs/probe.md says: faults
+/// (device node, fabric, CUDA init, wrong data, a failed call) always; a
+/// skipped or stale check only under `whenSkipped`/`whenStale`, and the
+/// default profile keeps such a node ready.
+#[tokio::test]
+async fn compute_check_reasons_drive_the_taint() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    let ns = env.create_namespace("gpuready").await.expect("namespace");
+    create_node(&client, "gpu-c", rtx3090_in("cc"), 1, json!([])).await;
+    create_node(&client, "gpu-d", rtx3090_in("cd"), 1, json!([])).await;
+    // gpu-c: a profile that gates on skipped and stale checks; gpu-d: defaults.
+    apply_profile(
+        &client,
+        &rtx3090_profile(
+            "cc",
+            "cc",
+            "probe: {whenMissing: Blocking, computeCheck: {whenSkipped: Blocking, whenStale: Blocking}}",
+        ),
+    )
+    .await;
+    apply_profile(
+        &client,
+        &rtx3090_profile("cd", "cd", "probe: {whenMissing: Blocking}"),
+    )
+    .await;
+    let run = start_controller(&env, run_args(&[&format!("--probe-namespace={ns}")]));
+
+    let expect = |node: &'static str, tainted: bool, reason: &'static str| {
+        let client = client.clone();
+        async move {
+            eventually(
+                60,
+                &format!("{node}: tainted={tainted} for {reason}"),
+                || async {
+                    let n = get_node(&client, node).await;
+                    (gated(&n) == tainted && probe_healthy(&n).is_some_and(|(_, r)| r == reason))
+                        .then_some(())
+                },
+            )
+            .await
+        }
+    };
+
+    publish(&client, &ns, "gpu-c", &v2("gpu-c"))
+        .await
+        .expect("publish");
+    expect("gpu-c", false, r::PROBE_HEALTHY).await;
+
+    let mut r = v2("gpu-c");
+    r.device_nodes[1].present = false;
+    publish(&client, &ns, "gpu-c", &r).await.expect("publish");
+    expect("gpu-c", true, r::DEVICE_NODE_MISSING).await;
+
+    let mut r = v2("gpu-c");
+    r.gpus[0].fabric = Some(FabricState {
+        state: FabricPhase::InProgress,
+        ..FabricState::default()
+    });
+    publish(&client, &ns, "gpu-c", &r).await.expect("publish");
+    expect("gpu-c", true, r::FABRIC_NOT_READY).await;
+
+    let r = failed(
+        v2("gpu-c"),
+        "init",
+        "CUDA_ERROR_SYSTEM_NOT_READY",
+        802,
+        true,
+    );
+    publish(&client, &ns, "gpu-c", &r).await.expect("publish");
+    expect("gpu-c", true, r::CUDA_INIT_FAILED).await;
+
+    publish(&client, &ns, "gpu-c", &v2("gpu-c"))
+        .await
+        .expect("publish");
+    expect("gpu-c", false, r::PROBE_HEALTHY).await;
+
+    let mut r = failed(
+        v2("gpu-c"),
+        "launch",
+        "CUDA_ERROR_LAUNCH_FAILED",
+        719,
+        false,
+    );
+    publish(&client, &ns, "gpu-c", &r).await.expect("publish");
+    expect("gpu-c", true, r::COMPUTE_CHECK_FAILED).await;
+    if let Some(g) = r.gpus[0].compute.as_mut() {
+        g.error = None;
+        g.mismatch = Some("kernel out[i] = in[i]*3+7: 1 of 4194304 words wrong".into());
+    }
+    publish(&client, &ns, "gpu-c", &r).await.expect("publish");
+    expect("gpu-c", true, r::COMPUTE_MISMATCH).await;
+
+    // A workload holds the GPU from the probe's start: skipped. Gated under
+    // whenSkipped: Blocking, ready under the default.
+    let skipped = |node: &str| {
+        let mut r = v2(node);
+        r.gpus[0].compute = None;
+        r.gpus[0].compute_processes = Some(2);
+        r.compute_check = Some(ComputeCheck {
+            outcome: ComputeOutcome::Skipped,
+            skipped: Some(ComputeSkip {
+                reason: ComputeSkipReason::GpusBusy,
+                due: ComputeTrigger::FirstCheck,
+                message: "a workload holds GPU 0".into(),
+                since: "2026-12-01T10:00:00Z".into(),
+            }),
+            ..ComputeCheck::default()
+        });
+        r
+    };
+    publish(&client, &ns, "gpu-c", &skipped("gpu-c"))
+        .await
+        .expect("publish");
+    expect("gpu-c", true, r::COMPUTE_CHECK_SKIPPED).await;
+    publish(&client, &ns, "gpu-d", &skipped("gpu-d"))
+        .await
+        .expect("publish");
+    expect("gpu-d", false, r::PROBE_HEALTHY).await;
+
+    // The node rebooted since the passing check and a workload took the GPU
+    // before the probe could check again: stale.
+    let stale = |node: &str| {
+        let mut r = v2(node);
+        r.boot_id = Some("boot-2".into());
+        r
+    };
+    publish(&client, &ns, "gpu-c", &stale("gpu-c"))
+        .await
+        .expect("publish");
+    expect("gpu-c", true, r::COMPUTE_CHECK_STALE).await;
+    publish(&client, &ns, "gpu-d", &stale("gpu-d"))
+        .await
+        .expect("publish");
+    // The default profile keeps gpu-d ready; the condition's message says why
+    // the check no longer vouches for it.
+    eventually(60, "gpu-d ready with a stale-check note", || async {
+        let n = get_node(&client, "gpu-d").await;
+        let message = n
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == keys::CONDITION_PROBE_HEALTHY))
+            .and_then(|c| c.message.clone())
+            .unwrap_or_default();
+        (!gated(&n)
+            && probe_healthy(&n).is_some_and(|(_, r)| r == r::PROBE_HEALTHY)
+            && message.contains("is stale: the node rebooted"))
+        .then_some(())
+    })
+    .await;
+    run.stop().await.expect("controller stops");
+}
+
 #[tokio::test]
 async fn the_api_server_refuses_application_xids_and_health_in_gating_layers_is_accepted() {
     let env = env_with_crd().await;
@@ -249,6 +499,43 @@ async fn the_api_server_refuses_application_xids_and_health_in_gating_layers_is_
     let probe = ok.spec.probe.expect("probe kept");
     assert_eq!(probe.max_report_age_seconds, 300, "defaulted by the schema");
     assert!(probe.check_labels);
+
+    // probe.computeCheck: the policies are the enum, the age is bounded.
+    let refused = api
+        .patch(
+            "cc-bad",
+            &pp,
+            &kube::api::Patch::Apply(&doc(
+                "cc-bad",
+                json!({"computeCheck": {"whenSkipped": "Sometimes", "maxAgeSeconds": 40000000}}),
+            )),
+        )
+        .await
+        .expect_err("a bad computeCheck is refused")
+        .to_string();
+    assert!(
+        refused.contains("whenSkipped") && refused.contains("maxAgeSeconds"),
+        "{refused}"
+    );
+    let ok = api
+        .patch(
+            "cc",
+            &pp,
+            &kube::api::Patch::Apply(&doc(
+                "cc",
+                json!({"computeCheck": {"whenStale": "Blocking", "maxAgeSeconds": 86400}}),
+            )),
+        )
+        .await
+        .expect("a valid computeCheck is accepted");
+    let cc = ok
+        .spec
+        .probe
+        .and_then(|p| p.compute_check)
+        .expect("computeCheck kept");
+    assert_eq!(cc.when_stale, gpuready_api::ProbePolicy::Blocking);
+    assert_eq!(cc.when_skipped, gpuready_api::ProbePolicy::Ignore);
+    assert_eq!(cc.max_age_seconds, 86400);
 }
 
 /// The agent itself, in-cluster mode, on a machine without NVML (as in CI): it
@@ -292,6 +579,15 @@ async fn the_probe_process_publishes_its_report_and_stops_on_sigterm() {
     };
     assert_eq!(report.node.as_deref(), Some("agent-node"));
     assert!(!report.nvml.usable);
+    // The agent's first check is due, and skipped: without NVML it cannot
+    // tell whether a workload uses the GPUs.
+    let cc = report.compute_check.as_ref().expect("computeCheck");
+    assert_eq!(cc.outcome, ComputeOutcome::Skipped);
+    let skip = cc.skipped.as_ref().expect("skipped");
+    assert_eq!(
+        (skip.reason, skip.due),
+        (ComputeSkipReason::NvmlUnusable, ComputeTrigger::FirstCheck)
+    );
     assert!(
         report
             .nvml

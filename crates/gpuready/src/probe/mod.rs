@@ -1,18 +1,26 @@
 //! `gpuready probe`: the node agent. Reads the GPUs through NVML where the
-//! workloads run and publishes a versioned report for its node (or, with
-//! `--once`, prints it). The controller's Health layer judges the report.
+//! workloads run, checks through CUDA that they compute (when no workload uses
+//! them), and publishes a versioned report for its node (or, with `--once`,
+//! prints it). The controller's Health layer judges the report.
 
+pub mod compute;
+pub mod cuda;
 pub mod nvml;
 pub mod publish;
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use gpuready_api::probe::{EventLog, NvmlState, PROBE_REPORT_API_VERSION, ProbeReport};
+use gpuready_api::probe::{
+    ComputeTrigger, EventLog, NvmlState, PROBE_REPORT_API_VERSION, ProbeReport,
+};
 use jiff::Timestamp;
+
+use compute::{ComputeCheckMode, Memory, Settings};
 
 use crate::controller::config::{LogFormat, parse_duration};
 
@@ -59,32 +67,130 @@ pub struct ProbeArgs {
     /// Log format.
     #[arg(long, env = "GPUREADY_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
+
+    /// The CUDA compute check: `auto` runs it when due and no workload uses a
+    /// GPU; `off` never (the report says Disabled).
+    #[arg(long, env = "GPUREADY_COMPUTE_CHECK", value_enum, default_value_t = ComputeCheckMode::Auto)]
+    pub compute_check: ComputeCheckMode,
+
+    /// Least time between two compute checks, whatever triggers them.
+    #[arg(long, env = "GPUREADY_COMPUTE_CHECK_MIN_INTERVAL", default_value = "10m", value_parser = parse_duration)]
+    pub compute_check_min_interval: Duration,
+
+    /// Re-run the compute check this often while the GPUs are idle; 0s: only
+    /// on the first report, a stack change or a request.
+    #[arg(long, env = "GPUREADY_COMPUTE_CHECK_EVERY", default_value = "24h", value_parser = parse_duration)]
+    pub compute_check_every: Duration,
+
+    /// Kill the compute check (a child process) after this long and report
+    /// CUDA_CHECK_TIMEOUT.
+    #[arg(long, env = "GPUREADY_COMPUTE_CHECK_TIMEOUT", default_value = "60s", value_parser = parse_duration)]
+    pub compute_check_timeout: Duration,
+
+    /// The downward API's annotations file of the probe pod: a new value of the
+    /// gpuready.io/compute-check-request annotation asks for a check.
+    #[arg(long, env = "GPUREADY_COMPUTE_CHECK_REQUEST_FILE")]
+    pub compute_check_request_file: Option<PathBuf>,
+
+    /// Internal: run the compute check in this process and print its result
+    /// (the probe starts itself so; a hang is then bounded by its timeout).
+    #[arg(long, hide = true)]
+    pub compute_check_child: bool,
 }
 
-/// Exit code of `--once` when the report was printed but NVML is unusable or
-/// enumerates no GPU.
+/// The compute check's settings and what the probe remembers of it; `once`:
+/// `--once`, where the check is due at once and no minimum interval applies.
+pub struct Checker {
+    pub settings: Settings,
+    pub memory: Memory,
+    pub once: bool,
+}
+
+impl ProbeArgs {
+    fn checker(&self, once: bool) -> Checker {
+        Checker {
+            settings: self.settings(),
+            memory: Memory::default(),
+            once,
+        }
+    }
+
+    fn settings(&self) -> Settings {
+        Settings {
+            mode: self.compute_check,
+            min_interval: self.compute_check_min_interval,
+            every: self.compute_check_every,
+            timeout: self.compute_check_timeout,
+        }
+    }
+}
+
+/// Exit code of `--once` when the report was printed but NVML is unusable,
+/// enumerates no GPU, or the compute check ran and failed.
 pub const EXIT_NVML_UNUSABLE: u8 = 1;
 /// Exit code for arguments or an environment the probe cannot work with.
 pub const EXIT_USAGE: u8 = 2;
 
-/// Assembles a report from what NVML gave (nothing when it is unusable).
+/// Assembles a report from what NVML gave (nothing when it is unusable), and
+/// runs the compute check first when it is due and allowed (`once`: due now).
 pub fn build_report(
     node: Option<&str>,
     started: Timestamp,
     state: NvmlState,
     nvml: Option<&nvml_wrapper::Nvml>,
     events: EventLog,
+    checker: &mut Checker,
+    request: Option<String>,
 ) -> ProbeReport {
+    let Checker {
+        settings,
+        memory,
+        once,
+    } = checker;
+    let (settings, once) = (&*settings, *once);
     let snap = nvml.map(nvml::snapshot);
-    let (driver_version, cuda_driver_version, device_count, gpus) = match snap {
+    let (driver_version, cuda_driver_version, device_count, mut gpus, minors) = match snap {
         Some(s) => (
             s.driver_version,
             s.cuda_driver_version,
             s.device_count,
             s.gpus,
+            s.minors,
         ),
-        None => (None, None, None, Vec::new()),
+        None => (None, None, None, Vec::new(), Vec::new()),
     };
+    let boot_id = compute::boot_id();
+    let mut device_nodes = Vec::new();
+    if settings.mode == ComputeCheckMode::Auto {
+        device_nodes = compute::device_nodes(&minors);
+        let now = Timestamp::now();
+        let stack = compute::stack(driver_version.as_deref(), boot_id.as_deref(), &gpus);
+        let trigger = if once {
+            Some(ComputeTrigger::Once)
+        } else {
+            compute::due(memory, &stack, request.as_deref(), now, settings.every)
+        };
+        if let Some(trigger) = trigger {
+            let min = if once {
+                Duration::ZERO
+            } else {
+                settings.min_interval
+            };
+            match compute::blocker(state.usable, &gpus, memory, now, min) {
+                None => {
+                    tracing::info!(?trigger, "running the compute check");
+                    compute::run(settings, memory, trigger, stack, request);
+                }
+                Some((reason, message)) => {
+                    tracing::info!(?trigger, ?reason, "compute check due but skipped");
+                    compute::note_skip(memory, trigger, reason, message, now);
+                }
+            }
+        } else {
+            memory.skipped = None;
+        }
+    }
+    let compute_check = Some(compute::report_fields(settings, memory, &mut gpus));
     ProbeReport {
         api_version: PROBE_REPORT_API_VERSION.to_owned(),
         node: node.map(str::to_owned),
@@ -97,11 +203,26 @@ pub fn build_report(
         device_count,
         gpus,
         events,
+        boot_id,
+        device_nodes,
+        compute_check,
     }
 }
 
 /// `gpuready probe`.
 pub fn run(args: ProbeArgs) -> ExitCode {
+    if args.compute_check_child {
+        return match serde_json::to_string(&cuda::check()) {
+            Ok(t) => {
+                println!("{t}");
+                ExitCode::SUCCESS
+            }
+            Err(e) => {
+                eprintln!("error: rendering the compute check: {e}");
+                ExitCode::from(EXIT_USAGE)
+            }
+        };
+    }
     if args.once {
         return run_once(&args);
     }
@@ -140,6 +261,7 @@ pub fn run(args: ProbeArgs) -> ExitCode {
             let mut term =
                 tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
             let mut last_state = NvmlState::default();
+            let mut checker = args.checker(false);
             loop {
                 // The driver may come up after the probe (the GPU operator installs
                 // it in a pod of its own): keep trying until NVML initialises.
@@ -160,12 +282,21 @@ pub fn run(args: ProbeArgs) -> ExitCode {
                         scope.spawn(move || nvml::watch_events(n, &events, stop));
                     }
                 }
+                let request = args
+                    .compute_check_request_file
+                    .as_deref()
+                    .and_then(compute::read_request);
+                // The compute check blocks this single-threaded loop while its
+                // child runs (bounded by --compute-check-timeout; about a
+                // second measured): nothing else waits on it but the signal.
                 let report = build_report(
                     Some(&node),
                     started,
                     last_state.clone(),
                     nvml_cell.get(),
                     events.snapshot(),
+                    &mut checker,
+                    request,
                 );
                 match publish::publish(&client, &namespace, &node, &report).await {
                     Ok(()) => tracing::debug!(gpus = report.gpus.len(), "report published"),
@@ -223,6 +354,8 @@ fn run_once(args: &ProbeArgs) -> ExitCode {
         state,
         nvml.as_ref(),
         log,
+        &mut args.checker(true),
+        None,
     );
     let text = match args.output {
         ProbeOutput::Json => serde_json::to_string_pretty(&report)
@@ -249,6 +382,17 @@ fn run_once(args: &ProbeArgs) -> ExitCode {
     }
     if report.device_count.unwrap_or(0) == 0 {
         eprintln!("error: NVML enumerates no GPU");
+        return ExitCode::from(EXIT_NVML_UNUSABLE);
+    }
+    if let Some(cc) = &report.compute_check
+        && cc.outcome == gpuready_api::probe::ComputeOutcome::Failed
+    {
+        let why = cc
+            .error
+            .as_ref()
+            .map(|e| format!("{} {} ({})", e.step, e.name, e.code))
+            .unwrap_or_else(|| "a GPU failed (see gpus[].compute)".into());
+        eprintln!("error: the compute check failed: {why}");
         return ExitCode::from(EXIT_NVML_UNUSABLE);
     }
     ExitCode::SUCCESS

@@ -1,21 +1,24 @@
 //! Reading the GPUs through NVML (`nvml-wrapper`, which loads libnvidia-ml at run
 //! time): one snapshot per report, and a thread that records critical events.
+//! The fabric state is read through nvml-wrapper's own library handle with
+//! the raw binding (`nvml-wrapper-sys`), the one call it does not wrap.
 
 use std::ffi::OsStr;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 use gpuready_api::probe::{
-    EccState, EventKind, EventLog, EventRecord, GpuState, MAX_EVENT_RECORDS, NvmlState,
-    RetiredPages, RowRemapping,
+    EccState, EventKind, EventLog, EventRecord, FabricPhase, FabricState, GpuState,
+    MAX_EVENT_RECORDS, NvmlState, RetiredPages, RowRemapping,
 };
 use nvml_wrapper::Nvml;
 use nvml_wrapper::bitmasks::device::ThrottleReasons;
 use nvml_wrapper::bitmasks::event::EventTypes;
+use nvml_wrapper::enum_wrappers::device::ComputeMode;
 use nvml_wrapper::enum_wrappers::device::{EccCounter, MemoryError, RetirementCause};
 use nvml_wrapper::enums::device::SampleValue;
 use nvml_wrapper::enums::event::XidError;
-use nvml_wrapper::error::NvmlError;
+use nvml_wrapper::error::{NvmlError, nvml_sym, nvml_try};
 use nvml_wrapper::structs::device::FieldId;
 
 /// Where NVML is looked for, in order, when no `--nvml-library` is given. Drivers
@@ -79,6 +82,8 @@ pub struct Snapshot {
     pub cuda_driver_version: Option<String>,
     pub device_count: Option<u32>,
     pub gpus: Vec<GpuState>,
+    /// (NVML index, device minor number) of each GPU whose minor NVML gave.
+    pub minors: Vec<(u32, u32)>,
 }
 
 /// Reads every GPU. A query a GPU does not support leaves its field empty; any
@@ -89,12 +94,21 @@ pub fn snapshot(nvml: &Nvml) -> Snapshot {
         .ok()
         .map(|v| format!("{}.{}", v / 1000, (v % 1000) / 10));
     let count = nvml.device_count().ok();
-    let gpus = (0..count.unwrap_or(0)).map(|i| gpu(nvml, i)).collect();
+    let mut gpus = Vec::new();
+    let mut minors = Vec::new();
+    for i in 0..count.unwrap_or(0) {
+        let (g, minor) = gpu(nvml, i);
+        if let Some(m) = minor {
+            minors.push((i, m));
+        }
+        gpus.push(g);
+    }
     Snapshot {
         driver_version: nvml.sys_driver_version().ok(),
         cuda_driver_version: cuda,
         device_count: count,
         gpus,
+        minors,
     }
 }
 
@@ -110,16 +124,18 @@ fn keep<T>(errors: &mut Vec<String>, field: &str, r: Result<T, NvmlError>) -> Op
     }
 }
 
-fn gpu(nvml: &Nvml, index: u32) -> GpuState {
+/// One GPU's state and its device minor number (`/dev/nvidia<minor>`).
+fn gpu(nvml: &Nvml, index: u32) -> (GpuState, Option<u32>) {
     let mut errors = Vec::new();
     let device = match nvml.device_by_index(index) {
         Ok(d) => d,
         Err(e) => {
-            return GpuState {
+            let state = GpuState {
                 index,
                 errors: vec![format!("handle: {e}")],
                 ..GpuState::default()
             };
+            return (state, None);
         }
     };
     let e = &mut errors;
@@ -164,7 +180,23 @@ fn gpu(nvml: &Nvml, index: u32) -> GpuState {
     let throttle_reasons = keep(e, "throttleReasons", device.current_throttle_reasons())
         .map(throttle_names)
         .unwrap_or_default();
-    GpuState {
+    let fabric = keep(e, "fabric", fabric(nvml, &device)).flatten();
+    let compute_processes = keep(
+        e,
+        "computeProcesses",
+        device.running_compute_processes_count(),
+    );
+    let compute_mode = keep(e, "computeMode", device.compute_mode()).map(|m| {
+        match m {
+            ComputeMode::Default => "Default",
+            ComputeMode::ExclusiveThread => "ExclusiveThread",
+            ComputeMode::Prohibited => "Prohibited",
+            ComputeMode::ExclusiveProcess => "ExclusiveProcess",
+        }
+        .to_owned()
+    });
+    let minor = keep(e, "minorNumber", device.minor_number());
+    let state = GpuState {
         index,
         uuid,
         name,
@@ -178,7 +210,57 @@ fn gpu(nvml: &Nvml, index: u32) -> GpuState {
         row_remapping,
         throttle_reasons,
         errors,
-    }
+        fabric,
+        compute_processes,
+        compute_mode,
+        compute: None,
+    };
+    (state, minor)
+}
+
+/// NVSwitch fabric state (`nvmlDeviceGetGpuFabricInfo`): `None` where the GPU
+/// has no fabric (PCIe, pass-through), which NVML reports as state
+/// NOT_SUPPORTED or as NotSupported; a driver without the call answers
+/// FunctionNotFound, kept as a query error.
+#[allow(unsafe_code)]
+fn fabric(
+    nvml: &Nvml,
+    device: &nvml_wrapper::Device<'_>,
+) -> Result<Option<FabricState>, NvmlError> {
+    use nvml_wrapper_sys::bindings::{
+        NVML_GPU_FABRIC_STATE_COMPLETED, NVML_GPU_FABRIC_STATE_IN_PROGRESS,
+        NVML_GPU_FABRIC_STATE_NOT_STARTED, nvmlGpuFabricInfo_t,
+    };
+    let sym = nvml_sym(nvml.lib().nvmlDeviceGetGpuFabricInfo.as_ref())?;
+    let mut info = nvmlGpuFabricInfo_t {
+        clusterUuid: [0; 16],
+        status: 0,
+        cliqueId: 0,
+        state: 0,
+    };
+    // SAFETY: the handle comes from this Nvml (alive for the call), and the
+    // function writes one nvmlGpuFabricInfo_t through a pointer to a live local
+    // of exactly that type (the v1 struct of the v1 call).
+    let code = unsafe { sym(device.handle(), &mut info) };
+    nvml_try(code)?;
+    let state = match u32::from(info.state) {
+        NVML_GPU_FABRIC_STATE_NOT_STARTED => FabricPhase::NotStarted,
+        NVML_GPU_FABRIC_STATE_IN_PROGRESS => FabricPhase::InProgress,
+        NVML_GPU_FABRIC_STATE_COMPLETED => FabricPhase::Completed,
+        _ => return Ok(None),
+    };
+    let status = (state == FabricPhase::Completed).then(|| match nvml_try(info.status) {
+        Ok(()) => "Success".to_owned(),
+        Err(e) => format!("{e:?}"),
+    });
+    let uuid = info.clusterUuid;
+    Ok(Some(FabricState {
+        state,
+        status,
+        clique_id: (state == FabricPhase::Completed).then_some(info.cliqueId),
+        cluster_uuid: (uuid != [0; 16])
+            .then(|| uuid.iter().map(|b| format!("{b:02x}")).collect::<String>()),
+    }))
 }
 
 /// NVML field IDs of the row remapper (`nvml.h`: NVML_FI_DEV_REMAPPED_COR,
