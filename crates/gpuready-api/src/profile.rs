@@ -179,6 +179,75 @@ pub struct GpuNodeProfileSpec {
     /// exists, and a node without one is judged as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<ProbeExpectation>,
+
+    /// Per-device gating on DRA nodes: gpuready writes one `DeviceTaintRule`
+    /// per bad device (its probe state, its attributes against `gpu`, its
+    /// parent GPU for MIG devices) instead of tainting the whole node, and taints
+    /// the node as well only when fewer than `minReadyGpus` ready GPUs remain.
+    /// Absent: whole-node gating only, as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_gating: Option<DeviceGating>,
+
+    /// The MIG layout the pool needs, judged from mig-manager's labels
+    /// (`nvidia.com/mig.config`, `nvidia.com/mig.config.state`), GFD's MIG
+    /// labels and the DRA driver's MIG devices. Absent: not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig: Option<MigExpectation>,
+}
+
+/// Per-device gating: what gpuready's DeviceTaintRules look like.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceGating {
+    /// Ready GPUs (not bad, not tainted by the DRA driver) the node must keep
+    /// for its node taint to stay off. Default: `gpu.count`, else 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1024))]
+    pub min_ready_gpus: Option<u32>,
+
+    /// Effect of gpuready's device taints: `NoSchedule` (default: new claims
+    /// avoid the device) or `NoExecute` (pods using it are evicted too). An
+    /// `Observe` profile always writes `None` (reported, no effect).
+    #[serde(default)]
+    pub effect: DeviceTaintEffect,
+}
+
+/// Effect of a DeviceTaintRule gpuready writes under an `Enforce` profile.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum DeviceTaintEffect {
+    #[default]
+    NoSchedule,
+    NoExecute,
+}
+
+impl DeviceTaintEffect {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceTaintEffect::NoSchedule => "NoSchedule",
+            DeviceTaintEffect::NoExecute => "NoExecute",
+        }
+    }
+}
+
+/// The MIG geometry a pool needs.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MigExpectation {
+    /// The mig-manager configuration the node must be labelled with
+    /// (`nvidia.com/mig.config`), e.g. `all-1g.18gb`; its
+    /// `nvidia.com/mig.config.state` must be `success`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    pub config: Option<String>,
+
+    /// MIG devices per profile the node must offer, at least, e.g.
+    /// `{"1g.18gb": 7}`: counted from GFD's `nvidia.com/mig-<profile>.count`
+    /// (mixed strategy), its single-strategy `nvidia.com/gpu.product`
+    /// `…-MIG-<profile>` with `nvidia.com/gpu.count`, or the DRA driver's MIG devices.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = 16, "additionalProperties" = {"type": "integer", "format": "uint32", "minimum": 1, "maximum": 1024}))]
+    #[x_kube(validation = Rule::new("self.all(k, k.matches('^[0-9]+g\\\\.[0-9]+gb([.+][a-z0-9+.]+)?$'))").message("mig.devices keys must be MIG profile names like 1g.18gb or 1g.18gb+me"))]
+    pub devices: BTreeMap<String, u32>,
 }
 
 /// Where the GPUs' advertisement is read from.

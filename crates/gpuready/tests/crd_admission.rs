@@ -551,6 +551,80 @@ fn bad_cases() -> Vec<Bad> {
             ],
         ),
         b(
+            ("spec.deviceGating.effect", "enum"),
+            "a device taint effect nodes have but devices do not",
+            spec_with(json!({ "deviceGating": { "effect": "PreferNoSchedule" } })),
+            &[
+                "spec.deviceGating.effect",
+                "Unsupported value: \"PreferNoSchedule\"",
+            ],
+        ),
+        b(
+            ("spec.deviceGating.minReadyGpus", "minimum"),
+            "no ready GPU needed",
+            spec_with(json!({ "deviceGating": { "minReadyGpus": 0 } })),
+            &[
+                "spec.deviceGating.minReadyGpus",
+                "should be greater than or equal to 1",
+            ],
+        ),
+        b(
+            ("spec.deviceGating.minReadyGpus", "maximum"),
+            "more ready GPUs than a node holds",
+            spec_with(json!({ "deviceGating": { "minReadyGpus": 1025 } })),
+            &[
+                "spec.deviceGating.minReadyGpus",
+                "should be less than or equal to 1024",
+            ],
+        ),
+        b(
+            ("spec.mig.config", "minLength"),
+            "an empty mig-manager config name",
+            spec_with(json!({ "mig": { "config": "" } })),
+            &["spec.mig.config", "should be at least 1 chars long"],
+        ),
+        b(
+            ("spec.mig.config", "maxLength"),
+            "a mig-manager config name longer than a label value",
+            spec_with(json!({ "mig": { "config": "c".repeat(64) } })),
+            &["spec.mig.config", "may not be more than 63 bytes"],
+        ),
+        b(
+            ("spec.mig.devices", "rule"),
+            "a MIG profile name that is not one",
+            spec_with(json!({ "mig": { "devices": { "1g-18gb": 7 } } })),
+            &[
+                "spec.mig.devices",
+                "mig.devices keys must be MIG profile names",
+            ],
+        ),
+        b(
+            ("spec.mig.devices", "maxProperties"),
+            "17 MIG profiles",
+            spec_with(
+                json!({ "mig": { "devices": (1..=17).map(|i| (format!("{i}g.{i}gb"), json!(1))).collect::<serde_json::Map<String, Value>>() } }),
+            ),
+            &["spec.mig.devices", "must have at most 16 items"],
+        ),
+        b(
+            ("spec.mig.devices{}", "minimum"),
+            "zero MIG devices of a profile",
+            spec_with(json!({ "mig": { "devices": { "1g.18gb": 0 } } })),
+            &[
+                "spec.mig.devices.1g.18gb",
+                "should be greater than or equal to 1",
+            ],
+        ),
+        b(
+            ("spec.mig.devices{}", "maximum"),
+            "more MIG devices than any node",
+            spec_with(json!({ "mig": { "devices": { "1g.18gb": 1025 } } })),
+            &[
+                "spec.mig.devices.1g.18gb",
+                "should be less than or equal to 1024",
+            ],
+        ),
+        b(
             ("spec.taintPolicy", "enum"),
             "unknown taint policy",
             spec_with(json!({ "taintPolicy": "Once" })),

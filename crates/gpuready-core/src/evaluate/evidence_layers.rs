@@ -2,7 +2,7 @@
 //! PCI bus count, the sandbox device plugin of VM-workload nodes, and the
 //! not-ready deadline. A child of `evaluate`, sharing its verdict helpers.
 
-use gpuready_api::keys::{self, nvidia, reasons};
+use gpuready_api::keys::{self, dra, nvidia, reasons};
 use gpuready_api::{DeadlineStart, EvidenceMode, GpuNodeProfileSpec, Layer, Workload};
 use jiff::Timestamp;
 
@@ -10,6 +10,7 @@ use super::{
     DeadlinePassed, LayerReport, Status, Verdict, device_plugin_layer, not_ready, profile_layer,
     ready, unknown,
 };
+use crate::devices::DeviceGatingReport;
 use crate::evidence::{DeviceKind, DraEvidence, Source};
 use crate::facts::{Field, NodeFacts};
 
@@ -122,11 +123,12 @@ pub(super) fn device_plugin_evidence(
     spec: &GpuNodeProfileSpec,
     facts: &NodeFacts,
     dra: bool,
+    gating: Option<&DeviceGatingReport>,
 ) -> Verdict {
     let (v, advertised) = if spec.workload != Workload::Container {
         sandbox_layer(spec, facts)
     } else if dra {
-        dra_device_layer(spec, facts)
+        dra_device_layer(spec, facts, gating)
     } else {
         let v = device_plugin_layer(spec, facts);
         (v, device_plugin_gpu_count(facts))
@@ -192,8 +194,14 @@ pub(super) fn device_plugin_gpu_count(facts: &NodeFacts) -> Option<u64> {
 pub(super) fn dra_device_layer(
     spec: &GpuNodeProfileSpec,
     facts: &NodeFacts,
+    gating: Option<&DeviceGatingReport>,
 ) -> (Verdict, Option<u64>) {
-    let want = usize::try_from(spec.gpu.count.unwrap_or(1)).unwrap_or(usize::MAX);
+    // Under device gating the node needs its minimum of ready GPUs, bad
+    // devices (tainted by their own DeviceTaintRule) not counted.
+    let want = match gating {
+        Some(g) => g.min_ready_gpus,
+        None => usize::try_from(spec.gpu.count.unwrap_or(1)).unwrap_or(usize::MAX),
+    };
     let v = match &facts.evidence.dra {
         DraEvidence::NotRead => unknown(
             reasons::DRA_EVIDENCE_UNAVAILABLE,
@@ -216,7 +224,7 @@ pub(super) fn dra_device_layer(
         ),
         DraEvidence::Complete(p) => {
             let published = p.physical_gpus(false);
-            let usable = p.physical_gpus(true);
+            let usable = gating.map_or_else(|| p.physical_gpus(true), |g| g.ready_gpus);
             let shape = format!(
                 "{} full GPU, {} MIG, {} VFIO device(s) in pool {}",
                 p.count(DeviceKind::Gpu),
@@ -224,13 +232,75 @@ pub(super) fn dra_device_layer(
                 p.count(DeviceKind::Vfio),
                 p.pools.join(", ")
             );
+            // Devices gpuready itself takes out of service (device gating).
+            let gated = gating
+                .filter(|g| !g.bad.is_empty())
+                .map(|g| {
+                    format!(
+                        "; taken out by gpuready's DeviceTaintRules: {}",
+                        g.describe()
+                    )
+                })
+                .unwrap_or_default();
+            // Taints that do not block (effect None, the driver's ignored XIDs
+            // and `unmonitored`) are reported, never counted against the node.
+            let info = p.informational_taints();
+            let info_note = if info.is_empty() {
+                String::new()
+            } else {
+                format!("; informational device taints: {}", info.join(", "))
+            };
+            let lost = p.devices_with_taint(dra::TAINT_GPU_LOST);
             if usable >= want {
-                let v = ready(
-                    reasons::DRA_DEVICES_AVAILABLE,
-                    format!("{usable} GPU(s) usable (need {want}): {shape}"),
-                )
+                let unmonitored = p.devices_with_taint(dra::TAINT_UNMONITORED);
+                let v = if unmonitored.is_empty() {
+                    ready(
+                        reasons::DRA_DEVICES_AVAILABLE,
+                        format!("{usable} GPU(s) usable (need {want}): {shape}{gated}{info_note}"),
+                    )
+                } else {
+                    ready(
+                        reasons::DEVICES_UNMONITORED,
+                        format!(
+                            "{usable} GPU(s) usable (need {want}): {shape}{gated}; the DRA driver cannot watch {} for XIDs ({}): its health taints will not come for them{info_note}",
+                            unmonitored.join(", "),
+                            dra::TAINT_UNMONITORED
+                        ),
+                    )
+                }
                 .via(Source::ResourceSlices);
                 return (v, u64::try_from(published).ok());
+            }
+            if !lost.is_empty() {
+                return (
+                    not_ready(
+                        reasons::GPU_LOST,
+                        format!(
+                            "the DRA driver reports a GPU lost ({} on {}): a GPU fell off the bus (XID 79); {usable} of {published} GPU(s) usable, {want} needed. The taint clears only when the driver's kubelet plugin restarts: reboot or service the node, then restart the plugin",
+                            dra::TAINT_GPU_LOST,
+                            lost.join(", ")
+                        ),
+                    )
+                    .via(Source::ResourceSlices),
+                    None,
+                );
+            }
+            if gating.is_some() && !gated.is_empty() && published >= want {
+                return (
+                    not_ready(
+                        reasons::TOO_FEW_READY_DEVICES,
+                        format!(
+                            "{usable} of {published} GPU(s) ready, {want} needed{gated}{}",
+                            if p.blocking_taints().is_empty() {
+                                String::new()
+                            } else {
+                                format!("; device taints {}", p.blocking_taints().join(", "))
+                            }
+                        ),
+                    )
+                    .via(Source::ResourceSlices),
+                    None,
+                );
             }
             if published >= want {
                 not_ready(

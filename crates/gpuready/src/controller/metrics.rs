@@ -61,6 +61,8 @@ pub struct Metrics {
     /// Responses by status code for the codes gpuready retries (429, 503, 504).
     pub retryable_responses: Family<Code, Counter>,
     pub nfd_crds: Family<CrdState, Gauge>,
+    /// DeviceTaintRules gpuready holds (device gating), all nodes.
+    pub device_taint_rules: Gauge,
 }
 
 impl Default for Metrics {
@@ -78,6 +80,7 @@ impl Default for Metrics {
             profile_crd_present: Gauge::default(),
             retryable_responses: Family::default(),
             nfd_crds: Family::default(),
+            device_taint_rules: Gauge::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -107,7 +110,7 @@ impl Default for Metrics {
         );
         registry.register(
             "writes",
-            "Writes by kind (taint, labels, conditions, profile_status, crd, event)",
+            "Writes by kind (taint, labels, conditions, profile_status, crd, event, devicetaintrule)",
             m.writes.clone(),
         );
         registry.register(
@@ -134,6 +137,11 @@ impl Default for Metrics {
             "nfd_crd_state",
             "NFD CRD state (missing, older, current, newer) as 1/0",
             m.nfd_crds.clone(),
+        );
+        registry.register(
+            "device_taint_rules",
+            "DeviceTaintRules gpuready holds for bad devices (device gating), all nodes",
+            m.device_taint_rules.clone(),
         );
         Metrics { registry, ..m }
     }
