@@ -379,3 +379,102 @@ async fn an_observe_profile_writes_device_rules_with_effect_none_and_never_the_n
     assert_eq!(run.node_writes(), 0);
     run.stop().await.expect("clean stop");
 }
+
+/// The chart's RBAC is exactly what device gating needs: gpuready, run as the
+/// release's ServiceAccount, creates, updates and deletes its DeviceTaintRules
+/// with no request refused; the same account may not patch a rule, delete
+/// rules as a collection, or write a ResourceSlice.
+#[tokio::test]
+async fn the_charts_service_account_gates_devices_and_nothing_more() {
+    let env = gpuready_testenv::TestEnv::start().await.expect("test control plane");
+    let admin = env.client().expect("client");
+    let ns = "gpuready-system";
+    let chart = chart_dir();
+    let chart = chart.to_str().expect("path");
+    must(
+        helm(&env, &["install", "gpuready", chart, "--namespace", ns, "--create-namespace"]),
+        None,
+        "helm install",
+    )
+    .await;
+    wait_established(&admin, &["gpunodeprofiles.gpuready.io"]).await;
+    let node = "h200-sa";
+    dra_only_node(&admin, node, "sa").await;
+    let mut slice = eight_gpu_slice(node);
+    slice["spec"]["devices"][4]["attributes"]["productName"] = json!({"string": "NVIDIA H100 80GB HBM3"});
+    put_slice(&admin, &slice).await;
+    apply_profile(&admin, &profile("sa", "sa", "  deviceGating: {minReadyGpus: 7}")).await;
+    let run = start_controller_with(service_account_config(&env, ns, "gpuready"), test_args());
+    eventually(60, "the ServiceAccount creates the rule", || async {
+        (our_rules(&admin).await == [("gpu-4".into(), "ProductMismatch".into(), "NoSchedule".into())]).then_some(())
+    })
+    .await;
+    apply_profile(
+        &admin,
+        &profile("sa", "sa", "  deviceGating: {minReadyGpus: 7, effect: NoExecute}"),
+    )
+    .await;
+    eventually(60, "... updates it", || async {
+        (our_rules(&admin).await == [("gpu-4".into(), "ProductMismatch".into(), "NoExecute".into())]).then_some(())
+    })
+    .await;
+    slice["spec"]["devices"][4]["attributes"]["productName"] = json!({"string": "NVIDIA H200"});
+    put_slice(&admin, &slice).await;
+    eventually(60, "... and deletes it", || async {
+        our_rules(&admin).await.is_empty().then_some(())
+    })
+    .await;
+    assert_eq!(
+        run.sample("gpuready_reconcile_errors_total{kind=\"forbidden\"}"),
+        0.0,
+        "no request was refused"
+    );
+    run.stop().await.expect("clean stop");
+
+    let sa = env.client_as_service_account(ns, "gpuready").expect("SA client");
+    let refused = |what: &str, r: Result<(), kube::Error>| match r {
+        Err(e) if status_code(&e) == Some(403) => {}
+        other => panic!("{what}: expected 403 Forbidden, got {other:?}"),
+    };
+    let mine: DeviceTaintRule = serde_json::from_value(json!({
+        "metadata": { "name": "admins-rule" },
+        "spec": {
+            "deviceSelector": { "driver": "gpu.nvidia.com", "pool": node, "device": "gpu-0" },
+            "taint": { "key": "example.com/maintenance", "effect": "None" },
+        },
+    }))
+    .expect("rule");
+    rules_api(&admin)
+        .create(&PostParams::default(), &mine)
+        .await
+        .expect("admin creates a rule");
+    refused(
+        "patch a DeviceTaintRule",
+        rules_api(&sa)
+            .patch(
+                "admins-rule",
+                &PatchParams::default(),
+                &Patch::Merge(json!({"spec": {"taint": {"effect": "NoExecute"}}})),
+            )
+            .await
+            .map(drop),
+    );
+    refused(
+        "delete DeviceTaintRules as a collection",
+        rules_api(&sa)
+            .delete_collection(&kube::api::DeleteParams::default(), &ListParams::default())
+            .await
+            .map(drop),
+    );
+    refused(
+        "write a ResourceSlice",
+        slice_api(&sa)
+            .patch(
+                &format!("{node}-gpu.nvidia.com-test"),
+                &PatchParams::default(),
+                &Patch::Merge(json!({"metadata": {"labels": {"x": "y"}}})),
+            )
+            .await
+            .map(drop),
+    );
+}
