@@ -564,3 +564,91 @@ fn a_foreign_device_taint_rule_is_never_touched() {
     let a = assess_one(&ungoverned, &profile("h200", &gated(7)));
     assert!(a.changes.device_taint_rules.is_empty());
 }
+
+/// NFD's scan of `n` H200s beside the real VM's other devices.
+fn bus_of(n: usize) -> NodeFeature {
+    let mut nf = real_node_feature();
+    let set = nf
+        .spec
+        .features
+        .instances
+        .get_mut("pci.device")
+        .expect("pci.device");
+    let gpu = set
+        .elements
+        .iter()
+        .find(|e| e.attributes.get("vendor").map(String::as_str) == Some("10de"))
+        .cloned()
+        .expect("the H200");
+    set.elements
+        .retain(|e| e.attributes.get("vendor").map(String::as_str) != Some("10de"));
+    set.elements.extend(std::iter::repeat_n(gpu, n));
+    nf.metadata
+        .labels
+        .get_or_insert_default()
+        .insert("nfd.node.kubernetes.io/node-name".into(), NODE.into());
+    nf
+}
+
+#[test]
+fn every_advertised_count_must_be_backed_by_the_bus_sharing_aware() {
+    // Time-slicing: 8 GPUs × 4 replicas = 32 nvidia.com/gpu, gpu.count 8.
+    let shared = NodeBuilder::gpu(NODE)
+        .label("nvidia.com/gpu.count", "8")
+        .label("nvidia.com/gpu.replicas", "4")
+        .gpus(32, 32);
+    let judge = |node: &NodeBuilder, bus: usize| {
+        let nf = [bus_of(bus)];
+        let f = node
+            .facts()
+            .with_evidence(EvidenceIndex::new(None, Some(&nf)).for_node(NODE));
+        gpuready_core::evaluate(&spec("gpu: {count: 8}"), &f, now())
+    };
+    let r = judge(&shared, 8);
+    r.expect(Layer::DevicePlugin, Status::Ready, "Allocatable")
+        .mentions(&[
+            "matches the 8 GPU(s) on the PCI bus",
+            "nvidia.com/gpu capacity 32 / nvidia.com/gpu.replicas=4: 8",
+            "nvidia.com/gpu.count: 8",
+        ]);
+    // One lost: both the label and the shared capacity claim a GPU the bus lacks.
+    let r = judge(&shared, 7);
+    r.expect(
+        Layer::DevicePlugin,
+        Status::NotReady,
+        reasons::GPU_MISSING_FROM_BUS,
+    )
+    .mentions(&[
+        "8 GPU(s) are advertised (nvidia.com/gpu.count)",
+        "shows only 7",
+    ]);
+    // GFD relabelled after the loss (gpu.count 7) but the device plugin still
+    // advertises 32 shares = 8 GPUs: the capacity is the phantom.
+    let relabelled = shared.clone().label("nvidia.com/gpu.count", "7");
+    let r = gpuready_core::evaluate(
+        &spec("gpu: {count: 7}"),
+        &relabelled
+            .facts()
+            .with_evidence(EvidenceIndex::new(None, Some(&[bus_of(7)])).for_node(NODE)),
+        now(),
+    );
+    r.expect(
+        Layer::DevicePlugin,
+        Status::NotReady,
+        reasons::GPU_MISSING_FROM_BUS,
+    )
+    .mentions(&["(nvidia.com/gpu capacity 32 / nvidia.com/gpu.replicas=4)"]);
+    // The DRA pool above the bus, on a DRA-only node.
+    let s = slice("dra-h200-8gpu.yaml");
+    let nf = [bus_of(7)];
+    let f = dra_only_node(NODE).facts().with_evidence(
+        EvidenceIndex::new(Some(std::slice::from_ref(&s)), Some(&nf)).for_node(NODE),
+    );
+    let r = gpuready_core::evaluate(&spec("gpu: {count: 7}"), &f, now());
+    r.expect(
+        Layer::DevicePlugin,
+        Status::NotReady,
+        reasons::GPU_MISSING_FROM_BUS,
+    )
+    .mentions(&["(the DRA pool gpu-h200-01/1)"]);
+}

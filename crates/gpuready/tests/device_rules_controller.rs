@@ -386,13 +386,25 @@ async fn an_observe_profile_writes_device_rules_with_effect_none_and_never_the_n
 /// rules as a collection, or write a ResourceSlice.
 #[tokio::test]
 async fn the_charts_service_account_gates_devices_and_nothing_more() {
-    let env = gpuready_testenv::TestEnv::start().await.expect("test control plane");
+    let env = gpuready_testenv::TestEnv::start()
+        .await
+        .expect("test control plane");
     let admin = env.client().expect("client");
     let ns = "gpuready-system";
     let chart = chart_dir();
     let chart = chart.to_str().expect("path");
     must(
-        helm(&env, &["install", "gpuready", chart, "--namespace", ns, "--create-namespace"]),
+        helm(
+            &env,
+            &[
+                "install",
+                "gpuready",
+                chart,
+                "--namespace",
+                ns,
+                "--create-namespace",
+            ],
+        ),
         None,
         "helm install",
     )
@@ -401,21 +413,38 @@ async fn the_charts_service_account_gates_devices_and_nothing_more() {
     let node = "h200-sa";
     dra_only_node(&admin, node, "sa").await;
     let mut slice = eight_gpu_slice(node);
-    slice["spec"]["devices"][4]["attributes"]["productName"] = json!({"string": "NVIDIA H100 80GB HBM3"});
+    slice["spec"]["devices"][4]["attributes"]["productName"] =
+        json!({"string": "NVIDIA H100 80GB HBM3"});
     put_slice(&admin, &slice).await;
-    apply_profile(&admin, &profile("sa", "sa", "  deviceGating: {minReadyGpus: 7}")).await;
+    apply_profile(
+        &admin,
+        &profile("sa", "sa", "  deviceGating: {minReadyGpus: 7}"),
+    )
+    .await;
     let run = start_controller_with(service_account_config(&env, ns, "gpuready"), test_args());
     eventually(60, "the ServiceAccount creates the rule", || async {
-        (our_rules(&admin).await == [("gpu-4".into(), "ProductMismatch".into(), "NoSchedule".into())]).then_some(())
+        (our_rules(&admin).await
+            == [(
+                "gpu-4".into(),
+                "ProductMismatch".into(),
+                "NoSchedule".into(),
+            )])
+        .then_some(())
     })
     .await;
     apply_profile(
         &admin,
-        &profile("sa", "sa", "  deviceGating: {minReadyGpus: 7, effect: NoExecute}"),
+        &profile(
+            "sa",
+            "sa",
+            "  deviceGating: {minReadyGpus: 7, effect: NoExecute}",
+        ),
     )
     .await;
     eventually(60, "... updates it", || async {
-        (our_rules(&admin).await == [("gpu-4".into(), "ProductMismatch".into(), "NoExecute".into())]).then_some(())
+        (our_rules(&admin).await
+            == [("gpu-4".into(), "ProductMismatch".into(), "NoExecute".into())])
+        .then_some(())
     })
     .await;
     slice["spec"]["devices"][4]["attributes"]["productName"] = json!({"string": "NVIDIA H200"});
@@ -431,7 +460,9 @@ async fn the_charts_service_account_gates_devices_and_nothing_more() {
     );
     run.stop().await.expect("clean stop");
 
-    let sa = env.client_as_service_account(ns, "gpuready").expect("SA client");
+    let sa = env
+        .client_as_service_account(ns, "gpuready")
+        .expect("SA client");
     let refused = |what: &str, r: Result<(), kube::Error>| match r {
         Err(e) if status_code(&e) == Some(403) => {}
         other => panic!("{what}: expected 403 Forbidden, got {other:?}"),

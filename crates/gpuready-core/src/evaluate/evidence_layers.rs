@@ -136,6 +136,34 @@ pub(super) fn device_plugin_evidence(
     if v.status != Status::Ready {
         return v;
     }
+    // Every count any source advertises must be backed by the bus: a count
+    // above it is a lost or phantom GPU, whichever source still claims it.
+    let counts = advertised_counts(facts);
+    if let Some(bus) = &facts.evidence.bus
+        && let Some((source, n)) = counts.iter().find(|(_, n)| *n > u64::from(bus.gpus))
+    {
+        return not_ready(
+            reasons::GPU_MISSING_FROM_BUS,
+            format!(
+                "{n} GPU(s) are advertised ({source}) but NFD's PCI scan shows only {} ({}): a GPU fell off the bus (XID 79?) or is a phantom the stack still advertises; drain and reset the node",
+                bus.gpus,
+                bus.describe()
+            ),
+        )
+        .via(Source::NodeFeature);
+    }
+    let compared = if counts.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " ({})",
+            counts
+                .iter()
+                .map(|(s, n)| format!("{s}: {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
     match (&facts.evidence.bus, advertised) {
         (Some(bus), Some(adv)) if u64::from(bus.gpus) > adv => not_ready(
             reasons::GPU_NOT_ADVERTISED,
@@ -156,11 +184,63 @@ pub(super) fn device_plugin_evidence(
         )
         .via(Source::NodeFeature),
         (Some(bus), Some(_)) => Verdict {
-            message: format!("{}; matches the {} GPU(s) on the PCI bus", v.message, bus.gpus),
+            message: format!(
+                "{}; matches the {} GPU(s) on the PCI bus{compared}",
+                v.message, bus.gpus
+            ),
             ..v
         },
         _ => v,
     }
+}
+
+/// Every physical-GPU count the node's sources advertise, named by source:
+/// GFD's `nvidia.com/gpu.count` (not under the MIG `single` strategy, where it
+/// counts MIG devices), the `nvidia.com/gpu` capacity (divided by
+/// `nvidia.com/gpu.replicas` under time-slicing or MPS; not under MIG), and the
+/// DRA pool's GPUs. Each is compared with NFD's PCI scan.
+pub(super) fn advertised_counts(facts: &NodeFacts) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let strategy = facts.gfd.mig_strategy.as_deref().filter(|m| *m != "none");
+    if let Some(n) = facts.gfd.count.present()
+        && strategy != Some("single")
+    {
+        out.push((nvidia::GPU_COUNT.to_owned(), u64::from(*n)));
+    }
+    let replicas = facts
+        .labels
+        .get(nvidia::GPU_REPLICAS)
+        .and_then(|r| r.parse::<u64>().ok())
+        .filter(|r| *r >= 1)
+        .unwrap_or(1);
+    let quantity = facts
+        .capacity
+        .get(nvidia::GPU_RESOURCE)
+        .or_else(|| facts.allocatable.get(nvidia::GPU_RESOURCE))
+        .and_then(Field::present)
+        .copied();
+    if strategy.is_none()
+        && let Some(q) = quantity
+        && q > 0
+    {
+        let name = if replicas > 1 {
+            format!(
+                "{} capacity {q} / {}={replicas}",
+                nvidia::GPU_RESOURCE,
+                nvidia::GPU_REPLICAS
+            )
+        } else {
+            format!("{} capacity", nvidia::GPU_RESOURCE)
+        };
+        out.push((name, q.div_ceil(replicas)));
+    }
+    if let Some(p) = facts.evidence.dra.complete() {
+        out.push((
+            format!("the DRA pool {}", p.pools.join(", ")),
+            u64::try_from(p.physical_gpus(false)).unwrap_or(u64::MAX),
+        ));
+    }
+    out
 }
 
 /// Physical GPUs the device plugin stack advertises: GFD's `gpu.count`, else
