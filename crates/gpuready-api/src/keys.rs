@@ -118,6 +118,19 @@ pub mod reasons {
     /// Ready under DRA, but the driver's health monitor could not watch some
     /// devices (`gpu.nvidia.com/unmonitored`): their XIDs go unseen.
     pub const DEVICES_UNMONITORED: &str = "DevicesUnmonitored";
+    /// MIG geometry (`spec.mig`): mig-manager has not applied the config yet
+    /// (`nvidia.com/mig.config.state=pending`).
+    pub const MIG_CONFIG_PENDING: &str = "MigConfigPending";
+    /// `nvidia.com/mig.config.state=rebooting`: mig-manager reboots the node to apply it.
+    pub const MIG_CONFIG_REBOOTING: &str = "MigConfigRebooting";
+    /// `nvidia.com/mig.config.state=failed`: mig-manager could not apply the config.
+    pub const MIG_CONFIG_FAILED: &str = "MigConfigFailed";
+    /// No `nvidia.com/mig.config.state`, or a value mig-manager does not write.
+    pub const MIG_CONFIG_STATE_UNKNOWN: &str = "MigConfigStateUnknown";
+    /// `nvidia.com/mig.config` names another configuration than the profile's `mig.config`.
+    pub const MIG_CONFIG_MISMATCH: &str = "MigConfigMismatch";
+    /// Fewer MIG devices of a profile than `mig.devices` needs.
+    pub const MIG_DEVICES_MISSING: &str = "MigDevicesMissing";
     /// Device gating: fewer ready GPUs remain than `deviceGating.minReadyGpus`
     /// once gpuready's DeviceTaintRules took the bad devices out.
     pub const TOO_FEW_READY_DEVICES: &str = "TooFewReadyDevices";
@@ -336,6 +349,13 @@ pub mod nvidia {
     pub const VGPU_HOST_VERSION: &str = "nvidia.com/vgpu.host-driver-version";
     /// Prefix of MIG extended resources under the `mixed` strategy.
     pub const MIG_RESOURCE_PREFIX: &str = "nvidia.com/mig-";
+    /// mig-manager: the MIG configuration the node should have (`all-1g.18gb`).
+    pub const MIG_CONFIG: &str = "nvidia.com/mig.config";
+    /// mig-manager: `pending`, `rebooting`, `success` or `failed`.
+    pub const MIG_CONFIG_STATE: &str = "nvidia.com/mig.config.state";
+    /// GFD, mixed strategy: `nvidia.com/mig-<profile>.count` (`+` written `.`).
+    pub const MIG_LABEL_PREFIX: &str = "nvidia.com/mig-";
+    pub const MIG_COUNT_SUFFIX: &str = ".count";
 }
 
 /// Labels published by Node Feature Discovery.

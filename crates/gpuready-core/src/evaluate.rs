@@ -263,7 +263,7 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
                 recheck = r;
                 v
             }
-            Layer::Profile => profile_with_bus(spec, &judged).or_via(attributes),
+            Layer::Profile => profile_with_bus(spec, &judged, dra).or_via(attributes),
             Layer::Compatibility => compatibility_layer(spec, &judged).or_via(attributes),
             Layer::Health => match crate::health::judge(spec, &health_facts, now) {
                 Some(h) => {

@@ -38,6 +38,8 @@ pub enum Source {
     Profile,
     /// The report of `gpuready probe` (NVML on the node).
     ProbeReport,
+    /// NVIDIA mig-manager's `nvidia.com/mig.config` and `mig.config.state` labels.
+    MigManagerLabels,
 }
 
 impl Source {
@@ -52,6 +54,7 @@ impl Source {
             Source::ResourceSlices => "ResourceSlices",
             Source::Profile => "Profile",
             Source::ProbeReport => "ProbeReport",
+            Source::MigManagerLabels => "MigManagerLabels",
         }
     }
 
@@ -60,7 +63,11 @@ impl Source {
     pub fn is_node_object(self) -> bool {
         matches!(
             self,
-            Source::Kubelet | Source::NfdLabels | Source::GfdLabels | Source::Allocatable
+            Source::Kubelet
+                | Source::NfdLabels
+                | Source::GfdLabels
+                | Source::Allocatable
+                | Source::MigManagerLabels
         )
     }
 }

@@ -652,3 +652,119 @@ fn every_advertised_count_must_be_backed_by_the_bus_sharing_aware() {
     )
     .mentions(&["(the DRA pool gpu-h200-01/1)"]);
 }
+
+#[test]
+fn mig_config_state_other_than_success_is_not_ready_with_a_reason_per_state() {
+    let profile = "mig: {config: all-balanced}";
+    let node = |state: Option<&str>| {
+        let b = NodeBuilder::a100_mig_mixed("a100").label("nvidia.com/mig.config", "all-balanced");
+        match state {
+            Some(s) => b.label("nvidia.com/mig.config.state", s),
+            None => b,
+        }
+    };
+    let r = judge(profile, &node(Some("success")));
+    r.expect(Layer::Profile, Status::Ready, "ProfileMatches")
+        .mentions(&["MIG config all-balanced applied"]);
+    for (state, status, reason) in [
+        (
+            Some("pending"),
+            Status::NotReady,
+            reasons::MIG_CONFIG_PENDING,
+        ),
+        (
+            Some("rebooting"),
+            Status::NotReady,
+            reasons::MIG_CONFIG_REBOOTING,
+        ),
+        (Some("failed"), Status::NotReady, reasons::MIG_CONFIG_FAILED),
+        (
+            Some("unknown-state"),
+            Status::Unknown,
+            reasons::MIG_CONFIG_STATE_UNKNOWN,
+        ),
+        (None, Status::Unknown, reasons::MIG_CONFIG_STATE_UNKNOWN),
+    ] {
+        let r = judge(profile, &node(state));
+        assert!(!r.ready(), "{state:?}");
+        let l = r.expect(Layer::Profile, status, reason);
+        assert_eq!(l.evidence, Source::MigManagerLabels);
+    }
+    // Another layout than the pool needs, whatever its state.
+    let r = judge(
+        profile,
+        &NodeBuilder::a100_mig_mixed("a100")
+            .label("nvidia.com/mig.config", "all-1g.5gb")
+            .label("nvidia.com/mig.config.state", "success"),
+    );
+    r.expect(
+        Layer::Profile,
+        Status::NotReady,
+        reasons::MIG_CONFIG_MISMATCH,
+    )
+    .mentions(&["nvidia.com/mig.config=all-1g.5gb", "needs all-balanced"]);
+    // A profile with only device counts still refuses a node mid-reconfiguration.
+    let r = judge(
+        "mig: {devices: {1g.5gb: 1}}",
+        &NodeBuilder::a100_mig_mixed("a100").label("nvidia.com/mig.config.state", "rebooting"),
+    );
+    r.expect(
+        Layer::Profile,
+        Status::NotReady,
+        reasons::MIG_CONFIG_REBOOTING,
+    );
+}
+
+#[test]
+fn mig_device_counts_from_gfd_mixed_single_and_the_dra_pool() {
+    // Mixed strategy: nvidia.com/mig-<profile>.count.
+    let mixed = NodeBuilder::a100_mig_mixed("a100");
+    judge("mig: {devices: {1g.5gb: 1}}", &mixed).expect(
+        Layer::Profile,
+        Status::Ready,
+        "ProfileMatches",
+    );
+    judge("mig: {devices: {1g.5gb: 7}}", &mixed)
+        .expect(
+            Layer::Profile,
+            Status::NotReady,
+            reasons::MIG_DEVICES_MISSING,
+        )
+        .mentions(&["GFD's MIG labels", "1g.5gb: 1 < 7"]);
+    // Single strategy: GFD relabels gpu.product and gpu.count for the MIG devices.
+    let single = NodeBuilder::gpu("a100")
+        .label("nvidia.com/mig.strategy", "single")
+        .label("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb")
+        .label("nvidia.com/gpu.count", "7");
+    judge("mig: {devices: {1g.5gb: 7}}", &single).expect(
+        Layer::Profile,
+        Status::Ready,
+        "ProfileMatches",
+    );
+    judge("mig: {devices: {2g.10gb: 1}}", &single).expect(
+        Layer::Profile,
+        Status::NotReady,
+        reasons::MIG_DEVICES_MISSING,
+    );
+    // DRA: the pool's MIG devices (2g.35gb, 1g.18gb ×2, 3g.71gb).
+    let s = slice("dra-h200-mig.yaml");
+    let f = facts(
+        &dra_only_node(NODE),
+        NODE,
+        std::slice::from_ref(&s),
+        None,
+        None,
+        None,
+    );
+    let ok = gpuready_core::evaluate(&spec("mig: {devices: {1g.18gb: 2, 3g.71gb: 1}}"), &f, now());
+    ok.expect(Layer::Profile, Status::Ready, "ProfileMatches")
+        .mentions(&["MIG devices from the DRA pool", "1g.18gb ×2"]);
+    let short = gpuready_core::evaluate(&spec("mig: {devices: {1g.18gb: 7}}"), &f, now());
+    short
+        .expect(
+            Layer::Profile,
+            Status::NotReady,
+            reasons::MIG_DEVICES_MISSING,
+        )
+        .mentions(&["1g.18gb: 2 < 7"]);
+}

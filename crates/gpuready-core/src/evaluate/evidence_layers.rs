@@ -479,13 +479,172 @@ pub(super) fn sandbox_layer(
     (v.via(Source::SandboxResources), advertised)
 }
 
+/// MIG profile names compare with `+` and `.` alike: nvidia-smi and the DRA
+/// driver write `1g.18gb+me`, GFD's labels `1g.18gb.me`.
+fn mig_key(profile: &str) -> String {
+    profile.replace('+', ".")
+}
+
+/// MIG devices per profile, from the DRA pool (its `mig` devices' `profile`
+/// attribute) when the node is judged by DRA, else from GFD's labels: the
+/// mixed strategy's `nvidia.com/mig-<profile>.count`, or the single strategy's
+/// relabelling (`gpu.product` ending in `-MIG-<profile>`, `gpu.count` MIG devices).
+fn mig_devices(facts: &NodeFacts, dra: bool) -> (std::collections::BTreeMap<String, u64>, String) {
+    let mut out = std::collections::BTreeMap::new();
+    if dra && let Some(p) = facts.evidence.dra.complete() {
+        for d in p.devices.iter().filter(|d| d.kind == DeviceKind::Mig) {
+            if let Some(prof) = &d.mig_profile {
+                *out.entry(mig_key(prof)).or_insert(0) += 1;
+            }
+        }
+        return (out, format!("the DRA pool {}", p.pools.join(", ")));
+    }
+    for (k, v) in &facts.labels {
+        if let Some(prof) = k
+            .strip_prefix(nvidia::MIG_LABEL_PREFIX)
+            .and_then(|r| r.strip_suffix(nvidia::MIG_COUNT_SUFFIX))
+            && let Ok(n) = v.parse::<u64>()
+        {
+            out.insert(mig_key(prof), n);
+        }
+    }
+    if facts.gfd.mig_strategy.as_deref() == Some("single")
+        && let Some(product) = facts.labels.get(nvidia::GPU_PRODUCT)
+        && let Some((_, prof)) = product.rsplit_once("-MIG-")
+        && let Some(n) = facts.gfd.count.present()
+    {
+        out.insert(mig_key(prof), u64::from(*n));
+    }
+    (out, "GFD's MIG labels".to_owned())
+}
+
+/// The MIG geometry the profile needs (`spec.mig`): mig-manager's config and
+/// state labels, then the MIG devices per profile. `Ok(note)` when it holds.
+fn mig_geometry(
+    spec: &GpuNodeProfileSpec,
+    facts: &NodeFacts,
+    dra: bool,
+) -> Result<String, Verdict> {
+    let Some(m) = &spec.mig else {
+        return Ok(String::new());
+    };
+    let label = |k: &str| facts.labels.get(k).map(String::as_str);
+    let state = label(nvidia::MIG_CONFIG_STATE);
+    if let Some(want) = &m.config {
+        match label(nvidia::MIG_CONFIG) {
+            Some(c) if c == want => {}
+            other => {
+                return Err(not_ready(
+                    reasons::MIG_CONFIG_MISMATCH,
+                    format!(
+                        "{}={} but the profile needs {want}: label the node {}={want} and let mig-manager apply it",
+                        nvidia::MIG_CONFIG,
+                        other.unwrap_or("(absent)"),
+                        nvidia::MIG_CONFIG
+                    ),
+                )
+                .via(Source::MigManagerLabels));
+            }
+        }
+    }
+    // Whatever layout is asked for, a node mid-reconfiguration is not ready.
+    if m.config.is_some() || state.is_some() {
+        let tagged = |v: Verdict| v.via(Source::MigManagerLabels);
+        let config = label(nvidia::MIG_CONFIG).unwrap_or("(absent)");
+        match state {
+            Some("success") => {}
+            Some("pending") => {
+                return Err(tagged(not_ready(
+                    reasons::MIG_CONFIG_PENDING,
+                    format!(
+                        "mig-manager has not applied {}={config} yet ({}=pending)",
+                        nvidia::MIG_CONFIG,
+                        nvidia::MIG_CONFIG_STATE
+                    ),
+                )));
+            }
+            Some("rebooting") => {
+                return Err(tagged(not_ready(
+                    reasons::MIG_CONFIG_REBOOTING,
+                    format!(
+                        "mig-manager is rebooting the node to apply {}={config} ({}=rebooting)",
+                        nvidia::MIG_CONFIG,
+                        nvidia::MIG_CONFIG_STATE
+                    ),
+                )));
+            }
+            Some("failed") => {
+                return Err(tagged(not_ready(
+                    reasons::MIG_CONFIG_FAILED,
+                    format!(
+                        "mig-manager failed to apply {}={config} ({}=failed): read the nvidia-mig-manager pod's log on this node",
+                        nvidia::MIG_CONFIG,
+                        nvidia::MIG_CONFIG_STATE
+                    ),
+                )));
+            }
+            other => {
+                return Err(tagged(unknown(
+                    reasons::MIG_CONFIG_STATE_UNKNOWN,
+                    format!(
+                        "{}={}: is mig-manager running on this node?",
+                        nvidia::MIG_CONFIG_STATE,
+                        other.unwrap_or("(absent)")
+                    ),
+                )));
+            }
+        }
+    }
+    if m.devices.is_empty() {
+        return Ok(format!(
+            "; MIG config {} applied",
+            label(nvidia::MIG_CONFIG).unwrap_or("-")
+        ));
+    }
+    let (have, source) = mig_devices(facts, dra);
+    let short: Vec<String> = m
+        .devices
+        .iter()
+        .filter_map(|(p, want)| {
+            let n = have.get(&mig_key(p)).copied().unwrap_or(0);
+            (n < u64::from(*want)).then(|| format!("{p}: {n} < {want}"))
+        })
+        .collect();
+    if !short.is_empty() {
+        return Err(not_ready(
+            reasons::MIG_DEVICES_MISSING,
+            format!("{source} offers too few MIG devices: {}", short.join(", ")),
+        ));
+    }
+    Ok(format!(
+        "; MIG devices from {source}: {}",
+        m.devices
+            .keys()
+            .map(|p| format!("{p} ×{}", have.get(&mig_key(p)).copied().unwrap_or(0)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
 /// Profile, then the bus: NFD's PCI scan can prove a count short even when
-/// the labels still claim it (a GPU lost after GFD last ran).
-pub(super) fn profile_with_bus(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
+/// the labels still claim it (a GPU lost after GFD last ran). Then the MIG
+/// geometry the profile asks for.
+pub(super) fn profile_with_bus(spec: &GpuNodeProfileSpec, facts: &NodeFacts, dra: bool) -> Verdict {
     let v = profile_layer(spec, facts);
     if v.status != Status::Ready {
         return v;
     }
+    let v = match mig_geometry(spec, facts, dra) {
+        // The MIG layout is a GPU expectation of its own.
+        Ok(note) if !note.is_empty() && v.reason == "NoExpectations" => {
+            ready("ProfileMatches", note.trim_start_matches("; ").to_owned())
+        }
+        Ok(note) => Verdict {
+            message: format!("{}{note}", v.message),
+            ..v
+        },
+        Err(bad) => return bad,
+    };
     let Some(bus) = &facts.evidence.bus else {
         return v;
     };
