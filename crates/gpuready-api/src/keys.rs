@@ -13,8 +13,16 @@ pub const GROUP: &str = "gpuready.io";
 /// Prefix of every label, annotation and taint key gpuready owns.
 pub const KEY_PREFIX: &str = "gpuready.io/";
 
-/// Default readiness taint key.
-pub const DEFAULT_TAINT_KEY: &str = "gpuready.io/not-ready";
+/// Default readiness taint key: under `readiness.k8s.io/`, the prefix Karpenter
+/// (v1.13 and later) treats as a startup taint and Cluster Autoscaler 1.36 can be
+/// told with `--startup-taint-prefix`, and unique to gpuready so it owns the key
+/// exactly (docs/taints.md).
+pub const DEFAULT_TAINT_KEY: &str = "readiness.k8s.io/gpuready-not-ready";
+/// Default keys of earlier gpuready releases. A taint with one of them (and the
+/// profile's effect) on a node whose profile uses the current default is
+/// gpuready's: the upgrade moves it to the new key in the same
+/// resourceVersion-locked patch, so the node is never untainted in between.
+pub const PREVIOUS_DEFAULT_TAINT_KEYS: &[&str] = &["gpuready.io/not-ready"];
 /// Default readiness taint value.
 pub const DEFAULT_TAINT_VALUE: &str = "true";
 

@@ -538,7 +538,8 @@ pub enum TaintPolicy {
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("!self.key.matches('^([^/]*\\\\.)?(kubernetes\\\\.io|k8s\\\\.io|x-k8s\\\\.io|nvidia\\\\.com|karpenter\\\\.sh|karpenter\\\\.k8s\\\\.aws)/') || self.key.startsWith('readiness.k8s.io/') || self.key.startsWith('startup-taint.cluster-autoscaler.kubernetes.io/') || self.key.startsWith('ignore-taint.cluster-autoscaler.kubernetes.io/')").message("taint.key must not be in a namespace other systems own (kubernetes.io, k8s.io, x-k8s.io, nvidia.com, karpenter.sh, karpenter.k8s.aws): pick your own domain, or one of the autoscaler prefixes readiness.k8s.io/, startup-taint.cluster-autoscaler.kubernetes.io/, ignore-taint.cluster-autoscaler.kubernetes.io/"))]
 pub struct TaintSpec {
-    /// Taint key. Default `gpuready.io/not-ready`.
+    /// Taint key. Default `readiness.k8s.io/gpuready-not-ready` (a startup
+    /// taint for Karpenter and, with `--startup-taint-prefix`, Cluster Autoscaler).
     #[serde(default = "default_taint_key")]
     #[schemars(length(min = 1, max = 316))]
     #[x_kube(validation = Rule::new("self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')").message("taint.key must be a qualified name like gpuready.io/not-ready"))]
@@ -618,6 +619,30 @@ pub struct GpuNodeProfileStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 20))]
     pub not_ready_summary: Vec<NotReadyNode>,
+    /// Devices gpuready took out of service with DeviceTaintRules (device
+    /// gating), over every matched node.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tainted_devices: i32,
+    /// Up to 20 nodes (sorted by name) with devices gated by DeviceTaintRules,
+    /// each with its devices and reasons.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 20))]
+    pub tainted_device_summary: Vec<TaintedDevices>,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
+}
+
+/// One node's devices gated by gpuready's DeviceTaintRules.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaintedDevices {
+    /// Node name.
+    pub node: String,
+    /// `device (reason)`, e.g. `gpu-3 (FatalXid)`.
+    #[schemars(length(max = 64))]
+    pub devices: Vec<String>,
 }
 
 /// One entry of the bounded not-ready summary.

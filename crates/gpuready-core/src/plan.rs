@@ -142,6 +142,14 @@ impl NodeChanges {
 /// admin's `gpuready.io/maintenance` taint is not gpuready's.
 fn is_ours(t: &Taint, facts: &NodeFacts, profile_taint: Option<&Taint>) -> bool {
     profile_taint.is_some_and(|p| p.key == t.key && p.effect == t.effect)
+        // A bootstrap taint under the default key of an earlier release (kubelet
+        // --register-with-taints from older docs): the current default replaces
+        // it in the same patch.
+        || profile_taint.is_some_and(|p| {
+            p.key == keys::DEFAULT_TAINT_KEY
+                && p.effect == t.effect
+                && keys::PREVIOUS_DEFAULT_TAINT_KEYS.contains(&t.key.as_str())
+        })
         || facts
             .owned
             .taint

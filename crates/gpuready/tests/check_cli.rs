@@ -199,7 +199,7 @@ fn json_output_has_the_documented_shape() {
         changes["taint"]["taints"],
         serde_json::json!([
             {"effect": "NoSchedule", "key": "karpenter.sh/disrupted"},
-            {"effect": "NoSchedule", "key": "gpuready.io/not-ready", "value": "true"},
+            {"effect": "NoSchedule", "key": "readiness.k8s.io/gpuready-not-ready", "value": "true"},
         ])
     );
     assert_eq!(changes["labels"]["gpuready.io/ready"], "false");
@@ -541,7 +541,7 @@ fn check_words_adoption_and_leaves_an_ungoverned_bootstrap_taint_alone() {
     let node = &mut list["items"][0];
     node["status"]["allocatable"]["nvidia.com/gpu"] = "0".into();
     node["spec"]["taints"] = serde_json::json!([
-        { "key": "gpuready.io/not-ready", "value": "true", "effect": "NoSchedule" }
+        { "key": "readiness.k8s.io/gpuready-not-ready", "value": "true", "effect": "NoSchedule" }
     ]);
     let (_d, nodes) = temp_file("nodes.json", list.to_string());
     // No profile selects it: nothing to do, the taint stays.
@@ -562,7 +562,7 @@ fn check_words_adoption_and_leaves_an_ungoverned_bootstrap_taint_alone() {
     let out = stdout(&o);
     assert!(
         out.contains(
-            "would: adopt the taint gpuready.io/not-ready:NoSchedule already on the node;"
+            "would: adopt the taint readiness.k8s.io/gpuready-not-ready:NoSchedule already on the node;"
         ),
         "{out}"
     );
@@ -696,7 +696,7 @@ fn kubemoot_workers_get_gpureadys_taint_beside_the_guides() {
     let report = json(&o);
     let guide =
         serde_json::json!({"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"});
-    let ours = serde_json::json!({"effect": "NoSchedule", "key": "gpuready.io/not-ready", "value": "true"});
+    let ours = serde_json::json!({"effect": "NoSchedule", "key": "readiness.k8s.io/gpuready-not-ready", "value": "true"});
 
     let ready = node(&report, "gpu-worker-1");
     assert_eq!(ready["ready"], true);

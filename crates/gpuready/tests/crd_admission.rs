@@ -236,8 +236,7 @@ fn bad_cases() -> Vec<Bad> {
         .map(|i| (format!("example.com/r{i}"), json!(1)))
         .collect();
     let taint = |changes: Value| {
-        let mut t =
-            json!({ "key": "gpuready.io/not-ready", "value": "true", "effect": "NoSchedule" });
+        let mut t = json!({ "key": "readiness.k8s.io/gpuready-not-ready", "value": "true", "effect": "NoSchedule" });
         if let (Some(t), Some(c)) = (t.as_object_mut(), changes.as_object()) {
             t.extend(c.clone());
         }
@@ -1150,6 +1149,20 @@ fn every_schema_rule_has_a_bad_profile() {
     covered.insert(("status.notReadySummary[]".into(), "required:layer".into()));
     covered.insert(("status.notReadySummary[]".into(), "required:name".into()));
     covered.insert(("status.notReadySummary[]".into(), "required:reason".into()));
+    // The tainted-device summary is bounded the same way (written by gpuready only).
+    covered.insert(("status.taintedDeviceSummary".into(), "maxItems".into()));
+    covered.insert((
+        "status.taintedDeviceSummary[]".into(),
+        "required:node".into(),
+    ));
+    covered.insert((
+        "status.taintedDeviceSummary[]".into(),
+        "required:devices".into(),
+    ));
+    covered.insert((
+        "status.taintedDeviceSummary[].devices".into(),
+        "maxItems".into(),
+    ));
     let missing: Vec<_> = rules.difference(&covered).collect();
     assert!(
         missing.is_empty(),
@@ -1308,7 +1321,7 @@ async fn good_profiles_are_accepted_and_defaulted() {
     let spec = created.spec;
     assert_eq!(spec.mode, Mode::Enforce);
     assert_eq!(spec.taint_policy, TaintPolicy::Continuous);
-    assert_eq!(spec.taint.key, "gpuready.io/not-ready");
+    assert_eq!(spec.taint.key, "readiness.k8s.io/gpuready-not-ready");
     assert_eq!(spec.taint.value, "true");
     assert_eq!(spec.taint.effect, TaintEffect::NoSchedule);
     assert_eq!(spec.max_label_age_seconds, 3600);

@@ -238,6 +238,24 @@ async fn device_taint_rules_follow_probe_reports_and_slices() {
             .then_some(())
     })
     .await;
+    eventually(
+        30,
+        "the profile status and metric name the device",
+        || async {
+            let s = Api::<gpuready_api::GpuNodeProfile>::all(client.clone())
+                .get("h200")
+                .await
+                .ok()?
+                .status?;
+            (s.tainted_devices == 1
+                && s.tainted_device_summary.first().is_some_and(|t| {
+                    t.node == node && t.devices == ["gpu-3 (FatalXid)".to_owned()]
+                })
+                && run.sample("gpuready_tainted_devices{profile=\"h200\"}") == 1.0)
+                .then_some(())
+        },
+    )
+    .await;
     let written = rules_api(&client)
         .get("gpuready-h200-8-gpu-3")
         .await

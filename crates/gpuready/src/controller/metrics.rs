@@ -63,6 +63,8 @@ pub struct Metrics {
     pub nfd_crds: Family<CrdState, Gauge>,
     /// DeviceTaintRules gpuready holds (device gating), all nodes.
     pub device_taint_rules: Gauge,
+    /// Devices gated by DeviceTaintRules, per profile (from the verdicts).
+    pub tainted_devices: Family<Profile, Gauge>,
 }
 
 impl Default for Metrics {
@@ -81,6 +83,7 @@ impl Default for Metrics {
             retryable_responses: Family::default(),
             nfd_crds: Family::default(),
             device_taint_rules: Gauge::default(),
+            tainted_devices: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -142,6 +145,11 @@ impl Default for Metrics {
             "device_taint_rules",
             "DeviceTaintRules gpuready holds for bad devices (device gating), all nodes",
             m.device_taint_rules.clone(),
+        );
+        registry.register(
+            "tainted_devices",
+            "Devices a profile's nodes have gated by gpuready's DeviceTaintRules",
+            m.tainted_devices.clone(),
         );
         Metrics { registry, ..m }
     }
