@@ -527,3 +527,34 @@ async fn the_charts_service_account_gates_devices_and_nothing_more() {
             .map(drop),
     );
 }
+
+/// The test API server serves `resource.k8s.io/v1` DeviceTaintRules with the
+/// selector fields gpuready sets (what `kubectl explain` shows).
+#[tokio::test]
+async fn the_api_server_serves_device_taint_rules_v1() {
+    let env = env_with_crd().await;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let mut cmd = env.kubectl();
+        cmd.args([
+            "explain",
+            "devicetaintrules.spec.deviceSelector",
+            "--api-version=resource.k8s.io/v1",
+        ]);
+        let out = run(cmd, None).await;
+        if out.ok {
+            for field in ["driver", "pool", "device"] {
+                assert!(out.stdout.contains(field), "{}", out.stdout);
+            }
+            println!("{}", out.stdout);
+            return;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "kubectl explain failed: {}{}",
+            out.stdout,
+            out.stderr
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
+}
