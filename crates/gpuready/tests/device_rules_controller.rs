@@ -260,6 +260,15 @@ async fn device_taint_rules_follow_probe_reports_and_slices() {
         .get("gpuready-h200-8-gpu-3")
         .await
         .expect("gpuready's rule");
+    assert!(
+        written
+            .metadata
+            .managed_fields
+            .iter()
+            .flatten()
+            .all(|m| m.manager.as_deref() == Some(keys::FIELD_MANAGER)),
+        "written under gpuready's field manager"
+    );
     let mut shown = serde_json::to_value(&written).expect("rule");
     shown["apiVersion"] = json!("resource.k8s.io/v1");
     shown["kind"] = json!("DeviceTaintRule");

@@ -24,12 +24,17 @@ pub async fn write(
     changes: &[DeviceRuleChange],
 ) -> Result<Vec<DeviceRuleChange>, Error> {
     let api: Api<DeviceTaintRule> = Api::all(ctx.client.clone());
+    // gpuready's field manager, as on every other write (managedFields name it).
+    let post = PostParams {
+        field_manager: Some(keys::FIELD_MANAGER.to_owned()),
+        ..PostParams::default()
+    };
     let mut done = Vec::with_capacity(changes.len());
     for c in changes {
         match c.action {
             RuleAction::Create => {
                 let Some(rule) = &c.rule else { continue };
-                match api.create(&PostParams::default(), rule).await {
+                match api.create(&post, rule).await {
                     Ok(_) => {}
                     Err(kube::Error::Api(s)) if s.code == 409 => {
                         // gpuready's own, written a moment ago and not in the
@@ -51,7 +56,7 @@ pub async fn write(
                 let mut rule = rule.clone();
                 rule.metadata.resource_version = c.resource_version.clone();
                 rule.metadata.uid = c.uid.clone();
-                api.replace(&c.name, &PostParams::default(), &rule).await?;
+                api.replace(&c.name, &post, &rule).await?;
             }
             RuleAction::Delete => {
                 let params = DeleteParams {
