@@ -98,11 +98,12 @@ app.kubernetes.io/component: probe
 {{- end }}
 
 {{/*
-Readiness taint keys the pods tolerate: gpuready's default, every key a profile
+Readiness taint keys the pods tolerate: gpuready's default and the default of earlier
+releases (gpuready.io/not-ready, still on nodes registered with it), every key a profile
 of this chart sets, and extraReadinessTaintKeys. One key per line, sorted, unique.
 */}}
 {{- define "gpuready.readinessTaintKeys" -}}
-{{- $keys := list "gpuready.io/not-ready" }}
+{{- $keys := list "readiness.k8s.io/gpuready-not-ready" "gpuready.io/not-ready" }}
 {{- range $name, $spec := .Values.profiles }}
 {{- with $spec }}{{ with .taint }}{{ with .key }}
 {{- $keys = append $keys . }}

@@ -13,8 +13,16 @@ pub const GROUP: &str = "gpuready.io";
 /// Prefix of every label, annotation and taint key gpuready owns.
 pub const KEY_PREFIX: &str = "gpuready.io/";
 
-/// Default readiness taint key.
-pub const DEFAULT_TAINT_KEY: &str = "gpuready.io/not-ready";
+/// Default readiness taint key: under `readiness.k8s.io/`, the prefix Karpenter
+/// (v1.13 and later) treats as a startup taint and Cluster Autoscaler 1.36 can be
+/// told with `--startup-taint-prefix`, and unique to gpuready so it owns the key
+/// exactly (docs/taints.md).
+pub const DEFAULT_TAINT_KEY: &str = "readiness.k8s.io/gpuready-not-ready";
+/// Default keys of earlier gpuready releases. A taint with one of them (and the
+/// profile's effect) on a node whose profile uses the current default is
+/// gpuready's: the upgrade moves it to the new key in the same
+/// resourceVersion-locked patch, so the node is never untainted in between.
+pub const PREVIOUS_DEFAULT_TAINT_KEYS: &[&str] = &["gpuready.io/not-ready"];
 /// Default readiness taint value.
 pub const DEFAULT_TAINT_VALUE: &str = "true";
 
@@ -117,6 +125,30 @@ pub mod reasons {
     pub const DEVICES_TAINTED: &str = "DevicesTainted";
     /// DRA expected but ResourceSlices could not be read (API not served, not watched).
     pub const DRA_EVIDENCE_UNAVAILABLE: &str = "DraEvidenceUnavailable";
+    /// The DRA driver's health monitor tainted devices `gpu.nvidia.com/gpu-lost`:
+    /// a GPU fell off the bus.
+    pub const GPU_LOST: &str = "GpuLost";
+    /// Ready under DRA, but the driver's health monitor could not watch some
+    /// devices (`gpu.nvidia.com/unmonitored`): their XIDs go unseen.
+    pub const DEVICES_UNMONITORED: &str = "DevicesUnmonitored";
+    /// MIG geometry (`spec.mig`): mig-manager has not applied the config yet
+    /// (`nvidia.com/mig.config.state=pending`).
+    pub const MIG_CONFIG_PENDING: &str = "MigConfigPending";
+    /// `nvidia.com/mig.config.state=rebooting`: mig-manager reboots the node to apply it.
+    pub const MIG_CONFIG_REBOOTING: &str = "MigConfigRebooting";
+    /// `nvidia.com/mig.config.state=failed`: mig-manager could not apply the config.
+    pub const MIG_CONFIG_FAILED: &str = "MigConfigFailed";
+    /// No `nvidia.com/mig.config.state`, or a value mig-manager does not write.
+    pub const MIG_CONFIG_STATE_UNKNOWN: &str = "MigConfigStateUnknown";
+    /// `nvidia.com/mig.config` names another configuration than the profile's `mig.config`.
+    pub const MIG_CONFIG_MISMATCH: &str = "MigConfigMismatch";
+    /// Fewer MIG devices of a profile than `mig.devices` needs.
+    pub const MIG_DEVICES_MISSING: &str = "MigDevicesMissing";
+    /// Device gating: fewer ready GPUs remain than `deviceGating.minReadyGpus`
+    /// once gpuready's DeviceTaintRules took the bad devices out.
+    pub const TOO_FEW_READY_DEVICES: &str = "TooFewReadyDevices";
+    /// A GPU attribute the profile needs is not in the node's ResourceSlices.
+    pub const DRA_ATTRIBUTE_MISSING: &str = "DraAttributeMissing";
     /// Ready under DRA: the pool's usable devices cover what the profile needs.
     pub const DRA_DEVICES_AVAILABLE: &str = "DraDevicesAvailable";
     /// Ready: GPU attributes come from ResourceSlices instead of GFD labels.
@@ -163,10 +195,39 @@ pub mod dra {
     pub const ATTR_DRIVER: &str = "driverVersion";
     pub const ATTR_CUDA_DRIVER: &str = "cudaDriverVersion";
     pub const ATTR_PCI_BUS_ID: &str = "resource.kubernetes.io/pciBusID";
+    /// MIG devices: the nvidia-smi profile name, e.g. `1g.18gb`.
+    pub const ATTR_MIG_PROFILE: &str = "profile";
+    /// The driver's health monitor: an XID (value = the XID; `NoSchedule`
+    /// when fatal, `None` for the ignored application XIDs).
+    pub const TAINT_XID: &str = "gpu.nvidia.com/xid";
+    /// The driver's health monitor: the GPU fell off the bus (`NoSchedule`, on every device).
+    pub const TAINT_GPU_LOST: &str = "gpu.nvidia.com/gpu-lost";
+    /// The driver's health monitor could not register for the device's events (`None`).
+    pub const TAINT_UNMONITORED: &str = "gpu.nvidia.com/unmonitored";
     pub const CAPACITY_MEMORY: &str = "memory";
     pub const TYPE_GPU: &str = "gpu";
     pub const TYPE_MIG: &str = "mig";
     pub const TYPE_VFIO: &str = "vfio";
+}
+
+/// gpuready's own `resource.k8s.io/v1` DeviceTaintRules: one per bad device
+/// of a profile with `deviceGating` (docs/taints.md, "Per-device gating").
+pub mod device_rules {
+    pub const KIND: &str = "DeviceTaintRule";
+    pub const PLURAL: &str = "devicetaintrules";
+    /// Prefix of every rule name gpuready writes.
+    pub const NAME_PREFIX: &str = "gpuready-";
+    /// Label on every rule gpuready writes (with [`LABEL_OWNED_VALUE`]); a rule is
+    /// gpuready's only with this label AND the name prefix.
+    pub const LABEL_OWNED: &str = "gpuready.io/device-taint-rule";
+    pub const LABEL_OWNED_VALUE: &str = "true";
+    /// Annotation: the node the rule was written for (node names may be longer
+    /// than a label value).
+    pub const ANNOTATION_NODE: &str = "gpuready.io/node";
+    /// Annotation: why the device is bad (a reason, e.g. `FatalXid`).
+    pub const ANNOTATION_REASON: &str = "gpuready.io/reason";
+    /// Key of the device taint gpuready's rules set; the value is the reason.
+    pub const TAINT_KEY: &str = "gpuready.io/device-not-ready";
 }
 
 /// Reasons of the Health layer (and of [`CONDITION_PROBE_HEALTHY`]), judged on
@@ -255,6 +316,11 @@ pub mod event_reasons {
     pub const SAFETY_BRAKE_ENGAGED: &str = "SafetyBrakeEngaged";
     /// Profile: the safety brake released.
     pub const SAFETY_BRAKE_RELEASED: &str = "SafetyBrakeReleased";
+    /// Node: gpuready wrote a DeviceTaintRule for one of its devices.
+    pub const DEVICE_TAINTED: &str = "DeviceTainted";
+    /// Node: gpuready deleted its DeviceTaintRule of a device (recovered, or
+    /// no longer gated by a profile).
+    pub const DEVICE_TAINT_REMOVED: &str = "DeviceTaintRemoved";
 }
 
 /// Event reasons on GpuNodeProfiles when gpuready changes the NFD CRDs, fails
@@ -311,6 +377,13 @@ pub mod nvidia {
     pub const VGPU_HOST_VERSION: &str = "nvidia.com/vgpu.host-driver-version";
     /// Prefix of MIG extended resources under the `mixed` strategy.
     pub const MIG_RESOURCE_PREFIX: &str = "nvidia.com/mig-";
+    /// mig-manager: the MIG configuration the node should have (`all-1g.18gb`).
+    pub const MIG_CONFIG: &str = "nvidia.com/mig.config";
+    /// mig-manager: `pending`, `rebooting`, `success` or `failed`.
+    pub const MIG_CONFIG_STATE: &str = "nvidia.com/mig.config.state";
+    /// GFD, mixed strategy: `nvidia.com/mig-<profile>.count` (`+` written `.`).
+    pub const MIG_LABEL_PREFIX: &str = "nvidia.com/mig-";
+    pub const MIG_COUNT_SUFFIX: &str = ".count";
 }
 
 /// Labels published by Node Feature Discovery.

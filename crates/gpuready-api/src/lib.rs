@@ -2,6 +2,7 @@
 //! writes onto Nodes, and CRD generation. No client, no I/O.
 
 pub mod crd;
+pub mod device_taint_rule;
 pub mod dra;
 pub mod keys;
 pub mod layer;
@@ -13,7 +14,8 @@ pub mod validate;
 
 pub use layer::Layer;
 pub use profile::{
-    DeadlineStart, EvidenceMode, Family, GpuExpectation, GpuNodeProfile, GpuNodeProfileSpec,
-    GpuNodeProfileStatus, Mode, NotReadyDeadline, NotReadyNode, ProbeExpectation, ProbePolicy,
-    TaintEffect, TaintPolicy, TaintSpec, Workload,
+    DeadlineStart, DeviceGating, DeviceTaintEffect, EvidenceMode, Family, GpuExpectation,
+    GpuNodeProfile, GpuNodeProfileSpec, GpuNodeProfileStatus, MigExpectation, Mode,
+    NotReadyDeadline, NotReadyNode, ProbeExpectation, ProbePolicy, TaintEffect, TaintPolicy,
+    TaintSpec, Workload,
 };

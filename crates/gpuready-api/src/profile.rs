@@ -179,6 +179,75 @@ pub struct GpuNodeProfileSpec {
     /// exists, and a node without one is judged as before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<ProbeExpectation>,
+
+    /// Per-device gating on DRA nodes: gpuready writes one `DeviceTaintRule`
+    /// per bad device (its probe state, its attributes against `gpu`, its
+    /// parent GPU for MIG devices) instead of tainting the whole node, and taints
+    /// the node as well only when fewer than `minReadyGpus` ready GPUs remain.
+    /// Absent: whole-node gating only, as before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_gating: Option<DeviceGating>,
+
+    /// The MIG layout the pool needs, judged from mig-manager's labels
+    /// (`nvidia.com/mig.config`, `nvidia.com/mig.config.state`), GFD's MIG
+    /// labels and the DRA driver's MIG devices. Absent: not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mig: Option<MigExpectation>,
+}
+
+/// Per-device gating: what gpuready's DeviceTaintRules look like.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceGating {
+    /// Ready GPUs (not bad, not tainted by the DRA driver) the node must keep
+    /// for its node taint to stay off. Default: `gpu.count`, else 1.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1024))]
+    pub min_ready_gpus: Option<u32>,
+
+    /// Effect of gpuready's device taints: `NoSchedule` (default: new claims
+    /// avoid the device) or `NoExecute` (pods using it are evicted too). An
+    /// `Observe` profile always writes `None` (reported, no effect).
+    #[serde(default)]
+    pub effect: DeviceTaintEffect,
+}
+
+/// Effect of a DeviceTaintRule gpuready writes under an `Enforce` profile.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum DeviceTaintEffect {
+    #[default]
+    NoSchedule,
+    NoExecute,
+}
+
+impl DeviceTaintEffect {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DeviceTaintEffect::NoSchedule => "NoSchedule",
+            DeviceTaintEffect::NoExecute => "NoExecute",
+        }
+    }
+}
+
+/// The MIG geometry a pool needs.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MigExpectation {
+    /// The mig-manager configuration the node must be labelled with
+    /// (`nvidia.com/mig.config`), e.g. `all-1g.18gb`; its
+    /// `nvidia.com/mig.config.state` must be `success`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(min = 1, max = 63))]
+    pub config: Option<String>,
+
+    /// MIG devices per profile the node must offer, at least, e.g.
+    /// `{"1g.18gb": 7}`: counted from GFD's `nvidia.com/mig-<profile>.count`
+    /// (mixed strategy), its single-strategy `nvidia.com/gpu.product`
+    /// `…-MIG-<profile>` with `nvidia.com/gpu.count`, or the DRA driver's MIG devices.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    #[schemars(extend("maxProperties" = 16, "additionalProperties" = {"type": "integer", "format": "uint32", "minimum": 1, "maximum": 1024}))]
+    #[x_kube(validation = Rule::new("self.all(k, k.matches('^[0-9]+g\\\\.[0-9]+gb([.+][a-z0-9+.]+)?$'))").message("mig.devices keys must be MIG profile names like 1g.18gb or 1g.18gb+me"))]
+    pub devices: BTreeMap<String, u32>,
 }
 
 /// Where the GPUs' advertisement is read from.
@@ -497,7 +566,8 @@ pub enum TaintPolicy {
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("!self.key.matches('^([^/]*\\\\.)?(kubernetes\\\\.io|k8s\\\\.io|x-k8s\\\\.io|nvidia\\\\.com|karpenter\\\\.sh|karpenter\\\\.k8s\\\\.aws)/') || self.key.startsWith('readiness.k8s.io/') || self.key.startsWith('startup-taint.cluster-autoscaler.kubernetes.io/') || self.key.startsWith('ignore-taint.cluster-autoscaler.kubernetes.io/')").message("taint.key must not be in a namespace other systems own (kubernetes.io, k8s.io, x-k8s.io, nvidia.com, karpenter.sh, karpenter.k8s.aws): pick your own domain, or one of the autoscaler prefixes readiness.k8s.io/, startup-taint.cluster-autoscaler.kubernetes.io/, ignore-taint.cluster-autoscaler.kubernetes.io/"))]
 pub struct TaintSpec {
-    /// Taint key. Default `gpuready.io/not-ready`.
+    /// Taint key. Default `readiness.k8s.io/gpuready-not-ready` (a startup
+    /// taint for Karpenter and, with `--startup-taint-prefix`, Cluster Autoscaler).
     #[serde(default = "default_taint_key")]
     #[schemars(length(min = 1, max = 316))]
     #[x_kube(validation = Rule::new("self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')").message("taint.key must be a qualified name like gpuready.io/not-ready"))]
@@ -577,6 +647,30 @@ pub struct GpuNodeProfileStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 20))]
     pub not_ready_summary: Vec<NotReadyNode>,
+    /// Devices gpuready took out of service with DeviceTaintRules (device
+    /// gating), over every matched node.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub tainted_devices: i32,
+    /// Up to 20 nodes (sorted by name) with devices gated by DeviceTaintRules,
+    /// each with its devices and reasons.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 20))]
+    pub tainted_device_summary: Vec<TaintedDevices>,
+}
+
+fn is_zero(n: &i32) -> bool {
+    *n == 0
+}
+
+/// One node's devices gated by gpuready's DeviceTaintRules.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TaintedDevices {
+    /// Node name.
+    pub node: String,
+    /// `device (reason)`, e.g. `gpu-3 (FatalXid)`.
+    #[schemars(length(max = 64))]
+    pub devices: Vec<String>,
 }
 
 /// One entry of the bounded not-ready summary.

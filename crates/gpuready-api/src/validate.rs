@@ -115,6 +115,28 @@ pub fn is_label_value(value: &str) -> bool {
     value.is_empty() || is_label_name(value)
 }
 
+/// A MIG profile name as nvidia-smi and the DRA driver spell it (`1g.18gb`,
+/// `1g.18gb+me`) or GFD does (`1g.18gb.me`): the CRD's pattern
+/// `^[0-9]+g\.[0-9]+gb([.+][a-z0-9+.]+)?$`.
+pub fn is_mig_profile(name: &str) -> bool {
+    let Some((g, rest)) = name.split_once("g.") else {
+        return false;
+    };
+    let digits = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let Some(gb_at) = rest.find("gb") else {
+        return false;
+    };
+    let (mem, tail) = (&rest[..gb_at], &rest[gb_at + 2..]);
+    digits(g)
+        && digits(mem)
+        && (tail.is_empty()
+            || (tail.len() >= 2
+                && (tail.starts_with('.') || tail.starts_with('+'))
+                && tail[1..].bytes().all(|b| {
+                    b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'+' || b == b'.'
+                })))
+}
+
 /// Whether a GpuNodeProfile may name `key` as its taint key (the rules
 /// admission applies to `taint.key`). The engine asks it too: a taint its
 /// ownership annotation names is gpuready's only if a profile could have set
@@ -387,6 +409,43 @@ impl GpuNodeProfileSpec {
                 "notReadyDeadline.seconds",
                 format!("{} must be between 60 and 2592000 (30 days)", d.seconds),
             );
+        }
+        if let Some(n) = self.device_gating.as_ref().and_then(|g| g.min_ready_gpus)
+            && !(1..=1024).contains(&n)
+        {
+            fail(
+                "deviceGating.minReadyGpus",
+                format!("{n} must be between 1 and 1024"),
+            );
+        }
+        if let Some(m) = &self.mig {
+            if let Some(c) = &m.config
+                && !(1..=63).contains(&c.len())
+            {
+                fail("mig.config", format!("{c:?} must be 1 to 63 characters"));
+            }
+            if m.devices.len() > 16 {
+                fail(
+                    "mig.devices",
+                    "must list at most 16 MIG profiles".to_owned(),
+                );
+            }
+            for (k, v) in &m.devices {
+                if !is_mig_profile(k) {
+                    fail(
+                        "mig.devices",
+                        format!(
+                            "{k:?}: mig.devices keys must be MIG profile names like 1g.18gb or 1g.18gb+me"
+                        ),
+                    );
+                }
+                if !(1..=1024).contains(v) {
+                    fail(
+                        "mig.devices",
+                        format!("{k}: {v} must be between 1 and 1024"),
+                    );
+                }
+            }
         }
         for e in node_selector_errors(&self.node_selector) {
             errors.push(FieldError {
@@ -669,6 +728,25 @@ mod tests {
         }
         for p in crate::keys::AUTOSCALER_TAINT_PREFIXES {
             assert!(crd.contains(&format!("startsWith('{p}')")), "{p}");
+        }
+    }
+
+    #[test]
+    fn mig_profile_names() {
+        for ok in ["1g.18gb", "1g.18gb+me", "1g.18gb.me", "7g.141gb", "3g.71gb"] {
+            assert!(is_mig_profile(ok), "{ok}");
+        }
+        for bad in [
+            "",
+            "1g",
+            "g.18gb",
+            "1g.gb",
+            "1g.18GB",
+            "1g.18gb-me",
+            "1g.18gb+",
+            "x1g.18gb",
+        ] {
+            assert!(!is_mig_profile(bad), "{bad}");
         }
     }
 

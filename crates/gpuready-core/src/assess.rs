@@ -48,6 +48,9 @@ pub struct NodeAssessment {
     /// Set while the node is past its profile's `notReadyDeadline`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline_passed: Option<crate::evaluate::DeadlinePassed>,
+    /// Devices gated by gpuready's DeviceTaintRules (`gpu-3 (FatalXid)`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub tainted_devices: Vec<String>,
 }
 
 /// The verdict on one node before any write is planned: which profile governs
@@ -89,6 +92,12 @@ pub fn judge<'a>(
                     message: verdict.message,
                     recheck_after_seconds: report.recheck_after_seconds,
                     deadline_passed: report.deadline.clone(),
+                    tainted_devices: report
+                        .devices
+                        .iter()
+                        .flat_map(|g| g.bad.iter())
+                        .map(|b| format!("{} ({})", b.device, b.reason))
+                        .collect(),
                     observe: profile.spec.mode == gpuready_api::Mode::Observe,
                     layers: report.layers.clone(),
                     changes: NodeChanges::default(),
@@ -121,6 +130,7 @@ pub fn judge<'a>(
                     layers: vec![],
                     recheck_after_seconds: None,
                     deadline_passed: None,
+                    tainted_devices: vec![],
                 },
                 basis: Basis::Conflict(names),
             }
@@ -139,6 +149,7 @@ pub fn judge<'a>(
                 observe: false,
                 recheck_after_seconds: None,
                 deadline_passed: None,
+                tainted_devices: vec![],
             },
             basis: Basis::Ungoverned,
         },

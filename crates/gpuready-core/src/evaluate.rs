@@ -3,7 +3,7 @@
 
 use std::borrow::Cow;
 
-use gpuready_api::keys::{nvidia, reasons};
+use gpuready_api::keys::{dra, nvidia, reasons};
 use gpuready_api::{GpuNodeProfileSpec, Layer, Workload};
 use jiff::Timestamp;
 use serde::Serialize;
@@ -17,7 +17,7 @@ use evidence_layers::{
 
 use crate::compat;
 use crate::evidence::Source;
-use crate::facts::{ConditionStatus, FamilyLabel, Field, Malformed, NodeFacts};
+use crate::facts::{ConditionStatus, FamilyLabel, Field, GfdFacts, Malformed, NodeFacts};
 use crate::product;
 use crate::version::{DriverVersion, MajorMinor};
 
@@ -62,6 +62,11 @@ pub struct LayerReport {
     /// Set while the node is not ready for longer than the profile's
     /// `notReadyDeadline` allows.
     pub deadline: Option<DeadlinePassed>,
+    /// The per-device verdict when the profile gates devices and the node's
+    /// DRA pool could be judged device by device (`None` otherwise: gpuready's
+    /// DeviceTaintRules for the node are then left as they are).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub devices: Option<crate::devices::DeviceGatingReport>,
 }
 
 /// A node past its not-ready deadline.
@@ -169,13 +174,54 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
     } else {
         None
     };
+    // Device gating: bad devices get their own DeviceTaintRule, so the node's
+    // layers judge the devices that stay in service. Only when the rules can
+    // be written (read at all): otherwise the whole node is gated, as before.
+    let devices = match (pool, &spec.device_gating, &facts.evidence.device_rules) {
+        (Some(p), Some(_), Some(_)) => {
+            let probe = match &facts.probe {
+                Some(crate::health::ProbeEvidence::Report(r)) => Some(r.as_ref()),
+                _ => None,
+            };
+            Some(crate::devices::judge_devices(spec, p, probe))
+        }
+        _ => None,
+    };
+    let good_pool = match (pool, &devices) {
+        (Some(p), Some(g)) if !g.bad.is_empty() => {
+            let names = g.bad.iter().map(|b| b.device.as_str()).collect();
+            let good = p.without(&names);
+            // Every device bad: the attributes of the whole pool still describe
+            // the node (and its layers fail on the device plugin count).
+            Some(if good.devices.is_empty() {
+                p.clone()
+            } else {
+                good
+            })
+        }
+        _ => None,
+    };
     let judged: Cow<NodeFacts> = match pool {
         Some(p) => {
             let mut f = facts.clone();
-            f.gfd = p.as_gfd();
+            f.gfd = good_pool.as_ref().unwrap_or(p).as_gfd();
+            // The count is what the pool publishes: a bad device is still there.
+            f.gfd.count = p.as_gfd().count;
             Cow::Owned(f)
         }
         None => Cow::Borrowed(facts),
+    };
+    // The Health layer judges the GPUs that stay in service: a bad GPU's own
+    // state is its DeviceTaintRule's business.
+    let health_facts: Cow<NodeFacts> = match (pool, &devices, &facts.probe) {
+        (Some(p), Some(g), Some(crate::health::ProbeEvidence::Report(r))) if !g.bad.is_empty() => {
+            let mut f = facts.clone();
+            f.probe = Some(crate::health::ProbeEvidence::Report(Box::new(
+                crate::devices::report_without(r, g, p),
+            )));
+            Cow::Owned(f)
+        }
+        _ => Cow::Borrowed(facts),
     };
     let attributes = if pool.is_some() {
         Source::ResourceSlices
@@ -197,7 +243,7 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
             )
             .via(Source::Kubelet),
             Layer::Hardware => hardware_layer(spec, facts),
-            Layer::DevicePlugin => device_plugin_evidence(spec, facts, dra),
+            Layer::DevicePlugin => device_plugin_evidence(spec, facts, dra, devices.as_ref()),
             Layer::Driver | Layer::FeatureDiscovery | Layer::Profile | Layer::Compatibility
                 if vm =>
             {
@@ -217,9 +263,9 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
                 recheck = r;
                 v
             }
-            Layer::Profile => profile_with_bus(spec, &judged).or_via(attributes),
+            Layer::Profile => profile_with_bus(spec, &judged, dra).or_via(attributes),
             Layer::Compatibility => compatibility_layer(spec, &judged).or_via(attributes),
-            Layer::Health => match crate::health::judge(spec, facts, now) {
+            Layer::Health => match crate::health::judge(spec, &health_facts, now) {
                 Some(h) => {
                     recheck = match (recheck, h.recheck_after_seconds) {
                         (Some(a), Some(b)) => Some(a.min(b)),
@@ -259,6 +305,7 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
         layers,
         recheck_after_seconds: recheck,
         deadline: None,
+        devices,
     };
     apply_deadline(spec, facts, now, &mut report);
     report
@@ -402,6 +449,37 @@ fn hardware_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
     )
 }
 
+/// How a message names the value behind a GFD label key: the label itself,
+/// or — when the values were read from the DRA pool — the ResourceSlice
+/// attribute, so a DRA-only node's messages never send a reader to a label
+/// that is not there.
+fn named(gfd: &GfdFacts, key: &str) -> String {
+    let Some(pool) = &gfd.from_pool else {
+        return key.to_owned();
+    };
+    let attr = match key {
+        nvidia::GPU_PRODUCT => dra::ATTR_PRODUCT,
+        nvidia::GPU_MEMORY => "capacity.memory",
+        nvidia::GPU_COMPUTE_MAJOR => dra::ATTR_COMPUTE,
+        nvidia::GPU_FAMILY => dra::ATTR_ARCHITECTURE,
+        nvidia::GPU_COUNT => return format!("the ResourceSlices of pool {pool}"),
+        nvidia::DRIVER_FULL => dra::ATTR_DRIVER,
+        nvidia::RUNTIME_FULL => dra::ATTR_CUDA_DRIVER,
+        other => other,
+    };
+    format!("the ResourceSlice attribute {attr} (pool {pool})")
+}
+
+/// A value the layer needs is not there: a GFD label, or a slice attribute.
+fn missing(gfd: &GfdFacts, key: &str) -> Verdict {
+    let reason = if gfd.from_pool.is_some() {
+        reasons::DRA_ATTRIBUTE_MISSING
+    } else {
+        "GfdLabelMissing"
+    };
+    unknown(reason, format!("{} is missing", named(gfd, key)))
+}
+
 fn vfio_mode_verdict() -> Verdict {
     not_ready(
         reasons::GFD_VFIO_MODE,
@@ -450,10 +528,16 @@ fn driver_version_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict
         ),
         Field::Absent => not_ready(
             "DriverVersionMissing",
-            format!(
-                "GFD runs but publishes no driver version ({}): NVML cannot reach the driver",
-                nvidia::DRIVER_FULL
-            ),
+            match &facts.gfd.from_pool {
+                Some(_) => format!(
+                    "the DRA driver publishes no driver version ({}): NVML cannot reach the driver",
+                    named(&facts.gfd, nvidia::DRIVER_FULL)
+                ),
+                None => format!(
+                    "GFD runs but publishes no driver version ({}): NVML cannot reach the driver",
+                    nvidia::DRIVER_FULL
+                ),
+            },
         ),
         Field::Present(v) => match spec.min_driver_version.as_deref().map(DriverVersion::parse) {
             Some(Ok(min)) if *v < min => not_ready(
@@ -725,10 +809,7 @@ fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
 
     if !g.products.is_empty() {
         let Some(p) = &gfd.product else {
-            return unknown(
-                "GfdLabelMissing",
-                format!("{} is missing", nvidia::GPU_PRODUCT),
-            );
+            return missing(gfd, nvidia::GPU_PRODUCT);
         };
         if !product::matches_any(&g.products, p) {
             return not_ready(
@@ -741,10 +822,7 @@ fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
     if let Some(min) = g.min_memory_mib {
         match &gfd.memory_mib {
             Field::Absent => {
-                return unknown(
-                    "GfdLabelMissing",
-                    format!("{} is missing", nvidia::GPU_MEMORY),
-                );
+                return missing(gfd, nvidia::GPU_MEMORY);
             }
             Field::Malformed(m) => return malformed(m),
             Field::Present(mib) if *mib < u64::from(min) => {
@@ -762,10 +840,7 @@ fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
         };
         match &gfd.compute {
             Field::Absent => {
-                return unknown(
-                    "GfdLabelMissing",
-                    format!("{} is missing", nvidia::GPU_COMPUTE_MAJOR),
-                );
+                return missing(gfd, nvidia::GPU_COMPUTE_MAJOR);
             }
             Field::Malformed(m) => return malformed(m),
             Field::Present(cc) if *cc < min => {
@@ -782,6 +857,15 @@ fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
             (Some(f), _, _) => f,
             (None, Field::Malformed(m), _) | (None, _, Field::Malformed(m)) => return malformed(m),
             (None, Field::Present(FamilyLabel::Undefined), cc) => {
+                if gfd.from_pool.is_some() {
+                    return unknown(
+                        reasons::DRA_ATTRIBUTE_MISSING,
+                        format!(
+                            "{} names no architecture this gpuready knows, so the family rule cannot be checked",
+                            named(gfd, nvidia::GPU_FAMILY)
+                        ),
+                    );
+                }
                 return not_ready(
                     reasons::MALFORMED_LABEL,
                     format!(
@@ -807,10 +891,7 @@ fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
                 return profile_count(g, gfd, met);
             }
             _ => {
-                return unknown(
-                    "GfdLabelMissing",
-                    format!("{} is missing", nvidia::GPU_FAMILY),
-                );
+                return missing(gfd, nvidia::GPU_FAMILY);
             }
         };
         if g.excluded_families.contains(&family) {
@@ -840,16 +921,16 @@ fn profile_count(
     if let Some(min) = g.count {
         match &gfd.count {
             Field::Absent => {
-                return unknown(
-                    "GfdLabelMissing",
-                    format!("{} is missing", nvidia::GPU_COUNT),
-                );
+                return missing(gfd, nvidia::GPU_COUNT);
             }
             Field::Malformed(m) => return malformed(m),
             Field::Present(n) if *n < min => {
                 return not_ready(
                     "TooFewGpus",
-                    format!("{} reports {n} GPU(s) < {min} expected", nvidia::GPU_COUNT),
+                    format!(
+                        "{} reports {n} GPU(s) < {min} expected",
+                        named(gfd, nvidia::GPU_COUNT)
+                    ),
                 );
             }
             Field::Present(n) => met.push(format!("{n} GPU(s)")),
@@ -901,7 +982,11 @@ fn compatibility_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict 
                 format!("driver {d} supports this architecture; no CUDA version declared"),
             ),
             _ => unknown(
-                "GfdLabelMissing",
+                if gfd.from_pool.is_some() {
+                    reasons::DRA_ATTRIBUTE_MISSING
+                } else {
+                    "GfdLabelMissing"
+                },
                 "compute capability or driver version unknown: driver/architecture fit cannot be checked",
             ),
         };
@@ -913,10 +998,7 @@ fn compatibility_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict 
         );
     };
     let Some(cc) = cc else {
-        return unknown(
-            "GfdLabelMissing",
-            format!("{} is missing", nvidia::GPU_COMPUTE_MAJOR),
-        );
+        return missing(gfd, nvidia::GPU_COMPUTE_MAJOR);
     };
     if !compat::cuda_supports_architecture(cuda, cc) {
         let family = compat::family_of(cc)
@@ -931,10 +1013,7 @@ fn compatibility_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict 
         );
     }
     let Some(driver) = driver else {
-        return unknown(
-            "GfdLabelMissing",
-            format!("{} is missing", nvidia::DRIVER_FULL),
-        );
+        return missing(gfd, nvidia::DRIVER_FULL);
     };
     match compat::min_driver_for_cuda(cuda) {
         Some(min) if *driver < min => {
@@ -954,10 +1033,7 @@ fn compatibility_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict 
         }
     }
     match gfd.cuda_runtime.present() {
-        None => unknown(
-            "GfdLabelMissing",
-            format!("{} is missing", nvidia::RUNTIME_FULL),
-        ),
+        None => missing(gfd, nvidia::RUNTIME_FULL),
         Some(rt) if *rt < cuda => not_ready(
             "CudaRuntimeTooOld",
             format!("the driver supports CUDA up to {rt}, the workloads need {cuda}"),

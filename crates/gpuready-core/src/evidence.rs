@@ -38,6 +38,8 @@ pub enum Source {
     Profile,
     /// The report of `gpuready probe` (NVML on the node).
     ProbeReport,
+    /// NVIDIA mig-manager's `nvidia.com/mig.config` and `mig.config.state` labels.
+    MigManagerLabels,
 }
 
 impl Source {
@@ -52,6 +54,7 @@ impl Source {
             Source::ResourceSlices => "ResourceSlices",
             Source::Profile => "Profile",
             Source::ProbeReport => "ProbeReport",
+            Source::MigManagerLabels => "MigManagerLabels",
         }
     }
 
@@ -60,7 +63,11 @@ impl Source {
     pub fn is_node_object(self) -> bool {
         matches!(
             self,
-            Source::Kubelet | Source::NfdLabels | Source::GfdLabels | Source::Allocatable
+            Source::Kubelet
+                | Source::NfdLabels
+                | Source::GfdLabels
+                | Source::Allocatable
+                | Source::MigManagerLabels
         )
     }
 }
@@ -79,6 +86,10 @@ pub struct Evidence {
     /// (NFD absent, its CRD not installed, or not asked for): the bus count is
     /// then Unknown, never a failure.
     pub bus: Option<BusFacts>,
+    /// The DeviceTaintRules gpuready owns for this node; `None` when they were
+    /// not read (the API is not served, or not readable): device gating then
+    /// falls back to gating the whole node, since no rule could be written.
+    pub device_rules: Option<Vec<gpuready_api::device_taint_rule::DeviceTaintRule>>,
 }
 
 impl Evidence {
@@ -92,7 +103,17 @@ impl Evidence {
         Evidence {
             dra: slices.map_or(DraEvidence::NotRead, |s| DraEvidence::from_slices(node, s)),
             bus: node_features.and_then(BusFacts::from_node_features),
+            device_rules: None,
         }
+    }
+
+    /// The same evidence with the DeviceTaintRules gpuready owns for the node.
+    pub fn with_device_rules(
+        mut self,
+        rules: Option<Vec<gpuready_api::device_taint_rule::DeviceTaintRule>>,
+    ) -> Evidence {
+        self.device_rules = rules;
+        self
     }
 }
 
@@ -217,7 +238,7 @@ impl DraEvidence {
                 current
                     .iter()
                     .flat_map(|s| s.spec.devices.iter())
-                    .map(DraDevice::parse),
+                    .map(|d| DraDevice::parse(name, d)),
             );
         }
         DraEvidence::Complete(DraPool {
@@ -254,6 +275,8 @@ pub enum DeviceKind {
 /// One device of the pool, with the attributes gpuready judges.
 #[derive(Clone, Debug, PartialEq)]
 pub struct DraDevice {
+    /// The pool the device belongs to (the NVIDIA driver names it after the node).
+    pub pool: String,
     pub name: String,
     pub kind: DeviceKind,
     pub uuid: Option<String>,
@@ -269,13 +292,38 @@ pub struct DraDevice {
     /// `key=value:effect` of every `NoSchedule`/`NoExecute` taint: each makes the
     /// device unusable for new claims.
     pub blocking_taints: Vec<String>,
+    /// `key=value:effect` of every other taint (`None`, or an effect this
+    /// gpuready does not know): reported, never counted against the device.
+    pub informational_taints: Vec<String>,
+    /// Keys of every taint, whatever its effect (`gpu.nvidia.com/gpu-lost`…).
+    pub taint_keys: Vec<String>,
+    /// MIG devices: the profile (`1g.18gb`).
+    pub mig_profile: Option<String>,
+}
+
+fn describe_taint(t: &gpuready_api::dra::DeviceTaint) -> String {
+    format!(
+        "{}={}:{}",
+        t.key,
+        t.value.as_deref().unwrap_or(""),
+        if t.effect.is_empty() {
+            "None"
+        } else {
+            &t.effect
+        }
+    )
+}
+
+fn is_blocking(effect: &str) -> bool {
+    effect == "NoSchedule" || effect == "NoExecute"
 }
 
 impl DraDevice {
-    fn parse(d: &Device) -> DraDevice {
+    fn parse(pool: &str, d: &Device) -> DraDevice {
         let string = |k: &str| d.attributes.get(k).and_then(|a| a.string.clone());
         let version = |k: &str| d.attributes.get(k).and_then(|a| a.version.clone());
         DraDevice {
+            pool: pool.to_owned(),
             name: d.name.clone(),
             kind: match string(dra::ATTR_TYPE).as_deref() {
                 Some(dra::TYPE_GPU) => DeviceKind::Gpu,
@@ -300,16 +348,31 @@ impl DraDevice {
             blocking_taints: d
                 .taints
                 .iter()
-                .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
-                .map(|t| {
-                    format!(
-                        "{}={}:{}",
-                        t.key,
-                        t.value.as_deref().unwrap_or(""),
-                        t.effect
-                    )
-                })
+                .filter(|t| is_blocking(&t.effect))
+                .map(describe_taint)
                 .collect(),
+            informational_taints: d
+                .taints
+                .iter()
+                .filter(|t| !is_blocking(&t.effect))
+                .map(describe_taint)
+                .collect(),
+            taint_keys: d.taints.iter().map(|t| t.key.clone()).collect(),
+            mig_profile: string(dra::ATTR_MIG_PROFILE),
+        }
+    }
+
+    /// Whether the device carries a taint with this key (any effect).
+    pub fn has_taint(&self, key: &str) -> bool {
+        self.taint_keys.iter().any(|k| k == key)
+    }
+
+    /// The UUID of the physical GPU behind the device: its own for a full or
+    /// VFIO GPU, the parent's for a MIG device.
+    pub fn gpu_uuid(&self) -> Option<&str> {
+        match self.kind {
+            DeviceKind::Mig => self.parent_uuid.as_deref(),
+            _ => self.uuid.as_deref(),
         }
     }
 
@@ -350,6 +413,19 @@ impl DraPool {
         ids.len()
     }
 
+    /// The pool without the named devices.
+    pub fn without(&self, names: &BTreeSet<&str>) -> DraPool {
+        DraPool {
+            pools: self.pools.clone(),
+            devices: self
+                .devices
+                .iter()
+                .filter(|d| !names.contains(d.name.as_str()))
+                .cloned()
+                .collect(),
+        }
+    }
+
     pub fn count(&self, kind: DeviceKind) -> usize {
         self.devices.iter().filter(|d| d.kind == kind).count()
     }
@@ -363,6 +439,27 @@ impl DraPool {
                     .iter()
                     .map(move |t| format!("{}: {t}", d.name))
             })
+            .collect()
+    }
+
+    /// Every informational (`None`) device taint, as `device: key=value:effect`.
+    pub fn informational_taints(&self) -> Vec<String> {
+        self.devices
+            .iter()
+            .flat_map(|d| {
+                d.informational_taints
+                    .iter()
+                    .map(move |t| format!("{}: {t}", d.name))
+            })
+            .collect()
+    }
+
+    /// Names of the devices carrying a taint with this key (any effect).
+    pub fn devices_with_taint(&self, key: &str) -> Vec<&str> {
+        self.devices
+            .iter()
+            .filter(|d| d.has_taint(key))
+            .map(|d| d.name.as_str())
             .collect()
     }
 
@@ -403,6 +500,7 @@ impl DraPool {
             .min();
         let present = |o: Option<MajorMinor>| o.map_or(Field::Absent, Field::Present);
         GfdFacts {
+            from_pool: Some(self.pools.join(", ")),
             seen: true,
             product: self.products().into_iter().next(),
             memory_mib: memory.map_or(Field::Absent, Field::Present),

@@ -87,6 +87,10 @@ pub enum FamilyLabel {
 /// Everything GPU Feature Discovery published on the node.
 #[derive(Clone, Debug, PartialEq)]
 pub struct GfdFacts {
+    /// `Some(pool/generation)` when these values were read from the DRA
+    /// driver's ResourceSlices rather than GFD labels: messages then name the
+    /// slice attributes, never a label.
+    pub from_pool: Option<String>,
     /// At least one GFD-written label is present.
     pub seen: bool,
     pub product: Option<String>,
@@ -435,6 +439,7 @@ fn parse_gfd_values(labels: &BTreeMap<String, String>) -> GfdFacts {
             || (k.starts_with("nvidia.com/gpu.") && !is_operator_gpu_label(k))
     });
     GfdFacts {
+        from_pool: None,
         seen,
         product: labels.get(nvidia::GPU_PRODUCT).cloned(),
         memory_mib: field(labels, nvidia::GPU_MEMORY, |v| {

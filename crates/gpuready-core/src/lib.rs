@@ -4,6 +4,7 @@
 pub mod assess;
 pub mod brake;
 pub mod compat;
+pub mod devices;
 pub mod evaluate;
 pub mod evidence;
 pub mod facts;

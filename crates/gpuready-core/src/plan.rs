@@ -20,6 +20,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube_core::ResourceExt;
 use serde::Serialize;
 
+use crate::devices::DeviceRuleChange;
 use crate::evaluate::{LayerReport, Status};
 use crate::facts::NodeFacts;
 
@@ -118,11 +119,15 @@ pub struct NodeChanges {
     /// Label keys gpuready would set but leaves alone: another writer set them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub foreign_labels_left: Vec<String>,
+    /// gpuready's DeviceTaintRules for the node's devices to create, update or
+    /// delete (device gating), one entry per rule. Written before the node patch.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub device_taint_rules: Vec<DeviceRuleChange>,
 }
 
 impl NodeChanges {
     pub fn is_empty(&self) -> bool {
-        !self.patches_node() && self.conditions.is_none()
+        !self.patches_node() && self.conditions.is_none() && self.device_taint_rules.is_empty()
     }
 
     /// Whether the node object needs its (one) merge patch.
@@ -137,6 +142,14 @@ impl NodeChanges {
 /// admin's `gpuready.io/maintenance` taint is not gpuready's.
 fn is_ours(t: &Taint, facts: &NodeFacts, profile_taint: Option<&Taint>) -> bool {
     profile_taint.is_some_and(|p| p.key == t.key && p.effect == t.effect)
+        // A bootstrap taint under the default key of an earlier release (kubelet
+        // --register-with-taints from older docs): the current default replaces
+        // it in the same patch.
+        || profile_taint.is_some_and(|p| {
+            p.key == keys::DEFAULT_TAINT_KEY
+                && p.effect == t.effect
+                && keys::PREVIOUS_DEFAULT_TAINT_KEYS.contains(&t.key.as_str())
+        })
         || facts
             .owned
             .taint
@@ -220,7 +233,10 @@ pub fn gpu_ready_condition(profile: &str, report: &LayerReport) -> DesiredCondit
             type_,
             status: "True".into(),
             reason: reasons::READY.into(),
-            message: format!("every gating layer is Ready under GpuNodeProfile {profile}"),
+            message: format!(
+                "every gating layer is Ready under GpuNodeProfile {profile}{}",
+                devices_note(report)
+            ),
         };
     }
     let failures: Vec<_> = report.failures().collect();
@@ -250,11 +266,46 @@ pub fn gpu_ready_condition(profile: &str, report: &LayerReport) -> DesiredCondit
         message = format!("{} ({reason}); {message}", d.describe());
         reason = reasons::NOT_READY_DEADLINE_EXCEEDED.to_owned();
     }
+    message.push_str(&devices_note(report));
     DesiredCondition {
         type_,
         status: status.into(),
         reason,
         message,
+    }
+}
+
+/// `; devices tainted by DeviceTaintRule: gpu-3 (FatalXid)` when device gating
+/// took devices out of service, so `kubectl describe node` names them.
+fn devices_note(report: &LayerReport) -> String {
+    match &report.devices {
+        Some(g) if !g.bad.is_empty() => format!(
+            "; {} device(s) tainted by gpuready's DeviceTaintRules: {}; {} of at least {} GPU(s) ready",
+            g.bad.len(),
+            g.describe(),
+            g.ready_gpus,
+            g.min_ready_gpus
+        ),
+        _ => String::new(),
+    }
+}
+
+/// The DeviceTaintRule changes for a governed node: one rule per bad device
+/// when the profile gates devices and the pool was judged; none at all when
+/// the profile does not gate devices (any rule gpuready holds goes); the rules
+/// as they are while the pool cannot be judged (being republished).
+fn plan_device_rules(
+    spec: &gpuready_api::GpuNodeProfileSpec,
+    facts: &NodeFacts,
+    report: &LayerReport,
+) -> Vec<DeviceRuleChange> {
+    let Some(owned) = &facts.evidence.device_rules else {
+        return vec![];
+    };
+    match (&spec.device_gating, &report.devices) {
+        (None, _) => crate::devices::rule_changes(&facts.name, owned, None),
+        (Some(_), Some(g)) => crate::devices::rule_changes(&facts.name, owned, Some((g, spec))),
+        (Some(_), None) => vec![],
     }
 }
 
@@ -388,8 +439,14 @@ pub fn plan_governed(
     opts: &PlanOptions,
 ) -> NodeChanges {
     let spec = &profile.spec;
+    let device_taint_rules = plan_device_rules(spec, facts, report);
     if spec.mode == Mode::Observe {
-        return NodeChanges::default();
+        // Zero node writes; device rules only with effect None (reported by the
+        // API server as what NoExecute would do, with no effect on pods).
+        return NodeChanges {
+            device_taint_rules,
+            ..NodeChanges::default()
+        };
     }
     let name = profile.name_any();
     let ready = report.ready();
@@ -468,6 +525,7 @@ pub fn plan_governed(
         conditions: plan_conditions(facts, desired, opts),
         taint_held_by_brake: held,
         foreign_labels_left,
+        device_taint_rules,
     }
 }
 
@@ -533,5 +591,12 @@ pub fn plan_release(facts: &NodeFacts) -> NodeChanges {
         }),
         taint_held_by_brake: false,
         foreign_labels_left: vec![],
+        // Every DeviceTaintRule gpuready holds for the node goes with it.
+        device_taint_rules: facts
+            .evidence
+            .device_rules
+            .as_deref()
+            .map(|owned| crate::devices::rule_changes(&facts.name, owned, None))
+            .unwrap_or_default(),
     }
 }

@@ -294,6 +294,16 @@ pub fn status_from_tally(
                 reason: e.reason.clone(),
             })
             .collect(),
+        tainted_devices: i32::try_from(tally.tainted_device_count()).unwrap_or(i32::MAX),
+        tainted_device_summary: tally
+            .tainted_devices
+            .iter()
+            .take(MAX_NOT_READY_SUMMARY)
+            .map(|(node, devices)| gpuready_api::profile::TaintedDevices {
+                node: node.clone(),
+                devices: devices.iter().take(64).cloned().collect(),
+            })
+            .collect(),
     }
 }
 

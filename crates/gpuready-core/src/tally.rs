@@ -97,6 +97,8 @@ pub struct NodeVerdict {
     /// The first gating layer that is not Ready (the summary names it), else `reason`.
     pub summary_layer: String,
     pub layers: Vec<LayerVerdict>,
+    /// Devices gated by gpuready's DeviceTaintRules (`gpu-3 (FatalXid)`).
+    pub tainted_devices: Vec<String>,
 }
 
 impl NodeVerdict {
@@ -133,6 +135,7 @@ impl NodeVerdict {
                     },
                 })
                 .collect(),
+            tainted_devices: a.tainted_devices.clone(),
         })
     }
 }
@@ -170,6 +173,15 @@ pub struct ProfileTally {
     pub past_deadline: usize,
     pub conflicts: BTreeSet<String>,
     pub layers: BTreeMap<Layer, LayerTally>,
+    /// Node → its devices gated by gpuready's DeviceTaintRules, in name order.
+    pub tainted_devices: BTreeMap<String, Vec<String>>,
+}
+
+impl ProfileTally {
+    /// Devices gated by DeviceTaintRules over every node of the profile.
+    pub fn tainted_device_count(&self) -> usize {
+        self.tainted_devices.values().map(Vec::len).sum()
+    }
 }
 
 fn dec(n: &mut usize) {
@@ -179,6 +191,10 @@ fn dec(n: &mut usize) {
 impl ProfileTally {
     pub fn add(&mut self, node: &str, v: &NodeVerdict) {
         self.counts.add(v.governance, v.ready);
+        if !v.tainted_devices.is_empty() {
+            self.tainted_devices
+                .insert(node.to_owned(), v.tainted_devices.clone());
+        }
         if v.past_deadline {
             self.past_deadline += 1;
         }
@@ -211,6 +227,7 @@ impl ProfileTally {
     /// Undoes [`ProfileTally::add`] of the same verdict.
     pub fn remove(&mut self, node: &str, v: &NodeVerdict) {
         self.counts.remove(v.governance, v.ready);
+        self.tainted_devices.remove(node);
         if v.past_deadline {
             dec(&mut self.past_deadline);
         }
@@ -334,6 +351,7 @@ mod tests {
             past_deadline: false,
             reason: if ready { "Ready" } else { "DriverTooOld" }.into(),
             summary_layer: "Driver".into(),
+            tainted_devices: vec![],
             layers: vec![LayerVerdict {
                 layer: Layer::Driver,
                 status: if layer_reason.is_some() {

@@ -18,7 +18,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 const KUBELET_NOT_READY: (&str, &str, &str) = ("node.kubernetes.io/not-ready", "", "NoSchedule");
 const KARPENTER: (&str, &str, &str) = ("karpenter.sh/disrupted", "", "NoSchedule");
 const DEDICATED: (&str, &str, &str) = ("dedicated", "gpu", "NoSchedule");
-const OURS: &str = "gpuready.io/not-ready=true:NoSchedule";
+const OURS: &str = "readiness.k8s.io/gpuready-not-ready=true:NoSchedule";
 
 fn foreign() -> Vec<String> {
     [KUBELET_NOT_READY, KARPENTER, DEDICATED]
@@ -35,7 +35,10 @@ fn with_foreign_taints(node: NodeBuilder, ours: bool) -> NodeBuilder {
     if ours {
         node = node
             .taint(keys::DEFAULT_TAINT_KEY, "true", "NoSchedule")
-            .annotate(ANNOTATION_TAINT, "gpuready.io/not-ready:NoSchedule");
+            .annotate(
+                ANNOTATION_TAINT,
+                "readiness.k8s.io/gpuready-not-ready:NoSchedule",
+            );
     }
     let (k, v, e) = KARPENTER;
     let (k2, v2, e2) = DEDICATED;
@@ -53,7 +56,7 @@ fn not_ready_node() -> NodeBuilder {
 fn without_ours(taints: &[String]) -> Vec<String> {
     taints
         .iter()
-        .filter(|t| !t.starts_with("gpuready.io/"))
+        .filter(|t| !t.starts_with("gpuready.io/") && !t.starts_with(keys::DEFAULT_TAINT_KEY))
         .cloned()
         .collect()
 }
@@ -144,7 +147,9 @@ fn gpuready_taint_is_added_after_foreign_ones_and_removed_from_between_them() {
     assert_eq!(taint_strings(&t.taints), want);
     assert_eq!(
         ann.get(ANNOTATION_TAINT),
-        Some(&Some("gpuready.io/not-ready:NoSchedule".to_owned()))
+        Some(&Some(
+            "readiness.k8s.io/gpuready-not-ready:NoSchedule".to_owned()
+        ))
     );
 
     let a = assess_with(
@@ -640,7 +645,10 @@ fn release_of_an_ungoverned_node_removes_only_what_gpuready_wrote() {
     assert!(annotation(&governed, keys::ANNOTATION_RELEASED).is_some());
     let node = NodeBuilder::from_node(governed)
         .taint(keys::DEFAULT_TAINT_KEY, "true", "NoSchedule")
-        .annotate(ANNOTATION_TAINT, "gpuready.io/not-ready:NoSchedule")
+        .annotate(
+            ANNOTATION_TAINT,
+            "readiness.k8s.io/gpuready-not-ready:NoSchedule",
+        )
         .annotate("example.com/owner", "team-a")
         .label("example.com/rack", "r12")
         .condition(NodeCondition {
@@ -718,14 +726,16 @@ fn changing_the_taint_effect_replaces_the_taint_in_place() {
     let t = a.changes.taint.as_ref().expect("replace");
     assert_eq!(t.kind, TaintChangeKind::Replace);
     let mut want = foreign();
-    want.push("gpuready.io/not-ready=true:NoExecute".into());
+    want.push("readiness.k8s.io/gpuready-not-ready=true:NoExecute".into());
     assert_eq!(taint_strings(&t.taints), want);
     assert_eq!(
         a.changes
             .annotations
             .as_ref()
             .and_then(|a| a.get(ANNOTATION_TAINT)),
-        Some(&Some("gpuready.io/not-ready:NoExecute".to_owned()))
+        Some(&Some(
+            "readiness.k8s.io/gpuready-not-ready:NoExecute".to_owned()
+        ))
     );
     let (_, _, second) = reconcile_twice(&node, &after_profile, &opts());
     assert!(second.changes.is_empty(), "{:#?}", second.changes);
@@ -772,7 +782,7 @@ fn changing_the_taint_key_replaces_the_old_gpuready_taint() {
     assert_eq!(node_taints(&settled), want);
     assert_eq!(
         annotation(&settled, ANNOTATION_TAINT),
-        Some("gpuready.io/not-ready:NoSchedule")
+        Some("readiness.k8s.io/gpuready-not-ready:NoSchedule")
     );
 }
 
@@ -886,7 +896,9 @@ fn a_bootstrap_taint_is_adopted_once_a_profile_selects_the_node() {
             .annotations
             .as_ref()
             .and_then(|a| a.get(ANNOTATION_TAINT)),
-        Some(&Some("gpuready.io/not-ready:NoSchedule".to_owned()))
+        Some(&Some(
+            "readiness.k8s.io/gpuready-not-ready:NoSchedule".to_owned()
+        ))
     );
     // Ready later: gpuready removes it.
     let adopted = settle(node, &p, &opts());
@@ -946,7 +958,7 @@ fn an_annotation_naming_a_key_no_profile_may_set_is_not_obeyed() {
 
 #[test]
 fn the_same_key_with_another_effect_is_not_gpureadys() {
-    // Profile: gpuready.io/not-ready:NoSchedule. Someone else's NoExecute taint
+    // Profile: readiness.k8s.io/gpuready-not-ready:NoSchedule. Someone else's NoExecute taint
     // of the same key stays beside gpuready's.
     let node = not_ready_node()
         .taint(keys::DEFAULT_TAINT_KEY, "x", "NoExecute")
@@ -954,7 +966,7 @@ fn the_same_key_with_another_effect_is_not_gpureadys() {
     let settled = settle(node, &one(profile("p", "")), &opts());
     assert_eq!(
         node_taints(&settled),
-        ["gpuready.io/not-ready=x:NoExecute", OURS]
+        ["readiness.k8s.io/gpuready-not-ready=x:NoExecute", OURS]
     );
 }
 

@@ -337,6 +337,8 @@ prop_compose! {
             sandbox_resources: Vec::new(),
             not_ready_deadline: None,
             probe: None,
+            device_gating: None,
+            mig: None,
         }
     }
 }

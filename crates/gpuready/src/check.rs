@@ -5,6 +5,7 @@ use std::io::Write as _;
 use std::path::PathBuf;
 
 use gpuready_api::GpuNodeProfile;
+use gpuready_api::device_taint_rule::DeviceTaintRule;
 use gpuready_api::dra::ResourceSlice;
 use gpuready_api::nfd::NodeFeature;
 use gpuready_core::evidence::EvidenceIndex;
@@ -127,6 +128,7 @@ pub async fn check_cluster(
     if args.node_features.is_empty() {
         extra.node_features = list_node_features(client).await?;
     }
+    extra.device_rules = list_device_rules(client).await?;
     Ok(run_engine(
         &nodes,
         &profiles,
@@ -182,6 +184,33 @@ async fn list_node_features(client: &kube::Client) -> Result<Option<Vec<NodeFeat
     }
 }
 
+/// The DeviceTaintRules gpuready owns (its label, its name prefix), or `None`
+/// where `resource.k8s.io/v1` DeviceTaintRules are not served or not readable:
+/// device gating then plans no rule and gates whole nodes.
+async fn list_device_rules(
+    client: &kube::Client,
+) -> Result<Option<Vec<DeviceTaintRule>>, LiveError> {
+    use kube::api::{Api, ListParams};
+    let selector = format!(
+        "{}={}",
+        gpuready_api::keys::device_rules::LABEL_OWNED,
+        gpuready_api::keys::device_rules::LABEL_OWNED_VALUE
+    );
+    match Api::<DeviceTaintRule>::all(client.clone())
+        .list(&ListParams::default().labels(&selector))
+        .await
+    {
+        Ok(list) => Ok(Some(
+            list.items
+                .into_iter()
+                .filter(gpuready_api::device_taint_rule::is_owned)
+                .collect(),
+        )),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => Ok(None),
+        Err(e) => Err(LiveError::Request(format!("listing devicetaintrules: {e}"))),
+    }
+}
+
 /// Objects read beside the Nodes. `None`: the source was not read.
 #[derive(Debug, Default)]
 pub struct ExtraEvidence {
@@ -189,6 +218,9 @@ pub struct ExtraEvidence {
     pub node_features: Option<Vec<NodeFeature>>,
     /// Probe reports by node name (`--probe-report`).
     pub probe_reports: std::collections::BTreeMap<String, gpuready_core::health::ProbeEvidence>,
+    /// gpuready's own DeviceTaintRules. Offline, with ResourceSlice files
+    /// given, none are assumed to exist: the plan shows every rule to create.
+    pub device_rules: Option<Vec<DeviceTaintRule>>,
 }
 
 fn read_evidence_files(args: &CheckArgs) -> Result<ExtraEvidence, InputError> {
@@ -199,6 +231,7 @@ fn read_evidence_files(args: &CheckArgs) -> Result<ExtraEvidence, InputError> {
             all.extend(input::read_resource_slices(p)?);
         }
         extra.resource_slices = Some(all);
+        extra.device_rules = Some(Vec::new());
     }
     if !args.node_features.is_empty() {
         let mut all = Vec::new();
@@ -299,7 +332,15 @@ pub fn run_engine(
         .iter()
         .map(|n| {
             let facts = NodeFacts::from_node(n);
-            let evidence = index.for_node(&facts.name);
+            let rules = extra.device_rules.as_ref().map(|all| {
+                all.iter()
+                    .filter(|r| {
+                        gpuready_api::device_taint_rule::node_of(r) == Some(facts.name.as_str())
+                    })
+                    .cloned()
+                    .collect()
+            });
+            let evidence = index.for_node(&facts.name).with_device_rules(rules);
             let probe = extra.probe_reports.get(&facts.name).cloned();
             assess(
                 &facts.with_evidence(evidence).with_probe(probe),
@@ -407,6 +448,31 @@ fn describe_changes(a: &NodeAssessment) -> Vec<String> {
     }
     if c.taint_held_by_brake {
         out.push("taint held back by the safety brake".to_owned());
+    }
+    for r in &c.device_taint_rules {
+        use gpuready_core::devices::RuleAction;
+        let effect = r
+            .rule
+            .as_ref()
+            .map(|r| r.spec.taint.effect.as_str())
+            .unwrap_or("");
+        out.push(match r.action {
+            RuleAction::Create => format!(
+                "create DeviceTaintRule {} ({}:{effect}) for device {}",
+                r.name,
+                r.reason.as_deref().unwrap_or(""),
+                r.device
+            ),
+            RuleAction::Update => format!(
+                "update DeviceTaintRule {} ({}:{effect}) for device {}",
+                r.name,
+                r.reason.as_deref().unwrap_or(""),
+                r.device
+            ),
+            RuleAction::Delete => {
+                format!("delete DeviceTaintRule {} (device {})", r.name, r.device)
+            }
+        });
     }
     if let Some(ann) = &c.annotations {
         if c.taint.is_none()

@@ -171,7 +171,7 @@ async fn service_account_may_write_only_what_gpuready_owns() {
         .collect();
     let mut with_ours = foreign.clone();
     with_ours
-        .push(json!({ "key": "gpuready.io/not-ready", "value": "true", "effect": "NoSchedule" }));
+        .push(json!({ "key": "readiness.k8s.io/gpuready-not-ready", "value": "true", "effect": "NoSchedule" }));
     sa_nodes
         .patch(
             "gpu-0",

@@ -306,9 +306,13 @@ async fn rendered_chart_passes_server_dry_run_with_defaults_and_with_every_featu
             .unwrap_or_else(|| panic!("{var} not set"));
         assert_eq!(env_var["valueFrom"]["fieldRef"]["fieldPath"], field);
     }
+    // The current default and the earlier one (nodes registered with it).
     assert_eq!(
         pod["tolerations"],
-        json!([{ "key": keys::DEFAULT_TAINT_KEY, "operator": "Exists" }])
+        json!([
+            { "key": keys::PREVIOUS_DEFAULT_TAINT_KEYS[0], "operator": "Exists" },
+            { "key": keys::DEFAULT_TAINT_KEY, "operator": "Exists" },
+        ])
     );
     let (uid, gid) = dockerfile_user();
     assert_eq!(pod["securityContext"]["runAsUser"], uid);
@@ -350,6 +354,7 @@ async fn rendered_chart_passes_server_dry_run_with_defaults_and_with_every_featu
         .collect();
     let want: BTreeSet<&str> = [
         keys::DEFAULT_TAINT_KEY,
+        keys::PREVIOUS_DEFAULT_TAINT_KEYS[0],
         "example.org/gpu-not-ready",
         "example.org/other-gate",
         "dedicated",

@@ -199,7 +199,7 @@ fn json_output_has_the_documented_shape() {
         changes["taint"]["taints"],
         serde_json::json!([
             {"effect": "NoSchedule", "key": "karpenter.sh/disrupted"},
-            {"effect": "NoSchedule", "key": "gpuready.io/not-ready", "value": "true"},
+            {"effect": "NoSchedule", "key": "readiness.k8s.io/gpuready-not-ready", "value": "true"},
         ])
     );
     assert_eq!(changes["labels"]["gpuready.io/ready"], "false");
@@ -541,7 +541,7 @@ fn check_words_adoption_and_leaves_an_ungoverned_bootstrap_taint_alone() {
     let node = &mut list["items"][0];
     node["status"]["allocatable"]["nvidia.com/gpu"] = "0".into();
     node["spec"]["taints"] = serde_json::json!([
-        { "key": "gpuready.io/not-ready", "value": "true", "effect": "NoSchedule" }
+        { "key": "readiness.k8s.io/gpuready-not-ready", "value": "true", "effect": "NoSchedule" }
     ]);
     let (_d, nodes) = temp_file("nodes.json", list.to_string());
     // No profile selects it: nothing to do, the taint stays.
@@ -562,7 +562,7 @@ fn check_words_adoption_and_leaves_an_ungoverned_bootstrap_taint_alone() {
     let out = stdout(&o);
     assert!(
         out.contains(
-            "would: adopt the taint gpuready.io/not-ready:NoSchedule already on the node;"
+            "would: adopt the taint readiness.k8s.io/gpuready-not-ready:NoSchedule already on the node;"
         ),
         "{out}"
     );
@@ -696,7 +696,7 @@ fn kubemoot_workers_get_gpureadys_taint_beside_the_guides() {
     let report = json(&o);
     let guide =
         serde_json::json!({"effect": "NoSchedule", "key": "nvidia.com/gpu", "value": "present"});
-    let ours = serde_json::json!({"effect": "NoSchedule", "key": "gpuready.io/not-ready", "value": "true"});
+    let ours = serde_json::json!({"effect": "NoSchedule", "key": "readiness.k8s.io/gpuready-not-ready", "value": "true"});
 
     let ready = node(&report, "gpu-worker-1");
     assert_eq!(ready["ready"], true);
@@ -820,5 +820,73 @@ fn real_h200_probe_reports_judged_offline() {
         stderr(&o).contains("pass it as NODE=FILE"),
         "{}",
         stderr(&o)
+    );
+}
+
+/// `check --output json` lists one entry per DeviceTaintRule in the node's
+/// `changes`, and the table says it in words.
+#[test]
+fn device_gating_shows_one_rule_per_bad_device_in_the_plan() {
+    let (_d1, nodes) = temp_file("nodes.json", DRA_NODES);
+    let profile = DRA_PROFILE.replace(
+        "gpu: { products: [NVIDIA-H200], count: 1 }",
+        "gpu: { products: [NVIDIA-H200], count: 8 }\n  deviceGating: { minReadyGpus: 6 }",
+    );
+    let (_d2, profiles) = temp_file("profiles.yaml", profile);
+    let path = repo_root().join("crates/gpuready-core/tests/fixtures/evidence/dra-h200-8gpu.yaml");
+    let mut slice: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("slice");
+    for i in [2, 6] {
+        slice["spec"]["devices"][i]["attributes"]["productName"] =
+            serde_json::json!({"string": "NVIDIA H100 80GB HBM3"});
+    }
+    let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": [slice]});
+    let (_d3, slices) = temp_file("slices.json", list.to_string());
+    let s = slices.to_str().expect("utf-8");
+    let o = offline_check(
+        std::slice::from_ref(&nodes),
+        std::slice::from_ref(&profiles),
+        &["-o", "json", "--resource-slices", s],
+    );
+    assert_exit(&o, 0);
+    let report = json(&o);
+    let rules = node(&report, "gpu-h200-01")["changes"]["deviceTaintRules"]
+        .as_array()
+        .expect("deviceTaintRules")
+        .clone();
+    let entries: Vec<(String, String, String)> = rules
+        .iter()
+        .map(|r| {
+            (
+                r["action"].as_str().unwrap_or_default().to_owned(),
+                r["device"].as_str().unwrap_or_default().to_owned(),
+                r["rule"]["spec"]["taint"]["value"]
+                    .as_str()
+                    .unwrap_or_default()
+                    .to_owned(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            ("create".into(), "gpu-2".into(), "ProductMismatch".into()),
+            ("create".into(), "gpu-6".into(), "ProductMismatch".into()),
+        ]
+    );
+    assert_eq!(rules[0]["name"], "gpuready-gpu-h200-01-gpu-2");
+    assert_eq!(
+        rules[0]["rule"]["spec"]["deviceSelector"],
+        serde_json::json!({"driver": "gpu.nvidia.com", "pool": "gpu-h200-01", "device": "gpu-2"})
+    );
+    let o = offline_check(
+        std::slice::from_ref(&nodes),
+        std::slice::from_ref(&profiles),
+        &["--resource-slices", s],
+    );
+    assert!(
+        stdout(&o).contains("create DeviceTaintRule gpuready-gpu-h200-01-gpu-2 (ProductMismatch:NoSchedule) for device gpu-2"),
+        "{}",
+        stdout(&o)
     );
 }

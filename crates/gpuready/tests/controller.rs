@@ -48,7 +48,7 @@ async fn converges_then_a_resync_writes_nothing_then_cleans_up_on_profile_deleti
     let foreign_of = |n: &k8s_openapi::api::core::v1::Node| {
         taint_keys(n)
             .into_iter()
-            .filter(|k| !k.starts_with("gpuready.io/"))
+            .filter(|k| !k.starts_with("gpuready.io/") && k != keys::DEFAULT_TAINT_KEY)
             .collect::<Vec<_>>()
     };
     let foreign_before = foreign_of(&good);

@@ -236,8 +236,7 @@ fn bad_cases() -> Vec<Bad> {
         .map(|i| (format!("example.com/r{i}"), json!(1)))
         .collect();
     let taint = |changes: Value| {
-        let mut t =
-            json!({ "key": "gpuready.io/not-ready", "value": "true", "effect": "NoSchedule" });
+        let mut t = json!({ "key": "readiness.k8s.io/gpuready-not-ready", "value": "true", "effect": "NoSchedule" });
         if let (Some(t), Some(c)) = (t.as_object_mut(), changes.as_object()) {
             t.extend(c.clone());
         }
@@ -584,6 +583,80 @@ fn bad_cases() -> Vec<Bad> {
             &[
                 "spec.notReadyDeadline.since",
                 "Unsupported value: \"Created\"",
+            ],
+        ),
+        b(
+            ("spec.deviceGating.effect", "enum"),
+            "a device taint effect nodes have but devices do not",
+            spec_with(json!({ "deviceGating": { "effect": "PreferNoSchedule" } })),
+            &[
+                "spec.deviceGating.effect",
+                "Unsupported value: \"PreferNoSchedule\"",
+            ],
+        ),
+        b(
+            ("spec.deviceGating.minReadyGpus", "minimum"),
+            "no ready GPU needed",
+            spec_with(json!({ "deviceGating": { "minReadyGpus": 0 } })),
+            &[
+                "spec.deviceGating.minReadyGpus",
+                "should be greater than or equal to 1",
+            ],
+        ),
+        b(
+            ("spec.deviceGating.minReadyGpus", "maximum"),
+            "more ready GPUs than a node holds",
+            spec_with(json!({ "deviceGating": { "minReadyGpus": 1025 } })),
+            &[
+                "spec.deviceGating.minReadyGpus",
+                "should be less than or equal to 1024",
+            ],
+        ),
+        b(
+            ("spec.mig.config", "minLength"),
+            "an empty mig-manager config name",
+            spec_with(json!({ "mig": { "config": "" } })),
+            &["spec.mig.config", "should be at least 1 chars long"],
+        ),
+        b(
+            ("spec.mig.config", "maxLength"),
+            "a mig-manager config name longer than a label value",
+            spec_with(json!({ "mig": { "config": "c".repeat(64) } })),
+            &["spec.mig.config", "may not be more than 63 bytes"],
+        ),
+        b(
+            ("spec.mig.devices", "rule"),
+            "a MIG profile name that is not one",
+            spec_with(json!({ "mig": { "devices": { "1g-18gb": 7 } } })),
+            &[
+                "spec.mig.devices",
+                "mig.devices keys must be MIG profile names",
+            ],
+        ),
+        b(
+            ("spec.mig.devices", "maxProperties"),
+            "17 MIG profiles",
+            spec_with(
+                json!({ "mig": { "devices": (1..=17).map(|i| (format!("{i}g.{i}gb"), json!(1))).collect::<serde_json::Map<String, Value>>() } }),
+            ),
+            &["spec.mig.devices", "must have at most 16 items"],
+        ),
+        b(
+            ("spec.mig.devices{}", "minimum"),
+            "zero MIG devices of a profile",
+            spec_with(json!({ "mig": { "devices": { "1g.18gb": 0 } } })),
+            &[
+                "spec.mig.devices.1g.18gb",
+                "should be greater than or equal to 1",
+            ],
+        ),
+        b(
+            ("spec.mig.devices{}", "maximum"),
+            "more MIG devices than any node",
+            spec_with(json!({ "mig": { "devices": { "1g.18gb": 1025 } } })),
+            &[
+                "spec.mig.devices.1g.18gb",
+                "should be less than or equal to 1024",
             ],
         ),
         b(
@@ -1112,6 +1185,20 @@ fn every_schema_rule_has_a_bad_profile() {
     covered.insert(("status.notReadySummary[]".into(), "required:layer".into()));
     covered.insert(("status.notReadySummary[]".into(), "required:name".into()));
     covered.insert(("status.notReadySummary[]".into(), "required:reason".into()));
+    // The tainted-device summary is bounded the same way (written by gpuready only).
+    covered.insert(("status.taintedDeviceSummary".into(), "maxItems".into()));
+    covered.insert((
+        "status.taintedDeviceSummary[]".into(),
+        "required:node".into(),
+    ));
+    covered.insert((
+        "status.taintedDeviceSummary[]".into(),
+        "required:devices".into(),
+    ));
+    covered.insert((
+        "status.taintedDeviceSummary[].devices".into(),
+        "maxItems".into(),
+    ));
     let missing: Vec<_> = rules.difference(&covered).collect();
     assert!(
         missing.is_empty(),
@@ -1270,7 +1357,7 @@ async fn good_profiles_are_accepted_and_defaulted() {
     let spec = created.spec;
     assert_eq!(spec.mode, Mode::Enforce);
     assert_eq!(spec.taint_policy, TaintPolicy::Continuous);
-    assert_eq!(spec.taint.key, "gpuready.io/not-ready");
+    assert_eq!(spec.taint.key, "readiness.k8s.io/gpuready-not-ready");
     assert_eq!(spec.taint.value, "true");
     assert_eq!(spec.taint.effect, TaintEffect::NoSchedule);
     assert_eq!(spec.max_label_age_seconds, 3600);

@@ -44,7 +44,8 @@ async fn tryout_story_taints_repairs_and_releases() {
         "{transcript}"
     );
     assert!(
-        line("gpu-worker-3").ends_with("taints: nvidia.com/gpu, gpuready.io/not-ready"),
+        line("gpu-worker-3")
+            .ends_with("taints: nvidia.com/gpu, readiness.k8s.io/gpuready-not-ready"),
         "{transcript}"
     );
     assert!(

@@ -2,7 +2,7 @@
 //! PCI bus count, the sandbox device plugin of VM-workload nodes, and the
 //! not-ready deadline. A child of `evaluate`, sharing its verdict helpers.
 
-use gpuready_api::keys::{self, nvidia, reasons};
+use gpuready_api::keys::{self, dra, nvidia, reasons};
 use gpuready_api::{DeadlineStart, EvidenceMode, GpuNodeProfileSpec, Layer, Workload};
 use jiff::Timestamp;
 
@@ -10,6 +10,7 @@ use super::{
     DeadlinePassed, LayerReport, Status, Verdict, device_plugin_layer, not_ready, profile_layer,
     ready, unknown,
 };
+use crate::devices::DeviceGatingReport;
 use crate::evidence::{DeviceKind, DraEvidence, Source};
 use crate::facts::{Field, NodeFacts};
 
@@ -122,11 +123,12 @@ pub(super) fn device_plugin_evidence(
     spec: &GpuNodeProfileSpec,
     facts: &NodeFacts,
     dra: bool,
+    gating: Option<&DeviceGatingReport>,
 ) -> Verdict {
     let (v, advertised) = if spec.workload != Workload::Container {
         sandbox_layer(spec, facts)
     } else if dra {
-        dra_device_layer(spec, facts)
+        dra_device_layer(spec, facts, gating)
     } else {
         let v = device_plugin_layer(spec, facts);
         (v, device_plugin_gpu_count(facts))
@@ -134,6 +136,34 @@ pub(super) fn device_plugin_evidence(
     if v.status != Status::Ready {
         return v;
     }
+    // Every count any source advertises must be backed by the bus: a count
+    // above it is a lost or phantom GPU, whichever source still claims it.
+    let counts = advertised_counts(facts);
+    if let Some(bus) = &facts.evidence.bus
+        && let Some((source, n)) = counts.iter().find(|(_, n)| *n > u64::from(bus.gpus))
+    {
+        return not_ready(
+            reasons::GPU_MISSING_FROM_BUS,
+            format!(
+                "{n} GPU(s) are advertised ({source}) but NFD's PCI scan shows only {} ({}): a GPU fell off the bus (XID 79?) or is a phantom the stack still advertises; drain and reset the node",
+                bus.gpus,
+                bus.describe()
+            ),
+        )
+        .via(Source::NodeFeature);
+    }
+    let compared = if counts.is_empty() {
+        String::new()
+    } else {
+        format!(
+            " ({})",
+            counts
+                .iter()
+                .map(|(s, n)| format!("{s}: {n}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
     match (&facts.evidence.bus, advertised) {
         (Some(bus), Some(adv)) if u64::from(bus.gpus) > adv => not_ready(
             reasons::GPU_NOT_ADVERTISED,
@@ -154,11 +184,63 @@ pub(super) fn device_plugin_evidence(
         )
         .via(Source::NodeFeature),
         (Some(bus), Some(_)) => Verdict {
-            message: format!("{}; matches the {} GPU(s) on the PCI bus", v.message, bus.gpus),
+            message: format!(
+                "{}; matches the {} GPU(s) on the PCI bus{compared}",
+                v.message, bus.gpus
+            ),
             ..v
         },
         _ => v,
     }
+}
+
+/// Every physical-GPU count the node's sources advertise, named by source:
+/// GFD's `nvidia.com/gpu.count` (not under the MIG `single` strategy, where it
+/// counts MIG devices), the `nvidia.com/gpu` capacity (divided by
+/// `nvidia.com/gpu.replicas` under time-slicing or MPS; not under MIG), and the
+/// DRA pool's GPUs. Each is compared with NFD's PCI scan.
+pub(super) fn advertised_counts(facts: &NodeFacts) -> Vec<(String, u64)> {
+    let mut out = Vec::new();
+    let strategy = facts.gfd.mig_strategy.as_deref().filter(|m| *m != "none");
+    if let Some(n) = facts.gfd.count.present()
+        && strategy != Some("single")
+    {
+        out.push((nvidia::GPU_COUNT.to_owned(), u64::from(*n)));
+    }
+    let replicas = facts
+        .labels
+        .get(nvidia::GPU_REPLICAS)
+        .and_then(|r| r.parse::<u64>().ok())
+        .filter(|r| *r >= 1)
+        .unwrap_or(1);
+    let quantity = facts
+        .capacity
+        .get(nvidia::GPU_RESOURCE)
+        .or_else(|| facts.allocatable.get(nvidia::GPU_RESOURCE))
+        .and_then(Field::present)
+        .copied();
+    if strategy.is_none()
+        && let Some(q) = quantity
+        && q > 0
+    {
+        let name = if replicas > 1 {
+            format!(
+                "{} capacity {q} / {}={replicas}",
+                nvidia::GPU_RESOURCE,
+                nvidia::GPU_REPLICAS
+            )
+        } else {
+            format!("{} capacity", nvidia::GPU_RESOURCE)
+        };
+        out.push((name, q.div_ceil(replicas)));
+    }
+    if let Some(p) = facts.evidence.dra.complete() {
+        out.push((
+            format!("the DRA pool {}", p.pools.join(", ")),
+            u64::try_from(p.physical_gpus(false)).unwrap_or(u64::MAX),
+        ));
+    }
+    out
 }
 
 /// Physical GPUs the device plugin stack advertises: GFD's `gpu.count`, else
@@ -192,8 +274,14 @@ pub(super) fn device_plugin_gpu_count(facts: &NodeFacts) -> Option<u64> {
 pub(super) fn dra_device_layer(
     spec: &GpuNodeProfileSpec,
     facts: &NodeFacts,
+    gating: Option<&DeviceGatingReport>,
 ) -> (Verdict, Option<u64>) {
-    let want = usize::try_from(spec.gpu.count.unwrap_or(1)).unwrap_or(usize::MAX);
+    // Under device gating the node needs its minimum of ready GPUs, bad
+    // devices (tainted by their own DeviceTaintRule) not counted.
+    let want = match gating {
+        Some(g) => g.min_ready_gpus,
+        None => usize::try_from(spec.gpu.count.unwrap_or(1)).unwrap_or(usize::MAX),
+    };
     let v = match &facts.evidence.dra {
         DraEvidence::NotRead => unknown(
             reasons::DRA_EVIDENCE_UNAVAILABLE,
@@ -216,7 +304,7 @@ pub(super) fn dra_device_layer(
         ),
         DraEvidence::Complete(p) => {
             let published = p.physical_gpus(false);
-            let usable = p.physical_gpus(true);
+            let usable = gating.map_or_else(|| p.physical_gpus(true), |g| g.ready_gpus);
             let shape = format!(
                 "{} full GPU, {} MIG, {} VFIO device(s) in pool {}",
                 p.count(DeviceKind::Gpu),
@@ -224,13 +312,75 @@ pub(super) fn dra_device_layer(
                 p.count(DeviceKind::Vfio),
                 p.pools.join(", ")
             );
+            // Devices gpuready itself takes out of service (device gating).
+            let gated = gating
+                .filter(|g| !g.bad.is_empty())
+                .map(|g| {
+                    format!(
+                        "; taken out by gpuready's DeviceTaintRules: {}",
+                        g.describe()
+                    )
+                })
+                .unwrap_or_default();
+            // Taints that do not block (effect None, the driver's ignored XIDs
+            // and `unmonitored`) are reported, never counted against the node.
+            let info = p.informational_taints();
+            let info_note = if info.is_empty() {
+                String::new()
+            } else {
+                format!("; informational device taints: {}", info.join(", "))
+            };
+            let lost = p.devices_with_taint(dra::TAINT_GPU_LOST);
             if usable >= want {
-                let v = ready(
-                    reasons::DRA_DEVICES_AVAILABLE,
-                    format!("{usable} GPU(s) usable (need {want}): {shape}"),
-                )
+                let unmonitored = p.devices_with_taint(dra::TAINT_UNMONITORED);
+                let v = if unmonitored.is_empty() {
+                    ready(
+                        reasons::DRA_DEVICES_AVAILABLE,
+                        format!("{usable} GPU(s) usable (need {want}): {shape}{gated}{info_note}"),
+                    )
+                } else {
+                    ready(
+                        reasons::DEVICES_UNMONITORED,
+                        format!(
+                            "{usable} GPU(s) usable (need {want}): {shape}{gated}; the DRA driver cannot watch {} for XIDs ({}): its health taints will not come for them{info_note}",
+                            unmonitored.join(", "),
+                            dra::TAINT_UNMONITORED
+                        ),
+                    )
+                }
                 .via(Source::ResourceSlices);
                 return (v, u64::try_from(published).ok());
+            }
+            if !lost.is_empty() {
+                return (
+                    not_ready(
+                        reasons::GPU_LOST,
+                        format!(
+                            "the DRA driver reports a GPU lost ({} on {}): a GPU fell off the bus (XID 79); {usable} of {published} GPU(s) usable, {want} needed. The taint clears only when the driver's kubelet plugin restarts: reboot or service the node, then restart the plugin",
+                            dra::TAINT_GPU_LOST,
+                            lost.join(", ")
+                        ),
+                    )
+                    .via(Source::ResourceSlices),
+                    None,
+                );
+            }
+            if gating.is_some() && !gated.is_empty() && published >= want {
+                return (
+                    not_ready(
+                        reasons::TOO_FEW_READY_DEVICES,
+                        format!(
+                            "{usable} of {published} GPU(s) ready, {want} needed{gated}{}",
+                            if p.blocking_taints().is_empty() {
+                                String::new()
+                            } else {
+                                format!("; device taints {}", p.blocking_taints().join(", "))
+                            }
+                        ),
+                    )
+                    .via(Source::ResourceSlices),
+                    None,
+                );
             }
             if published >= want {
                 not_ready(
@@ -329,13 +479,172 @@ pub(super) fn sandbox_layer(
     (v.via(Source::SandboxResources), advertised)
 }
 
+/// MIG profile names compare with `+` and `.` alike: nvidia-smi and the DRA
+/// driver write `1g.18gb+me`, GFD's labels `1g.18gb.me`.
+fn mig_key(profile: &str) -> String {
+    profile.replace('+', ".")
+}
+
+/// MIG devices per profile, from the DRA pool (its `mig` devices' `profile`
+/// attribute) when the node is judged by DRA, else from GFD's labels: the
+/// mixed strategy's `nvidia.com/mig-<profile>.count`, or the single strategy's
+/// relabelling (`gpu.product` ending in `-MIG-<profile>`, `gpu.count` MIG devices).
+fn mig_devices(facts: &NodeFacts, dra: bool) -> (std::collections::BTreeMap<String, u64>, String) {
+    let mut out = std::collections::BTreeMap::new();
+    if dra && let Some(p) = facts.evidence.dra.complete() {
+        for d in p.devices.iter().filter(|d| d.kind == DeviceKind::Mig) {
+            if let Some(prof) = &d.mig_profile {
+                *out.entry(mig_key(prof)).or_insert(0) += 1;
+            }
+        }
+        return (out, format!("the DRA pool {}", p.pools.join(", ")));
+    }
+    for (k, v) in &facts.labels {
+        if let Some(prof) = k
+            .strip_prefix(nvidia::MIG_LABEL_PREFIX)
+            .and_then(|r| r.strip_suffix(nvidia::MIG_COUNT_SUFFIX))
+            && let Ok(n) = v.parse::<u64>()
+        {
+            out.insert(mig_key(prof), n);
+        }
+    }
+    if facts.gfd.mig_strategy.as_deref() == Some("single")
+        && let Some(product) = facts.labels.get(nvidia::GPU_PRODUCT)
+        && let Some((_, prof)) = product.rsplit_once("-MIG-")
+        && let Some(n) = facts.gfd.count.present()
+    {
+        out.insert(mig_key(prof), u64::from(*n));
+    }
+    (out, "GFD's MIG labels".to_owned())
+}
+
+/// The MIG geometry the profile needs (`spec.mig`): mig-manager's config and
+/// state labels, then the MIG devices per profile. `Ok(note)` when it holds.
+fn mig_geometry(
+    spec: &GpuNodeProfileSpec,
+    facts: &NodeFacts,
+    dra: bool,
+) -> Result<String, Verdict> {
+    let Some(m) = &spec.mig else {
+        return Ok(String::new());
+    };
+    let label = |k: &str| facts.labels.get(k).map(String::as_str);
+    let state = label(nvidia::MIG_CONFIG_STATE);
+    if let Some(want) = &m.config {
+        match label(nvidia::MIG_CONFIG) {
+            Some(c) if c == want => {}
+            other => {
+                return Err(not_ready(
+                    reasons::MIG_CONFIG_MISMATCH,
+                    format!(
+                        "{}={} but the profile needs {want}: label the node {}={want} and let mig-manager apply it",
+                        nvidia::MIG_CONFIG,
+                        other.unwrap_or("(absent)"),
+                        nvidia::MIG_CONFIG
+                    ),
+                )
+                .via(Source::MigManagerLabels));
+            }
+        }
+    }
+    // Whatever layout is asked for, a node mid-reconfiguration is not ready.
+    if m.config.is_some() || state.is_some() {
+        let tagged = |v: Verdict| v.via(Source::MigManagerLabels);
+        let config = label(nvidia::MIG_CONFIG).unwrap_or("(absent)");
+        match state {
+            Some("success") => {}
+            Some("pending") => {
+                return Err(tagged(not_ready(
+                    reasons::MIG_CONFIG_PENDING,
+                    format!(
+                        "mig-manager has not applied {}={config} yet ({}=pending)",
+                        nvidia::MIG_CONFIG,
+                        nvidia::MIG_CONFIG_STATE
+                    ),
+                )));
+            }
+            Some("rebooting") => {
+                return Err(tagged(not_ready(
+                    reasons::MIG_CONFIG_REBOOTING,
+                    format!(
+                        "mig-manager is rebooting the node to apply {}={config} ({}=rebooting)",
+                        nvidia::MIG_CONFIG,
+                        nvidia::MIG_CONFIG_STATE
+                    ),
+                )));
+            }
+            Some("failed") => {
+                return Err(tagged(not_ready(
+                    reasons::MIG_CONFIG_FAILED,
+                    format!(
+                        "mig-manager failed to apply {}={config} ({}=failed): read the nvidia-mig-manager pod's log on this node",
+                        nvidia::MIG_CONFIG,
+                        nvidia::MIG_CONFIG_STATE
+                    ),
+                )));
+            }
+            other => {
+                return Err(tagged(unknown(
+                    reasons::MIG_CONFIG_STATE_UNKNOWN,
+                    format!(
+                        "{}={}: is mig-manager running on this node?",
+                        nvidia::MIG_CONFIG_STATE,
+                        other.unwrap_or("(absent)")
+                    ),
+                )));
+            }
+        }
+    }
+    if m.devices.is_empty() {
+        return Ok(format!(
+            "; MIG config {} applied",
+            label(nvidia::MIG_CONFIG).unwrap_or("-")
+        ));
+    }
+    let (have, source) = mig_devices(facts, dra);
+    let short: Vec<String> = m
+        .devices
+        .iter()
+        .filter_map(|(p, want)| {
+            let n = have.get(&mig_key(p)).copied().unwrap_or(0);
+            (n < u64::from(*want)).then(|| format!("{p}: {n} < {want}"))
+        })
+        .collect();
+    if !short.is_empty() {
+        return Err(not_ready(
+            reasons::MIG_DEVICES_MISSING,
+            format!("{source} offers too few MIG devices: {}", short.join(", ")),
+        ));
+    }
+    Ok(format!(
+        "; MIG devices from {source}: {}",
+        m.devices
+            .keys()
+            .map(|p| format!("{p} ×{}", have.get(&mig_key(p)).copied().unwrap_or(0)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
 /// Profile, then the bus: NFD's PCI scan can prove a count short even when
-/// the labels still claim it (a GPU lost after GFD last ran).
-pub(super) fn profile_with_bus(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
+/// the labels still claim it (a GPU lost after GFD last ran). Then the MIG
+/// geometry the profile asks for.
+pub(super) fn profile_with_bus(spec: &GpuNodeProfileSpec, facts: &NodeFacts, dra: bool) -> Verdict {
     let v = profile_layer(spec, facts);
     if v.status != Status::Ready {
         return v;
     }
+    let v = match mig_geometry(spec, facts, dra) {
+        // The MIG layout is a GPU expectation of its own.
+        Ok(note) if !note.is_empty() && v.reason == "NoExpectations" => {
+            ready("ProfileMatches", note.trim_start_matches("; ").to_owned())
+        }
+        Ok(note) => Verdict {
+            message: format!("{}{note}", v.message),
+            ..v
+        },
+        Err(bad) => return bad,
+    };
     let Some(bus) = &facts.evidence.bus else {
         return v;
     };

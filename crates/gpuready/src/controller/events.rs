@@ -77,7 +77,7 @@ pub async fn publish_transition(ctx: &Context, node: &Node, facts: &NodeFacts, a
 /// held a full `Event` (about 2 KB with its hash-map slot) per node, the largest
 /// per-node cost left once the node cache was packed. The Event sent is the
 /// one the Recorder would create (same name scheme, fields and namespace).
-async fn publish_node_event(ctx: &Context, node: &Node, ev: &Event, what: &str) {
+pub(super) async fn publish_node_event(ctx: &Context, node: &Node, ev: &Event, what: &str) {
     let event = node_event(ctx, node, ev, Timestamp::now());
     let api: Api<K8sEvent> = Api::namespaced(ctx.client.clone(), EVENT_NAMESPACE);
     if let Err(e) = api.create(&PostParams::default(), &event).await {

@@ -1,5 +1,6 @@
-//! Evidence read beside the Nodes: DRA ResourceSlices (`resource.k8s.io/v1`)
-//! and NFD NodeFeatures, each kept in a per-node index by its own watch. A
+//! Evidence read beside the Nodes: DRA ResourceSlices (`resource.k8s.io/v1`),
+//! NFD NodeFeatures and gpuready's own DeviceTaintRules, each kept in a
+//! per-node index by its own watch. A
 //! change re-queues only the node it names. A source whose API is not served
 //! (no DRA, NFD's CRD not installed) is logged once and reads as "not read":
 //! the engine turns that into Unknown evidence, and nothing else waits on it.
@@ -9,6 +10,7 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt;
+use gpuready_api::device_taint_rule::{self, DeviceTaintRule};
 use gpuready_api::dra::ResourceSlice;
 use gpuready_api::keys;
 use gpuready_api::nfd::NodeFeature;
@@ -71,8 +73,11 @@ enum SourceState<T> {
 pub struct EvidenceStores {
     slices: RwLock<SourceState<ResourceSlice>>,
     features: RwLock<SourceState<NodeFeature>>,
-    /// True once each source is synced or known absent.
-    settled: watch::Sender<(bool, bool)>,
+    /// gpuready's own DeviceTaintRules (label-selected, ownership checked),
+    /// per node they were written for.
+    rules: RwLock<SourceState<DeviceTaintRule>>,
+    /// True once each source (slices, NodeFeatures, rules) is synced or known absent.
+    settled: watch::Sender<(bool, bool, bool)>,
 }
 
 impl Default for EvidenceStores {
@@ -80,7 +85,8 @@ impl Default for EvidenceStores {
         EvidenceStores {
             slices: RwLock::new(SourceState::Pending),
             features: RwLock::new(SourceState::Pending),
-            settled: watch::Sender::new((false, false)),
+            rules: RwLock::new(SourceState::Pending),
+            settled: watch::Sender::new((false, false, false)),
         }
     }
 }
@@ -93,21 +99,22 @@ impl EvidenceStores {
         let slice_refs: Option<Vec<&ResourceSlice>> = slices.as_ref().map(|v| v.iter().collect());
         let feature_refs: Option<Vec<&NodeFeature>> = features.as_ref().map(|v| v.iter().collect());
         Evidence::for_node(node, slice_refs.as_deref(), feature_refs.as_deref())
+            .with_device_rules(read(&self.rules, node))
     }
 
-    /// Waits (bounded) until both sources are listed or known absent, so a DRA
+    /// Waits (bounded) until every source is listed or known absent, so a DRA
     /// node is not judged by the device plugin's rules at start-up and tainted
     /// for a moment.
     pub async fn wait_settled(&self, limit: Duration) {
         let mut rx = self.settled.subscribe();
-        if tokio::time::timeout(limit, rx.wait_for(|(a, b)| *a && *b))
+        if tokio::time::timeout(limit, rx.wait_for(|(a, b, c)| *a && *b && *c))
             .await
             .is_err()
         {
             warn!("DRA/NFD evidence not listed after {limit:?}; judging with what is known");
             // Once: later reconciles must not each wait for a source that
             // cannot be listed (it still counts as "not read" until it is).
-            self.settled.send_modify(|s| *s = (true, true));
+            self.settled.send_modify(|s| *s = (true, true, true));
         }
     }
 }
@@ -127,6 +134,7 @@ fn read<T: Clone>(state: &RwLock<SourceState<T>>, node: &str) -> Option<Vec<T>> 
 pub fn spawn(
     client: Client,
     stores: Arc<EvidenceStores>,
+    metrics: Arc<super::metrics::Metrics>,
     requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
     stop: CancellationToken,
 ) -> Vec<tokio::task::JoinHandle<()>> {
@@ -142,11 +150,45 @@ pub fn spawn(
             follow(
                 "ResourceSlice",
                 api,
+                None,
                 slice_from_dynamic,
                 |s: &ResourceSlice| s.spec.node_name.clone(),
                 |s: &ResourceSlice| s.metadata.name.clone().unwrap_or_default(),
                 &stores.slices,
                 |a| stores.settled.send_modify(|s| s.0 = a),
+                |_| {},
+                requeue,
+                stop,
+            )
+            .await;
+        })
+    };
+    let rules = {
+        let (client, stores, requeue, stop) = (
+            client.clone(),
+            stores.clone(),
+            requeue.clone(),
+            stop.clone(),
+        );
+        let metrics = metrics.clone();
+        tokio::spawn(async move {
+            let api: Api<DeviceTaintRule> = Api::all(client);
+            follow(
+                "DeviceTaintRule",
+                api,
+                owned_rule_selector(),
+                // Only rules with gpuready's label AND name prefix are gpuready's.
+                |r: DeviceTaintRule| device_taint_rule::is_owned(&r).then_some(r),
+                |r: &DeviceTaintRule| device_taint_rule::node_of(r).map(str::to_owned),
+                |r: &DeviceTaintRule| r.metadata.name.clone().unwrap_or_default(),
+                &stores.rules,
+                |a| stores.settled.send_modify(|s| s.2 = a),
+                |idx| {
+                    let n: usize = idx.values().map(BTreeMap::len).sum();
+                    metrics
+                        .device_taint_rules
+                        .set(i64::try_from(n).unwrap_or(i64::MAX));
+                },
                 requeue,
                 stop,
             )
@@ -158,17 +200,28 @@ pub fn spawn(
         follow(
             "NodeFeature",
             api,
+            None,
             Some,
             |f: &NodeFeature| node_feature_node(f).map(str::to_owned),
             |f: &NodeFeature| format!("{}/{}", f.namespace().unwrap_or_default(), f.name_any()),
             &stores.features,
             |a| stores.settled.send_modify(|s| s.1 = a),
+            |_| {},
             requeue,
             stop,
         )
         .await;
     });
-    vec![slices, features]
+    vec![slices, features, rules]
+}
+
+/// The label selector of gpuready's DeviceTaintRules (the watch reads no other).
+fn owned_rule_selector() -> Option<String> {
+    Some(format!(
+        "{}={}",
+        keys::device_rules::LABEL_OWNED,
+        keys::device_rules::LABEL_OWNED_VALUE
+    ))
 }
 
 /// Finds out whether the API is served, then keeps `state` in step with the
@@ -177,11 +230,13 @@ pub fn spawn(
 async fn follow<K, T>(
     kind: &'static str,
     api: Api<K>,
+    labels: Option<String>,
     convert: impl Fn(K) -> Option<T>,
     node_of: impl Fn(&T) -> Option<String>,
     key: impl Fn(&T) -> String,
     state: &RwLock<SourceState<T>>,
     settled: impl Fn(bool),
+    changed: impl Fn(&Index<T>),
     requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
     stop: CancellationToken,
 ) where
@@ -189,7 +244,11 @@ async fn follow<K, T>(
 {
     let mut logged = false;
     loop {
-        match api.list(&ListParams::default().limit(1)).await {
+        let mut probe = ListParams::default().limit(1);
+        if let Some(l) = &labels {
+            probe = probe.labels(l);
+        }
+        match api.list(&probe).await {
             Ok(_) => break,
             Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => {
                 if !logged {
@@ -220,7 +279,11 @@ async fn follow<K, T>(
     }
     info!(kind, "watching as evidence");
     let mut buffer: Index<T> = BTreeMap::new();
-    let mut events = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
+    let mut config = watcher::Config::default();
+    if let Some(l) = &labels {
+        config = config.labels(l);
+    }
+    let mut events = std::pin::pin!(watcher(api, config).default_backoff());
     loop {
         let ev = tokio::select! {
             _ = stop.cancelled() => return,
@@ -287,6 +350,11 @@ async fn follow<K, T>(
                     touched.insert(n);
                 }
             }
+        }
+        if !touched.is_empty()
+            && let Ok(SourceState::Synced(idx)) = state.read().as_deref()
+        {
+            changed(idx);
         }
         for n in touched {
             let _ = requeue.send(ObjectRef::new(&n));

@@ -61,6 +61,10 @@ pub struct Metrics {
     /// Responses by status code for the codes gpuready retries (429, 503, 504).
     pub retryable_responses: Family<Code, Counter>,
     pub nfd_crds: Family<CrdState, Gauge>,
+    /// DeviceTaintRules gpuready holds (device gating), all nodes.
+    pub device_taint_rules: Gauge,
+    /// Devices gated by DeviceTaintRules, per profile (from the verdicts).
+    pub tainted_devices: Family<Profile, Gauge>,
 }
 
 impl Default for Metrics {
@@ -78,6 +82,8 @@ impl Default for Metrics {
             profile_crd_present: Gauge::default(),
             retryable_responses: Family::default(),
             nfd_crds: Family::default(),
+            device_taint_rules: Gauge::default(),
+            tainted_devices: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -107,7 +113,7 @@ impl Default for Metrics {
         );
         registry.register(
             "writes",
-            "Writes by kind (taint, labels, conditions, profile_status, crd, event)",
+            "Writes by kind (taint, labels, conditions, profile_status, crd, event, devicetaintrule)",
             m.writes.clone(),
         );
         registry.register(
@@ -134,6 +140,16 @@ impl Default for Metrics {
             "nfd_crd_state",
             "NFD CRD state (missing, older, current, newer) as 1/0",
             m.nfd_crds.clone(),
+        );
+        registry.register(
+            "device_taint_rules",
+            "DeviceTaintRules gpuready holds for bad devices (device gating), all nodes",
+            m.device_taint_rules.clone(),
+        );
+        registry.register(
+            "tainted_devices",
+            "Devices a profile's nodes have gated by gpuready's DeviceTaintRules",
+            m.tainted_devices.clone(),
         );
         Metrics { registry, ..m }
     }

@@ -14,6 +14,7 @@ pub mod cached;
 pub mod config;
 pub mod context;
 pub mod crd_guard;
+pub mod device_rules;
 pub mod error;
 pub mod events;
 pub mod evidence;
@@ -271,6 +272,7 @@ async fn run_controllers(
     let evidence_tasks = evidence::spawn(
         client.clone(),
         ctx.evidence.clone(),
+        metrics.clone(),
         ctx.requeue.clone(),
         stop.clone(),
     );

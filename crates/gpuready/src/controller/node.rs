@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use gpuready_api::GpuNodeProfile;
 use gpuready_api::keys;
+use gpuready_core::devices::DeviceRuleChange;
 use gpuready_core::{
     ConditionChange, GovernanceKind, NodeAssessment, NodeChanges, PlanOptions, judge,
 };
@@ -23,6 +24,7 @@ use tracing::{Instrument, debug, info, info_span, warn};
 
 use super::cached::CachedNode;
 use super::context::Context;
+use super::device_rules;
 use super::error::{Error, is_conflict};
 use super::events::{publish_deadline, publish_transition};
 use super::metrics::Kind;
@@ -141,8 +143,9 @@ async fn reconcile_inner(cached: Arc<CachedNode>, ctx: &Context) -> Result<Actio
             ctx.gate.note_taint_write();
         }
         match write_changes(ctx, &api, &node, &changes).await {
-            Ok(written) => {
+            Ok((written, rules_done)) => {
                 let wrote = written.is_some();
+                device_rules::publish(ctx, &node, assessment.profile.as_deref(), &rules_done).await;
                 if let Some(rv) = written {
                     ctx.note_write(&name, rv);
                     if deferred {
@@ -234,16 +237,25 @@ fn condition_patch(
 }
 
 /// Sends the planned writes. Returns the node's resourceVersion after the last
-/// one, `None` when nothing needed writing.
+/// one (`None` when nothing needed writing) and the DeviceTaintRule changes
+/// that took effect.
 async fn write_changes(
     ctx: &Context,
     api: &Api<Node>,
     node: &Node,
     changes: &NodeChanges,
-) -> Result<Option<String>, Error> {
+) -> Result<(Option<String>, Vec<DeviceRuleChange>), Error> {
     if changes.is_empty() {
-        return Ok(None);
+        return Ok((None, vec![]));
     }
+    // Device rules first: they gate single devices, and the node patch that
+    // may follow (its taint released while the minimum of ready GPUs holds)
+    // must not open the node before its bad device is closed.
+    let rules_done = if changes.device_taint_rules.is_empty() {
+        vec![]
+    } else {
+        device_rules::write(ctx, &changes.device_taint_rules).await?
+    };
     let name = node.name_any();
     let params = PatchParams {
         field_manager: Some(keys::FIELD_MANAGER.to_owned()),
@@ -276,7 +288,7 @@ async fn write_changes(
         version = after.resource_version();
         ctx.metrics.count_write("conditions");
     }
-    Ok(Some(version.unwrap_or_default()))
+    Ok((Some(version.unwrap_or_default()), rules_done))
 }
 
 #[cfg(test)]

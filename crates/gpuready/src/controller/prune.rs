@@ -132,7 +132,7 @@ pub(super) mod tests {
                     "gpuready.io/ready": "false",
                 },
                 "annotations": {
-                    "gpuready.io/taint": "gpuready.io/not-ready:NoSchedule",
+                    "gpuready.io/taint": "readiness.k8s.io/gpuready-not-ready:NoSchedule",
                     "node.alpha.kubernetes.io/ttl": "0",
                     "volumes.kubernetes.io/controller-managed-attach-detach": "true",
                 },
@@ -150,7 +150,7 @@ pub(super) mod tests {
             },
             "spec": {
                 "podCIDR": "10.0.0.0/24", "providerID": "aws:///i-1",
-                "taints": [{ "key": "gpuready.io/not-ready", "value": "x", "effect": "NoSchedule" }],
+                "taints": [{ "key": "readiness.k8s.io/gpuready-not-ready", "value": "x", "effect": "NoSchedule" }],
             },
             "status": {
                 "capacity": { "cpu": "8", "nvidia.com/gpu": "1" },

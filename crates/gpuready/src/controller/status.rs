@@ -283,6 +283,12 @@ fn record_metrics(ctx: &Context, profile: &str, t: &ProfileTally, engaged: bool)
         .nodes
         .get_or_create(&state("past_deadline"))
         .set(gauge(t.past_deadline));
+    ctx.metrics
+        .tainted_devices
+        .get_or_create(&Profile {
+            profile: profile.to_owned(),
+        })
+        .set(gauge(t.tainted_device_count()));
     for layer in Layer::ALL {
         ctx.metrics
             .layer_ready

@@ -47,7 +47,7 @@ pub fn gated(node: &Node) -> bool {
 pub fn foreign_taints(node: &Node) -> Vec<String> {
     taint_keys(node)
         .into_iter()
-        .filter(|k| !k.starts_with("gpuready.io/"))
+        .filter(|k| !k.starts_with("gpuready.io/") && k != gpuready_api::keys::DEFAULT_TAINT_KEY)
         .collect()
 }
 
@@ -82,7 +82,9 @@ pub fn gpuready_traces(node: &Node) -> Vec<String> {
     out.extend(
         taints(node)
             .into_iter()
-            .filter(|t| t.key.starts_with("gpuready.io/"))
+            .filter(|t| {
+                t.key.starts_with("gpuready.io/") || t.key == gpuready_api::keys::DEFAULT_TAINT_KEY
+            })
             .map(|t| format!("taint {}", t.key)),
     );
     out.extend(

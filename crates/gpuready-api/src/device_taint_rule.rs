@@ -1,0 +1,193 @@
+//! `resource.k8s.io/v1` `DeviceTaintRule` (GA in Kubernetes 1.37): the object
+//! gpuready writes to take one bad device of a DRA node out of service, and the
+//! exact rules of which such objects are gpuready's.
+//!
+//! Hand-written rather than k8s-openapi's: the workspace builds k8s-openapi
+//! 0.29 with the `v1_33` feature (the oldest Kubernetes minor gpuready
+//! supports), whose `resource.k8s.io` has DeviceTaintRule only as `v1alpha3`;
+//! the `v1` type exists only under the `v1_37` feature, which would drop every
+//! older API server. The [`kube::Resource`] impl below is what kube's
+//! `Api<DeviceTaintRule>` needs, so no DynamicObject round-trip is involved.
+//! Unknown fields are ignored (`status`, `timeAdded`), so a newer server's
+//! object still parses.
+
+use std::borrow::Cow;
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::{Deserialize, Serialize};
+
+use crate::dra::DeviceTaint;
+use crate::keys;
+
+/// One DeviceTaintRule: a taint on every device its selector matches.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceTaintRule {
+    #[serde(default)]
+    pub metadata: ObjectMeta,
+    #[serde(default)]
+    pub spec: DeviceTaintRuleSpec,
+}
+
+/// `spec` of a DeviceTaintRule.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceTaintRuleSpec {
+    /// Without a selector no device matches; gpuready always sets all three
+    /// of driver, pool and device, so a rule selects exactly one device.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device_selector: Option<DeviceTaintSelector>,
+    #[serde(default)]
+    pub taint: DeviceTaint,
+}
+
+/// Which devices a rule taints: every set member must match.
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceTaintSelector {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub driver: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pool: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+}
+
+impl kube::Resource for DeviceTaintRule {
+    type DynamicType = ();
+    type Scope = kube::core::ClusterResourceScope;
+
+    fn kind(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(keys::device_rules::KIND)
+    }
+    fn group(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(keys::dra::API_GROUP)
+    }
+    fn version(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(keys::dra::API_VERSION)
+    }
+    fn api_version(_: &()) -> Cow<'_, str> {
+        Cow::Owned(format!(
+            "{}/{}",
+            keys::dra::API_GROUP,
+            keys::dra::API_VERSION
+        ))
+    }
+    fn plural(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed(keys::device_rules::PLURAL)
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.metadata
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.metadata
+    }
+}
+
+/// Whether gpuready owns this rule: its name carries gpuready's prefix AND it
+/// carries gpuready's ownership label. Both, never either: an admin's rule
+/// named `gpuready-…` or labelled by mistake is left alone.
+pub fn is_owned(rule: &DeviceTaintRule) -> bool {
+    let named = rule
+        .metadata
+        .name
+        .as_deref()
+        .is_some_and(|n| n.starts_with(keys::device_rules::NAME_PREFIX));
+    let labelled = rule
+        .metadata
+        .labels
+        .as_ref()
+        .and_then(|l| l.get(keys::device_rules::LABEL_OWNED))
+        .is_some_and(|v| v == keys::device_rules::LABEL_OWNED_VALUE);
+    named && labelled
+}
+
+/// The node an owned rule was written for (its annotation).
+pub fn node_of(rule: &DeviceTaintRule) -> Option<&str> {
+    rule.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(keys::device_rules::ANNOTATION_NODE))
+        .map(String::as_str)
+}
+
+/// The name of gpuready's rule for one device: `gpuready-<pool>-<device>`,
+/// readable in `kubectl get devicetaintrules`. Pool names are DNS subdomains
+/// and device names DNS labels, so the name is a valid object name; one that
+/// would be longer than 253 characters is cut and made unique by a hash.
+pub fn rule_name(driver: &str, pool: &str, device: &str) -> String {
+    let name = format!("{}{pool}-{device}", keys::device_rules::NAME_PREFIX);
+    if name.len() <= 253 {
+        return name;
+    }
+    // FNV-1a over the full identity: stable across releases and processes.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in format!("{driver}/{pool}/{device}").bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    let mut cut = 253 - 17;
+    while !name.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let head = name[..cut].trim_end_matches(['-', '.']);
+    format!("{head}-{h:016x}")
+}
+
+/// The labels and annotations every rule gpuready writes carries.
+pub fn owned_metadata(node: &str, reason: &str) -> ObjectMeta {
+    ObjectMeta {
+        labels: Some(BTreeMap::from([(
+            keys::device_rules::LABEL_OWNED.to_owned(),
+            keys::device_rules::LABEL_OWNED_VALUE.to_owned(),
+        )])),
+        annotations: Some(BTreeMap::from([
+            (
+                keys::device_rules::ANNOTATION_NODE.to_owned(),
+                node.to_owned(),
+            ),
+            (
+                keys::device_rules::ANNOTATION_REASON.to_owned(),
+                reason.to_owned(),
+            ),
+        ])),
+        ..ObjectMeta::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_readable_and_bounded() {
+        assert_eq!(
+            rule_name("gpu.nvidia.com", "gpu-h200-01", "gpu-3"),
+            "gpuready-gpu-h200-01-gpu-3"
+        );
+        let long = "n".repeat(250);
+        let a = rule_name("gpu.nvidia.com", &long, "gpu-3");
+        let b = rule_name("gpu.nvidia.com", &long, "gpu-4");
+        assert!(a.len() <= 253 && b.len() <= 253);
+        assert_ne!(a, b);
+        assert!(a.starts_with(keys::device_rules::NAME_PREFIX));
+    }
+
+    #[test]
+    fn ownership_needs_prefix_and_label() {
+        let mut r = DeviceTaintRule {
+            metadata: owned_metadata("n", "FatalXid"),
+            ..DeviceTaintRule::default()
+        };
+        r.metadata.name = Some("gpuready-n-gpu-0".into());
+        assert!(is_owned(&r));
+        assert_eq!(node_of(&r), Some("n"));
+        let mut foreign = r.clone();
+        foreign.metadata.name = Some("admin-gpu-0".into());
+        assert!(!is_owned(&foreign), "label alone is not ownership");
+        let mut unlabelled = r.clone();
+        unlabelled.metadata.labels = None;
+        assert!(!is_owned(&unlabelled), "prefix alone is not ownership");
+    }
+}

@@ -1,0 +1,377 @@
+//! Per-device verdicts on DRA nodes, for profiles with `deviceGating`: which
+//! devices of the node's complete pool are bad by their own evidence (the
+//! probe report's per-GPU state matched by UUID, the device's attributes
+//! against the profile, the parent GPU of a MIG device), and the
+//! DeviceTaintRules gpuready wants for them. Pure: the pool, the report and
+//! the rules gpuready owns are inputs.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use gpuready_api::device_taint_rule::{
+    self, DeviceTaintRule, DeviceTaintRuleSpec, DeviceTaintSelector,
+};
+use gpuready_api::dra::DeviceTaint;
+use gpuready_api::keys::{self, dra, health_reasons as hr};
+use gpuready_api::probe::{EventKind, ProbeReport};
+use gpuready_api::profile::{DEFAULT_FATAL_XIDS, ProbeExpectation};
+use gpuready_api::{GpuNodeProfileSpec, Mode};
+use serde::Serialize;
+
+use crate::evidence::{DeviceKind, DraDevice, DraPool};
+use crate::product;
+use crate::version::MajorMinor;
+
+/// One device gpuready takes out of service.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct BadDevice {
+    pub driver: String,
+    pub pool: String,
+    pub device: String,
+    /// Machine reason (`FatalXid`, `ProductMismatch`, …): the value of the
+    /// device taint gpuready writes.
+    pub reason: String,
+    pub message: String,
+}
+
+/// The verdict over the devices of one node under device gating.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceGatingReport {
+    /// Every bad device, sorted by device name.
+    pub bad: Vec<BadDevice>,
+    /// Physical GPUs with a usable device left: not bad, not tainted
+    /// NoSchedule/NoExecute by the DRA driver.
+    pub ready_gpus: usize,
+    /// Below this many ready GPUs the node is tainted too.
+    pub min_ready_gpus: usize,
+}
+
+impl DeviceGatingReport {
+    /// `gpu-3 (FatalXid), gpu-5 (UncorrectableEccErrors)`.
+    pub fn describe(&self) -> String {
+        self.bad
+            .iter()
+            .map(|b| format!("{} ({})", b.device, b.reason))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// Why a physical GPU is bad, from the probe report (keyed by GPU UUID). The
+/// first problem by the Health layer's order stands: ECC, row remapping, XID.
+fn bad_gpus_from_probe(
+    spec: &GpuNodeProfileSpec,
+    report: &ProbeReport,
+) -> BTreeMap<String, (u8, &'static str, String)> {
+    let defaults = ProbeExpectation::default();
+    let rules = spec.probe.as_ref().unwrap_or(&defaults);
+    let fatal: &[u32] = rules.fatal_xids.as_deref().unwrap_or(DEFAULT_FATAL_XIDS);
+    let mut bad: BTreeMap<String, (u8, &'static str, String)> = BTreeMap::new();
+    let mut note = |uuid: &str, rank: u8, reason: &'static str, message: String| {
+        let e = bad
+            .entry(uuid.to_owned())
+            .or_insert((rank, reason, message.clone()));
+        if rank < e.0 {
+            *e = (rank, reason, message);
+        }
+    };
+    for g in &report.gpus {
+        let Some(uuid) = g.uuid.as_deref() else {
+            continue;
+        };
+        if let Some(n) = g.ecc.as_ref().and_then(|e| e.volatile_uncorrectable)
+            && n > 0
+        {
+            note(
+                uuid,
+                1,
+                hr::UNCORRECTABLE_ECC,
+                format!("{n} uncorrectable ECC error(s) since the driver loaded"),
+            );
+        }
+        if g.row_remapping.as_ref().is_some_and(|r| r.failure) {
+            note(
+                uuid,
+                2,
+                hr::ROW_REMAP_FAILED,
+                "row remapping failed (no spare rows left)".into(),
+            );
+        }
+    }
+    for e in &report.events.records {
+        match (e.kind, e.xid) {
+            (EventKind::DoubleBitEcc, _) => note(
+                &e.gpu,
+                1,
+                hr::UNCORRECTABLE_ECC,
+                format!("{} double-bit ECC event(s) since {}", e.count, e.first_seen),
+            ),
+            (EventKind::Xid, Some(x)) if u32::try_from(x).is_ok_and(|x| fatal.contains(&x)) => {
+                note(
+                    &e.gpu,
+                    4,
+                    hr::FATAL_XID,
+                    format!("XID {x} ×{} (last {})", e.count, e.last_seen),
+                )
+            }
+            _ => {}
+        }
+    }
+    bad
+}
+
+/// Why a device's own attributes do not fit the profile (a mixed node).
+fn attribute_mismatch(spec: &GpuNodeProfileSpec, d: &DraDevice) -> Option<(&'static str, String)> {
+    if !matches!(d.kind, DeviceKind::Gpu | DeviceKind::Mig) {
+        return None;
+    }
+    let g = &spec.gpu;
+    if !g.products.is_empty()
+        && let Some(p) = d.product.as_deref()
+    {
+        let p = product::from_nvml_name(p);
+        if !product::matches_any(&g.products, &p) {
+            return Some((
+                "ProductMismatch",
+                format!("{p} is not one of {}", g.products.join(", ")),
+            ));
+        }
+    }
+    if let Some(min) = g.min_memory_mib
+        && d.kind == DeviceKind::Gpu
+        && let Some(mib) = d.memory_mib
+        && mib < u64::from(min)
+    {
+        return Some(("MemoryTooSmall", format!("{mib} MiB < {min} MiB required")));
+    }
+    if let Some(min) = g
+        .min_compute_capability
+        .as_deref()
+        .and_then(|m| MajorMinor::parse(m).ok())
+        && let Some(cc) = d.compute
+        && cc < min
+    {
+        return Some((
+            "ComputeCapabilityTooLow",
+            format!("compute capability {cc} < {min} required"),
+        ));
+    }
+    None
+}
+
+/// The bad devices of a complete pool.
+pub fn judge_devices(
+    spec: &GpuNodeProfileSpec,
+    pool: &DraPool,
+    probe: Option<&ProbeReport>,
+) -> DeviceGatingReport {
+    let by_gpu = probe
+        .map(|r| bad_gpus_from_probe(spec, r))
+        .unwrap_or_default();
+    let mut bad = Vec::new();
+    for d in &pool.devices {
+        let from_probe = d.gpu_uuid().and_then(|u| by_gpu.get(u).map(|b| (u, b)));
+        let verdict = match from_probe {
+            Some((uuid, (_, reason, message))) => Some((
+                *reason,
+                if d.kind == DeviceKind::Mig {
+                    format!("parent GPU {uuid}: {message}")
+                } else {
+                    format!("{uuid}: {message}")
+                },
+            )),
+            None => attribute_mismatch(spec, d),
+        };
+        if let Some((reason, message)) = verdict {
+            bad.push(BadDevice {
+                driver: dra::DRIVER.to_owned(),
+                pool: d.pool.clone(),
+                device: d.name.clone(),
+                reason: reason.to_owned(),
+                message,
+            });
+        }
+    }
+    bad.sort_by(|a, b| (&a.pool, &a.device).cmp(&(&b.pool, &b.device)));
+    let names: BTreeSet<&str> = bad.iter().map(|b| b.device.as_str()).collect();
+    let ready_gpus = pool.without(&names).physical_gpus(true);
+    let min_ready_gpus = spec
+        .device_gating
+        .as_ref()
+        .and_then(|g| g.min_ready_gpus)
+        .or(spec.gpu.count)
+        .unwrap_or(1);
+    DeviceGatingReport {
+        bad,
+        ready_gpus,
+        min_ready_gpus: usize::try_from(min_ready_gpus).unwrap_or(usize::MAX),
+    }
+}
+
+/// The report with the bad GPUs left out (their entries and events; the
+/// enumeration count kept), so the Health layer judges the GPUs that stay in
+/// service: a bad GPU is handled by its own DeviceTaintRule.
+pub fn report_without(
+    report: &ProbeReport,
+    gating: &DeviceGatingReport,
+    pool: &DraPool,
+) -> ProbeReport {
+    let bad_devices: BTreeSet<&str> = gating.bad.iter().map(|b| b.device.as_str()).collect();
+    let uuids: BTreeSet<&str> = pool
+        .devices
+        .iter()
+        .filter(|d| bad_devices.contains(d.name.as_str()))
+        .filter_map(DraDevice::gpu_uuid)
+        .collect();
+    let mut r = report.clone();
+    let seen = r
+        .device_count
+        .unwrap_or(u32::try_from(r.gpus.len()).unwrap_or(u32::MAX));
+    r.device_count = Some(seen);
+    r.gpus
+        .retain(|g| g.uuid.as_deref().is_none_or(|u| !uuids.contains(u)));
+    r.events.records.retain(|e| !uuids.contains(e.gpu.as_str()));
+    r
+}
+
+/// One DeviceTaintRule change gpuready would make.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RuleAction {
+    Create,
+    Update,
+    Delete,
+}
+
+/// A DeviceTaintRule to create, update or delete: one entry per device rule
+/// in a node's `changes` (`check --output json`).
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceRuleChange {
+    pub action: RuleAction,
+    pub name: String,
+    pub pool: String,
+    pub device: String,
+    /// Why the device is bad (`None` for a delete: it recovered or left the profile).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Why the device is bad, in words (create, update).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    /// The rule to write (create, update).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rule: Option<DeviceTaintRule>,
+    /// The observed rule's resourceVersion (update) and uid (delete): the
+    /// write applies to exactly the object gpuready saw, or fails with 409.
+    #[serde(skip)]
+    pub resource_version: Option<String>,
+    #[serde(skip)]
+    pub uid: Option<String>,
+}
+
+/// The rule gpuready wants for one bad device.
+pub fn desired_rule(node: &str, bad: &BadDevice, spec: &GpuNodeProfileSpec) -> DeviceTaintRule {
+    let effect = match (spec.mode, &spec.device_gating) {
+        (Mode::Observe, _) | (_, None) => "None",
+        (Mode::Enforce, Some(g)) => g.effect.as_str(),
+    };
+    let mut metadata = device_taint_rule::owned_metadata(node, &bad.reason);
+    metadata.name = Some(device_taint_rule::rule_name(
+        &bad.driver,
+        &bad.pool,
+        &bad.device,
+    ));
+    DeviceTaintRule {
+        metadata,
+        spec: DeviceTaintRuleSpec {
+            device_selector: Some(DeviceTaintSelector {
+                driver: Some(bad.driver.clone()),
+                pool: Some(bad.pool.clone()),
+                device: Some(bad.device.clone()),
+            }),
+            taint: DeviceTaint {
+                key: keys::device_rules::TAINT_KEY.to_owned(),
+                value: Some(bad.reason.clone()),
+                effect: effect.to_owned(),
+            },
+        },
+    }
+}
+
+/// Whether an owned rule already is what gpuready wants (spec and ownership
+/// metadata; the server's own fields such as `timeAdded` do not count).
+fn same(current: &DeviceTaintRule, want: &DeviceTaintRule) -> bool {
+    let ann = |r: &DeviceTaintRule, k: &str| {
+        r.metadata
+            .annotations
+            .as_ref()
+            .and_then(|a| a.get(k).cloned())
+    };
+    current.spec == want.spec
+        && ann(current, keys::device_rules::ANNOTATION_NODE)
+            == ann(want, keys::device_rules::ANNOTATION_NODE)
+        && ann(current, keys::device_rules::ANNOTATION_REASON)
+            == ann(want, keys::device_rules::ANNOTATION_REASON)
+}
+
+/// The changes that bring the node's owned rules to `want` (`None`: delete all).
+pub fn rule_changes(
+    node: &str,
+    owned: &[DeviceTaintRule],
+    want: Option<(&DeviceGatingReport, &GpuNodeProfileSpec)>,
+) -> Vec<DeviceRuleChange> {
+    let desired: BTreeMap<String, (DeviceTaintRule, &BadDevice)> = want
+        .map(|(g, spec)| {
+            g.bad
+                .iter()
+                .map(|b| {
+                    let r = desired_rule(node, b, spec);
+                    (r.metadata.name.clone().unwrap_or_default(), (r, b))
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let current: BTreeMap<String, &DeviceTaintRule> = owned
+        .iter()
+        .filter(|r| device_taint_rule::is_owned(r))
+        .map(|r| (r.metadata.name.clone().unwrap_or_default(), r))
+        .collect();
+    let mut out = Vec::new();
+    for (name, (rule, bad)) in &desired {
+        let (action, seen) = match current.get(name) {
+            None => (RuleAction::Create, None),
+            Some(c) if !same(c, rule) => (RuleAction::Update, Some(*c)),
+            Some(_) => continue,
+        };
+        out.push(DeviceRuleChange {
+            action,
+            name: name.clone(),
+            pool: bad.pool.clone(),
+            device: bad.device.clone(),
+            reason: Some(bad.reason.clone()),
+            message: Some(bad.message.clone()),
+            rule: Some(rule.clone()),
+            resource_version: seen.and_then(|c| c.metadata.resource_version.clone()),
+            uid: seen.and_then(|c| c.metadata.uid.clone()),
+        });
+    }
+    for (name, rule) in &current {
+        if desired.contains_key(name) {
+            continue;
+        }
+        let sel = rule.spec.device_selector.clone().unwrap_or_default();
+        out.push(DeviceRuleChange {
+            action: RuleAction::Delete,
+            name: name.clone(),
+            pool: sel.pool.unwrap_or_default(),
+            device: sel.device.unwrap_or_default(),
+            reason: None,
+            message: None,
+            rule: None,
+            resource_version: rule.metadata.resource_version.clone(),
+            uid: rule.metadata.uid.clone(),
+        });
+    }
+    out
+}

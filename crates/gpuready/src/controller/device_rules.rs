@@ -1,0 +1,128 @@
+//! The one place gpuready writes DeviceTaintRules: the changes the pure plan
+//! made for a node's devices (device gating), sent before the node's own
+//! patch, through the same fenced client as every other write. Exact
+//! ownership: a rule is created by name (a name another writer holds is left
+//! alone), updated only at the resourceVersion gpuready saw, and deleted only
+//! with the uid gpuready saw — never by prefix, label selector or collection.
+
+use gpuready_api::device_taint_rule::DeviceTaintRule;
+use gpuready_api::keys;
+use gpuready_core::devices::{DeviceRuleChange, RuleAction};
+use k8s_openapi::api::core::v1::Node;
+use kube::api::{Api, DeleteParams, PostParams, Preconditions};
+use kube::runtime::events::{Event, EventType};
+use tracing::{info, warn};
+
+use super::context::Context;
+use super::error::Error;
+use super::events::publish_node_event;
+
+/// Sends the planned rule changes. Returns the changes that took effect (for
+/// Events); a create whose name another writer already holds is skipped.
+pub async fn write(
+    ctx: &Context,
+    changes: &[DeviceRuleChange],
+) -> Result<Vec<DeviceRuleChange>, Error> {
+    let api: Api<DeviceTaintRule> = Api::all(ctx.client.clone());
+    // gpuready's field manager, as on every other write (managedFields name it).
+    let post = PostParams {
+        field_manager: Some(keys::FIELD_MANAGER.to_owned()),
+        ..PostParams::default()
+    };
+    let mut done = Vec::with_capacity(changes.len());
+    for c in changes {
+        match c.action {
+            RuleAction::Create => {
+                let Some(rule) = &c.rule else { continue };
+                match api.create(&post, rule).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(s)) if s.code == 409 => {
+                        // gpuready's own, written a moment ago and not in the
+                        // cache yet; or another writer's, left alone whatever it says.
+                        let owned = api
+                            .get_opt(&c.name)
+                            .await?
+                            .is_some_and(|r| gpuready_api::device_taint_rule::is_owned(&r));
+                        if !owned {
+                            warn!(rule = %c.name, device = %c.device, "a DeviceTaintRule of that name exists and is not gpuready's; leaving it alone");
+                        }
+                        continue;
+                    }
+                    Err(e) => return Err(e.into()),
+                }
+            }
+            RuleAction::Update => {
+                let Some(rule) = &c.rule else { continue };
+                let mut rule = rule.clone();
+                rule.metadata.resource_version = c.resource_version.clone();
+                rule.metadata.uid = c.uid.clone();
+                api.replace(&c.name, &post, &rule).await?;
+            }
+            RuleAction::Delete => {
+                let params = DeleteParams {
+                    preconditions: Some(Preconditions {
+                        uid: c.uid.clone(),
+                        resource_version: None,
+                    }),
+                    ..DeleteParams::default()
+                };
+                match api.delete(&c.name, &params).await {
+                    Ok(_) => {}
+                    // Gone already: nothing to take back.
+                    Err(kube::Error::Api(s)) if s.code == 404 => continue,
+                    Err(e) => return Err(e.into()),
+                }
+            }
+        }
+        ctx.metrics.count_write("devicetaintrule");
+        info!(action = ?c.action, rule = %c.name, device = %c.device, reason = c.reason.as_deref().unwrap_or(""), "DeviceTaintRule written");
+        done.push(c.clone());
+    }
+    Ok(done)
+}
+
+/// One Event on the node per rule created or deleted, naming the device.
+pub async fn publish(ctx: &Context, node: &Node, profile: Option<&str>, done: &[DeviceRuleChange]) {
+    for c in done {
+        let (type_, reason, note) = match c.action {
+            RuleAction::Create | RuleAction::Update => (
+                EventType::Warning,
+                keys::event_reasons::DEVICE_TAINTED,
+                format!(
+                    "device {} (pool {}) tainted by DeviceTaintRule {}: {}: {}",
+                    c.device,
+                    c.pool,
+                    c.name,
+                    c.reason.as_deref().unwrap_or(""),
+                    c.message.as_deref().unwrap_or("")
+                ),
+            ),
+            RuleAction::Delete => (
+                EventType::Normal,
+                keys::event_reasons::DEVICE_TAINT_REMOVED,
+                format!(
+                    "device {} (pool {}): DeviceTaintRule {} deleted (the device recovered or is no longer gated)",
+                    c.device, c.pool, c.name
+                ),
+            ),
+        };
+        let ev = Event {
+            type_,
+            reason: reason.into(),
+            note: Some(
+                format!(
+                    "{}{note}",
+                    profile
+                        .map(|p| format!("GpuNodeProfile {p}: "))
+                        .unwrap_or_default()
+                )
+                .chars()
+                .take(1000)
+                .collect(),
+            ),
+            action: "GateDevice".into(),
+            secondary: None,
+        };
+        publish_node_event(ctx, node, &ev, "device taint").await;
+    }
+}
