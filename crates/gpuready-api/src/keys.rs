@@ -12,6 +12,11 @@ pub const TAINT_FIELD_MANAGER: &str = "gpuready-taints";
 pub const GROUP: &str = "gpuready.io";
 /// Prefix of every label, annotation and taint key gpuready owns.
 pub const KEY_PREFIX: &str = "gpuready.io/";
+/// The key domain gpuready owns: every label key in it (or in a subdomain of
+/// it) is gpuready's to write, so no profile may select on one and no
+/// `readyLabels` entry may name one — a selector that reads what gpuready
+/// writes changes with gpuready's own writes (a write storm).
+pub const OWNED_KEY_DOMAIN: &str = "gpuready.io";
 
 /// Default readiness taint key.
 pub const DEFAULT_TAINT_KEY: &str = "gpuready.io/not-ready";
@@ -85,6 +90,10 @@ pub const AUTOSCALER_TAINT_PREFIXES: &[&str] = &[
     "startup-taint.cluster-autoscaler.kubernetes.io/",
     "ignore-taint.cluster-autoscaler.kubernetes.io/",
 ];
+
+/// Reason of the profile's `Ready`/`Stalled` conditions while the API server
+/// refuses gpuready's writes to some of its nodes.
+pub const REASON_WRITES_REFUSED: &str = "WritesRefused";
 
 /// Reason of the profile's `Ready`/`Stalled` conditions when the profile breaks a
 /// rule the API server should have enforced (admitted by an older CRD, say).
@@ -235,6 +244,9 @@ pub mod event_reasons {
     pub const SAFETY_BRAKE_ENGAGED: &str = "SafetyBrakeEngaged";
     /// Profile: the safety brake released.
     pub const SAFETY_BRAKE_RELEASED: &str = "SafetyBrakeReleased";
+    /// Node: the API server refused gpuready's write to it (the reason is in
+    /// the note).
+    pub const WRITE_REFUSED: &str = "WriteRefused";
 }
 
 /// Event reasons on GpuNodeProfiles when gpuready changes the NFD CRDs, fails

@@ -133,7 +133,7 @@ pub struct GpuNodeProfileSpec {
     // below: without it CEL's cost estimate assumes request-sized strings and
     // kube-apiserver refuses the CRD ("estimated rule cost exceeds budget by 6.0x").
     #[schemars(extend("maxProperties" = 16, "additionalProperties" = {"type": "string", "maxLength": 63}))]
-    #[x_kube(validation = Rule::new("self.all(k, !k.startsWith('gpuready.io/ready') && !k.startsWith('gpuready.io/profile'))").message("readyLabels must not set gpuready.io/ready or gpuready.io/profile: gpuready writes those itself"))]
+    #[x_kube(validation = Rule::new("self.all(k, !k.matches('^([^/]*\\\\.)?gpuready\\\\.io/'))").message("readyLabels must not name keys in gpuready's own domain (gpuready.io/ and its subdomains): gpuready writes those itself"))]
     #[x_kube(validation = Rule::new("self.all(k, !k.matches('^([^/]*\\\\.)?(kubernetes\\\\.io|k8s\\\\.io|x-k8s\\\\.io|nvidia\\\\.com|karpenter\\\\.sh|karpenter\\\\.k8s\\\\.aws)/'))").message("readyLabels must not name keys other systems own (kubernetes.io, k8s.io, x-k8s.io, nvidia.com, karpenter.sh, karpenter.k8s.aws and their subdomains): use your own domain, like example.com/gpu-pool"))]
     #[x_kube(validation = Rule::new("self.all(k, !format.qualifiedName().validate(k).hasValue())").message("readyLabels keys must be valid label keys, like example.com/gpu-pool"))]
     #[x_kube(validation = Rule::new("self.all(k, self[k].size() <= 63 && self[k].matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'))").message("readyLabels values must be valid label values: at most 63 characters of letters, digits, '-', '_' or '.'"))]

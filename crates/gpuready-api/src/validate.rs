@@ -40,6 +40,18 @@ pub fn in_domains(key: &str, domains: &[&str]) -> bool {
     })
 }
 
+/// A label key gpuready writes itself: in [`crate::keys::OWNED_KEY_DOMAIN`] or
+/// a subdomain of it (`gpuready.io/ready`, `gpuready.io/profile`, any future
+/// one). The CRD's CEL rules spell the same test as [`OWNED_KEY_CEL_REGEX`].
+pub fn is_owned_key(key: &str) -> bool {
+    in_domains(key, &[crate::keys::OWNED_KEY_DOMAIN])
+}
+
+/// The regular expression the CRD's CEL rules match a key against for
+/// [`is_owned_key`], as a CEL string literal spells it (a test keeps the two in
+/// step).
+pub const OWNED_KEY_CEL_REGEX: &str = "'^([^/]*\\\\.)?gpuready\\\\.io/'";
+
 /// A taint key another system owns: in a reserved domain and not under one of
 /// the autoscaler-recognised prefixes.
 pub fn is_reserved_taint_key(key: &str) -> bool {
@@ -319,11 +331,13 @@ impl GpuNodeProfileSpec {
         }
 
         for (k, v) in &self.ready_labels {
-            if k.starts_with(crate::keys::LABEL_READY) || k.starts_with(crate::keys::LABEL_PROFILE)
-            {
+            if is_owned_key(k) {
                 fail(
                     "readyLabels",
-                    format!("{k:?} is written by gpuready itself and must not be set"),
+                    format!(
+                        "{k:?} is in gpuready's own key domain ({}/): gpuready writes those itself",
+                        crate::keys::OWNED_KEY_DOMAIN
+                    ),
                 );
             } else if !is_qualified_name(k) {
                 fail(
@@ -427,6 +441,8 @@ pub fn node_selector_errors(
                 ".matchLabels".into(),
                 format!("{k:?} must be a valid label key, like example.com/gpu-pool"),
             );
+        } else if is_owned_key(k) {
+            fail(".matchLabels".into(), owned_selector_key(k));
         }
         if v.len() > 63 || !is_label_value(v) {
             fail(
@@ -449,6 +465,8 @@ pub fn node_selector_errors(
                 at(".key"),
                 format!("{:?} must be a valid label key", truncated(&e.key)),
             );
+        } else if is_owned_key(&e.key) {
+            fail(at(".key"), owned_selector_key(&e.key));
         }
         let values = e.values.as_deref().unwrap_or_default();
         match e.operator.as_str() {
@@ -483,6 +501,14 @@ pub fn node_selector_errors(
         }
     }
     errors
+}
+
+fn owned_selector_key(key: &str) -> String {
+    format!(
+        "{:?} is a key gpuready writes itself ({}/): a selector on it would change with gpuready's own writes",
+        truncated(key),
+        crate::keys::OWNED_KEY_DOMAIN
+    )
 }
 
 /// At most 64 characters of a value for a message: a 1 MB key must not become
@@ -661,6 +687,47 @@ mod tests {
         }
         for p in crate::keys::AUTOSCALER_TAINT_PREFIXES {
             assert!(crd.contains(&format!("startsWith('{p}')")), "{p}");
+        }
+    }
+
+    /// The CEL rules spell the owned-key test by hand: keep it equal to
+    /// [`OWNED_KEY_CEL_REGEX`], and the regex equal to [`is_owned_key`].
+    #[test]
+    fn crd_rules_refuse_owned_keys_in_selector_and_ready_labels() {
+        fn rules(v: &serde_json::Value, out: &mut Vec<String>) {
+            match v {
+                serde_json::Value::Object(m) => {
+                    if let Some(serde_json::Value::String(r)) = m.get("rule") {
+                        out.push(r.clone());
+                    }
+                    m.values().for_each(|c| rules(c, out));
+                }
+                serde_json::Value::Array(a) => a.iter().for_each(|c| rules(c, out)),
+                _ => {}
+            }
+        }
+        let mut all = Vec::new();
+        rules(
+            &serde_json::to_value(crate::crd::gpu_node_profile_crd()).unwrap_or_default(),
+            &mut all,
+        );
+        assert_eq!(
+            all.iter()
+                .filter(|r| r.contains(OWNED_KEY_CEL_REGEX))
+                .count(),
+            3,
+            "matchLabels, matchExpressions[].key and readyLabels"
+        );
+        for k in [
+            "gpuready.io/ready",
+            "gpuready.io/profile",
+            "gpuready.io/ready-x",
+            "a.gpuready.io/x",
+        ] {
+            assert!(is_owned_key(k), "{k}");
+        }
+        for k in ["gpuready.io", "notgpuready.io/x", "example.com/gpuready.io"] {
+            assert!(!is_owned_key(k), "{k}");
         }
     }
 

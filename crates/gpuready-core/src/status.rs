@@ -309,24 +309,94 @@ pub fn profile_problem(profile: &gpuready_api::GpuNodeProfile) -> Option<String>
         .map(|e| format!("spec.nodeSelector: {}", e.message))
 }
 
+/// Why a profile's selector depends on what gpuready writes: it reads a key
+/// another profile's `readyLabels` sets (admission sees one profile at a time
+/// and cannot refuse it). gpuready ignores the labels it wrote when it selects
+/// ([`crate::assess::selectable_labels`]), so no write loop follows; this names
+/// the mistake on the profile. `None` when the selector is independent.
+pub fn selector_feedback(
+    profile: &gpuready_api::GpuNodeProfile,
+    profiles: &[std::sync::Arc<gpuready_api::GpuNodeProfile>],
+) -> Option<String> {
+    let name = profile.metadata.name.as_deref().unwrap_or_default();
+    profile.spec.selector_keys().into_iter().find_map(|key| {
+        profiles
+            .iter()
+            .filter(|o| o.metadata.name.as_deref() != Some(name))
+            .find(|o| o.spec.ready_labels.contains_key(key))
+            .map(|o| {
+                format!(
+                    "spec.nodeSelector: reads {key:?}, a label GpuNodeProfile {} sets through readyLabels: gpuready ignores labels it wrote itself when it selects nodes, so this requirement never sees them; select on labels gpuready does not write",
+                    o.metadata.name.as_deref().unwrap_or_default()
+                )
+            })
+    })
+}
+
 /// `status` saying the profile is invalid, the way kstatus (and so Flux) reads a
 /// failure that needs a person: `Ready=False` and `Stalled=True`, both with reason
 /// `InvalidProfile` and the broken rule as message. Without it such a profile
 /// looks healthy (`Ready=True NoMatchingNodes`) while gpuready ignores it.
 pub fn mark_invalid(
-    mut status: GpuNodeProfileStatus,
+    status: GpuNodeProfileStatus,
     problem: &str,
     generation: Option<i64>,
     previous: Option<&GpuNodeProfileStatus>,
     now: Timestamp,
 ) -> GpuNodeProfileStatus {
     let message = format!("the profile breaks a rule of the GpuNodeProfile CRD: {problem}");
+    mark_failed(
+        status,
+        keys::REASON_INVALID_PROFILE,
+        &message,
+        generation,
+        previous,
+        now,
+    )
+}
+
+/// `status` saying the API server refuses gpuready's writes to `count` of the
+/// profile's nodes (an admission policy, RBAC): `Ready=False`, `Stalled=True`
+/// with reason `WritesRefused` and the server's reason for the first node, so
+/// kstatus reads Failed instead of the Current a `Ready=True` would claim while
+/// the nodes stay as they were.
+pub fn mark_refused(
+    status: GpuNodeProfileStatus,
+    count: usize,
+    node: &str,
+    why: &str,
+    generation: Option<i64>,
+    previous: Option<&GpuNodeProfileStatus>,
+    now: Timestamp,
+) -> GpuNodeProfileStatus {
+    let message = format!(
+        "the API server refuses gpuready's writes to {count} node(s) of this profile, so their taint, labels or conditions may not match their verdict; node {node}: {why}"
+    );
+    let message: String = message.chars().take(1024).collect();
+    mark_failed(
+        status,
+        keys::REASON_WRITES_REFUSED,
+        &message,
+        generation,
+        previous,
+        now,
+    )
+}
+
+fn mark_failed(
+    mut status: GpuNodeProfileStatus,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    previous: Option<&GpuNodeProfileStatus>,
+    now: Timestamp,
+) -> GpuNodeProfileStatus {
     for (type_, status_value) in [(keys::CONDITION_READY, false), (CONDITION_STALLED, true)] {
         let mut c = condition(
             type_,
             status_value,
-            keys::REASON_INVALID_PROFILE,
-            message.clone(),
+            reason,
+            message.to_owned(),
             generation,
             now,
         );

@@ -6,6 +6,21 @@ use std::path::PathBuf;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
+/// The User-Agent of every request gpuready sends (`gpuready/<version>`), so
+/// audit logs and API Priority and Fairness can tell it from other clients
+/// (a FlowSchema can match the ServiceAccount; the audit log shows this too).
+pub const USER_AGENT: &str = concat!("gpuready/", env!("CARGO_PKG_VERSION"));
+
+/// Sets gpuready's [`USER_AGENT`] on a client configuration (once).
+pub fn identify(config: &mut kube::Config) {
+    let name = http::header::USER_AGENT;
+    if !config.headers.iter().any(|(n, _)| *n == name) {
+        config
+            .headers
+            .push((name, http::HeaderValue::from_static(USER_AGENT)));
+    }
+}
+
 /// The cluster flags every command that talks to a cluster takes.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ClusterArgs {
@@ -49,6 +64,12 @@ impl ClusterArgs {
     /// The client configuration these flags select: the file and context given,
     /// else kube's usual inference (KUBECONFIG, ~/.kube/config, in-cluster).
     pub async fn config(&self) -> Result<kube::Config, ClusterError> {
+        let mut config = self.config_as_found().await?;
+        identify(&mut config);
+        Ok(config)
+    }
+
+    async fn config_as_found(&self) -> Result<kube::Config, ClusterError> {
         let options = KubeConfigOptions {
             context: self.context.clone(),
             ..Default::default()
@@ -109,6 +130,49 @@ pub fn describe_request_error(server: &str, action: &str, e: &kube::Error) -> St
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A loopback server sees `gpuready/<version>` on what a client built
+    /// from an identified configuration sends.
+    #[tokio::test]
+    async fn every_request_carries_gpureadys_user_agent() {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let log = seen.clone();
+        let app = axum::Router::new().fallback(axum::routing::any(
+            move |headers: axum::http::HeaderMap| {
+                let log = log.clone();
+                async move {
+                    let ua = headers
+                        .get("user-agent")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_owned();
+                    log.lock().map(|mut l| l.push(ua)).ok();
+                    "{}"
+                }
+            },
+        ));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let mut config = kube::Config::new(format!("http://{addr}").parse().unwrap());
+        identify(&mut config);
+        identify(&mut config);
+        assert_eq!(config.headers.len(), 1, "set once");
+        let metrics = std::sync::Arc::new(crate::controller::metrics::Metrics::default());
+        for client in [
+            kube::Client::try_from(config.clone()).unwrap(),
+            crate::controller::requests::limited_client(config, metrics, None).unwrap(),
+        ] {
+            let _ = client
+                .request_text(http::Request::get("/version").body(Vec::new()).unwrap())
+                .await;
+        }
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 2);
+        for ua in seen {
+            assert_eq!(ua, format!("gpuready/{}", env!("CARGO_PKG_VERSION")));
+        }
+    }
 
     #[test]
     fn a_transport_error_names_the_server_and_what_to_check() {

@@ -562,7 +562,46 @@ fn bad_cases() -> Vec<Bad> {
             spec_with(json!({ "readyLabels": { "gpuready.io/ready": "true" } })),
             &[
                 "spec.readyLabels",
-                "readyLabels must not set gpuready.io/ready or gpuready.io/profile",
+                "readyLabels must not name keys in gpuready's own domain",
+            ],
+        ),
+        b(
+            ("spec.readyLabels", "rule"),
+            "ready label in a subdomain of gpuready's",
+            spec_with(json!({ "readyLabels": { "x.gpuready.io/not-ready-deadline-exceeded": "true" } })),
+            &[
+                "spec.readyLabels",
+                "readyLabels must not name keys in gpuready's own domain",
+            ],
+        ),
+        // The write storm of issue 24: selectors that read what gpuready writes.
+        b(
+            ("spec.nodeSelector.matchExpressions[].key", "rule"),
+            "selector NotIn on gpuready.io/ready",
+            json!({ "nodeSelector": {
+                "matchLabels": { "gpu-pool": "talos" },
+                "matchExpressions": [{ "key": "gpuready.io/ready", "operator": "NotIn", "values": ["true"] }] } }),
+            &[
+                "spec.nodeSelector.matchExpressions[0].key",
+                "nodeSelector must not read keys gpuready writes itself",
+            ],
+        ),
+        b(
+            ("spec.nodeSelector.matchLabels", "rule"),
+            "selector on gpuready.io/ready=true",
+            json!({ "nodeSelector": { "matchLabels": { "gpuready.io/ready": "true" } } }),
+            &[
+                "spec.nodeSelector.matchLabels",
+                "nodeSelector must not read keys gpuready writes itself",
+            ],
+        ),
+        b(
+            ("spec.nodeSelector.matchLabels", "rule"),
+            "selector on a future gpuready.io/ key",
+            json!({ "nodeSelector": { "matchLabels": { "gpuready.io/anything-new": "x" } } }),
+            &[
+                "spec.nodeSelector.matchLabels",
+                "nodeSelector must not read keys gpuready writes itself",
             ],
         ),
         b(

@@ -2,11 +2,13 @@
 //! and has renewed it within the renew deadline. The [`Fence`] holds the
 //! instant until which writes are allowed (fed by the lease guard in
 //! `leader.rs`); [`fenced_client`] wraps the client every reconciler, the status
-//! task, the NFD task and the Event recorder use, and refuses any request other
-//! than a read once that instant has passed — checked immediately before the
-//! request leaves, so no write path can bypass it and work already in flight
-//! stops writing at once. The lease itself is renewed through a client without
-//! the fence.
+//! task, the NFD task and the Event recorder use. It refuses a write once that
+//! instant has passed, and tags every write it lets through with the fence
+//! ([`FenceTag`]), so the client stack below checks the fence again before
+//! *each attempt* — a retry of a 429/503/504 sleeps inside the stack, maybe
+//! past the deadline, and is refused there (`requests.rs`), so work already in
+//! flight stops writing at once, retries included. The lease itself is renewed
+//! through a client without the fence.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -94,6 +96,26 @@ impl Fence {
     }
 }
 
+/// Carried in the extensions of every write the fenced client lets through:
+/// the client stack checks it before each attempt (kube's retry policy copies
+/// extensions into every retried request).
+#[derive(Clone, Debug)]
+pub struct FenceTag(pub Arc<Fence>);
+
+impl FenceTag {
+    /// `Err` once the fence is closed: the attempt must not leave.
+    pub fn check<B>(req: &Request<B>) -> Result<(), Error> {
+        match req.extensions().get::<FenceTag>() {
+            Some(tag) if !tag.0.is_open() => Err(Error::Fenced(format!(
+                "{} {}",
+                req.method(),
+                req.uri().path()
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Reads pass always: a fenced replica may still watch and judge.
 fn is_read(method: &Method) -> bool {
     matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
@@ -129,7 +151,7 @@ impl Service<Request<Body>> for Fenced {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, req: Request<Body>) -> Self::Future {
+    fn call(&mut self, mut req: Request<Body>) -> Self::Future {
         let client = self.inner.clone();
         let fence = self.fence.clone();
         Box::pin(async move {
@@ -142,6 +164,9 @@ impl Service<Request<Body>> for Fenced {
                     req.method(),
                     req.uri().path()
                 ))) as BoxError);
+            }
+            if !is_read(req.method()) {
+                req.extensions_mut().insert(FenceTag(fence));
             }
             client.send(req).await.map_err(|e| Box::new(e) as BoxError)
         })
@@ -165,6 +190,67 @@ mod tests {
         assert!(!f.is_open());
         f.extend_to(Instant::now() + Duration::from_secs(60));
         assert!(!f.is_open(), "a revoked fence stays closed");
+    }
+
+    /// A loopback server that answers every write with `code` and
+    /// `Retry-After: 1`, recording when each write arrived.
+    async fn refusing_server(code: u16) -> (String, Arc<std::sync::Mutex<Vec<Instant>>>) {
+        use axum::routing::any;
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let app = axum::Router::new().fallback(any(move || {
+            let log = log.clone();
+            async move {
+                log.lock().map(|mut l| l.push(Instant::now())).ok();
+                (
+                    axum::http::StatusCode::from_u16(code).unwrap(),
+                    [("Retry-After", "1")],
+                    "{}",
+                )
+            }
+        }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (format!("http://{addr}"), seen)
+    }
+
+    /// The retry of a 429/503 sleeps inside the client stack (Retry-After:
+    /// 1 s); the fence closes meanwhile: the retry must not leave. Before the
+    /// fence was checked per attempt, a deposed leader sent 28 such writes
+    /// after its renew deadline (issue 24).
+    #[tokio::test]
+    async fn no_retry_leaves_after_the_fence_closes() {
+        for code in [429, 503, 504] {
+            let (url, seen) = refusing_server(code).await;
+            let metrics = Arc::new(crate::controller::metrics::Metrics::default());
+            let inner = crate::controller::requests::limited_client(
+                kube::Config::new(url.parse().unwrap()),
+                metrics,
+                None,
+            )
+            .unwrap();
+            let fence = Fence::new();
+            let deadline = Instant::now() + Duration::from_millis(300);
+            fence.extend_to(deadline);
+            let client = fenced_client(inner, fence.clone());
+            let api: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client);
+            let result = api
+                .patch(
+                    "n",
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(serde_json::json!({})),
+                )
+                .await;
+            let why = format!("{:?}", result.err());
+            assert!(why.contains("Fenced"), "{code}: {why}");
+            let seen = seen.lock().unwrap().clone();
+            assert_eq!(seen.len(), 1, "{code}: the first attempt only");
+            assert!(
+                seen.iter().all(|t| *t < deadline),
+                "{code}: a write after the deadline"
+            );
+        }
     }
 
     #[test]

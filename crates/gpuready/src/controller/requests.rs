@@ -6,7 +6,11 @@
 //! Layers, outermost first:
 //!
 //! 1. retry: gpuready's own policy for 429/503/504 (see [`retry_policy`]);
-//! 2. count + limit (this module's [`CountRequests`]);
+//! 2. fence + limit + count (this module's [`CountRequests`]): each attempt
+//!    waits for the rate limiter, then — right before it leaves — a write the
+//!    fenced client tagged ([`FenceTag`]) is refused if the fence closed
+//!    meanwhile (a retry that slept past the renew deadline never goes out),
+//!    and only what leaves is counted;
 //! 3. a buffer (makes the stack cloneable, which retrying needs);
 //! 4. kube's own stack (auth, headers, tracing) with kube's built-in retry
 //!    switched off: left on, it sits *below* everything a `with_layer` adds, so
@@ -25,6 +29,7 @@ use tower::buffer::BufferLayer;
 use tower::retry::RetryLayer;
 use tower::{BoxError, Layer, Service, ServiceExt};
 
+use super::fence::FenceTag;
 use super::metrics::{Code, Metrics};
 
 /// A token bucket shared by every request of one client.
@@ -108,6 +113,8 @@ where
             if let Some(l) = limiter {
                 l.until_ready().await;
             }
+            // After the limiter's wait, which may itself outlast the deadline.
+            FenceTag::check(&req).map_err(|e| Box::new(e) as BoxError)?;
             metrics.count_request(req.method().as_str(), watch);
             let response = inner.oneshot(req).await.map_err(Into::into)?;
             let status = response.status();
@@ -137,6 +144,7 @@ pub fn limited_client(
     limiter: Option<Limiter>,
 ) -> Result<kube::Client, kube::Error> {
     config.default_retry = false;
+    crate::cluster::identify(&mut config);
     Ok(kube::client::ClientBuilder::try_from(config)?
         .with_layer(&BufferLayer::new(BUFFER))
         .with_layer(&CountRequests { metrics, limiter })
