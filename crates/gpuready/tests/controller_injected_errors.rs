@@ -66,15 +66,13 @@ async fn forward(State(p): State<Arc<Proxy>>, req: axum::extract::Request) -> Re
     if node_write && let Ok(mut w) = f.node_writes.lock() {
         w.push(Instant::now());
     }
-    let fault = if lease && (f.lease_writes_down.load(Ordering::SeqCst) && write) {
-        Some(500)
-    } else if lease
-        && f.lease_next_500
-            .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1))
-            .is_ok()
-    {
-        Some(500)
-    } else if lease && (n * 7919 % 1000) < u64::from(f.lease_500_permille.load(Ordering::SeqCst)) {
+    let lease_500 = lease
+        && ((f.lease_writes_down.load(Ordering::SeqCst) && write)
+            || f.lease_next_500
+                .fetch_update(Ordering::SeqCst, Ordering::SeqCst, |v| v.checked_sub(1))
+                .is_ok()
+            || (n * 7919 % 1000) < u64::from(f.lease_500_permille.load(Ordering::SeqCst)));
+    let fault = if lease_500 {
         Some(500)
     } else if node_write && f.node_writes_503.load(Ordering::SeqCst) && n % 2 == 0 {
         Some(503)

@@ -568,7 +568,9 @@ fn bad_cases() -> Vec<Bad> {
         b(
             ("spec.readyLabels", "rule"),
             "ready label in a subdomain of gpuready's",
-            spec_with(json!({ "readyLabels": { "x.gpuready.io/not-ready-deadline-exceeded": "true" } })),
+            spec_with(
+                json!({ "readyLabels": { "x.gpuready.io/not-ready-deadline-exceeded": "true" } }),
+            ),
             &[
                 "spec.readyLabels",
                 "readyLabels must not name keys in gpuready's own domain",
