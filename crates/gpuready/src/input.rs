@@ -125,26 +125,96 @@ fn read_text(path: &Path) -> Result<String, InputError> {
     })
 }
 
-/// The deepest flow nesting in `text` and the line where it passes
-/// [`MAX_FLOW_DEPTH`], if it does. Brackets inside quoted strings count too:
-/// that can only over-count text no real object holds.
+/// The line where flow nesting in `text` passes [`MAX_FLOW_DEPTH`], if it
+/// does. Brackets inside quoted scalars and comments are text, not nesting: a
+/// valid `kubectl get nodes -o yaml` dump whose annotation holds 300 `[` is
+/// read, as its JSON form is. A quote opens a quoted scalar only where a scalar
+/// may begin (line start, after a space, `[`, `{`, `,` or `:`); inside a plain
+/// scalar (`it's`) it is a letter, so a stray quote cannot hide real nesting
+/// from this bound.
 fn flow_too_deep(text: &str) -> Option<usize> {
+    #[derive(PartialEq)]
+    enum In {
+        Plain,
+        Single,
+        Double,
+        Comment,
+    }
+    let mut state = In::Plain;
     let mut depth = 0usize;
     let mut line = 1;
-    for b in text.bytes() {
-        match b {
-            b'\n' => line += 1,
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > MAX_FLOW_DEPTH {
-                    return Some(line);
+    let mut prev = b'\n';
+    let mut bytes = text.bytes().peekable();
+    while let Some(b) = bytes.next() {
+        if b == b'\n' {
+            line += 1;
+        }
+        let at_start = matches!(
+            prev,
+            b'\n' | b' ' | b'\t' | b'[' | b'{' | b',' | b':' | b'-' | b'?'
+        );
+        match state {
+            In::Comment if b == b'\n' => state = In::Plain,
+            In::Comment => {}
+            // '' is a quote inside a single-quoted scalar.
+            In::Single if b == b'\'' => {
+                if bytes.peek() == Some(&b'\'') {
+                    bytes.next();
+                } else {
+                    state = In::Plain;
                 }
             }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
+            In::Single => {}
+            In::Double if b == b'\\' => {
+                bytes.next();
+            }
+            In::Double if b == b'"' => state = In::Plain,
+            In::Double => {}
+            In::Plain => match b {
+                b'\'' if at_start => state = In::Single,
+                b'"' if at_start => state = In::Double,
+                b'#' if matches!(prev, b'\n' | b' ' | b'\t') => state = In::Comment,
+                b'[' | b'{' => {
+                    depth += 1;
+                    if depth > MAX_FLOW_DEPTH {
+                        return Some(line);
+                    }
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
         }
+        prev = b;
     }
     None
+}
+
+#[cfg(test)]
+mod depth_tests {
+    use super::*;
+
+    #[test]
+    fn brackets_in_quotes_and_comments_are_text_but_a_stray_quote_hides_nothing() {
+        let deep = "[".repeat(MAX_FLOW_DEPTH + 1);
+        for ok in [
+            format!("a: '{deep}'\n"),
+            format!("a: \"{deep}\"\n"),
+            format!("a: 'it''s {deep}'\n"),
+            format!("a: \"say \\\" {deep}\"\n"),
+            format!("a: 1 # {deep}\n"),
+            format!("a: ['{deep}', \"{deep}\"]\n"),
+        ] {
+            assert_eq!(flow_too_deep(&ok), None, "{ok}");
+        }
+        for bad in [
+            format!("a: {deep}"),
+            format!("a: it's\nb: {deep}"),
+            format!("a: x\"y\nb: {deep}"),
+            format!("a: x#y {deep}"),
+        ] {
+            assert!(flow_too_deep(&bad).is_some(), "{bad}");
+        }
+    }
 }
 
 /// Whether the text is one JSON value. kubectl reads a file as YAML unless it
