@@ -189,34 +189,6 @@ fn flow_too_deep(text: &str) -> Option<usize> {
     None
 }
 
-#[cfg(test)]
-mod depth_tests {
-    use super::*;
-
-    #[test]
-    fn brackets_in_quotes_and_comments_are_text_but_a_stray_quote_hides_nothing() {
-        let deep = "[".repeat(MAX_FLOW_DEPTH + 1);
-        for ok in [
-            format!("a: '{deep}'\n"),
-            format!("a: \"{deep}\"\n"),
-            format!("a: 'it''s {deep}'\n"),
-            format!("a: \"say \\\" {deep}\"\n"),
-            format!("a: 1 # {deep}\n"),
-            format!("a: ['{deep}', \"{deep}\"]\n"),
-        ] {
-            assert_eq!(flow_too_deep(&ok), None, "{ok}");
-        }
-        for bad in [
-            format!("a: {deep}"),
-            format!("a: it's\nb: {deep}"),
-            format!("a: x\"y\nb: {deep}"),
-            format!("a: x#y {deep}"),
-        ] {
-            assert!(flow_too_deep(&bad).is_some(), "{bad}");
-        }
-    }
-}
-
 /// Whether the text is one JSON value. kubectl reads a file as YAML unless it
 /// is a single JSON document; a YAML stream may still start with `{`, so a line
 /// `---` (which a JSON string cannot hold: it has no raw newlines) means YAML.
@@ -704,5 +676,33 @@ pub fn read_all_profiles(paths: &[PathBuf]) -> Result<Vec<GpuNodeProfile>, Input
     match InputError::from_all(errors) {
         Some(e) => Err(e),
         None => Ok(out),
+    }
+}
+
+#[cfg(test)]
+mod depth_tests {
+    use super::*;
+
+    #[test]
+    fn brackets_in_quotes_and_comments_are_text_but_a_stray_quote_hides_nothing() {
+        let deep = "[".repeat(MAX_FLOW_DEPTH + 1);
+        for ok in [
+            format!("a: '{deep}'\n"),
+            format!("a: \"{deep}\"\n"),
+            format!("a: 'it''s {deep}'\n"),
+            format!("a: \"say \\\" {deep}\"\n"),
+            format!("a: 1 # {deep}\n"),
+            format!("a: ['{deep}', \"{deep}\"]\n"),
+        ] {
+            assert_eq!(flow_too_deep(&ok), None, "{ok}");
+        }
+        for bad in [
+            format!("a: {deep}"),
+            format!("a: it's\nb: {deep}"),
+            format!("a: x\"y\nb: {deep}"),
+            format!("a: x#y {deep}"),
+        ] {
+            assert!(flow_too_deep(&bad).is_some(), "{bad}");
+        }
     }
 }
