@@ -202,6 +202,7 @@ async fn run_controllers(
         )
         .backoff(WatchBackoff::default()),
         recorder.clone(),
+        client.clone(),
     )
     .reflect(profile_writer)
     .flat_map(profile_triggers(status_tx.clone(), crd.clone()));
