@@ -138,7 +138,7 @@ autoscaler prefixes), so the policy lets gpuready write every taint key a
 profile can ask for and no other; tests/admission_policy.rs keeps the two equal.
 */}}
 {{- define "gpuready.cel.profileTaintKey" -}}
-(!KEY.matches('^([^/]*\\.)?(kubernetes\\.io|k8s\\.io|x-k8s\\.io|nvidia\\.com|karpenter\\.sh|karpenter\\.k8s\\.aws)/') || KEY.startsWith('readiness.k8s.io/') || KEY.startsWith('startup-taint.cluster-autoscaler.kubernetes.io/') || KEY.startsWith('ignore-taint.cluster-autoscaler.kubernetes.io/'))
+(!KEY.matches('^([^/]*\\.)?(kubernetes\\.io|k8s\\.io|x-k8s\\.io|nvidia\\.com|karpenter\\.sh|karpenter\\.k8s\\.aws|azure\\.com|cloud\\.google\\.com|gke\\.io|amazonaws\\.com|oraclecloud\\.com)/') || KEY.startsWith('readiness.k8s.io/') || KEY.startsWith('startup-taint.cluster-autoscaler.kubernetes.io/') || KEY.startsWith('ignore-taint.cluster-autoscaler.kubernetes.io/'))
 {{- end }}
 
 {{/*
@@ -146,7 +146,7 @@ CEL over the key KEY: whether a GpuNodeProfile may name it in `readyLabels` —
 the CRD's reserved-domain rule on readyLabels keys (kept equal by the same test).
 */}}
 {{- define "gpuready.cel.readyLabelKey" -}}
-(!KEY.matches('^([^/]*\\.)?(kubernetes\\.io|k8s\\.io|x-k8s\\.io|nvidia\\.com|karpenter\\.sh|karpenter\\.k8s\\.aws)/'))
+(!KEY.matches('^([^/]*\\.)?(kubernetes\\.io|k8s\\.io|x-k8s\\.io|nvidia\\.com|karpenter\\.sh|karpenter\\.k8s\\.aws|azure\\.com|cloud\\.google\\.com|gke\\.io|amazonaws\\.com|oraclecloud\\.com)/'))
 {{- end }}
 
 {{/*

@@ -72,6 +72,10 @@ pub const CONDITION_NFD_CRDS: &str = "NfdCrds";
 /// writes and reads. `x-k8s.io` is named apart because it is no subdomain of
 /// `k8s.io` (Cluster API's `node.cluster.x-k8s.io/uninitialized` taint).
 /// The CEL rules in profile.rs spell the same list; a test keeps them equal.
+///
+/// The cloud providers' domains are in the list too: AKS taints and labels
+/// under `kubernetes.azure.com/`, GKE under `cloud.google.com/` and
+/// `*.gke.io/`, EKS under `eks.amazonaws.com/`, OKE under `oraclecloud.com`.
 pub const RESERVED_KEY_DOMAINS: &[&str] = &[
     "kubernetes.io",
     "k8s.io",
@@ -79,7 +83,16 @@ pub const RESERVED_KEY_DOMAINS: &[&str] = &[
     "nvidia.com",
     "karpenter.sh",
     "karpenter.k8s.aws",
+    "azure.com",
+    "cloud.google.com",
+    "gke.io",
+    "amazonaws.com",
+    "oraclecloud.com",
 ];
+
+/// Extended-resource domains Kubernetes reserves for itself: no device plugin
+/// advertises a resource there, so a profile requiring one could never be ready.
+pub const RESERVED_RESOURCE_DOMAINS: &[&str] = &["kubernetes.io", "k8s.io"];
 
 /// Taint-key prefixes inside reserved domains that exist *for* readiness
 /// controllers like gpuready: Karpenter treats `readiness.k8s.io/` taints as

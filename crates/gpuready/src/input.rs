@@ -634,8 +634,10 @@ pub fn read_all_profiles(paths: &[PathBuf]) -> Result<Vec<GpuNodeProfile>, Input
             "gpuready.io/v1alpha1",
             "GpuNodeProfile",
             |raw: &mut Value| {
-                // What the server stores: nulls of non-nullable fields dropped.
+                // What the server stores: nulls of non-nullable fields dropped,
+                // integral floats (1000.0, 1.5e7) of integer fields as integers.
                 gpuready_api::validate::prune_nulls(raw);
+                gpuready_api::validate::integral_numbers(raw);
                 // Strict like `kubectl apply` (server-side field validation
                 // Strict): a misspelt field would otherwise be dropped silently
                 // and the check would judge a different profile.

@@ -312,8 +312,20 @@ async fn service_account_may_write_only_what_gpuready_owns() {
     apply_profile_json(&admin, late_profile()).await;
     create_node_with_status(&admin, "gpu-1").await;
     let governed = nodes.get("gpu-1").await.expect("node");
-    // The status fields the writes below try to change are served and set.
-    let status = serde_json::to_value(governed.status.clone()).expect("json");
+    // The status fields the writes below try to change are served and set
+    // (read raw: the typed Node may not know the newest of them).
+    let raw: Value = serde_json::from_str(
+        &admin
+            .request_text(
+                http::Request::get("/api/v1/nodes/gpu-1")
+                    .body(Vec::new())
+                    .expect("request"),
+            )
+            .await
+            .expect("node"),
+    )
+    .expect("json");
+    let status = raw["status"].clone();
     for field in ["images", "runtimeHandlers", "features", "declaredFeatures"] {
         assert!(
             status.get(field).is_some_and(|v| !v.is_null()),
