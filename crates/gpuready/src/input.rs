@@ -49,6 +49,8 @@ pub enum InputError {
         path: PathBuf,
         expected: &'static str,
     },
+    #[error("{path}: stopped reading after {after} problems")]
+    Stopped { path: PathBuf, after: usize },
     /// Every problem of a file, as the API server lists every problem of an
     /// object: one per line, each worded like a single error.
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\nerror: "))]
@@ -125,14 +127,30 @@ fn read_text(path: &Path) -> Result<String, InputError> {
     })
 }
 
-/// The line where flow nesting in `text` passes [`MAX_FLOW_DEPTH`], if it
-/// does. Brackets inside quoted scalars and comments are text, not nesting: a
+/// At least this many bytes of YAML per flow collection (`[`, `{`), on
+/// average over a file. The YAML parser holds every event of a document before
+/// any of it is read, several hundred bytes each: 19 MB of `[[…]]` took 52 s and
+/// 4.87 GB (issue 24). A `kubectl get -o yaml` dump has one `{}` in 40 bytes or
+/// fewer (managedFields); text denser than one in 16 is refused before parsing,
+/// which bounds the parser's events by the file's size as for block-style YAML.
+const FLOW_BYTES_PER_COLLECTION: usize = 16;
+
+/// Why [`flow_too_deep`] refuses a text, with the line where it noticed.
+#[derive(Debug, PartialEq, Eq)]
+enum FlowProblem {
+    Deep(usize),
+    Dense(usize),
+}
+
+/// The line where flow nesting in `text` passes [`MAX_FLOW_DEPTH`], or its
+/// flow collections get denser than one in [`FLOW_BYTES_PER_COLLECTION`] bytes, if
+/// they do. Brackets inside quoted scalars and comments are text, not nesting: a
 /// valid `kubectl get nodes -o yaml` dump whose annotation holds 300 `[` is
 /// read, as its JSON form is. A quote opens a quoted scalar only where a scalar
 /// may begin (line start, after a space, `[`, `{`, `,` or `:`); inside a plain
 /// scalar (`it's`) it is a letter, so a stray quote cannot hide real nesting
 /// from this bound.
-fn flow_too_deep(text: &str) -> Option<usize> {
+fn flow_too_deep(text: &str) -> Option<FlowProblem> {
     #[derive(PartialEq)]
     enum In {
         Plain,
@@ -142,6 +160,8 @@ fn flow_too_deep(text: &str) -> Option<usize> {
     }
     let mut state = In::Plain;
     let mut depth = 0usize;
+    let mut opened = 0usize;
+    let dense = text.len() / FLOW_BYTES_PER_COLLECTION + 1024;
     let mut line = 1;
     let mut prev = b'\n';
     let mut bytes = text.bytes().peekable();
@@ -176,8 +196,12 @@ fn flow_too_deep(text: &str) -> Option<usize> {
                 b'#' if matches!(prev, b'\n' | b' ' | b'\t') => state = In::Comment,
                 b'[' | b'{' => {
                     depth += 1;
+                    opened += 1;
                     if depth > MAX_FLOW_DEPTH {
-                        return Some(line);
+                        return Some(FlowProblem::Deep(line));
+                    }
+                    if opened > dense {
+                        return Some(FlowProblem::Dense(line));
                     }
                 }
                 b']' | b'}' => depth = depth.saturating_sub(1),
@@ -448,10 +472,18 @@ fn for_each_object(
         one_document::<Value, _>(&mut de, &mut per_doc, syntax(1))?;
         return de.end().map_err(|e| syntax(1)(e.to_string()));
     }
-    if let Some(line) = flow_too_deep(&text) {
-        return Err(syntax(1)(format!(
-            "flow collections ([ or {{) nested deeper than {MAX_FLOW_DEPTH} levels at line {line}: no Kubernetes object needs that"
-        )));
+    match flow_too_deep(&text) {
+        Some(FlowProblem::Deep(line)) => {
+            return Err(syntax(1)(format!(
+                "flow collections ([ or {{) nested deeper than {MAX_FLOW_DEPTH} levels at line {line}: no Kubernetes object needs that"
+            )));
+        }
+        Some(FlowProblem::Dense(line)) => {
+            return Err(syntax(1)(format!(
+                "more flow collections ([ or {{) than one in {FLOW_BYTES_PER_COLLECTION} bytes by line {line}: no Kubernetes object needs that (convert the file to JSON to read it anyway)"
+            )));
+        }
+        None => {}
     }
     for (i, de) in serde_yaml_ng::Deserializer::from_str(&text).enumerate() {
         let mut per_doc = |index: Option<usize>, value| sink(i + 1, index, value);
@@ -459,6 +491,9 @@ fn for_each_object(
     }
     Ok(())
 }
+
+/// Problems reported for one file before reading stops.
+const MAX_PROBLEMS: usize = 100;
 
 /// Objects of one kind from a file: single objects, `List`s (`items`), or both.
 /// `check` runs on each raw object before it is typed and returns every
@@ -475,6 +510,16 @@ fn objects<T: DeserializeOwned>(
     let mut count = 0;
     let mut errors = Vec::new();
     for_each_object(path, |doc_no, index, item| {
+        // A file of a million broken items is not worth a million messages
+        // (they cost more memory than the file).
+        if errors.len() >= MAX_PROBLEMS {
+            let mut all = std::mem::take(&mut errors);
+            all.push(InputError::Stopped {
+                path: path.to_owned(),
+                after: MAX_PROBLEMS,
+            });
+            return Err(InputError::Several(all));
+        }
         let at = index.map(|j| format!(", items[{j}]")).unwrap_or_default();
         let item = match item {
             Ok(item) => item,
@@ -705,6 +750,19 @@ mod depth_tests {
             format!("a: x#y {deep}"),
         ] {
             assert!(flow_too_deep(&bad).is_some(), "{bad}");
+        }
+        // Shallow but dense: refused too, before the parser holds it all.
+        let dense = format!("a: [{}]\n", "[],".repeat(100_000));
+        assert!(matches!(flow_too_deep(&dense), Some(FlowProblem::Dense(1))));
+        // The shipped dumps are far from the bound.
+        for example in ["rtx3090-rtx4070tis", "talos-rtx3050", "pascal-maxwell"] {
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../deploy/examples")
+                .join(example);
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+                assert_eq!(flow_too_deep(&text), None, "{}", entry.path().display());
+            }
         }
     }
 }
