@@ -131,49 +131,6 @@ pub fn describe_request_error(server: &str, action: &str, e: &kube::Error) -> St
 mod tests {
     use super::*;
 
-    /// A loopback server sees `gpuready/<version>` on what a client built
-    /// from an identified configuration sends.
-    #[tokio::test]
-    async fn every_request_carries_gpureadys_user_agent() {
-        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
-        let log = seen.clone();
-        let app = axum::Router::new().fallback(axum::routing::any(
-            move |headers: axum::http::HeaderMap| {
-                let log = log.clone();
-                async move {
-                    let ua = headers
-                        .get("user-agent")
-                        .and_then(|v| v.to_str().ok())
-                        .unwrap_or_default()
-                        .to_owned();
-                    log.lock().map(|mut l| l.push(ua)).ok();
-                    "{}"
-                }
-            },
-        ));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        tokio::spawn(async move { axum::serve(listener, app).await });
-        let mut config = kube::Config::new(format!("http://{addr}").parse().unwrap());
-        identify(&mut config);
-        identify(&mut config);
-        assert_eq!(config.headers.len(), 1, "set once");
-        let metrics = std::sync::Arc::new(crate::controller::metrics::Metrics::default());
-        for client in [
-            kube::Client::try_from(config.clone()).unwrap(),
-            crate::controller::requests::limited_client(config, metrics, None).unwrap(),
-        ] {
-            let _ = client
-                .request_text(http::Request::get("/version").body(Vec::new()).unwrap())
-                .await;
-        }
-        let seen = seen.lock().unwrap().clone();
-        assert_eq!(seen.len(), 2);
-        for ua in seen {
-            assert_eq!(ua, format!("gpuready/{}", env!("CARGO_PKG_VERSION")));
-        }
-    }
-
     #[test]
     fn a_transport_error_names_the_server_and_what_to_check() {
         let e = kube::Error::Service("client error (Connect)".into());
