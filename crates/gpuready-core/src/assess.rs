@@ -22,16 +22,25 @@ use crate::select::{Governance, govern};
 /// reads them (refused at admission, but stored by an older CRD, or a
 /// `readyLabels` key of another profile) cannot start a write loop. The status
 /// task reports such a selector on its profile.
-pub fn selectable_labels(facts: &NodeFacts) -> std::borrow::Cow<'_, BTreeMap<String, String>> {
-    let written = |k: &String| {
-        gpuready_api::validate::is_owned_key(k) || facts.owned.labels.contains(k.as_str())
-    };
-    if facts.labels.keys().any(written) {
+///
+/// A requirement reads only its own key, so the labels are copied only when a
+/// profile's selector names one of the keys left out: in the common case
+/// (no selector reads what gpuready writes) this borrows the node's labels.
+pub fn selectable_labels<'a>(
+    facts: &'a NodeFacts,
+    profiles: &[(&GpuNodeProfile, &Selector)],
+) -> std::borrow::Cow<'a, BTreeMap<String, String>> {
+    let written =
+        |k: &str| gpuready_api::validate::is_owned_key(k) || facts.owned.labels.contains(k);
+    let reads_written = profiles
+        .iter()
+        .any(|(p, _)| p.spec.selector_keys().into_iter().any(written));
+    if reads_written && facts.labels.keys().any(|k| written(k)) {
         std::borrow::Cow::Owned(
             facts
                 .labels
                 .iter()
-                .filter(|(k, _)| !written(k))
+                .filter(|(k, _)| !written(k.as_str()))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
         )
@@ -101,7 +110,7 @@ pub fn judge<'a>(
     profiles: &[(&'a GpuNodeProfile, &Selector)],
     now: Timestamp,
 ) -> Judgement<'a> {
-    match govern(&selectable_labels(facts), profiles) {
+    match govern(&selectable_labels(facts, profiles), profiles) {
         Governance::Governed(profile) => {
             let report: LayerReport = evaluate(&profile.spec, facts, now);
             let verdict = plan::gpu_ready_condition(&profile.name_any(), &report);
