@@ -242,6 +242,93 @@ impl IntoJson for Value {
     }
 }
 
+/// A YAML value read the way kubectl reads one: a key given twice in one
+/// mapping keeps its last value (kubectl's YAML decoder does, and the API server
+/// then stores that), where serde_yaml_ng's own `Value` refuses the document.
+struct KubectlYaml(serde_yaml_ng::Value);
+
+impl<'de> serde::Deserialize<'de> for KubectlYaml {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde_yaml_ng::Value as Y;
+        struct V;
+        impl<'de> de::Visitor<'de> for V {
+            type Value = KubectlYaml;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any YAML value")
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<KubectlYaml, E> {
+                Ok(KubectlYaml(Y::Bool(b)))
+            }
+            fn visit_i64<E>(self, n: i64) -> Result<KubectlYaml, E> {
+                Ok(KubectlYaml(Y::Number(n.into())))
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<KubectlYaml, E> {
+                Ok(KubectlYaml(Y::Number(n.into())))
+            }
+            fn visit_f64<E>(self, n: f64) -> Result<KubectlYaml, E> {
+                Ok(KubectlYaml(Y::Number(n.into())))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<KubectlYaml, E> {
+                Ok(KubectlYaml(Y::String(s.to_owned())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<KubectlYaml, E> {
+                Ok(KubectlYaml(Y::String(s)))
+            }
+            fn visit_unit<E>(self) -> Result<KubectlYaml, E> {
+                Ok(KubectlYaml(Y::Null))
+            }
+            fn visit_none<E>(self) -> Result<KubectlYaml, E> {
+                Ok(KubectlYaml(Y::Null))
+            }
+            fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<KubectlYaml, D2::Error> {
+                serde::Deserialize::deserialize(d)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<KubectlYaml, A::Error> {
+                let mut out = Vec::new();
+                while let Some(KubectlYaml(v)) = seq.next_element()? {
+                    out.push(v);
+                }
+                Ok(KubectlYaml(Y::Sequence(out)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<KubectlYaml, A::Error> {
+                let mut out = serde_yaml_ng::Mapping::new();
+                while let Some(KubectlYaml(k)) = map.next_key()? {
+                    let KubectlYaml(v) = map.next_value()?;
+                    // Last one wins, in the first one's place.
+                    out.insert(k, v);
+                }
+                Ok(KubectlYaml(Y::Mapping(out)))
+            }
+            fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<KubectlYaml, A::Error> {
+                use serde::de::VariantAccess;
+                let (tag, contents) = data.variant::<String>()?;
+                let KubectlYaml(value) = contents.newtype_variant()?;
+                Ok(KubectlYaml(Y::Tagged(Box::new(
+                    serde_yaml_ng::value::TaggedValue {
+                        tag: serde_yaml_ng::value::Tag::new(tag),
+                        value,
+                    },
+                ))))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl IntoJson for KubectlYaml {
+    fn object(entries: Vec<(String, Self)>) -> Self {
+        KubectlYaml(<serde_yaml_ng::Value as IntoJson>::object(
+            entries
+                .into_iter()
+                .map(|(k, KubectlYaml(v))| (k, v))
+                .collect(),
+        ))
+    }
+    fn into_json(self) -> Result<Value, (String, String)> {
+        self.0.into_json()
+    }
+}
+
 impl IntoJson for serde_yaml_ng::Value {
     fn object(entries: Vec<(String, Self)>) -> Self {
         serde_yaml_ng::Value::Mapping(
@@ -383,7 +470,12 @@ impl<'de, I: IntoJson> de::Visitor<'de> for DocSeed<'_, '_, I> {
                 had_items = true;
                 map.next_value_seed(ItemsSeed::<I>(self.0, std::marker::PhantomData))?;
             } else {
-                rest.push((key, map.next_value::<I>()?));
+                // A key twice: the last wins, as kubectl reads it.
+                let value = map.next_value::<I>()?;
+                match rest.iter_mut().find(|(k, _)| *k == key) {
+                    Some(slot) => slot.1 = value,
+                    None => rest.push((key, value)),
+                }
             }
         }
         if had_items {
@@ -487,7 +579,7 @@ fn for_each_object(
     }
     for (i, de) in serde_yaml_ng::Deserializer::from_str(&text).enumerate() {
         let mut per_doc = |index: Option<usize>, value| sink(i + 1, index, value);
-        one_document::<serde_yaml_ng::Value, _>(de, &mut per_doc, syntax(i + 1))?;
+        one_document::<KubectlYaml, _>(de, &mut per_doc, syntax(i + 1))?;
     }
     Ok(())
 }

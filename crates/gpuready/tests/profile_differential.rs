@@ -201,6 +201,19 @@ fn corpus() -> Vec<(String, Vec<u8>)> {
         "JSON duplicate field",
         "{\"apiVersion\": \"gpuready.io/v1alpha1\", \"kind\": \"GpuNodeProfile\", \"metadata\": {\"name\": \"d-dup1\"}, \"spec\": {\"nodeSelector\": {}, \"mode\": \"Enforce\", \"mode\": \"Observe\"}}".to_owned(),
     );
+    // kubectl keeps the last of duplicate YAML keys too (offline refused them).
+    add(
+        "YAML duplicate field",
+        with_name("d-dup3", "  mode: Enforce\n  mode: Observe\n"),
+    );
+    add(
+        "YAML duplicate field, the last one bad",
+        with_name("d-dup4", "  mode: Enforce\n  mode: Sometimes\n"),
+    );
+    add(
+        "JSON duplicate top-level field",
+        "{\"apiVersion\": \"gpuready.io/v1alpha1\", \"kind\": \"GpuNodeProfile\", \"metadata\": {\"name\": \"d-dup2\"}, \"spec\": {\"nodeSelector\": {}, \"mode\": \"Bad\"}, \"spec\": {\"nodeSelector\": {}}}".to_owned(),
+    );
     for (i, spec) in [
         "  gpu:\n    families: [ampere]\n    excludedFamilies: [ampere]\n",
         "  cudaVersion: \"99.9\"\n",
