@@ -633,10 +633,15 @@ fn profile_excluded_family() {
     // Excluded wins over allowed. Such a profile is refused at admission and
     // offline now (issue 24); one stored before the rule is judged this way.
     let mut both = spec("gpu: {families: [pascal], excludedFamilies: [maxwell]}");
-    both.gpu.families.push(gpuready_api::profile::Family::Maxwell);
+    both.gpu
+        .families
+        .push(gpuready_api::profile::Family::Maxwell);
     assert!(!both.validate().is_empty(), "refused offline");
-    gpuready_core::evaluate(&both, &NodeBuilder::quadro_m5000("n").facts(), now())
-        .expect(Layer::Profile, NotReady, "FamilyExcluded");
+    gpuready_core::evaluate(&both, &NodeBuilder::quadro_m5000("n").facts(), now()).expect(
+        Layer::Profile,
+        NotReady,
+        "FamilyExcluded",
+    );
 }
 
 #[test]
