@@ -417,6 +417,39 @@ fn mark_failed(
 mod invalid_tests {
     use super::*;
 
+    /// A selector that reads a key another profile's readyLabels sets is named
+    /// on the profile; an independent one, or its own readyLabels, is not.
+    #[test]
+    fn a_selector_reading_another_profiles_ready_label_is_reported() {
+        let profile =
+            |name: &str, spec: serde_json::Value| -> std::sync::Arc<gpuready_api::GpuNodeProfile> {
+                std::sync::Arc::new(
+                    serde_json::from_value(serde_json::json!({
+                        "apiVersion": "gpuready.io/v1alpha1", "kind": "GpuNodeProfile",
+                        "metadata": { "name": name }, "spec": spec,
+                    }))
+                    .expect("profile"),
+                )
+            };
+        let gold = profile(
+            "gold",
+            serde_json::json!({ "nodeSelector": { "matchLabels": { "pool": "a" } },
+                "readyLabels": { "example.com/tier": "gold" } }),
+        );
+        let by_tier = profile(
+            "by-tier",
+            serde_json::json!({ "nodeSelector": { "matchExpressions": [
+                { "key": "example.com/tier", "operator": "In", "values": ["gold"] }] } }),
+        );
+        let all = vec![gold.clone(), by_tier.clone()];
+        let why = selector_feedback(&by_tier, &all).expect("reported");
+        assert!(
+            why.contains("example.com/tier") && why.contains("gold"),
+            "{why}"
+        );
+        assert_eq!(selector_feedback(&gold, &all), None);
+    }
+
     #[test]
     fn an_invalid_profile_is_ready_false_and_stalled() {
         let profile: gpuready_api::GpuNodeProfile = serde_json::from_value(serde_json::json!({
