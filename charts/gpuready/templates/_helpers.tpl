@@ -131,3 +131,30 @@ of this chart sets, and extraReadinessTaintKeys. One key per line, sorted, uniqu
 {{- range . }}{{ if . }}{{ $out = append $out (squote .) }}{{ end }}{{ end }}
 {{- join ", " $out }}
 {{- end }}
+
+{{/*
+CEL over the key KEY: whether a GpuNodeProfile may name it as `taint.key`. The
+very rule the CRD puts on `taint.key` (generated from keys.rs: reserved domains,
+autoscaler prefixes), so the policy lets gpuready write every taint key a
+profile can ask for and no other; tests/admission_policy.rs keeps the two equal.
+*/}}
+{{- define "gpuready.cel.profileTaintKey" -}}
+(!KEY.matches('^([^/]*\\.)?(kubernetes\\.io|k8s\\.io|x-k8s\\.io|nvidia\\.com|karpenter\\.sh|karpenter\\.k8s\\.aws|azure\\.com|cloud\\.google\\.com|gke\\.io|amazonaws\\.com|oraclecloud\\.com)/') || KEY.startsWith('readiness.k8s.io/') || KEY.startsWith('startup-taint.cluster-autoscaler.kubernetes.io/') || KEY.startsWith('ignore-taint.cluster-autoscaler.kubernetes.io/'))
+{{- end }}
+
+{{/*
+CEL over the key KEY: whether a GpuNodeProfile may name it in `readyLabels` —
+the CRD's reserved-domain rule on readyLabels keys (kept equal by the same test).
+*/}}
+{{- define "gpuready.cel.readyLabelKey" -}}
+(!KEY.matches('^([^/]*\\.)?(kubernetes\\.io|k8s\\.io|x-k8s\\.io|nvidia\\.com|karpenter\\.sh|karpenter\\.k8s\\.aws|azure\\.com|cloud\\.google\\.com|gke\\.io|amazonaws\\.com|oraclecloud\\.com)/'))
+{{- end }}
+
+{{/*
+The node condition types gpuready writes, by exact name: GpuReady, the probe's
+GpuReadyProbe and one GpuReady<Layer> per layer (keys.rs, layer.rs; the test
+keeps the list equal to what the engine writes).
+*/}}
+{{- define "gpuready.conditionTypes" -}}
+'GpuReady', 'GpuReadyProbe', 'GpuReadyNode', 'GpuReadyHardware', 'GpuReadyDriver', 'GpuReadyDevicePlugin', 'GpuReadyFeatureDiscovery', 'GpuReadyProfile', 'GpuReadyCompatibility', 'GpuReadyHealth'
+{{- end }}

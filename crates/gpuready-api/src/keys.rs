@@ -12,6 +12,11 @@ pub const TAINT_FIELD_MANAGER: &str = "gpuready-taints";
 pub const GROUP: &str = "gpuready.io";
 /// Prefix of every label, annotation and taint key gpuready owns.
 pub const KEY_PREFIX: &str = "gpuready.io/";
+/// The key domain gpuready owns: every label key in it (or in a subdomain of
+/// it) is gpuready's to write, so no profile may select on one and no
+/// `readyLabels` entry may name one — a selector that reads what gpuready
+/// writes changes with gpuready's own writes (a write storm).
+pub const OWNED_KEY_DOMAIN: &str = "gpuready.io";
 
 /// Default readiness taint key: under `readiness.k8s.io/`, the prefix Karpenter
 /// (v1.13 and later) treats as a startup taint and Cluster Autoscaler 1.36 can be
@@ -80,6 +85,10 @@ pub const CONDITION_NFD_CRDS: &str = "NfdCrds";
 /// writes and reads. `x-k8s.io` is named apart because it is no subdomain of
 /// `k8s.io` (Cluster API's `node.cluster.x-k8s.io/uninitialized` taint).
 /// The CEL rules in profile.rs spell the same list; a test keeps them equal.
+///
+/// The cloud providers' domains are in the list too: AKS taints and labels
+/// under `kubernetes.azure.com/`, GKE under `cloud.google.com/` and
+/// `*.gke.io/`, EKS under `eks.amazonaws.com/`, OKE under `oraclecloud.com`.
 pub const RESERVED_KEY_DOMAINS: &[&str] = &[
     "kubernetes.io",
     "k8s.io",
@@ -87,7 +96,16 @@ pub const RESERVED_KEY_DOMAINS: &[&str] = &[
     "nvidia.com",
     "karpenter.sh",
     "karpenter.k8s.aws",
+    "azure.com",
+    "cloud.google.com",
+    "gke.io",
+    "amazonaws.com",
+    "oraclecloud.com",
 ];
+
+/// Extended-resource domains Kubernetes reserves for itself: no device plugin
+/// advertises a resource there, so a profile requiring one could never be ready.
+pub const RESERVED_RESOURCE_DOMAINS: &[&str] = &["kubernetes.io", "k8s.io"];
 
 /// Taint-key prefixes inside reserved domains that exist *for* readiness
 /// controllers like gpuready: Karpenter treats `readiness.k8s.io/` taints as
@@ -98,6 +116,10 @@ pub const AUTOSCALER_TAINT_PREFIXES: &[&str] = &[
     "startup-taint.cluster-autoscaler.kubernetes.io/",
     "ignore-taint.cluster-autoscaler.kubernetes.io/",
 ];
+
+/// Reason of the profile's `Ready`/`Stalled` conditions while the API server
+/// refuses gpuready's writes to some of its nodes.
+pub const REASON_WRITES_REFUSED: &str = "WritesRefused";
 
 /// Reason of the profile's `Ready`/`Stalled` conditions when the profile breaks a
 /// rule the API server should have enforced (admitted by an older CRD, say).
@@ -321,6 +343,9 @@ pub mod event_reasons {
     /// Node: gpuready deleted its DeviceTaintRule of a device (recovered, or
     /// no longer gated by a profile).
     pub const DEVICE_TAINT_REMOVED: &str = "DeviceTaintRemoved";
+    /// Node: the API server refused gpuready's write to it (the reason is in
+    /// the note).
+    pub const WRITE_REFUSED: &str = "WriteRefused";
 }
 
 /// Event reasons on GpuNodeProfiles when gpuready changes the NFD CRDs, fails

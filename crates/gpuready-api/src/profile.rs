@@ -78,7 +78,7 @@ pub struct GpuNodeProfileSpec {
 
     /// Minimum NVIDIA driver version, e.g. `580.65.06` or `570.26`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = Rule::new("self.matches('^[0-9]{1,9}\\\\.[0-9]{1,9}(\\\\.[0-9]{1,9})?$')").message("minDriverVersion must look like 580.65.06 or 570.26 (at most 9 digits a part)"))]
+    #[x_kube(validation = Rule::new("self.matches('^[1-9][0-9]{0,8}\\\\.(0|[1-9][0-9]{0,8})(\\\\.[0-9]{1,9})?$')").message("minDriverVersion must look like 580.65.06 or 570.26 (at most 9 digits a part, no leading zero in the first two)"))]
     #[schemars(length(max = 32))]
     pub min_driver_version: Option<String>,
 
@@ -86,7 +86,7 @@ pub struct GpuNodeProfileSpec {
     /// against the card's compute capability, the driver's minimum for that CUDA
     /// release and the CUDA version the driver reports.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[x_kube(validation = Rule::new("self.matches('^[0-9]{1,9}\\\\.[0-9]{1,9}$')").message("cudaVersion must look like 12.4 or 13.0 (at most 9 digits a part)"))]
+    #[x_kube(validation = Rule::new("self.matches('^([1-9]|1[0-9]|20)\\\\.(0|[1-9][0-9]?)$')").message("cudaVersion must be a CUDA release like 12.4 or 13.0 (major 1 to 20, no leading zero)"))]
     #[schemars(length(max = 16))]
     pub cuda_version: Option<String>,
 
@@ -95,6 +95,7 @@ pub struct GpuNodeProfileSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 8))]
     #[x_kube(validation = Rule::new("self.all(l, self.exists_one(m, m == l))").message("gatingLayers must not repeat a layer"))]
+    #[x_kube(validation = Rule::new("self.exists(l, l != 'Health')").message("gatingLayers must name a layer besides Health: Health is judged only where a probe report exists, so alone it gates nothing"))]
     pub gating_layers: Option<Vec<Layer>>,
 
     /// Extended resources the device plugin must advertise as allocatable, with the
@@ -106,6 +107,7 @@ pub struct GpuNodeProfileSpec {
     // be admitted and then fail to deserialize in the controller.
     #[schemars(extend("maxProperties" = 16, "additionalProperties" = {"type": "integer", "format": "uint32", "minimum": 0, "maximum": 4294967295u32}))]
     #[x_kube(validation = Rule::new("self.all(k, k.matches('^[a-z0-9.-]+/[A-Za-z0-9._-]+$') && self[k] >= 1)").message("resources must map a domain-qualified resource name (like nvidia.com/gpu) to a quantity of at least 1"))]
+    #[x_kube(validation = Rule::new("self.all(k, !k.matches('^([^/]*\\\\.)?(kubernetes\\\\.io|k8s\\\\.io)/'))").message("resources must not name a resource in kubernetes.io or k8s.io: Kubernetes reserves those domains, no device plugin advertises one"))]
     pub resources: BTreeMap<String, u32>,
 
     /// Oldest acceptable `nvidia.com/gfd.timestamp`, in seconds. 0 disables the
@@ -133,8 +135,8 @@ pub struct GpuNodeProfileSpec {
     // below: without it CEL's cost estimate assumes request-sized strings and
     // kube-apiserver refuses the CRD ("estimated rule cost exceeds budget by 6.0x").
     #[schemars(extend("maxProperties" = 16, "additionalProperties" = {"type": "string", "maxLength": 63}))]
-    #[x_kube(validation = Rule::new("self.all(k, !k.startsWith('gpuready.io/ready') && !k.startsWith('gpuready.io/profile'))").message("readyLabels must not set gpuready.io/ready or gpuready.io/profile: gpuready writes those itself"))]
-    #[x_kube(validation = Rule::new("self.all(k, !k.matches('^([^/]*\\\\.)?(kubernetes\\\\.io|k8s\\\\.io|x-k8s\\\\.io|nvidia\\\\.com|karpenter\\\\.sh|karpenter\\\\.k8s\\\\.aws)/'))").message("readyLabels must not name keys other systems own (kubernetes.io, k8s.io, x-k8s.io, nvidia.com, karpenter.sh, karpenter.k8s.aws and their subdomains): use your own domain, like example.com/gpu-pool"))]
+    #[x_kube(validation = Rule::new("self.all(k, !k.matches('^([^/]*\\\\.)?gpuready\\\\.io/'))").message("readyLabels must not name keys in gpuready's own domain (gpuready.io/ and its subdomains): gpuready writes those itself"))]
+    #[x_kube(validation = Rule::new("self.all(k, !k.matches('^([^/]*\\\\.)?(kubernetes\\\\.io|k8s\\\\.io|x-k8s\\\\.io|nvidia\\\\.com|karpenter\\\\.sh|karpenter\\\\.k8s\\\\.aws|azure\\\\.com|cloud\\\\.google\\\\.com|gke\\\\.io|amazonaws\\\\.com|oraclecloud\\\\.com)/'))").message("readyLabels must not name keys other systems own (kubernetes.io, k8s.io, x-k8s.io, nvidia.com, karpenter.sh, karpenter.k8s.aws, the cloud providers' azure.com, cloud.google.com, gke.io, amazonaws.com, oraclecloud.com, and their subdomains): use your own domain, like example.com/gpu-pool"))]
     #[x_kube(validation = Rule::new("self.all(k, !format.qualifiedName().validate(k).hasValue())").message("readyLabels keys must be valid label keys, like example.com/gpu-pool"))]
     #[x_kube(validation = Rule::new("self.all(k, self[k].size() <= 63 && self[k].matches('^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$'))").message("readyLabels values must be valid label values: at most 63 characters of letters, digits, '-', '_' or '.'"))]
     pub ready_labels: BTreeMap<String, String>,
@@ -440,6 +442,7 @@ fn default_max_label_age() -> u32 {
 /// field is not checked.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!has(self.families) || !has(self.excludedFamilies) || !self.families.exists(f, f in self.excludedFamilies)").message("gpu.families and gpu.excludedFamilies must not share a family: no card could be both allowed and excluded"))]
 pub struct GpuExpectation {
     /// Accepted `nvidia.com/gpu.product` values: exact names or glob patterns
     /// (`*`, `?`, `[...]`), case-insensitive. The `NVIDIA-` prefix older drivers
@@ -448,6 +451,7 @@ pub struct GpuExpectation {
     #[schemars(length(max = 32), inner(length(max = 128)))]
     #[x_kube(validation = Rule::new("self.all(p, p.size() >= 1 && p.size() <= 128)").message("each product must be 1 to 128 characters"))]
     #[x_kube(validation = Rule::new("self.all(p, !p.contains('**') && p.matches('^([^\\\\[\\\\]]|\\\\[(![^\\\\[\\\\]]+|[^!\\\\[\\\\]][^\\\\[\\\\]]*)\\\\])*$'))").message("products must be valid patterns: *, ? and [...] classes, each [ closed by ], no **"))]
+    #[x_kube(validation = Rule::new("self.all(p, p == '*' || p.matches('[^*?]'))").message("products must name something: a pattern of only ? and * matches every short name (use * alone for any product)"))]
     pub products: Vec<String>,
 
     /// Minimum `nvidia.com/gpu.memory`, in MiB (e.g. 24576 for a 24 GiB card).
@@ -458,7 +462,7 @@ pub struct GpuExpectation {
     /// Minimum compute capability as `major.minor`, e.g. `8.6`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 8))]
-    #[x_kube(validation = Rule::new("self.matches('^[0-9]{1,2}\\\\.[0-9]$')").message("minComputeCapability must look like 8.6 (major.minor)"))]
+    #[x_kube(validation = Rule::new("self.matches('^[1-9][0-9]?\\\\.[0-9]$')").message("minComputeCapability must look like 8.6 (major.minor, from 1.0, no leading zero)"))]
     pub min_compute_capability: Option<String>,
 
     /// Allowed architecture families. Empty: any.
@@ -564,13 +568,15 @@ pub enum TaintPolicy {
 /// The readiness taint.
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
-#[x_kube(validation = Rule::new("!self.key.matches('^([^/]*\\\\.)?(kubernetes\\\\.io|k8s\\\\.io|x-k8s\\\\.io|nvidia\\\\.com|karpenter\\\\.sh|karpenter\\\\.k8s\\\\.aws)/') || self.key.startsWith('readiness.k8s.io/') || self.key.startsWith('startup-taint.cluster-autoscaler.kubernetes.io/') || self.key.startsWith('ignore-taint.cluster-autoscaler.kubernetes.io/')").message("taint.key must not be in a namespace other systems own (kubernetes.io, k8s.io, x-k8s.io, nvidia.com, karpenter.sh, karpenter.k8s.aws): pick your own domain, or one of the autoscaler prefixes readiness.k8s.io/, startup-taint.cluster-autoscaler.kubernetes.io/, ignore-taint.cluster-autoscaler.kubernetes.io/"))]
+#[x_kube(validation = Rule::new("!self.key.matches('^([^/]*\\\\.)?(kubernetes\\\\.io|k8s\\\\.io|x-k8s\\\\.io|nvidia\\\\.com|karpenter\\\\.sh|karpenter\\\\.k8s\\\\.aws|azure\\\\.com|cloud\\\\.google\\\\.com|gke\\\\.io|amazonaws\\\\.com|oraclecloud\\\\.com)/') || self.key.startsWith('readiness.k8s.io/') || self.key.startsWith('startup-taint.cluster-autoscaler.kubernetes.io/') || self.key.startsWith('ignore-taint.cluster-autoscaler.kubernetes.io/')").message("taint.key must not be in a namespace other systems own (kubernetes.io, k8s.io, x-k8s.io, nvidia.com, karpenter.sh, karpenter.k8s.aws, the cloud providers' azure.com, cloud.google.com, gke.io, amazonaws.com, oraclecloud.com): pick your own domain, or one of the autoscaler prefixes readiness.k8s.io/, startup-taint.cluster-autoscaler.kubernetes.io/, ignore-taint.cluster-autoscaler.kubernetes.io/"))]
 pub struct TaintSpec {
     /// Taint key. Default `readiness.k8s.io/gpuready-not-ready` (a startup
     /// taint for Karpenter and, with `--startup-taint-prefix`, Cluster Autoscaler).
     #[serde(default = "default_taint_key")]
-    #[schemars(length(min = 1, max = 316))]
-    #[x_kube(validation = Rule::new("self.matches('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$')").message("taint.key must be a qualified name like gpuready.io/not-ready"))]
+    #[schemars(length(min = 1, max = 317))]
+    // The Kubernetes CEL format library: the same rule as a taint key on a
+    // Node (prefix a DNS subdomain of at most 253, name at most 63).
+    #[x_kube(validation = Rule::new("!format.qualifiedName().validate(self).hasValue()").message("taint.key must be a qualified name like gpuready.io/not-ready"))]
     pub key: String,
 
     /// Taint value. Default `true`.

@@ -27,6 +27,10 @@ pub fn node_selector(_: &mut SchemaGenerator) -> Schema {
                     {
                         "rule": "self.all(k, !format.labelValue().validate(self[k]).hasValue())",
                         "message": "nodeSelector.matchLabels values must be valid label values"
+                    },
+                    {
+                        "rule": "self.all(k, !k.matches('^([^/]*\\\\.)?gpuready\\\\.io/'))",
+                        "message": "nodeSelector must not read keys gpuready writes itself (gpuready.io/ and its subdomains): the selection would change with gpuready's own writes"
                     }
                 ]
             },
@@ -45,6 +49,9 @@ pub fn node_selector(_: &mut SchemaGenerator) -> Schema {
                             "x-kubernetes-validations": [{
                                 "rule": "!format.qualifiedName().validate(self).hasValue()",
                                 "message": "nodeSelector.matchExpressions key must be a valid label key"
+                            }, {
+                                "rule": "!self.matches('^([^/]*\\\\.)?gpuready\\\\.io/')",
+                                "message": "nodeSelector must not read keys gpuready writes itself (gpuready.io/ and its subdomains): the selection would change with gpuready's own writes"
                             }]
                         },
                         "operator": {

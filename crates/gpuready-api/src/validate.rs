@@ -21,6 +21,20 @@ fn is_version(s: &str, min_parts: usize, max_parts: usize) -> bool {
             .all(|p| (1..=9).contains(&p.len()) && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// Whether the first `first` parts of a dotted version have no leading zero
+/// (`0` itself is allowed after the first part, and the first part must not be
+/// 0): `08.6` and `0580.065.06` are refused, `580.65.06` is not — NVIDIA
+/// writes the revision with two digits.
+fn no_leading_zeros(s: &str, first: usize) -> bool {
+    s.split('.').take(first).enumerate().all(|(i, p)| {
+        if i == 0 {
+            !p.starts_with('0')
+        } else {
+            p == "0" || !p.starts_with('0')
+        }
+    })
+}
+
 /// A Kubernetes object name as the API server requires it of cluster-scoped
 /// custom resources: a DNS-1123 subdomain.
 pub fn is_object_name(s: &str) -> bool {
@@ -39,6 +53,18 @@ pub fn in_domains(key: &str, domains: &[&str]) -> bool {
         })
     })
 }
+
+/// A label key gpuready writes itself: in [`crate::keys::OWNED_KEY_DOMAIN`] or
+/// a subdomain of it (`gpuready.io/ready`, `gpuready.io/profile`, any future
+/// one). The CRD's CEL rules spell the same test as [`OWNED_KEY_CEL_REGEX`].
+pub fn is_owned_key(key: &str) -> bool {
+    in_domains(key, &[crate::keys::OWNED_KEY_DOMAIN])
+}
+
+/// The regular expression the CRD's CEL rules match a key against for
+/// [`is_owned_key`], as a CEL string literal spells it (a test keeps the two in
+/// step).
+pub const OWNED_KEY_CEL_REGEX: &str = "'^([^/]*\\\\.)?gpuready\\\\.io/'";
 
 /// A taint key another system owns: in a reserved domain and not under one of
 /// the autoscaler-recognised prefixes.
@@ -158,25 +184,45 @@ impl GpuNodeProfileSpec {
         };
 
         if let Some(v) = &self.min_driver_version
-            && (v.len() > 32 || !is_version(v, 2, 3))
+            && (v.len() > 32 || !is_version(v, 2, 3) || !no_leading_zeros(v, 2))
         {
             fail(
                 "minDriverVersion",
-                format!("{v:?} must look like 580.65.06 or 570.26 (at most 9 digits a part)"),
+                format!(
+                    "{v:?} must look like 580.65.06 or 570.26 (at most 9 digits a part, no leading zero in the first two)"
+                ),
             );
         }
         if let Some(v) = &self.cuda_version
-            && (v.len() > 16 || !is_version(v, 2, 2))
+            && (v.len() > 16
+                || !is_version(v, 2, 2)
+                || !no_leading_zeros(v, 2)
+                || !v.split_once('.').is_some_and(|(maj, min)| {
+                    maj.len() <= 2
+                        && min.len() <= 2
+                        && maj.parse::<u32>().is_ok_and(|m| (1..=20).contains(&m))
+                }))
         {
             fail(
                 "cudaVersion",
-                format!("{v:?} must look like 12.4 or 13.0 (at most 9 digits a part)"),
+                format!(
+                    "{v:?} must be a CUDA release like 12.4 or 13.0 (major 1 to 20, no leading zero)"
+                ),
             );
         }
         if self.gating_layers.as_ref().is_some_and(Vec::is_empty) {
             fail(
                 "gatingLayers",
                 "must name at least one layer (omit it to gate on all)".into(),
+            );
+        }
+        if let Some(layers) = &self.gating_layers
+            && !layers.is_empty()
+            && layers.iter().all(|l| *l == crate::layer::Layer::Health)
+        {
+            fail(
+                "gatingLayers",
+                "must name a layer besides Health: Health is judged only where a probe report exists, so alone it gates nothing".into(),
             );
         }
         if let Some(layers) = &self.gating_layers {
@@ -200,6 +246,14 @@ impl GpuNodeProfileSpec {
             );
         }
         for (name, qty) in &self.resources {
+            if in_domains(name, crate::keys::RESERVED_RESOURCE_DOMAINS) {
+                fail(
+                    "resources",
+                    format!(
+                        "{name:?} is in kubernetes.io or k8s.io: Kubernetes reserves those domains, no device plugin advertises one"
+                    ),
+                );
+            }
             if !name.contains('/') || !is_qualified_name(name) || *qty < 1 {
                 fail(
                     "resources",
@@ -268,6 +322,13 @@ impl GpuNodeProfileSpec {
                     "gpu.products",
                     format!("{p:?}: each product must be 1 to 128 characters"),
                 );
+            } else if p != "*" && p.chars().all(|c| c == '*' || c == '?') {
+                fail(
+                    "gpu.products",
+                    format!(
+                        "{p:?} names nothing: a pattern of only ? and * matches every short name (use * alone for any product)"
+                    ),
+                );
             } else if !is_product_pattern(p) {
                 fail(
                     "gpu.products",
@@ -297,9 +358,22 @@ impl GpuNodeProfileSpec {
                 format!("{} entries: at most 12", gpu.excluded_families.len()),
             );
         }
+        if let Some(f) = gpu
+            .families
+            .iter()
+            .find(|f| gpu.excluded_families.contains(f))
+        {
+            fail(
+                "gpu.families",
+                format!(
+                    "{f} is in both families and excludedFamilies: no card could be both allowed and excluded"
+                ),
+            );
+        }
         if let Some(cc) = &gpu.min_compute_capability {
             let ok = cc.split_once('.').is_some_and(|(maj, min)| {
                 (1..=2).contains(&maj.len())
+                    && !maj.starts_with('0')
                     && maj.bytes().all(|b| b.is_ascii_digit())
                     && min.len() == 1
                     && min.bytes().all(|b| b.is_ascii_digit())
@@ -349,11 +423,13 @@ impl GpuNodeProfileSpec {
         }
 
         for (k, v) in &self.ready_labels {
-            if k.starts_with(crate::keys::LABEL_READY) || k.starts_with(crate::keys::LABEL_PROFILE)
-            {
+            if is_owned_key(k) {
                 fail(
                     "readyLabels",
-                    format!("{k:?} is written by gpuready itself and must not be set"),
+                    format!(
+                        "{k:?} is in gpuready's own key domain ({}/): gpuready writes those itself",
+                        crate::keys::OWNED_KEY_DOMAIN
+                    ),
                 );
             } else if !is_qualified_name(k) {
                 fail(
@@ -494,6 +570,8 @@ pub fn node_selector_errors(
                 ".matchLabels".into(),
                 format!("{k:?} must be a valid label key, like example.com/gpu-pool"),
             );
+        } else if is_owned_key(k) {
+            fail(".matchLabels".into(), owned_selector_key(k));
         }
         if v.len() > 63 || !is_label_value(v) {
             fail(
@@ -516,6 +594,8 @@ pub fn node_selector_errors(
                 at(".key"),
                 format!("{:?} must be a valid label key", truncated(&e.key)),
             );
+        } else if is_owned_key(&e.key) {
+            fail(at(".key"), owned_selector_key(&e.key));
         }
         let values = e.values.as_deref().unwrap_or_default();
         match e.operator.as_str() {
@@ -550,6 +630,14 @@ pub fn node_selector_errors(
         }
     }
     errors
+}
+
+fn owned_selector_key(key: &str) -> String {
+    format!(
+        "{:?} is a key gpuready writes itself ({}/): a selector on it would change with gpuready's own writes",
+        truncated(key),
+        crate::keys::OWNED_KEY_DOMAIN
+    )
 }
 
 /// At most 64 characters of a value for a message: a 1 MB key must not become
@@ -675,6 +763,48 @@ pub fn prune_nulls(raw: &mut serde_json::Value) {
     }
 }
 
+/// Turns integral floats (`1000.0`, `1.5e7`) of fields the schema types as
+/// integers into integers, as the API server accepts them: the Rust types
+/// would refuse a float where a `u32` is due, and offline would refuse what the
+/// server stores.
+pub fn integral_numbers(raw: &mut serde_json::Value) {
+    if let Some(schema) = profile_schema().as_object() {
+        integral_in(raw, &serde_json::Value::Object(schema.clone()));
+    }
+}
+
+fn integral_in(value: &mut serde_json::Value, schema: &serde_json::Value) {
+    use serde_json::Value;
+    match value {
+        Value::Number(n) if schema.get("type").and_then(Value::as_str) == Some("integer") => {
+            if let Some(f) = n.as_f64().filter(|f| n.is_f64() && f.fract() == 0.0) {
+                // Exact up to 2^53; larger floats are not integers JSON can carry.
+                if f.abs() < 9_007_199_254_740_992.0 {
+                    // Lossless: |f| < 2^53 and f has no fraction.
+                    #[allow(clippy::cast_possible_truncation)]
+                    let i = f as i64;
+                    *value = Value::from(i);
+                }
+            }
+        }
+        Value::Object(map) => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            let extra = schema.get("additionalProperties").filter(|a| a.is_object());
+            for (key, v) in map.iter_mut() {
+                if let Some(sub) = props.and_then(|p| p.get(key)).or(extra) {
+                    integral_in(v, sub);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(sub) = schema.get("items") {
+                items.iter_mut().for_each(|v| integral_in(v, sub));
+            }
+        }
+        _ => {}
+    }
+}
+
 fn prune_in(value: &mut serde_json::Value, schema: &serde_json::Value) {
     use serde_json::Value;
     match value {
@@ -722,12 +852,53 @@ mod tests {
                 .iter()
                 .map(|alt| crd.matches(alt.as_str()).count())
                 .sum::<usize>(),
-                2,
-                "{d} in both the taint and the readyLabels rule"
+                2 + usize::from(crate::keys::RESERVED_RESOURCE_DOMAINS.contains(d)),
+                "{d} in both the taint and the readyLabels rule (and the resources rule)"
             );
         }
         for p in crate::keys::AUTOSCALER_TAINT_PREFIXES {
             assert!(crd.contains(&format!("startsWith('{p}')")), "{p}");
+        }
+    }
+
+    /// The CEL rules spell the owned-key test by hand: keep it equal to
+    /// [`OWNED_KEY_CEL_REGEX`], and the regex equal to [`is_owned_key`].
+    #[test]
+    fn crd_rules_refuse_owned_keys_in_selector_and_ready_labels() {
+        fn rules(v: &serde_json::Value, out: &mut Vec<String>) {
+            match v {
+                serde_json::Value::Object(m) => {
+                    if let Some(serde_json::Value::String(r)) = m.get("rule") {
+                        out.push(r.clone());
+                    }
+                    m.values().for_each(|c| rules(c, out));
+                }
+                serde_json::Value::Array(a) => a.iter().for_each(|c| rules(c, out)),
+                _ => {}
+            }
+        }
+        let mut all = Vec::new();
+        rules(
+            &serde_json::to_value(crate::crd::gpu_node_profile_crd()).unwrap_or_default(),
+            &mut all,
+        );
+        assert_eq!(
+            all.iter()
+                .filter(|r| r.contains(OWNED_KEY_CEL_REGEX))
+                .count(),
+            3,
+            "matchLabels, matchExpressions[].key and readyLabels"
+        );
+        for k in [
+            "gpuready.io/ready",
+            "gpuready.io/profile",
+            "gpuready.io/ready-x",
+            "a.gpuready.io/x",
+        ] {
+            assert!(is_owned_key(k), "{k}");
+        }
+        for k in ["gpuready.io", "notgpuready.io/x", "example.com/gpuready.io"] {
+            assert!(!is_owned_key(k), "{k}");
         }
     }
 

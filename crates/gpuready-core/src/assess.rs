@@ -2,6 +2,8 @@
 //! verdict, and the changes gpuready would make. Shared by `gpuready check`, the
 //! controller and the tests.
 
+use std::collections::BTreeMap;
+
 use gpuready_api::GpuNodeProfile;
 use gpuready_api::keys::reasons;
 use jiff::Timestamp;
@@ -12,6 +14,40 @@ use crate::evaluate::{LayerReport, LayerResult, evaluate};
 use crate::facts::NodeFacts;
 use crate::plan::{self, NodeChanges, PlanOptions};
 use crate::select::{Governance, govern};
+
+/// The labels profiles' selectors are matched against: the node's labels less
+/// every key gpuready writes itself — its own domain (`gpuready.io/`) and the
+/// `readyLabels` keys its annotation says it set on this node. gpuready's own
+/// writes can then never change which profile governs a node: a selector that
+/// reads them (refused at admission, but stored by an older CRD, or a
+/// `readyLabels` key of another profile) cannot start a write loop. The status
+/// task reports such a selector on its profile.
+///
+/// A requirement reads only its own key, so the labels are copied only when a
+/// profile's selector names one of the keys left out: in the common case
+/// (no selector reads what gpuready writes) this borrows the node's labels.
+pub fn selectable_labels<'a>(
+    facts: &'a NodeFacts,
+    profiles: &[(&GpuNodeProfile, &Selector)],
+) -> std::borrow::Cow<'a, BTreeMap<String, String>> {
+    let written =
+        |k: &str| gpuready_api::validate::is_owned_key(k) || facts.owned.labels.contains(k);
+    let reads_written = profiles
+        .iter()
+        .any(|(p, _)| p.spec.selector_keys().into_iter().any(written));
+    if reads_written && facts.labels.keys().any(|k| written(k)) {
+        std::borrow::Cow::Owned(
+            facts
+                .labels
+                .iter()
+                .filter(|(k, _)| !written(k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
+        )
+    } else {
+        std::borrow::Cow::Borrowed(&facts.labels)
+    }
+}
 
 /// How the node relates to the profiles.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -77,7 +113,7 @@ pub fn judge<'a>(
     profiles: &[(&'a GpuNodeProfile, &Selector)],
     now: Timestamp,
 ) -> Judgement<'a> {
-    match govern(&facts.labels, profiles) {
+    match govern(&selectable_labels(facts, profiles), profiles) {
         Governance::Governed(profile) => {
             let report: LayerReport = evaluate(&profile.spec, facts, now);
             let verdict = plan::gpu_ready_condition(&profile.name_any(), &report);

@@ -319,24 +319,94 @@ pub fn profile_problem(profile: &gpuready_api::GpuNodeProfile) -> Option<String>
         .map(|e| format!("spec.nodeSelector: {}", e.message))
 }
 
+/// Why a profile's selector depends on what gpuready writes: it reads a key
+/// another profile's `readyLabels` sets (admission sees one profile at a time
+/// and cannot refuse it). gpuready ignores the labels it wrote when it selects
+/// ([`crate::assess::selectable_labels`]), so no write loop follows; this names
+/// the mistake on the profile. `None` when the selector is independent.
+pub fn selector_feedback(
+    profile: &gpuready_api::GpuNodeProfile,
+    profiles: &[std::sync::Arc<gpuready_api::GpuNodeProfile>],
+) -> Option<String> {
+    let name = profile.metadata.name.as_deref().unwrap_or_default();
+    profile.spec.selector_keys().into_iter().find_map(|key| {
+        profiles
+            .iter()
+            .filter(|o| o.metadata.name.as_deref() != Some(name))
+            .find(|o| o.spec.ready_labels.contains_key(key))
+            .map(|o| {
+                format!(
+                    "spec.nodeSelector: reads {key:?}, a label GpuNodeProfile {} sets through readyLabels: gpuready ignores labels it wrote itself when it selects nodes, so this requirement never sees them; select on labels gpuready does not write",
+                    o.metadata.name.as_deref().unwrap_or_default()
+                )
+            })
+    })
+}
+
 /// `status` saying the profile is invalid, the way kstatus (and so Flux) reads a
 /// failure that needs a person: `Ready=False` and `Stalled=True`, both with reason
 /// `InvalidProfile` and the broken rule as message. Without it such a profile
 /// looks healthy (`Ready=True NoMatchingNodes`) while gpuready ignores it.
 pub fn mark_invalid(
-    mut status: GpuNodeProfileStatus,
+    status: GpuNodeProfileStatus,
     problem: &str,
     generation: Option<i64>,
     previous: Option<&GpuNodeProfileStatus>,
     now: Timestamp,
 ) -> GpuNodeProfileStatus {
     let message = format!("the profile breaks a rule of the GpuNodeProfile CRD: {problem}");
+    mark_failed(
+        status,
+        keys::REASON_INVALID_PROFILE,
+        &message,
+        generation,
+        previous,
+        now,
+    )
+}
+
+/// `status` saying the API server refuses gpuready's writes to `count` of the
+/// profile's nodes (an admission policy, RBAC): `Ready=False`, `Stalled=True`
+/// with reason `WritesRefused` and the server's reason for the first node, so
+/// kstatus reads Failed instead of the Current a `Ready=True` would claim while
+/// the nodes stay as they were.
+pub fn mark_refused(
+    status: GpuNodeProfileStatus,
+    count: usize,
+    node: &str,
+    why: &str,
+    generation: Option<i64>,
+    previous: Option<&GpuNodeProfileStatus>,
+    now: Timestamp,
+) -> GpuNodeProfileStatus {
+    let message = format!(
+        "the API server refuses gpuready's writes to {count} node(s) of this profile, so their taint, labels or conditions may not match their verdict; node {node}: {why}"
+    );
+    let message: String = message.chars().take(1024).collect();
+    mark_failed(
+        status,
+        keys::REASON_WRITES_REFUSED,
+        &message,
+        generation,
+        previous,
+        now,
+    )
+}
+
+fn mark_failed(
+    mut status: GpuNodeProfileStatus,
+    reason: &str,
+    message: &str,
+    generation: Option<i64>,
+    previous: Option<&GpuNodeProfileStatus>,
+    now: Timestamp,
+) -> GpuNodeProfileStatus {
     for (type_, status_value) in [(keys::CONDITION_READY, false), (CONDITION_STALLED, true)] {
         let mut c = condition(
             type_,
             status_value,
-            keys::REASON_INVALID_PROFILE,
-            message.clone(),
+            reason,
+            message.to_owned(),
             generation,
             now,
         );
@@ -356,6 +426,39 @@ pub fn mark_invalid(
 #[cfg(test)]
 mod invalid_tests {
     use super::*;
+
+    /// A selector that reads a key another profile's readyLabels sets is named
+    /// on the profile; an independent one, or its own readyLabels, is not.
+    #[test]
+    fn a_selector_reading_another_profiles_ready_label_is_reported() {
+        let profile =
+            |name: &str, spec: serde_json::Value| -> std::sync::Arc<gpuready_api::GpuNodeProfile> {
+                std::sync::Arc::new(
+                    serde_json::from_value(serde_json::json!({
+                        "apiVersion": "gpuready.io/v1alpha1", "kind": "GpuNodeProfile",
+                        "metadata": { "name": name }, "spec": spec,
+                    }))
+                    .expect("profile"),
+                )
+            };
+        let gold = profile(
+            "gold",
+            serde_json::json!({ "nodeSelector": { "matchLabels": { "pool": "a" } },
+                "readyLabels": { "example.com/tier": "gold" } }),
+        );
+        let by_tier = profile(
+            "by-tier",
+            serde_json::json!({ "nodeSelector": { "matchExpressions": [
+                { "key": "example.com/tier", "operator": "In", "values": ["gold"] }] } }),
+        );
+        let all = vec![gold.clone(), by_tier.clone()];
+        let why = selector_feedback(&by_tier, &all).expect("reported");
+        assert!(
+            why.contains("example.com/tier") && why.contains("gold"),
+            "{why}"
+        );
+        assert_eq!(selector_feedback(&gold, &all), None);
+    }
 
     #[test]
     fn an_invalid_profile_is_ready_false_and_stalled() {

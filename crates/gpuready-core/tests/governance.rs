@@ -126,3 +126,49 @@ fn the_assessment_reason_is_the_lowest_failing_gating_layer() {
         .expect("Compatibility in message");
     assert!(driver < plugin && plugin < compat, "{}", a.message);
 }
+
+/// gpuready's own labels never take part in selection: a selector that reads
+/// them (stored by an older CRD) sees the node as it would be without them, so
+/// gpuready's write of `gpuready.io/ready` cannot flip the node in and out of
+/// the profile (the write storm of issue 24).
+#[test]
+fn labels_gpuready_wrote_do_not_take_part_in_selection() {
+    // Built without validation: the CRD refuses these selectors now.
+    let unchecked = |name: &str, spec: &str| {
+        gpuready_api::GpuNodeProfile::new(
+            name,
+            serde_yaml_ng::from_str(spec).expect("test profile YAML parses"),
+        )
+    };
+    let storm = unchecked(
+        "storm",
+        "nodeSelector: {matchLabels: {gpu-pool: test}, matchExpressions: [{key: gpuready.io/ready, operator: NotIn, values: [\"true\"]}]}",
+    );
+    let before = NodeBuilder::gpu("n").build();
+    let after = NodeBuilder::gpu("n")
+        .label("gpuready.io/ready", "true")
+        .label("gpuready.io/profile", "storm")
+        .build();
+    for node in [&before, &after] {
+        let a = assess_with(node, std::slice::from_ref(&storm), &opts());
+        assert_eq!(a.governance, GovernanceKind::Governed, "{:?}", a.reason);
+    }
+    let selects_ready = unchecked(
+        "ready-only",
+        "nodeSelector: {matchLabels: {gpuready.io/ready: \"true\"}}",
+    );
+    let a = assess_with(&after, &[selects_ready], &opts());
+    assert_eq!(a.governance, GovernanceKind::Ungoverned);
+    // A readyLabels key another profile set (listed in gpuready.io/labels).
+    let tiered = NodeBuilder::gpu("n")
+        .label("example.com/tier", "gold")
+        .annotate("gpuready.io/labels", "example.com/tier")
+        .build();
+    let by_tier = profile(
+        "by-tier",
+        "nodeSelector: {matchLabels: {example.com/tier: gold}}",
+    );
+    let a = assess_with(&tiered, &[by_tier, profile("base", "")], &opts());
+    assert_eq!(a.governance, GovernanceKind::Governed);
+    assert_eq!(a.profile.as_deref(), Some("base"));
+}

@@ -630,12 +630,18 @@ fn profile_excluded_family() {
         &NodeBuilder::gtx1070("n"),
     )
     .expect(Layer::Profile, Ready, "ProfileMatches");
-    // Excluded wins over allowed.
-    judge(
-        "gpu: {families: [maxwell, pascal], excludedFamilies: [maxwell]}",
-        &NodeBuilder::quadro_m5000("n"),
-    )
-    .expect(Layer::Profile, NotReady, "FamilyExcluded");
+    // Excluded wins over allowed. Such a profile is refused at admission and
+    // offline now (issue 24); one stored before the rule is judged this way.
+    let mut both = spec("gpu: {families: [pascal], excludedFamilies: [maxwell]}");
+    both.gpu
+        .families
+        .push(gpuready_api::profile::Family::Maxwell);
+    assert!(!both.validate().is_empty(), "refused offline");
+    gpuready_core::evaluate(&both, &NodeBuilder::quadro_m5000("n").facts(), now()).expect(
+        Layer::Profile,
+        NotReady,
+        "FamilyExcluded",
+    );
 }
 
 #[test]

@@ -99,11 +99,32 @@ pub async fn check_cluster(
         .map_err(|e| LiveError::Request(describe_request_error(server, "listing nodes", &e)))?
         .items;
     let profiles = if args.profiles.is_empty() {
-        match Api::<GpuNodeProfile>::all(client.clone())
+        // Untyped, then typed one by one, as `gpuready run` reads them: one
+        // profile the types cannot hold (admitted by an older CRD) is named
+        // and skipped, not taken for an unreachable server.
+        match crate::controller::profiles::dynamic_api(client.clone())
             .list(&ListParams::default())
             .await
         {
-            Ok(list) => list.items,
+            Ok(list) => list
+                .items
+                .iter()
+                .filter_map(|o| {
+                    let name = o.metadata.name.as_deref().unwrap_or_default();
+                    let typed = crate::controller::profiles::to_profile(o).and_then(|p| {
+                        gpuready_core::select::profile_selector(&p)
+                            .map(|_| p)
+                            .map_err(|e| format!("spec.nodeSelector: {}", e.message))
+                    });
+                    typed
+                        .map_err(|why| {
+                            eprintln!(
+                                "warning: GpuNodeProfile {name} cannot be read and is skipped, as gpuready run skips it: {why}"
+                            )
+                        })
+                        .ok()
+                })
+                .collect(),
             Err(kube::Error::Api(s)) if s.code == 404 => {
                 eprintln!(
                     "warning: the GpuNodeProfile CRD is not installed: every node is ungoverned (pass --profiles FILE for a what-if)"

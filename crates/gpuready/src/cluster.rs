@@ -6,6 +6,21 @@ use std::path::PathBuf;
 
 use kube::config::{KubeConfigOptions, Kubeconfig};
 
+/// The User-Agent of every request gpuready sends (`gpuready/<version>`), so
+/// audit logs and API Priority and Fairness can tell it from other clients
+/// (a FlowSchema can match the ServiceAccount; the audit log shows this too).
+pub const USER_AGENT: &str = concat!("gpuready/", env!("CARGO_PKG_VERSION"));
+
+/// Sets gpuready's [`USER_AGENT`] on a client configuration (once).
+pub fn identify(config: &mut kube::Config) {
+    let name = http::header::USER_AGENT;
+    if !config.headers.iter().any(|(n, _)| *n == name) {
+        config
+            .headers
+            .push((name, http::HeaderValue::from_static(USER_AGENT)));
+    }
+}
+
 /// The cluster flags every command that talks to a cluster takes.
 #[derive(Debug, Clone, Default, clap::Args)]
 pub struct ClusterArgs {
@@ -49,6 +64,12 @@ impl ClusterArgs {
     /// The client configuration these flags select: the file and context given,
     /// else kube's usual inference (KUBECONFIG, ~/.kube/config, in-cluster).
     pub async fn config(&self) -> Result<kube::Config, ClusterError> {
+        let mut config = self.config_as_found().await?;
+        identify(&mut config);
+        Ok(config)
+    }
+
+    async fn config_as_found(&self) -> Result<kube::Config, ClusterError> {
         let options = KubeConfigOptions {
             context: self.context.clone(),
             ..Default::default()

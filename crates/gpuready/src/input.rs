@@ -49,6 +49,8 @@ pub enum InputError {
         path: PathBuf,
         expected: &'static str,
     },
+    #[error("{path}: stopped reading after {after} problems")]
+    Stopped { path: PathBuf, after: usize },
     /// Every problem of a file, as the API server lists every problem of an
     /// object: one per line, each worded like a single error.
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("\nerror: "))]
@@ -125,24 +127,88 @@ fn read_text(path: &Path) -> Result<String, InputError> {
     })
 }
 
-/// The deepest flow nesting in `text` and the line where it passes
-/// [`MAX_FLOW_DEPTH`], if it does. Brackets inside quoted strings count too:
-/// that can only over-count text no real object holds.
-fn flow_too_deep(text: &str) -> Option<usize> {
+/// At least this many bytes of YAML per flow collection (`[`, `{`), on
+/// average over a file. The YAML parser holds every event of a document before
+/// any of it is read, several hundred bytes each: 19 MB of `[[…]]` took 52 s and
+/// 4.87 GB (issue 24). A `kubectl get -o yaml` dump has one `{}` in 40 bytes or
+/// fewer (managedFields); text denser than one in 16 is refused before parsing,
+/// which bounds the parser's events by the file's size as for block-style YAML.
+const FLOW_BYTES_PER_COLLECTION: usize = 16;
+
+/// Why [`flow_too_deep`] refuses a text, with the line where it noticed.
+#[derive(Debug, PartialEq, Eq)]
+enum FlowProblem {
+    Deep(usize),
+    Dense(usize),
+}
+
+/// The line where flow nesting in `text` passes [`MAX_FLOW_DEPTH`], or its
+/// flow collections get denser than one in [`FLOW_BYTES_PER_COLLECTION`] bytes, if
+/// they do. Brackets inside quoted scalars and comments are text, not nesting: a
+/// valid `kubectl get nodes -o yaml` dump whose annotation holds 300 `[` is
+/// read, as its JSON form is. A quote opens a quoted scalar only where a scalar
+/// may begin (line start, after a space, `[`, `{`, `,` or `:`); inside a plain
+/// scalar (`it's`) it is a letter, so a stray quote cannot hide real nesting
+/// from this bound.
+fn flow_too_deep(text: &str) -> Option<FlowProblem> {
+    #[derive(PartialEq)]
+    enum In {
+        Plain,
+        Single,
+        Double,
+        Comment,
+    }
+    let mut state = In::Plain;
     let mut depth = 0usize;
+    let mut opened = 0usize;
+    let dense = text.len() / FLOW_BYTES_PER_COLLECTION + 1024;
     let mut line = 1;
-    for b in text.bytes() {
-        match b {
-            b'\n' => line += 1,
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > MAX_FLOW_DEPTH {
-                    return Some(line);
+    let mut prev = b'\n';
+    let mut bytes = text.bytes().peekable();
+    while let Some(b) = bytes.next() {
+        if b == b'\n' {
+            line += 1;
+        }
+        let at_start = matches!(
+            prev,
+            b'\n' | b' ' | b'\t' | b'[' | b'{' | b',' | b':' | b'-' | b'?'
+        );
+        match state {
+            In::Comment if b == b'\n' => state = In::Plain,
+            In::Comment => {}
+            // '' is a quote inside a single-quoted scalar.
+            In::Single if b == b'\'' => {
+                if bytes.peek() == Some(&b'\'') {
+                    bytes.next();
+                } else {
+                    state = In::Plain;
                 }
             }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
+            In::Single => {}
+            In::Double if b == b'\\' => {
+                bytes.next();
+            }
+            In::Double if b == b'"' => state = In::Plain,
+            In::Double => {}
+            In::Plain => match b {
+                b'\'' if at_start => state = In::Single,
+                b'"' if at_start => state = In::Double,
+                b'#' if matches!(prev, b'\n' | b' ' | b'\t') => state = In::Comment,
+                b'[' | b'{' => {
+                    depth += 1;
+                    opened += 1;
+                    if depth > MAX_FLOW_DEPTH {
+                        return Some(FlowProblem::Deep(line));
+                    }
+                    if opened > dense {
+                        return Some(FlowProblem::Dense(line));
+                    }
+                }
+                b']' | b'}' => depth = depth.saturating_sub(1),
+                _ => {}
+            },
         }
+        prev = b;
     }
     None
 }
@@ -173,6 +239,93 @@ impl IntoJson for Value {
     }
     fn into_json(self) -> Result<Value, (String, String)> {
         Ok(self)
+    }
+}
+
+/// A YAML value read the way kubectl reads one: a key given twice in one
+/// mapping keeps its last value (kubectl's YAML decoder does, and the API server
+/// then stores that), where serde_yaml_ng's own `Value` refuses the document.
+struct KubectlYaml(serde_yaml_ng::Value);
+
+impl<'de> serde::Deserialize<'de> for KubectlYaml {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde_yaml_ng::Value as Y;
+        struct V;
+        impl<'de> de::Visitor<'de> for V {
+            type Value = KubectlYaml;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("any YAML value")
+            }
+            fn visit_bool<E>(self, b: bool) -> Result<KubectlYaml, E> {
+                Ok(KubectlYaml(Y::Bool(b)))
+            }
+            fn visit_i64<E>(self, n: i64) -> Result<KubectlYaml, E> {
+                Ok(KubectlYaml(Y::Number(n.into())))
+            }
+            fn visit_u64<E>(self, n: u64) -> Result<KubectlYaml, E> {
+                Ok(KubectlYaml(Y::Number(n.into())))
+            }
+            fn visit_f64<E>(self, n: f64) -> Result<KubectlYaml, E> {
+                Ok(KubectlYaml(Y::Number(n.into())))
+            }
+            fn visit_str<E>(self, s: &str) -> Result<KubectlYaml, E> {
+                Ok(KubectlYaml(Y::String(s.to_owned())))
+            }
+            fn visit_string<E>(self, s: String) -> Result<KubectlYaml, E> {
+                Ok(KubectlYaml(Y::String(s)))
+            }
+            fn visit_unit<E>(self) -> Result<KubectlYaml, E> {
+                Ok(KubectlYaml(Y::Null))
+            }
+            fn visit_none<E>(self) -> Result<KubectlYaml, E> {
+                Ok(KubectlYaml(Y::Null))
+            }
+            fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<KubectlYaml, D2::Error> {
+                serde::Deserialize::deserialize(d)
+            }
+            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<KubectlYaml, A::Error> {
+                let mut out = Vec::new();
+                while let Some(KubectlYaml(v)) = seq.next_element()? {
+                    out.push(v);
+                }
+                Ok(KubectlYaml(Y::Sequence(out)))
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<KubectlYaml, A::Error> {
+                let mut out = serde_yaml_ng::Mapping::new();
+                while let Some(KubectlYaml(k)) = map.next_key()? {
+                    let KubectlYaml(v) = map.next_value()?;
+                    // Last one wins, in the first one's place.
+                    out.insert(k, v);
+                }
+                Ok(KubectlYaml(Y::Mapping(out)))
+            }
+            fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<KubectlYaml, A::Error> {
+                use serde::de::VariantAccess;
+                let (tag, contents) = data.variant::<String>()?;
+                let KubectlYaml(value) = contents.newtype_variant()?;
+                Ok(KubectlYaml(Y::Tagged(Box::new(
+                    serde_yaml_ng::value::TaggedValue {
+                        tag: serde_yaml_ng::value::Tag::new(tag),
+                        value,
+                    },
+                ))))
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
+impl IntoJson for KubectlYaml {
+    fn object(entries: Vec<(String, Self)>) -> Self {
+        KubectlYaml(<serde_yaml_ng::Value as IntoJson>::object(
+            entries
+                .into_iter()
+                .map(|(k, KubectlYaml(v))| (k, v))
+                .collect(),
+        ))
+    }
+    fn into_json(self) -> Result<Value, (String, String)> {
+        self.0.into_json()
     }
 }
 
@@ -317,7 +470,12 @@ impl<'de, I: IntoJson> de::Visitor<'de> for DocSeed<'_, '_, I> {
                 had_items = true;
                 map.next_value_seed(ItemsSeed::<I>(self.0, std::marker::PhantomData))?;
             } else {
-                rest.push((key, map.next_value::<I>()?));
+                // A key twice: the last wins, as kubectl reads it.
+                let value = map.next_value::<I>()?;
+                match rest.iter_mut().find(|(k, _)| *k == key) {
+                    Some(slot) => slot.1 = value,
+                    None => rest.push((key, value)),
+                }
             }
         }
         if had_items {
@@ -406,17 +564,28 @@ fn for_each_object(
         one_document::<Value, _>(&mut de, &mut per_doc, syntax(1))?;
         return de.end().map_err(|e| syntax(1)(e.to_string()));
     }
-    if let Some(line) = flow_too_deep(&text) {
-        return Err(syntax(1)(format!(
-            "flow collections ([ or {{) nested deeper than {MAX_FLOW_DEPTH} levels at line {line}: no Kubernetes object needs that"
-        )));
+    match flow_too_deep(&text) {
+        Some(FlowProblem::Deep(line)) => {
+            return Err(syntax(1)(format!(
+                "flow collections ([ or {{) nested deeper than {MAX_FLOW_DEPTH} levels at line {line}: no Kubernetes object needs that"
+            )));
+        }
+        Some(FlowProblem::Dense(line)) => {
+            return Err(syntax(1)(format!(
+                "more flow collections ([ or {{) than one in {FLOW_BYTES_PER_COLLECTION} bytes by line {line}: no Kubernetes object needs that (convert the file to JSON to read it anyway)"
+            )));
+        }
+        None => {}
     }
     for (i, de) in serde_yaml_ng::Deserializer::from_str(&text).enumerate() {
         let mut per_doc = |index: Option<usize>, value| sink(i + 1, index, value);
-        one_document::<serde_yaml_ng::Value, _>(de, &mut per_doc, syntax(i + 1))?;
+        one_document::<KubectlYaml, _>(de, &mut per_doc, syntax(i + 1))?;
     }
     Ok(())
 }
+
+/// Problems reported for one file before reading stops.
+const MAX_PROBLEMS: usize = 100;
 
 /// Objects of one kind from a file: single objects, `List`s (`items`), or both.
 /// `check` runs on each raw object before it is typed and returns every
@@ -433,6 +602,16 @@ fn objects<T: DeserializeOwned>(
     let mut count = 0;
     let mut errors = Vec::new();
     for_each_object(path, |doc_no, index, item| {
+        // A file of a million broken items is not worth a million messages
+        // (they cost more memory than the file).
+        if errors.len() >= MAX_PROBLEMS {
+            let mut all = std::mem::take(&mut errors);
+            all.push(InputError::Stopped {
+                path: path.to_owned(),
+                after: MAX_PROBLEMS,
+            });
+            return Err(InputError::Several(all));
+        }
         let at = index.map(|j| format!(", items[{j}]")).unwrap_or_default();
         let item = match item {
             Ok(item) => item,
@@ -592,8 +771,10 @@ pub fn read_all_profiles(paths: &[PathBuf]) -> Result<Vec<GpuNodeProfile>, Input
             "gpuready.io/v1alpha1",
             "GpuNodeProfile",
             |raw: &mut Value| {
-                // What the server stores: nulls of non-nullable fields dropped.
+                // What the server stores: nulls of non-nullable fields dropped,
+                // integral floats (1000.0, 1.5e7) of integer fields as integers.
                 gpuready_api::validate::prune_nulls(raw);
+                gpuready_api::validate::integral_numbers(raw);
                 // Strict like `kubectl apply` (server-side field validation
                 // Strict): a misspelt field would otherwise be dropped silently
                 // and the check would judge a different profile.
@@ -634,5 +815,46 @@ pub fn read_all_profiles(paths: &[PathBuf]) -> Result<Vec<GpuNodeProfile>, Input
     match InputError::from_all(errors) {
         Some(e) => Err(e),
         None => Ok(out),
+    }
+}
+
+#[cfg(test)]
+mod depth_tests {
+    use super::*;
+
+    #[test]
+    fn brackets_in_quotes_and_comments_are_text_but_a_stray_quote_hides_nothing() {
+        let deep = "[".repeat(MAX_FLOW_DEPTH + 1);
+        for ok in [
+            format!("a: '{deep}'\n"),
+            format!("a: \"{deep}\"\n"),
+            format!("a: 'it''s {deep}'\n"),
+            format!("a: \"say \\\" {deep}\"\n"),
+            format!("a: 1 # {deep}\n"),
+            format!("a: ['{deep}', \"{deep}\"]\n"),
+        ] {
+            assert_eq!(flow_too_deep(&ok), None, "{ok}");
+        }
+        for bad in [
+            format!("a: {deep}"),
+            format!("a: it's\nb: {deep}"),
+            format!("a: x\"y\nb: {deep}"),
+            format!("a: x#y {deep}"),
+        ] {
+            assert!(flow_too_deep(&bad).is_some(), "{bad}");
+        }
+        // Shallow but dense: refused too, before the parser holds it all.
+        let dense = format!("a: [{}]\n", "[],".repeat(100_000));
+        assert!(matches!(flow_too_deep(&dense), Some(FlowProblem::Dense(1))));
+        // The shipped dumps are far from the bound.
+        for example in ["rtx3090-rtx4070tis", "talos-rtx3050", "pascal-maxwell"] {
+            let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../../deploy/examples")
+                .join(example);
+            for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+                let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
+                assert_eq!(flow_too_deep(&text), None, "{}", entry.path().display());
+            }
+        }
     }
 }

@@ -104,5 +104,36 @@ async fn unreadable_and_invalid_profiles_do_not_stop_the_others() {
             .then_some(())
     })
     .await;
+    // Issue 24: its status says so too (kstatus: Failed), read untyped since
+    // the types cannot hold it.
+    eventually(30, "the unreadable profile's status says so", || async {
+        let raw = raw_profile_api(&client).get("too-many").await.ok()?;
+        let conditions = raw.data.pointer("/status/conditions")?.as_array()?.clone();
+        let has = |t: &str, s: &str| {
+            conditions.iter().any(|c| {
+                c["type"] == t && c["status"] == s && c["reason"] == keys::REASON_INVALID_PROFILE
+            })
+        };
+        (has("Ready", "False") && has("Stalled", "True")).then_some(())
+    })
+    .await;
+    // And a live `gpuready check` judges the cluster, skipping it with a
+    // message, instead of exiting 2 with "cannot reach the API server".
+    let report = live_report(&client).await;
+    let good = report
+        .nodes
+        .iter()
+        .find(|n| n.name == "gpu-good")
+        .expect("gpu-good judged");
+    assert_eq!(good.profile.as_deref(), Some("good"));
+    // Its status is written once, not again on its own echo.
+    let rv = |o: kube::api::DynamicObject| o.metadata.resource_version;
+    let before = rv(raw_profile_api(&client).get("too-many").await.expect("get"));
+    tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+    let after = rv(raw_profile_api(&client).get("too-many").await.expect("get"));
+    assert_eq!(
+        before, after,
+        "the unreadable profile's status is not rewritten"
+    );
     run.stop().await.expect("clean stop");
 }

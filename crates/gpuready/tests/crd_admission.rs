@@ -280,7 +280,7 @@ fn bad_cases() -> Vec<Bad> {
             spec_with(json!({ "cudaVersion": "12.4.1" })),
             &[
                 "spec.cudaVersion",
-                "cudaVersion must look like 12.4 or 13.0",
+                "cudaVersion must be a CUDA release like 12.4 or 13.0",
             ],
         ),
         b(
@@ -671,7 +671,48 @@ fn bad_cases() -> Vec<Bad> {
             spec_with(json!({ "readyLabels": { "gpuready.io/ready": "true" } })),
             &[
                 "spec.readyLabels",
-                "readyLabels must not set gpuready.io/ready or gpuready.io/profile",
+                "readyLabels must not name keys in gpuready's own domain",
+            ],
+        ),
+        b(
+            ("spec.readyLabels", "rule"),
+            "ready label in a subdomain of gpuready's",
+            spec_with(
+                json!({ "readyLabels": { "x.gpuready.io/not-ready-deadline-exceeded": "true" } }),
+            ),
+            &[
+                "spec.readyLabels",
+                "readyLabels must not name keys in gpuready's own domain",
+            ],
+        ),
+        // The write storm of issue 24: selectors that read what gpuready writes.
+        b(
+            ("spec.nodeSelector.matchExpressions[].key", "rule"),
+            "selector NotIn on gpuready.io/ready",
+            json!({ "nodeSelector": {
+                "matchLabels": { "gpu-pool": "talos" },
+                "matchExpressions": [{ "key": "gpuready.io/ready", "operator": "NotIn", "values": ["true"] }] } }),
+            &[
+                "spec.nodeSelector.matchExpressions[0].key",
+                "nodeSelector must not read keys gpuready writes itself",
+            ],
+        ),
+        b(
+            ("spec.nodeSelector.matchLabels", "rule"),
+            "selector on gpuready.io/ready=true",
+            json!({ "nodeSelector": { "matchLabels": { "gpuready.io/ready": "true" } } }),
+            &[
+                "spec.nodeSelector.matchLabels",
+                "nodeSelector must not read keys gpuready writes itself",
+            ],
+        ),
+        b(
+            ("spec.nodeSelector.matchLabels", "rule"),
+            "selector on a future gpuready.io/ key",
+            json!({ "nodeSelector": { "matchLabels": { "gpuready.io/anything-new": "x" } } }),
+            &[
+                "spec.nodeSelector.matchLabels",
+                "nodeSelector must not read keys gpuready writes itself",
             ],
         ),
         b(
@@ -764,7 +805,7 @@ fn bad_cases() -> Vec<Bad> {
             spec_with(json!({ "gpu": { "minComputeCapability": "8" } })),
             &[
                 "spec.gpu.minComputeCapability",
-                "minComputeCapability must look like 8.6 (major.minor)",
+                "minComputeCapability must look like 8.6 (major.minor",
             ],
         ),
         b(
@@ -856,9 +897,18 @@ fn bad_cases() -> Vec<Bad> {
         ),
         b(
             ("spec.taint.key", "maxLength"),
-            "taint key of 317 bytes",
-            taint(json!({ "key": format!("{}/x", "a".repeat(315)) })),
-            &["spec.taint.key", "may not be more than 316 bytes"],
+            "taint key of 318 bytes",
+            taint(json!({ "key": format!("{}/{}", "a".repeat(253), "b".repeat(64)) })),
+            &["spec.taint.key", "may not be more than 317 bytes"],
+        ),
+        b(
+            ("spec.taint.key", "rule"),
+            "taint key with a 254-byte prefix",
+            taint(json!({ "key": format!("{}/x", "a".repeat(254)) })),
+            &[
+                "spec.taint.key",
+                "taint.key must be a qualified name like gpuready.io/not-ready",
+            ],
         ),
         b(
             ("spec.taint.value", "rule"),
@@ -886,6 +936,82 @@ fn bad_cases() -> Vec<Bad> {
             "driver version part beyond u32",
             spec_with(json!({ "minDriverVersion": "99999999999.1" })),
             &["spec.minDriverVersion", "at most 9 digits a part"],
+        ),
+        // Issue 24: admitted though meaningless.
+        b(
+            ("spec.minDriverVersion", "rule"),
+            "driver version with leading zeros",
+            spec_with(json!({ "minDriverVersion": "0580.065.06" })),
+            &["spec.minDriverVersion", "no leading zero in the first two"],
+        ),
+        b(
+            ("spec.cudaVersion", "rule"),
+            "CUDA 99.9",
+            spec_with(json!({ "cudaVersion": "99.9" })),
+            &["spec.cudaVersion", "cudaVersion must be a CUDA release"],
+        ),
+        b(
+            ("spec.gpu.minComputeCapability", "rule"),
+            "compute capability 0.0",
+            spec_with(json!({ "gpu": { "minComputeCapability": "0.0" } })),
+            &["spec.gpu.minComputeCapability", "from 1.0, no leading zero"],
+        ),
+        b(
+            ("spec.gpu.minComputeCapability", "rule"),
+            "compute capability 08.6",
+            spec_with(json!({ "gpu": { "minComputeCapability": "08.6" } })),
+            &["spec.gpu.minComputeCapability", "from 1.0, no leading zero"],
+        ),
+        b(
+            ("spec.gpu", "rule"),
+            "a family both allowed and excluded",
+            spec_with(json!({ "gpu": { "families": ["ampere"], "excludedFamilies": ["ampere"] } })),
+            &[
+                "spec.gpu",
+                "gpu.families and gpu.excludedFamilies must not share a family",
+            ],
+        ),
+        b(
+            ("spec.gatingLayers", "rule"),
+            "gating on Health alone",
+            spec_with(json!({ "gatingLayers": ["Health"] })),
+            &[
+                "spec.gatingLayers",
+                "gatingLayers must name a layer besides Health",
+            ],
+        ),
+        b(
+            ("spec.gpu.products", "rule"),
+            "product ?",
+            spec_with(json!({ "gpu": { "products": ["?"] } })),
+            &["spec.gpu.products", "products must name something"],
+        ),
+        b(
+            ("spec.resources", "rule"),
+            "resource under kubernetes.io",
+            spec_with(json!({ "resources": { "kubernetes.io/gpu": 1 } })),
+            &[
+                "spec.resources",
+                "resources must not name a resource in kubernetes.io or k8s.io",
+            ],
+        ),
+        b(
+            ("spec.taint", "rule"),
+            "AKS taint key",
+            taint(json!({ "key": "kubernetes.azure.com/scalesetpriority" })),
+            &[
+                "spec.taint",
+                "taint.key must not be in a namespace other systems own",
+            ],
+        ),
+        b(
+            ("spec.taint", "rule"),
+            "GKE taint key",
+            taint(json!({ "key": "cloud.google.com/gke-nodepool" })),
+            &[
+                "spec.taint",
+                "taint.key must not be in a namespace other systems own",
+            ],
         ),
         b(
             ("spec.resources{}", "maximum"),

@@ -160,6 +160,84 @@ fn corpus() -> Vec<(String, Vec<u8>)> {
         "taint subdomain of readiness",
         with_name("d-t5", "  taint: {key: a.readiness.k8s.io/gpu}\n"),
     );
+    // Issue 24: where offline and the server disagreed, and what both admitted
+    // though it means nothing.
+    let prefix = format!(
+        "{}.{}.{}.{}",
+        "a".repeat(63),
+        "b".repeat(63),
+        "c".repeat(63),
+        "d".repeat(61)
+    );
+    add(
+        "taint key of 317 bytes",
+        with_name(
+            "d-t6",
+            &format!("  taint: {{key: {prefix}/{}}}\n", "n".repeat(63)),
+        ),
+    );
+    add(
+        "taint key with a 254-byte prefix",
+        with_name("d-t7", &format!("  taint: {{key: {prefix}x/n}}\n")),
+    );
+    add(
+        "integral float 1000.0",
+        with_name("d-f1", "  gpu:\n    minMemoryMib: 1000.0\n"),
+    );
+    add(
+        "integral float 1.5e7",
+        with_name("d-f2", "  gpu:\n    minMemoryMib: 1.5e7\n"),
+    );
+    add(
+        "fractional float 1000.5",
+        with_name("d-f3", "  gpu:\n    minMemoryMib: 1000.5\n"),
+    );
+    add(
+        "JSON integral float",
+        "{\"apiVersion\": \"gpuready.io/v1alpha1\", \"kind\": \"GpuNodeProfile\", \"metadata\": {\"name\": \"d-f4\"}, \"spec\": {\"nodeSelector\": {}, \"gpu\": {\"count\": 2.0}}}".to_owned(),
+    );
+    // kubectl sends the last of duplicate JSON fields, as serde_json keeps it.
+    add(
+        "JSON duplicate field",
+        "{\"apiVersion\": \"gpuready.io/v1alpha1\", \"kind\": \"GpuNodeProfile\", \"metadata\": {\"name\": \"d-dup1\"}, \"spec\": {\"nodeSelector\": {}, \"mode\": \"Enforce\", \"mode\": \"Observe\"}}".to_owned(),
+    );
+    // kubectl keeps the last of duplicate YAML keys too (offline refused them).
+    add(
+        "YAML duplicate field",
+        with_name("d-dup3", "  mode: Enforce\n  mode: Observe\n"),
+    );
+    add(
+        "YAML duplicate field, the last one bad",
+        with_name("d-dup4", "  mode: Enforce\n  mode: Sometimes\n"),
+    );
+    add(
+        "JSON duplicate top-level field",
+        "{\"apiVersion\": \"gpuready.io/v1alpha1\", \"kind\": \"GpuNodeProfile\", \"metadata\": {\"name\": \"d-dup2\"}, \"spec\": {\"nodeSelector\": {}, \"mode\": \"Bad\"}, \"spec\": {\"nodeSelector\": {}}}".to_owned(),
+    );
+    for (i, spec) in [
+        "  gpu:\n    families: [ampere]\n    excludedFamilies: [ampere]\n",
+        "  cudaVersion: \"99.9\"\n",
+        "  gpu:\n    minComputeCapability: \"0.0\"\n",
+        "  gpu:\n    minComputeCapability: \"08.6\"\n",
+        "  minDriverVersion: \"0580.065.06\"\n",
+        "  gatingLayers: [Health]\n",
+        "  gpu:\n    products: [\"?\"]\n",
+        "  resources: {kubernetes.io/gpu: 1}\n",
+        "  taint: {key: kubernetes.azure.com/scalesetpriority}\n",
+        "  taint: {key: cloud.google.com/gke-nodepool}\n",
+        "  taint: {key: eks.amazonaws.com/compute-type}\n",
+        "  minDriverVersion: \"580.65.06\"\n",
+        "  gatingLayers: [Driver, Health]\n",
+        "  gpu:\n    products: [\"*\"]\n",
+    ]
+    .iter()
+    .enumerate()
+    {
+        add(
+            &format!("meaning {}", spec.trim()),
+            with_name(&format!("d-m{i}"), spec),
+        );
+    }
     out
 }
 

@@ -59,6 +59,49 @@ pub struct Context {
     pub evidence: Arc<EvidenceStores>,
     /// Reports of `gpuready probe`, when `--probe-namespace` is set.
     pub probe_reports: Option<ProbeReports>,
+    /// Nodes whose last write the API server refused (admission, RBAC), with
+    /// their profile and the server's reason: the status task says so on the
+    /// profile until a write to the node passes again.
+    pub refused: Refused,
+}
+
+/// Node → (profile, the API server's reason) for writes the server refused.
+#[derive(Clone, Default)]
+pub struct Refused(Arc<Mutex<HashMap<String, (String, String)>>>);
+
+impl Refused {
+    pub fn note(&self, node: &str, profile: &str, reason: &str) {
+        if let Ok(mut r) = self.0.lock() {
+            r.insert(node.to_owned(), (profile.to_owned(), reason.to_owned()));
+        }
+    }
+
+    /// Forgets the node; true if it was listed (its profile's status changes).
+    pub fn clear(&self, node: &str) -> Option<String> {
+        self.0
+            .lock()
+            .ok()
+            .and_then(|mut r| r.remove(node))
+            .map(|(p, _)| p)
+    }
+
+    /// How many of the profile's nodes are refused, and the first one (by
+    /// name) with its reason.
+    pub fn of_profile(
+        &self,
+        profile: &str,
+        exists: impl Fn(&str) -> bool,
+    ) -> Option<(usize, String, String)> {
+        let r = self.0.lock().ok()?;
+        let mut mine: Vec<(&String, &String)> = r
+            .iter()
+            .filter(|(n, (p, _))| p == profile && exists(n))
+            .map(|(n, (_, why))| (n, why))
+            .collect();
+        mine.sort();
+        let (node, why) = mine.first()?;
+        Some((mine.len(), (*node).clone(), (*why).clone()))
+    }
 }
 
 impl Context {

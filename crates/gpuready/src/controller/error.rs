@@ -18,6 +18,8 @@ pub enum Error {
     LostLeadership,
     #[error("write refused: this replica no longer holds a fresh leader lease ({0})")]
     Fenced(String),
+    #[error("node {0}: the API server refused gpuready's write: {1}")]
+    Refused(String, String),
     #[error("HTTP server: {0}")]
     Http(#[from] std::io::Error),
 }
@@ -36,6 +38,7 @@ impl Error {
             Error::Serialize(_) => "serialize",
             Error::Lease(_) | Error::LostLeadership => "lease",
             Error::Fenced(_) => "fenced",
+            Error::Refused(..) => "refused",
             Error::Http(_) => "http",
         }
     }

@@ -65,6 +65,24 @@ pub async fn publish_transition(ctx: &Context, node: &Node, facts: &NodeFacts, a
     publish_node_event(ctx, node, &ev, "GpuReady transition").await;
 }
 
+/// A Warning Event on the node when the API server refused gpuready's write
+/// to it (an admission policy, RBAC), with the server's reason.
+pub async fn publish_refusal(ctx: &Context, node: &Node, why: &str) {
+    let ev = Event {
+        type_: EventType::Warning,
+        reason: keys::event_reasons::WRITE_REFUSED.into(),
+        note: Some(
+            format!("the API server refused gpuready's write to this node: {why}")
+                .chars()
+                .take(1000)
+                .collect(),
+        ),
+        action: "Write".into(),
+        secondary: None,
+    };
+    publish_node_event(ctx, node, &ev, "write refusal").await;
+}
+
 /// Sends one Event about `node` and counts it as a write; a failure is logged,
 /// never returned, because an Event must not fail the reconcile that wrote the
 /// node. `what` names the Event in that log line.

@@ -2,11 +2,13 @@
 //! and has renewed it within the renew deadline. The [`Fence`] holds the
 //! instant until which writes are allowed (fed by the lease guard in
 //! `leader.rs`); [`fenced_client`] wraps the client every reconciler, the status
-//! task, the NFD task and the Event recorder use, and refuses any request other
-//! than a read once that instant has passed — checked immediately before the
-//! request leaves, so no write path can bypass it and work already in flight
-//! stops writing at once. The lease itself is renewed through a client without
-//! the fence.
+//! task, the NFD task and the Event recorder use. It refuses a write once that
+//! instant has passed, and tags every write it lets through with the fence
+//! ([`FenceTag`]), so the client stack below checks the fence again before
+//! *each attempt* — a retry of a 429/503/504 sleeps inside the stack, maybe
+//! past the deadline, and is refused there (`requests.rs`), so work already in
+//! flight stops writing at once, retries included. The lease itself is renewed
+//! through a client without the fence.
 
 use std::pin::Pin;
 use std::sync::Arc;
@@ -94,6 +96,26 @@ impl Fence {
     }
 }
 
+/// Carried in the extensions of every write the fenced client lets through:
+/// the client stack checks it before each attempt (kube's retry policy copies
+/// extensions into every retried request).
+#[derive(Clone, Debug)]
+pub struct FenceTag(pub Arc<Fence>);
+
+impl FenceTag {
+    /// `Err` once the fence is closed: the attempt must not leave.
+    pub fn check<B>(req: &Request<B>) -> Result<(), Error> {
+        match req.extensions().get::<FenceTag>() {
+            Some(tag) if !tag.0.is_open() => Err(Error::Fenced(format!(
+                "{} {}",
+                req.method(),
+                req.uri().path()
+            ))),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Reads pass always: a fenced replica may still watch and judge.
 fn is_read(method: &Method) -> bool {
     matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
@@ -129,7 +151,7 @@ impl Service<Request<Body>> for Fenced {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, req: Request<Body>) -> Self::Future {
+    fn call(&mut self, mut req: Request<Body>) -> Self::Future {
         let client = self.inner.clone();
         let fence = self.fence.clone();
         Box::pin(async move {
@@ -142,6 +164,9 @@ impl Service<Request<Body>> for Fenced {
                     req.method(),
                     req.uri().path()
                 ))) as BoxError);
+            }
+            if !is_read(req.method()) {
+                req.extensions_mut().insert(FenceTag(fence));
             }
             client.send(req).await.map_err(|e| Box::new(e) as BoxError)
         })

@@ -4,6 +4,12 @@
 //! fresh: the crate hides renewal errors (it logs and retries, its state stays
 //! "leader"), so [`guard`] watches the Lease itself and feeds the write
 //! [`Fence`] from the renewals it sees.
+//!
+//! Transient API errors must not cost the lease: every Lease request goes
+//! through [`persistent_client`], which retries 5xx, 429 and connection errors
+//! within a second or two, the renewal is attempted every 2 s (client-go's
+//! retry period) against a 10 s renew deadline, and a failure to start the
+//! lease manager is retried with backoff instead of ending the process.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -24,8 +30,11 @@ use super::error::Error;
 use super::fence::Fence;
 use super::metrics::Metrics;
 
-/// Lease timing from `--lease-duration` (client-go's defaults have the same
-/// shape: 15 s lease, 10 s renew deadline, renewal well before).
+/// Lease timing from `--lease-duration`: at the default 15 s, client-go's own
+/// defaults (15 s lease, 10 s renew deadline, 2 s retry period). The renewal
+/// every 2 s leaves four more attempts before the deadline (each retried
+/// within [`persistent_client`] too); renewing every third of the lease, as
+/// before, lost it after two failed renewals in a row.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct LeaseTiming {
     /// How long a holder blocks others after its last renewal.
@@ -42,15 +51,101 @@ pub struct LeaseTiming {
 impl LeaseTiming {
     pub fn new(lease_duration_seconds: u64) -> LeaseTiming {
         let duration_s = lease_duration_seconds.max(2);
-        // Renew every third of the duration, so two renewals may fail before
-        // the renew deadline (two thirds) passes.
-        let interval = (duration_s / 3).max(1);
+        // Renew every 2 s (client-go's retry period), or every third of a
+        // lease shorter than 6 s.
+        let interval = (duration_s / 3).clamp(1, RENEW_PERIOD_S);
         LeaseTiming {
             duration_s,
             grace_s: duration_s - interval,
             renew_deadline: Duration::from_millis(duration_s * 2000 / 3),
         }
     }
+}
+
+/// client-go's `RetryPeriod`: how often the holder renews.
+const RENEW_PERIOD_S: u64 = 2;
+
+/// How often one Lease request is tried before its error reaches the lease
+/// manager, and the wait before the first retry (doubling: 0.1 + 0.2 + 0.4 +
+/// 0.8 s = 1.5 s in all, well inside one renew period's slack).
+const LEASE_ATTEMPTS: u32 = 5;
+const LEASE_RETRY_FIRST: Duration = Duration::from_millis(100);
+
+/// A client for the Lease whose requests are retried on what is transient —
+/// a 5xx, a 429, a connection error — a few times within 1.5 s. gpuready's
+/// general retry covers 429/503/504 only; a 500 from an etcd hiccup went
+/// straight to the lease manager, which waits a second or more before trying
+/// again. A retried renewal is safe: the crate sends it with the Lease's
+/// resourceVersion, so one that was applied after all meets a 409 and the
+/// crate re-reads.
+pub fn persistent_client(client: Client) -> Client {
+    let namespace = client.default_namespace().to_owned();
+    Client::new(Persistent { inner: client }, namespace)
+}
+
+#[derive(Clone)]
+struct Persistent {
+    inner: Client,
+}
+
+fn transient(status: http::StatusCode) -> bool {
+    status.is_server_error() || status == http::StatusCode::TOO_MANY_REQUESTS
+}
+
+impl tower::Service<http::Request<kube::client::Body>> for Persistent {
+    type Response = http::Response<kube::client::Body>;
+    type Error = tower::BoxError;
+    type Future =
+        std::pin::Pin<Box<dyn Future<Output = Result<Self::Response, tower::BoxError>> + Send>>;
+
+    fn poll_ready(
+        &mut self,
+        _cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Result<(), tower::BoxError>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn call(&mut self, req: http::Request<kube::client::Body>) -> Self::Future {
+        let client = self.inner.clone();
+        Box::pin(async move {
+            let mut wait = LEASE_RETRY_FIRST;
+            let mut req = req;
+            for attempt in 1..=LEASE_ATTEMPTS {
+                // A body that cannot be replayed (a watch) gets one attempt.
+                let again = (attempt < LEASE_ATTEMPTS)
+                    .then(|| copy_request(&req))
+                    .flatten();
+                let result = client.send(req).await;
+                let Some(next) = again else {
+                    return result.map_err(|e| Box::new(e) as tower::BoxError);
+                };
+                match &result {
+                    Ok(r) if !transient(r.status()) => return result.map_err(Into::into),
+                    Ok(r) => {
+                        debug!(status = %r.status(), attempt, "Lease request failed; retrying")
+                    }
+                    Err(e) => debug!(error = %e, attempt, "Lease request failed; retrying"),
+                }
+                tokio::time::sleep(wait).await;
+                wait *= 2;
+                req = next;
+            }
+            Err(Box::new(Error::LostLeadership) as tower::BoxError)
+        })
+    }
+}
+
+fn copy_request(
+    req: &http::Request<kube::client::Body>,
+) -> Option<http::Request<kube::client::Body>> {
+    let body = req.body().try_clone()?;
+    let mut copy = http::Request::new(body);
+    *copy.method_mut() = req.method().clone();
+    *copy.uri_mut() = req.uri().clone();
+    *copy.version_mut() = req.version();
+    *copy.headers_mut() = req.headers().clone();
+    *copy.extensions_mut() = req.extensions().clone();
+    Some(copy)
 }
 
 /// A held lease. Dropping the receiver and awaiting the task releases it.
@@ -73,40 +168,73 @@ impl Lease {
 }
 
 /// Waits until this replica holds the lease. `None` when stopped first.
+/// Errors of the API server while waiting (a 500 on the first request, the
+/// lease manager giving up) are retried with backoff: a candidate that exits
+/// on one turns a blip into a CrashLoopBackOff.
 pub async fn acquire(
     client: &Client,
     args: &RunArgs,
     stop: &CancellationToken,
 ) -> Result<Option<Lease>, Error> {
     let timing = LeaseTiming::new(args.lease_duration_seconds);
-    let manager = LeaseManagerBuilder::new(client.clone(), &args.lease_name)
-        .with_namespace(&args.lease_namespace)
-        .with_identity(args.identity())
-        .with_duration(timing.duration_s)
-        .with_grace(timing.grace_s)
-        .with_field_manager(format!("{}-lease", gpuready_api::keys::FIELD_MANAGER))
-        .build()
-        .await?;
-    let (mut receiver, task) = manager.watch().await;
+    let client = persistent_client(client.clone());
+    let mut backoff = super::backoff::WatchBackoff::default();
     info!(lease = %args.lease_name, namespace = %args.lease_namespace, "waiting for the leader lease");
     loop {
+        let built = LeaseManagerBuilder::new(client.clone(), &args.lease_name)
+            .with_namespace(&args.lease_namespace)
+            .with_identity(args.identity())
+            .with_duration(timing.duration_s)
+            .with_grace(timing.grace_s)
+            .with_field_manager(format!("{}-lease", gpuready_api::keys::FIELD_MANAGER))
+            .build()
+            .await;
+        let why = match built {
+            Ok(manager) => match wait_for_lock(manager, stop).await {
+                Waited::Held(lease) => {
+                    info!("acquired the leader lease");
+                    return Ok(Some(lease));
+                }
+                Waited::Stopped => return Ok(None),
+                Waited::Ended(why) => why,
+            },
+            Err(e) => e.to_string(),
+        };
+        let wait = backoff.next().unwrap_or(Duration::from_secs(2));
+        warn!(error = %why, retry_in = ?wait, "leader election: the API server refused the lease request; retrying");
+        tokio::select! {
+            _ = stop.cancelled() => return Ok(None),
+            _ = tokio::time::sleep(wait) => {}
+        }
+    }
+}
+
+enum Waited {
+    Held(Lease),
+    Stopped,
+    /// The lease manager's task ended (an error it gave up on).
+    Ended(String),
+}
+
+async fn wait_for_lock(manager: LeaseManager, stop: &CancellationToken) -> Waited {
+    let (mut receiver, task) = manager.watch().await;
+    loop {
         if *receiver.borrow_and_update() {
-            info!("acquired the leader lease");
-            return Ok(Some(Lease { receiver, task }));
+            return Waited::Held(Lease { receiver, task });
         }
         tokio::select! {
             changed = receiver.changed() => {
                 if changed.is_err() {
-                    // The lease task ended (API errors it gave up on): surface it.
-                    return match task.await {
-                        Ok(Err(e)) => Err(e.into()),
-                        _ => Err(Error::LostLeadership),
-                    };
+                    return Waited::Ended(match task.await {
+                        Ok(Err(e)) => e.to_string(),
+                        Ok(Ok(_)) => "the lease manager stopped".into(),
+                        Err(e) => e.to_string(),
+                    });
                 }
             }
             _ = stop.cancelled() => {
                 Lease { receiver, task }.release().await;
-                return Ok(None);
+                return Waited::Stopped;
             }
         }
     }
@@ -220,5 +348,10 @@ mod tests {
             );
         }
         assert_eq!(LeaseTiming::new(15).renew_deadline, Duration::from_secs(10));
+        // client-go's defaults: renew every 2 s, five tries inside the deadline.
+        assert_eq!(
+            LeaseTiming::new(15).duration_s - LeaseTiming::new(15).grace_s,
+            2
+        );
     }
 }

@@ -203,6 +203,7 @@ async fn run_controllers(
         )
         .backoff(WatchBackoff::default()),
         recorder.clone(),
+        client.clone(),
     )
     .reflect(profile_writer)
     .flat_map(profile_triggers(status_tx.clone(), crd.clone()));
@@ -268,6 +269,7 @@ async fn run_controllers(
         last_writes,
         evidence: Arc::default(),
         probe_reports,
+        refused: context::Refused::default(),
     });
     let evidence_tasks = evidence::spawn(
         client.clone(),
@@ -509,7 +511,9 @@ fn cached_ref(r: &ObjectRef<Node>) -> ObjectRef<CachedNode> {
 fn error_policy(node: Arc<CachedNode>, err: &Error, ctx: Arc<Context>) -> Action {
     let name = node.name_any();
     let mut delay = ctx.errors.failed(&name);
-    if matches!(err, Error::Kube(kube::Error::Api(s)) if s.code == 403) {
+    if matches!(err, Error::Kube(kube::Error::Api(s)) if s.code == 403)
+        || matches!(err, Error::Refused(..))
+    {
         // Missing RBAC is not fixed by retrying soon.
         delay = delay.max(Duration::from_secs(60));
     }

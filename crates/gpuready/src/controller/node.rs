@@ -26,7 +26,7 @@ use super::cached::CachedNode;
 use super::context::Context;
 use super::device_rules;
 use super::error::{Error, is_conflict};
-use super::events::{publish_deadline, publish_transition};
+use super::events::{publish_deadline, publish_refusal, publish_transition};
 use super::metrics::Kind;
 use super::prune::prune_node;
 use super::verdicts::profiles_with_selectors;
@@ -144,6 +144,11 @@ async fn reconcile_inner(cached: Arc<CachedNode>, ctx: &Context) -> Result<Actio
         }
         match write_changes(ctx, &api, &node, &changes).await {
             Ok((written, rules_done)) => {
+                if let Some(p) = ctx.refused.clear(&name) {
+                    let _ = ctx
+                        .status
+                        .send(super::status_input::StatusInput::Profile(p));
+                }
                 let wrote = written.is_some();
                 device_rules::publish(ctx, &node, assessment.profile.as_deref(), &rules_done).await;
                 if let Some(rv) = written {
@@ -162,6 +167,17 @@ async fn reconcile_inner(cached: Arc<CachedNode>, ctx: &Context) -> Result<Actio
                 debug!("a write met a newer node (409); re-reading and planning again");
                 node = api.get(&name).await?;
                 prune_node(&mut node);
+            }
+            Err(Error::Refused(_, why)) => {
+                let profile = assessment.profile.clone().unwrap_or_default();
+                ctx.refused.note(&name, &profile, &why);
+                if !profile.is_empty() {
+                    let _ = ctx
+                        .status
+                        .send(super::status_input::StatusInput::Profile(profile));
+                }
+                publish_refusal(ctx, &node, &why).await;
+                return Err(Error::Refused(name, why));
             }
             Err(e) => return Err(e),
         }
@@ -262,14 +278,38 @@ async fn write_changes(
         ..PatchParams::default()
     };
     let mut version = node.resource_version();
+    let mut refused = None;
     if changes.patches_node() {
         // The gating write (taint) goes first: a workload scheduled between the
         // two writes is kept off a broken node by the taint already.
-        let after = api
+        let after = match api
             .patch(&name, &params, &Patch::Merge(&node_patch(node, changes)?))
-            .await?;
-        version = after.resource_version();
-        ctx.metrics.count_write("node");
+            .await
+        {
+            Ok(after) => Some(after),
+            Err(e) => {
+                let Some(why) = refusal(&e) else {
+                    return Err(e.into());
+                };
+                // The taint must never wait for anything else: sent alone, it
+                // passes whatever the server refused in the rest.
+                let taint_only = taint_part(changes);
+                let sent = match taint_only {
+                    Some(t) if t != *changes => Some(
+                        api.patch(&name, &params, &Patch::Merge(&node_patch(node, &t)?))
+                            .await?,
+                    ),
+                    _ => None,
+                };
+                warn!(reason = %why, taint_sent_alone = sent.is_some(), "the API server refused gpuready's node write");
+                refused = Some(why);
+                sent
+            }
+        };
+        if let Some(after) = after {
+            version = after.resource_version();
+            ctx.metrics.count_write("node");
+        }
         if let Some(t) = &changes.taint {
             info!(change = %t.kind, "taint updated");
         }
@@ -278,17 +318,88 @@ async fn write_changes(
         }
     }
     if let Some(c) = &changes.conditions {
-        let after = api
+        // A refused node write is said on the node's own condition too, when
+        // that write passes (it is a separate request on nodes/status).
+        let c = match &refused {
+            Some(why) => with_refusal(c, why),
+            None => c.clone(),
+        };
+        let written = api
             .patch_status(
                 &name,
                 &params,
-                &Patch::Strategic(condition_patch(version.clone(), c)?),
+                &Patch::Strategic(condition_patch(version.clone(), &c)?),
             )
-            .await?;
-        version = after.resource_version();
-        ctx.metrics.count_write("conditions");
+            .await;
+        match written {
+            Ok(after) => {
+                version = after.resource_version();
+                ctx.metrics.count_write("conditions");
+            }
+            Err(e) if refused.is_some() => {
+                warn!(error = %e, "the condition write failed too");
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    if let Some(why) = refused {
+        return Err(Error::Refused(name, why));
     }
     Ok((Some(version.unwrap_or_default()), rules_done))
+}
+
+/// The server's reason when it refused a write for what it is (admission, RBAC:
+/// 403, 422), as opposed to a conflict or an outage. `None` otherwise.
+fn refusal(e: &kube::Error) -> Option<String> {
+    match e {
+        kube::Error::Api(s) if matches!(s.code, 403 | 422) => {
+            Some(format!("{} ({}): {}", s.reason, s.code, s.message))
+        }
+        _ => None,
+    }
+}
+
+/// The taint change with the annotations that record it and gpuready's own
+/// `gpuready.io/` labels, nothing else: what must pass even when the server
+/// refuses a `readyLabels` label. `None` without a taint change.
+fn taint_part(changes: &NodeChanges) -> Option<NodeChanges> {
+    let taint = changes.taint.clone()?;
+    let own = |k: &String| k.starts_with(keys::KEY_PREFIX) && k != keys::ANNOTATION_LABELS;
+    let keep = |m: &Option<std::collections::BTreeMap<String, Option<String>>>| {
+        m.as_ref()
+            .map(|m| {
+                m.iter()
+                    .filter(|(k, _)| own(k))
+                    .map(|(k, v)| (k.clone(), v.clone()))
+                    .collect::<std::collections::BTreeMap<_, _>>()
+            })
+            .filter(|m| !m.is_empty())
+    };
+    Some(NodeChanges {
+        taint: Some(taint),
+        labels: keep(&changes.labels),
+        annotations: keep(&changes.annotations),
+        ..NodeChanges::default()
+    })
+}
+
+/// The planned conditions, with the refusal appended to `GpuReady`'s message.
+fn with_refusal(c: &ConditionChange, why: &str) -> ConditionChange {
+    let mut c = c.clone();
+    for cond in c
+        .set
+        .iter_mut()
+        .filter(|x| x.type_ == keys::CONDITION_GPU_READY)
+    {
+        let msg = cond.message.take().unwrap_or_default();
+        cond.message = Some(
+            format!("{msg}; the API server refused gpuready's write to this node: {why}")
+                .chars()
+                .take(1024)
+                .collect(),
+        );
+    }
+    c
 }
 
 #[cfg(test)]

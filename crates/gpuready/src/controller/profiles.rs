@@ -1,15 +1,17 @@
 //! The profile watch, tolerant of objects that do not deserialize: profiles are
 //! watched as untyped objects and typed one by one, so one profile the Rust types
 //! cannot hold (a number past u32 admitted by an older CRD, say) is reported — an
-//! error log and a Warning Event on it — and skipped, instead of failing the whole
-//! list, leaving the caches unsynced and the controller writing nothing.
+//! error log, a Warning Event on it and a status kstatus reads as Failed
+//! (`Ready=False`, `Stalled=True`, reason `InvalidProfile`) — and skipped,
+//! instead of failing the whole list, leaving the caches unsynced and the
+//! controller writing nothing.
 
 use std::collections::BTreeMap;
 
 use futures::{Stream, StreamExt};
 use gpuready_api::{GpuNodeProfile, keys};
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::api::{Api, ApiResource, DynamicObject};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::watcher;
 use kube::{Client, Resource};
@@ -28,6 +30,7 @@ type TypedEvent = Result<watcher::Event<GpuNodeProfile>, watcher::Error>;
 pub fn typed(
     events: impl Stream<Item = DynEvent>,
     recorder: Recorder,
+    client: Client,
 ) -> impl Stream<Item = TypedEvent> {
     let mut reported: BTreeMap<String, String> = BTreeMap::new();
     events.filter_map(move |event| {
@@ -36,11 +39,10 @@ pub fn typed(
             Ok(watcher::Event::Init) => Some(Ok(watcher::Event::Init)),
             Ok(watcher::Event::InitDone) => Some(Ok(watcher::Event::InitDone)),
             Ok(watcher::Event::Apply(o)) => {
-                convert(o, &mut reported, &recorder).map(|p| Ok(watcher::Event::Apply(p)))
+                convert(o, &mut reported, &recorder, &client).map(|p| Ok(watcher::Event::Apply(p)))
             }
-            Ok(watcher::Event::InitApply(o)) => {
-                convert(o, &mut reported, &recorder).map(|p| Ok(watcher::Event::InitApply(p)))
-            }
+            Ok(watcher::Event::InitApply(o)) => convert(o, &mut reported, &recorder, &client)
+                .map(|p| Ok(watcher::Event::InitApply(p))),
             Ok(watcher::Event::Delete(o)) => {
                 reported.remove(o.metadata.name.as_deref().unwrap_or_default());
                 // The store forgets by name: a placeholder does when the object
@@ -53,13 +55,69 @@ pub fn typed(
     })
 }
 
-fn to_profile(o: &DynamicObject) -> Result<GpuNodeProfile, String> {
+/// The profile an untyped object holds, or why the Rust types cannot hold it
+/// (`field.path: message`). `gpuready check` types a live list the same way.
+pub fn to_profile(o: &DynamicObject) -> Result<GpuNodeProfile, String> {
     let mut value = serde_json::to_value(o).map_err(|e| e.to_string())?;
     if let Some(obj) = value.as_object_mut() {
         obj.insert("apiVersion".into(), GpuNodeProfile::api_version(&()).into());
         obj.insert("kind".into(), GpuNodeProfile::kind(&()).into());
     }
     serde_path_to_error::deserialize(value).map_err(|e| format!("{}: {}", e.path(), e.inner()))
+}
+
+/// Says in the profile's status that gpuready cannot read it, unless it says
+/// so already (the status write is itself a change of the object: written
+/// again each time, it would be seen again, and again).
+fn mark_unreadable(client: &Client, o: &DynamicObject, why: &str) {
+    let message: String = format!("gpuready cannot read this profile and skips it: {why}")
+        .chars()
+        .take(1024)
+        .collect();
+    let conditions = o
+        .data
+        .pointer("/status/conditions")
+        .and_then(serde_json::Value::as_array);
+    let says_so = conditions.is_some_and(|cs| {
+        cs.iter().any(|c| {
+            c["type"] == keys::CONDITION_READY
+                && c["reason"] == keys::REASON_INVALID_PROFILE
+                && c["message"] == message.as_str()
+        })
+    });
+    let Some(name) = o.metadata.name.clone().filter(|_| !says_so) else {
+        return;
+    };
+    let now = jiff::Timestamp::now().to_string();
+    let condition = |type_: &str, status: &str| {
+        serde_json::json!({
+            "type": type_, "status": status, "reason": keys::REASON_INVALID_PROFILE,
+            "message": message, "lastTransitionTime": now,
+            "observedGeneration": o.metadata.generation,
+        })
+    };
+    let body = serde_json::json!({
+        "apiVersion": GpuNodeProfile::api_version(&()),
+        "kind": GpuNodeProfile::kind(&()),
+        "metadata": { "name": name },
+        "status": {
+            "observedGeneration": o.metadata.generation,
+            "conditions": [condition(keys::CONDITION_READY, "False"), condition(gpuready_core::status::CONDITION_STALLED, "True")],
+        },
+    });
+    let api = dynamic_api(client.clone());
+    tokio::spawn(async move {
+        if let Err(e) = api
+            .patch_status(
+                &name,
+                &PatchParams::apply(keys::FIELD_MANAGER).force(),
+                &Patch::Apply(&body),
+            )
+            .await
+        {
+            error!(profile = %name, error = %e, "marking the unreadable profile in its status failed");
+        }
+    });
 }
 
 fn placeholder(o: &DynamicObject) -> Option<GpuNodeProfile> {
@@ -76,6 +134,7 @@ fn convert(
     o: DynamicObject,
     reported: &mut BTreeMap<String, String>,
     recorder: &Recorder,
+    client: &Client,
 ) -> Option<GpuNodeProfile> {
     match to_profile(&o) {
         Ok(p) => {
@@ -111,6 +170,7 @@ fn convert(
                 tokio::spawn(async move {
                     let _ = recorder.publish(&event, &reference).await;
                 });
+                mark_unreadable(client, &o, &why);
             }
             None
         }

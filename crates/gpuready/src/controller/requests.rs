@@ -6,7 +6,11 @@
 //! Layers, outermost first:
 //!
 //! 1. retry: gpuready's own policy for 429/503/504 (see [`retry_policy`]);
-//! 2. count + limit (this module's [`CountRequests`]);
+//! 2. fence + limit + count (this module's [`CountRequests`]): each attempt
+//!    waits for the rate limiter, then — right before it leaves — a write the
+//!    fenced client tagged ([`FenceTag`]) is refused if the fence closed
+//!    meanwhile (a retry that slept past the renew deadline never goes out),
+//!    and only what leaves is counted;
 //! 3. a buffer (makes the stack cloneable, which retrying needs);
 //! 4. kube's own stack (auth, headers, tracing) with kube's built-in retry
 //!    switched off: left on, it sits *below* everything a `with_layer` adds, so
@@ -25,6 +29,7 @@ use tower::buffer::BufferLayer;
 use tower::retry::RetryLayer;
 use tower::{BoxError, Layer, Service, ServiceExt};
 
+use super::fence::FenceTag;
 use super::metrics::{Code, Metrics};
 
 /// A token bucket shared by every request of one client.
@@ -108,6 +113,8 @@ where
             if let Some(l) = limiter {
                 l.until_ready().await;
             }
+            // After the limiter's wait, which may itself outlast the deadline.
+            FenceTag::check(&req).map_err(|e| Box::new(e) as BoxError)?;
             metrics.count_request(req.method().as_str(), watch);
             let response = inner.oneshot(req).await.map_err(Into::into)?;
             let status = response.status();
@@ -137,6 +144,7 @@ pub fn limited_client(
     limiter: Option<Limiter>,
 ) -> Result<kube::Client, kube::Error> {
     config.default_retry = false;
+    crate::cluster::identify(&mut config);
     Ok(kube::client::ClientBuilder::try_from(config)?
         .with_layer(&BufferLayer::new(BUFFER))
         .with_layer(&CountRequests { metrics, limiter })
@@ -247,5 +255,109 @@ mod tests {
             "retries bypassed the limiter: {:?}",
             start.elapsed()
         );
+    }
+
+    /// A loopback server that answers every write with `code` and
+    /// `Retry-After: 1`, recording when each write arrived.
+    async fn refusing_server(
+        code: u16,
+    ) -> (String, Arc<std::sync::Mutex<Vec<std::time::Instant>>>) {
+        use axum::routing::any;
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        let app = axum::Router::new().fallback(any(move || {
+            let log = log.clone();
+            async move {
+                log.lock()
+                    .map(|mut l| l.push(std::time::Instant::now()))
+                    .ok();
+                (
+                    axum::http::StatusCode::from_u16(code).unwrap(),
+                    [("Retry-After", "1")],
+                    "{}",
+                )
+            }
+        }));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        (format!("http://{addr}"), seen)
+    }
+
+    /// The retry of a 429/503 sleeps inside the client stack (Retry-After:
+    /// 1 s); the fence closes meanwhile: the retry must not leave. Before the
+    /// fence was checked per attempt, a deposed leader sent 28 such writes
+    /// after its renew deadline (issue 24).
+    #[tokio::test]
+    async fn no_retry_leaves_after_the_fence_closes() {
+        for code in [429, 503, 504] {
+            let (url, seen) = refusing_server(code).await;
+            let metrics = Arc::new(Metrics::default());
+            let inner =
+                limited_client(kube::Config::new(url.parse().unwrap()), metrics, None).unwrap();
+            let fence = crate::controller::fence::Fence::new();
+            let deadline = std::time::Instant::now() + Duration::from_millis(300);
+            fence.extend_to(deadline);
+            let client = crate::controller::fence::fenced_client(inner, fence.clone());
+            let api: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client);
+            let result = api
+                .patch(
+                    "n",
+                    &kube::api::PatchParams::default(),
+                    &kube::api::Patch::Merge(serde_json::json!({})),
+                )
+                .await;
+            let why = format!("{:?}", result.err());
+            assert!(why.contains("Fenced"), "{code}: {why}");
+            let seen = seen.lock().unwrap().clone();
+            assert_eq!(seen.len(), 1, "{code}: the first attempt only");
+            assert!(
+                seen.iter().all(|t| *t < deadline),
+                "{code}: a write after the deadline"
+            );
+        }
+    }
+
+    /// A loopback server sees `gpuready/<version>` on what a client built
+    /// from an identified configuration sends (kube's own, and gpuready's stack).
+    #[tokio::test]
+    async fn every_request_carries_gpureadys_user_agent() {
+        let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+        let log = seen.clone();
+        let app = axum::Router::new().fallback(axum::routing::any(
+            move |headers: axum::http::HeaderMap| {
+                let log = log.clone();
+                async move {
+                    let ua = headers
+                        .get("user-agent")
+                        .and_then(|v| v.to_str().ok())
+                        .unwrap_or_default()
+                        .to_owned();
+                    log.lock().map(|mut l| l.push(ua)).ok();
+                    "{}"
+                }
+            },
+        ));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let mut config = kube::Config::new(format!("http://{addr}").parse().unwrap());
+        crate::cluster::identify(&mut config);
+        crate::cluster::identify(&mut config);
+        assert_eq!(config.headers.len(), 1, "set once");
+        let metrics = Arc::new(Metrics::default());
+        for client in [
+            kube::Client::try_from(config.clone()).unwrap(),
+            limited_client(config, metrics, None).unwrap(),
+        ] {
+            let _ = client
+                .request_text(http::Request::get("/version").body(Vec::new()).unwrap())
+                .await;
+        }
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 2);
+        for ua in seen {
+            assert_eq!(ua, format!("gpuready/{}", env!("CARGO_PKG_VERSION")));
+        }
     }
 }

@@ -231,9 +231,27 @@ async fn update_profile(
         now,
     );
     // A profile that got past admission yet breaks the CRD's rules says so.
-    let new = match gpuready_core::status::profile_problem(profile) {
+    // So does one whose selector reads a label another profile sets.
+    let problem = gpuready_core::status::profile_problem(profile)
+        .or_else(|| gpuready_core::status::selector_feedback(profile, &ctx.profiles.state()));
+    let new = match problem {
         Some(why) => gpuready_core::status::mark_invalid(
             new,
+            &why,
+            profile.metadata.generation,
+            profile.status.as_ref(),
+            now,
+        ),
+        None => new,
+    };
+    let new = match ctx
+        .refused
+        .of_profile(&name, |n| ctx.nodes.get(&ObjectRef::new(n)).is_some())
+    {
+        Some((count, node, why)) => gpuready_core::status::mark_refused(
+            new,
+            count,
+            &node,
             &why,
             profile.metadata.generation,
             profile.status.as_ref(),

@@ -241,7 +241,8 @@ pub fn run(args: ProbeArgs) -> ExitCode {
         return ExitCode::from(EXIT_USAGE);
     };
     let client = match runtime.block_on(async {
-        let config = kube::Config::infer().await.map_err(|e| e.to_string())?;
+        let mut config = kube::Config::infer().await.map_err(|e| e.to_string())?;
+        crate::cluster::identify(&mut config);
         kube::Client::try_from(config).map_err(|e| e.to_string())
     }) {
         Ok(c) => c,
