@@ -282,7 +282,9 @@ EOF
 start containerd containerd --config "$dir/config/containerd.toml"
 ctr() { in_ns ctr --address "$dir/containerd/containerd.sock" "$@"; }
 wait_for containerd 60 ctr version
+# The sandbox image, and the small client image tests use (build.sh made both).
 ctr -n k8s.io images import "$bin/pause.tar" >/dev/null
+ctr -n k8s.io images import "$bin/busybox.tar" >/dev/null
 # Images named in GPUREADY_CLUSTER_IMAGES (tarballs, space-separated) are imported too.
 for t in ${GPUREADY_CLUSTER_IMAGES:-}; do ctr -n k8s.io images import "$t" >/dev/null; done
 
