@@ -19,6 +19,10 @@ echo "control plane: $KUBEBUILDER_ASSETS" >&2
 # root, or with GPUREADY_CLUSTER_E2E=0, it prints NOT RUN.
 if [ "$(id -u)" = 0 ] && [ "${GPUREADY_CLUSTER_E2E:-1}" != 0 ]; then
   bash tests/cluster/build.sh >/dev/null
+  # The images carry the dev-profile binary: the same code, and cargo test
+  # builds most of it anyway, where a release build would be a second full
+  # build of the workspace (docs/testing.md).
+  export GPUREADY_IMAGE_PROFILE=${GPUREADY_IMAGE_PROFILE:-dev}
   GPUREADY_E2E_IMAGE=$(bash tests/cluster/image.sh | tail -n 1)
   GPUREADY_E2E_PROBE_IMAGE=$(bash tests/cluster/image.sh --probe | tail -n 1)
   images=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/cluster-images

@@ -271,22 +271,19 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
     // nothing (the killed container's counter restarts at zero).
     tokio::time::sleep(Duration::from_secs(1)).await;
     let after = node_writes_by_pod(c, &pods).await;
-    let resent: f64 = pods
+    let resent: u64 = pods
         .iter()
         .map(|p| {
             let was = if *p == leader {
-                0.0
+                0
             } else {
-                before.get(p).copied().unwrap_or(0.0)
+                before.get(p).copied().unwrap_or(0)
             };
-            after.get(p).copied().unwrap_or(0.0) - was
+            after.get(p).copied().unwrap_or(0).saturating_sub(was)
         })
         .sum();
     eprintln!("node writes before {before:?}, after {after:?}");
-    assert_eq!(
-        resent, 0.0,
-        "a node write was sent again after the failover"
-    );
+    assert_eq!(resent, 0, "a node write was sent again after the failover");
 
     // ---- helm upgrade (rolling) while a node breaks, then rollback
     let mut upgrade = vec![
@@ -393,20 +390,62 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
         c.node
     );
 
-    // ---- helm uninstall leaves no node stranded
+    // ---- helm uninstall leaves no node stranded (gpu-b is tainted now)
+    let t = Instant::now();
     c.must_helm(&["uninstall", RELEASE, "-n", NS, "--wait", "--timeout", "5m"])
         .await;
+    eprintln!(
+        "helm uninstall (pre-delete hook included): {:.1}s",
+        since(t)
+    );
     for name in ["gpu-a", "gpu-b"] {
         let n = get_node(&c.client, name).await;
         let left = gpuready_traces(&n);
         eprintln!(
-            "after helm uninstall, {name} keeps: {left:?}; taints {:?}",
+            "after helm uninstall, {name} keeps gpuready's: {left:?}; taints {:?}",
             taint_keys(&n)
         );
         assert!(
             left.is_empty(),
             "helm uninstall stranded {name} with {left:?}"
         );
+    }
+
+    // ---- the opt-out: uninstall.releaseNodes=false leaves the nodes as they
+    // are; `gpuready release` by hand then takes them back.
+    let mut install = vec![
+        "install",
+        RELEASE,
+        chart,
+        "-n",
+        NS,
+        "--wait",
+        "--timeout",
+        "5m",
+        "--set",
+        "uninstall.releaseNodes=false",
+    ];
+    for v in &image_values {
+        install.extend(["--set", v.as_str()]);
+    }
+    c.must_helm(&install).await;
+    wait_gated(&c.client, "gpu-b", true, WAIT).await;
+    c.must_helm(&["uninstall", RELEASE, "-n", NS, "--wait", "--timeout", "5m"])
+        .await;
+    let left = gpuready_traces(&get_node(&c.client, "gpu-b").await);
+    eprintln!("with uninstall.releaseNodes=false, gpu-b keeps {left:?}");
+    assert!(
+        left.contains(&"taint gpuready.io/not-ready".to_owned()),
+        "{left:?}"
+    );
+    let mut release = gpuready();
+    release.env("KUBECONFIG", &c.kubeconfig).arg("release");
+    let out = run(release, None).await;
+    assert!(out.ok, "gpuready release: {}{}", out.stdout, out.stderr);
+    eprintln!("gpuready release by hand: {}", out.stdout.trim());
+    for name in ["gpu-a", "gpu-b"] {
+        let left = gpuready_traces(&get_node(&c.client, name).await);
+        assert!(left.is_empty(), "gpuready release left {left:?} on {name}");
     }
 }
 
@@ -511,15 +550,16 @@ async fn wait_single_leader(c: &Cluster, pods: &[String]) -> String {
     .await
 }
 
-async fn node_writes_by_pod(c: &Cluster, pods: &[String]) -> BTreeMap<String, f64> {
+async fn node_writes_by_pod(c: &Cluster, pods: &[String]) -> BTreeMap<String, u64> {
     let mut out = BTreeMap::new();
     for p in pods {
         let m = eventually(WAIT, &format!("/metrics of {p}"), || pod_metrics(c, p)).await;
-        let writes: f64 = m
+        let writes: u64 = m
             .lines()
             .filter(|l| l.starts_with("gpuready_writes_total{"))
             .filter(|l| l.contains("kind=\"node\"") || l.contains("kind=\"conditions\""))
             .filter_map(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+            .map(|v| v as u64)
             .sum();
         out.insert(p.clone(), writes);
     }
