@@ -59,7 +59,11 @@ metadata:
     nvidia.com/gpu.product: NVIDIA-GeForce-RTX-3090
     nvidia.com/gpu.memory: "24576"
     nvidia.com/gpu.count: "1"
+    nvidia.com/gpu.compute.major: "8"
+    nvidia.com/gpu.compute.minor: "6"
+    nvidia.com/gpu.family: ampere
     nvidia.com/cuda.driver-version.full: "580.178.04"
+    nvidia.com/cuda.runtime-version.full: "13.0"
     feature.node.kubernetes.io/pci-0300_10de.present: "true"
 spec:
   taints: [{key: tryout.gpuready.test/no-kubelet, value: "true", effect: NoSchedule}]
