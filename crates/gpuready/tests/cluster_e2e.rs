@@ -792,6 +792,55 @@ async fn probe_on_the_real_node(c: &Cluster, repo: &str, tag: &str, image_values
         report["nvml"]
     );
     assert_eq!(report["nvml"]["usable"], false, "{report}");
+    // The Health layer on that report: the same report, carried for GPU node
+    // gpu-a (the real node is never governed, so never judged). docs/probe.md
+    // promises NvmlUnusable, NotReady: the node is tainted for it.
+    let mut carried = report.clone();
+    carried["node"] = json!("gpu-a");
+    let cm = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {
+            "name": "gpuready-probe-gpu-a", "namespace": NS,
+            "labels": { "gpuready.io/probe-report": "true" },
+        },
+        "data": { "report.json": carried.to_string() },
+    });
+    let t = Instant::now();
+    c.must_kubectl(&["apply", "-f", "-"], Some(&cm.to_string()))
+        .await;
+    let reasons = eventually(
+        WAIT,
+        "gpu-a judged NvmlUnusable by the Health layer",
+        || async {
+            let n = get_node(&c.client, "gpu-a").await;
+            let conds: Vec<(String, String, String)> = n
+                .status
+                .as_ref()?
+                .conditions
+                .as_ref()?
+                .iter()
+                .filter(|c| c.type_.starts_with("GpuReady"))
+                .map(|c| {
+                    (
+                        c.type_.clone(),
+                        c.status.clone(),
+                        c.reason.clone().unwrap_or_default(),
+                    )
+                })
+                .collect();
+            (gated(&n) && conds.iter().any(|(_, _, r)| r == "NvmlUnusable")).then_some(conds)
+        },
+    )
+    .await;
+    eprintln!(
+        "Health layer on the probe's report (carried for gpu-a): tainted after {:.1}s, conditions {reasons:?}",
+        since(t)
+    );
+    c.must_kubectl(
+        &["-n", NS, "delete", "configmap", "gpuready-probe-gpu-a"],
+        None,
+    )
+    .await;
     let ds = c
         .must_kubectl(
             &[
