@@ -42,6 +42,15 @@ const WAIT: u64 = 180;
 const NO_KUBELET: &str = "e2e.gpuready.test/no-kubelet";
 const POD_SELECTOR: &str = "app.kubernetes.io/name=gpuready,app.kubernetes.io/instance=gpuready";
 
+/// Progress and measured seconds, written past the test harness's capture so
+/// a CI log shows them for a passing run too.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
 fn since(t: Instant) -> f64 {
     (t.elapsed().as_secs_f64() * 10.0).round() / 10.0
 }
@@ -64,9 +73,9 @@ async fn gpuready_runs_in_a_real_cluster_from_its_helm_chart() {
     }
     let mut cluster = cluster;
     let down = cluster.down();
-    eprintln!("cluster down in {:.1}s", down.as_secs_f64());
+    say!("cluster down in {:.1}s", down.as_secs_f64());
     let written = written_outside(cluster.dir(), marker.path());
-    eprintln!(
+    say!(
         "files under /etc /usr /var /opt /run changed during the run: {}",
         if written.is_empty() {
             "none".to_owned()
@@ -163,15 +172,15 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
         install.extend(["--set", v.as_str()]);
     }
     c.must_helm(&install).await;
-    eprintln!("helm install --wait: {:.1}s", since(t));
+    say!("helm install --wait: {:.1}s", since(t));
     let pods = wait_ready_pods(c, 2).await;
-    eprintln!(
+    say!(
         "{}",
         c.must_kubectl(&["-n", NS, "get", "pods", "-o", "wide"], None)
             .await
     );
     let leader = wait_single_leader(c, &pods).await;
-    eprintln!("leader: {leader} (Lease {NS}/{LEASE} holder)");
+    say!("leader: {leader} (Lease {NS}/{LEASE} holder)");
     metrics_through_the_service(c).await;
 
     // ---- GPU nodes beside the real one
@@ -184,14 +193,14 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
     c.must_kubectl(&["apply", "-f", "-"], Some(&profile_yaml()))
         .await;
     wait_gated(&c.client, "gpu-b", true, WAIT).await;
-    eprintln!(
+    say!(
         "gpu-b (no allocatable GPU) tainted by the in-cluster controller after {:.1}s",
         since(t)
     );
     wait_gated(&c.client, "gpu-a", false, WAIT).await;
     let b = get_node(&c.client, "gpu-b").await;
     assert_eq!(gpu_ready(&b).map(|(s, _)| s).as_deref(), Some("False"));
-    eprintln!(
+    say!(
         "gpu-b: taints {:?}, GpuReady {:?}",
         taint_keys(&b),
         gpu_ready(&b)
@@ -199,7 +208,7 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
     let t = Instant::now();
     set_allocatable(c, "gpu-b", 1).await;
     wait_gated(&c.client, "gpu-b", false, WAIT).await;
-    eprintln!("gpu-b repaired: released after {:.1}s", since(t));
+    say!("gpu-b repaired: released after {:.1}s", since(t));
 
     // ---- failover: the leader pod deleted. On SIGTERM it releases the
     // Lease; the standby or the Deployment's replacement pod, whichever asks
@@ -217,7 +226,7 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
         .find(|p| **p != leader)
         .cloned()
         .unwrap_or_default();
-    eprintln!(
+    say!(
         "leader pod {leader} deleted: Lease holder {holder} ({}) after {took:.1}s",
         if holder == standby {
             "the standby"
@@ -232,7 +241,7 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
     let t = Instant::now();
     set_allocatable(c, "gpu-a", 0).await;
     wait_gated(&c.client, "gpu-a", true, WAIT).await;
-    eprintln!(
+    say!(
         "new leader {holder} tainted gpu-a (newly broken) after {:.1}s",
         since(t)
     );
@@ -263,7 +272,7 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
     let pods = wait_ready_pods(c, 2).await;
     let new_leader = wait_single_leader(c, &pods).await;
     let took = since(t);
-    eprintln!(
+    say!(
         "kill -9 of {leader}'s process (pid {pid}): restarted by the kubelet after {restarted:.1}s, \
          Lease holder {new_leader} after {took:.1}s"
     );
@@ -282,7 +291,7 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
             after.get(p).copied().unwrap_or(0).saturating_sub(was)
         })
         .sum();
-    eprintln!("node writes before {before:?}, after {after:?}");
+    say!("node writes before {before:?}, after {after:?}");
     assert_eq!(resent, 0, "a node write was sent again after the failover");
 
     // ---- helm upgrade (rolling) while a node breaks, then rollback
@@ -314,7 +323,7 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
     set_allocatable(c, "gpu-b", 0).await;
     wait_gated(&c.client, "gpu-b", true, WAIT).await;
     let took = since(t);
-    eprintln!("during the rolling upgrade gpu-b was tainted after {took:.1}s");
+    say!("during the rolling upgrade gpu-b was tainted after {took:.1}s");
     assert!(
         took <= LEASE_S as f64,
         "a node change waited {took}s during the rollout"
@@ -341,11 +350,11 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
     let pods = wait_ready_pods(c, 2).await;
     wait_single_leader(c, &pods).await;
     let history = c.must_helm(&["history", RELEASE, "-n", NS]).await;
-    eprintln!("{history}");
+    say!("{history}");
 
     // ---- the README's views
     let gnp = c.must_kubectl(&["get", "gnp"], None).await;
-    eprintln!("kubectl get gnp:\n{gnp}");
+    say!("kubectl get gnp:\n{gnp}");
     assert!(gnp.contains("rtx3090"), "{gnp}");
     set_allocatable(c, "gpu-b", 0).await;
     wait_gated(&c.client, "gpu-b", true, WAIT).await;
@@ -354,7 +363,7 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
         .lines()
         .filter(|l| l.contains("gpuready") || l.contains("GpuReady"))
         .collect();
-    eprintln!(
+    say!(
         "kubectl describe node gpu-b (gpuready's lines):\n{}",
         shown.join("\n")
     );
@@ -385,7 +394,7 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
         real_before.labels(),
         "the real node's labels changed"
     );
-    eprintln!(
+    say!(
         "real node {}: no gpuready label, taint, condition or field manager",
         c.node
     );
@@ -394,14 +403,14 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
     let t = Instant::now();
     c.must_helm(&["uninstall", RELEASE, "-n", NS, "--wait", "--timeout", "5m"])
         .await;
-    eprintln!(
+    say!(
         "helm uninstall (pre-delete hook included): {:.1}s",
         since(t)
     );
     for name in ["gpu-a", "gpu-b"] {
         let n = get_node(&c.client, name).await;
         let left = gpuready_traces(&n);
-        eprintln!(
+        say!(
             "after helm uninstall, {name} keeps gpuready's: {left:?}; taints {:?}",
             taint_keys(&n)
         );
@@ -433,7 +442,7 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
     c.must_helm(&["uninstall", RELEASE, "-n", NS, "--wait", "--timeout", "5m"])
         .await;
     let left = gpuready_traces(&get_node(&c.client, "gpu-b").await);
-    eprintln!("with uninstall.releaseNodes=false, gpu-b keeps {left:?}");
+    say!("with uninstall.releaseNodes=false, gpu-b keeps {left:?}");
     assert!(
         left.contains(&"taint gpuready.io/not-ready".to_owned()),
         "{left:?}"
@@ -442,7 +451,7 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
     release.env("KUBECONFIG", &c.kubeconfig).arg("release");
     let out = run(release, None).await;
     assert!(out.ok, "gpuready release: {}{}", out.stdout, out.stderr);
-    eprintln!("gpuready release by hand: {}", out.stdout.trim());
+    say!("gpuready release by hand: {}", out.stdout.trim());
     for name in ["gpu-a", "gpu-b"] {
         let left = gpuready_traces(&get_node(&c.client, name).await);
         assert!(left.is_empty(), "gpuready release left {left:?} on {name}");
@@ -497,7 +506,7 @@ async fn wait_ready_pods(c: &Cluster, n: usize) -> Vec<String> {
         },
     )
     .await;
-    eprintln!(
+    say!(
         "{n} pods Running and Ready after {:.1}s: {pods:?}",
         since(t)
     );
@@ -630,7 +639,7 @@ async fn metrics_through_the_service(c: &Cluster) {
         .lines()
         .filter(|l| l.starts_with("gpuready_leader"))
         .collect();
-    eprintln!(
+    say!(
         "/metrics through Service gpuready-metrics ({ip}:8080) from pod e2e-client/metrics-client: {leaders:?}"
     );
 }
@@ -785,7 +794,7 @@ async fn probe_on_the_real_node(c: &Cluster, repo: &str, tag: &str, image_values
         serde_json::from_str::<Value>(&data).ok()
     })
     .await;
-    eprintln!(
+    say!(
         "probe DaemonSet Running on {}; report after {:.1}s: nvml {}",
         c.node,
         since(t),
@@ -832,7 +841,7 @@ async fn probe_on_the_real_node(c: &Cluster, repo: &str, tag: &str, image_values
         },
     )
     .await;
-    eprintln!(
+    say!(
         "Health layer on the probe's report (carried for gpu-a): tainted after {:.1}s, conditions {reasons:?}",
         since(t)
     );
@@ -856,6 +865,6 @@ async fn probe_on_the_real_node(c: &Cluster, repo: &str, tag: &str, image_values
             None,
         )
         .await;
-    eprintln!("{ds}");
+    say!("{ds}");
     assert!(ds.contains("Running"), "{ds}");
 }

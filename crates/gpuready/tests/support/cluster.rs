@@ -6,6 +6,7 @@
 //! step prints. Only the tests that set `GPUREADY_CLUSTER_E2E` use it
 //! (tests/run.sh does, after building the cluster and the images).
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -33,7 +34,9 @@ impl ClusterImages {
     /// the suite is not asked for.
     pub fn from_env(test: &str) -> Option<ClusterImages> {
         if std::env::var("GPUREADY_CLUSTER_E2E").as_deref() != Ok("1") {
-            eprintln!(
+            // Through io::stderr, past the test harness's output capture.
+            let _ = writeln!(
+                std::io::stderr(),
                 "NOT RUN: {test}: GPUREADY_CLUSTER_E2E is unset. tests/run.sh sets it after \
                  tests/cluster/build.sh and tests/cluster/image.sh (needs root); see docs/testing.md"
             );
@@ -118,7 +121,8 @@ impl Cluster {
             Ok(c) => c,
             Err(e) => fail(format!("a client for {}: {e}", kubeconfig.display())),
         };
-        eprintln!(
+        let _ = writeln!(
+            std::io::stderr(),
             "cluster up in {:.1}s in {}",
             started_in.as_secs_f64(),
             dir.path().display()
