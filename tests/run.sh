@@ -13,6 +13,26 @@ fi
 # separate cache (a no-op once fetched).
 bash tests/control-plane/nfd-crds.sh >/dev/null
 echo "control plane: $KUBEBUILDER_ASSETS" >&2
+# The end-to-end suite (crates/gpuready/tests/cluster_e2e.rs) runs the Helm
+# chart in a real single-node cluster: it needs root (namespaces, mounts,
+# cgroups), the node binaries and the images built from this checkout. Without
+# root, or with GPUREADY_CLUSTER_E2E=0, it prints NOT RUN.
+if [ "$(id -u)" = 0 ] && [ "${GPUREADY_CLUSTER_E2E:-1}" != 0 ]; then
+  bash tests/cluster/build.sh >/dev/null
+  # The images carry the dev-profile binary: the same code, and cargo test
+  # builds most of it anyway, where a release build would be a second full
+  # build of the workspace (docs/testing.md).
+  export GPUREADY_IMAGE_PROFILE=${GPUREADY_IMAGE_PROFILE:-dev}
+  GPUREADY_E2E_IMAGE=$(bash tests/cluster/image.sh | tail -n 1)
+  GPUREADY_E2E_PROBE_IMAGE=$(bash tests/cluster/image.sh --probe | tail -n 1)
+  images=$(cargo metadata --format-version 1 --no-deps | python3 -c 'import json,sys; print(json.load(sys.stdin)["target_directory"])')/cluster-images
+  GPUREADY_E2E_IMAGE_TARS="$images/gpuready-${GPUREADY_E2E_IMAGE##*:}.tar $images/gpuready-probe-${GPUREADY_E2E_PROBE_IMAGE##*:}.tar"
+  GPUREADY_CLUSTER_E2E=1
+  export GPUREADY_CLUSTER_E2E GPUREADY_E2E_IMAGE GPUREADY_E2E_PROBE_IMAGE GPUREADY_E2E_IMAGE_TARS
+  echo "cluster images: $GPUREADY_E2E_IMAGE $GPUREADY_E2E_PROBE_IMAGE" >&2
+else
+  unset GPUREADY_CLUSTER_E2E
+fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT
 status=0

@@ -222,11 +222,14 @@ pub struct NodeFacts {
     pub evidence: Evidence,
 }
 
-/// Whether gpuready writes node conditions of this type: `GpuReady` and the
-/// per-layer `GpuReady<Layer>` types. Only these are ever added, changed or
-/// removed; every other condition on the node is left byte for byte as it is.
+/// Whether gpuready writes node conditions of this type: `GpuReady`, the
+/// per-layer `GpuReady<Layer>` types and the Health layer's `GpuReadyProbe`.
+/// Only these are ever added, changed or removed; every other condition on the
+/// node is left byte for byte as it is. (`GpuReadyProbe` was missing here, so a
+/// released node kept it: the end-to-end suite's `helm uninstall` found it.)
 pub fn is_own_condition(type_: &str) -> bool {
     type_ == keys::CONDITION_GPU_READY
+        || type_ == keys::CONDITION_PROBE_HEALTHY
         || gpuready_api::Layer::ALL
             .iter()
             .any(|l| l.condition_type() == type_)
@@ -606,6 +609,16 @@ fn parse_hardware(labels: &BTreeMap<String, String>) -> HardwareFacts {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_condition_type_gpuready_writes_is_its_own() {
+        assert!(is_own_condition(keys::CONDITION_GPU_READY));
+        assert!(is_own_condition(keys::CONDITION_PROBE_HEALTHY));
+        assert!(is_own_condition(
+            &gpuready_api::Layer::Driver.condition_type()
+        ));
+        assert!(!is_own_condition("Ready"));
+    }
 
     fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
         pairs

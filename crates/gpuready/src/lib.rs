@@ -8,6 +8,7 @@ pub mod input;
 pub mod nfd_cli;
 pub mod nfd_io;
 pub mod probe;
+pub mod release;
 
 /// A single-threaded runtime for the one-shot commands (live `check`,
 /// `nfd-crds`, `probe`). On failure the reason is printed and `None` returned,

@@ -51,6 +51,14 @@ enum Command {
     /// GPU; 1 the report was printed but NVML is unusable or sees no GPU (the
     /// report's nvml.error says why); 2 arguments or environment unusable.
     Probe(gpuready::probe::ProbeArgs),
+    /// Take back everything gpuready put on nodes (its taint, labels,
+    /// annotations and conditions), as when a node leaves every profile; with
+    /// --stop-deployment, first stop the controller. The chart's pre-delete
+    /// hook, so `helm uninstall` strands no node.
+    ///
+    /// Exit codes: 0 released (or nothing to release); 1 a node could not be
+    /// released or the controller's pods did not end; 2 no usable cluster.
+    Release(gpuready::release::ReleaseArgs),
 }
 
 /// `gpuready run`: the cluster flags beside the controller's own, so RunArgs
@@ -71,6 +79,7 @@ fn main() -> ExitCode {
         Command::Run(run) => run_controller(run.cluster, run.args),
         Command::NfdCrds(args) => gpuready::nfd_cli::run(args),
         Command::Probe(args) => gpuready::probe::run(args),
+        Command::Release(args) => gpuready::release::run(args),
     }
 }
 

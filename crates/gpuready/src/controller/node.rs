@@ -205,7 +205,7 @@ fn next_check(ctx: &Context, a: &NodeAssessment) -> Action {
 /// the plan was made from — a merge patch replaces lists, so the precondition is
 /// what keeps a concurrent writer's taint from being lost (409 → re-read,
 /// re-plan). A label or annotation `null` deletes that key only.
-fn node_patch(node: &Node, changes: &NodeChanges) -> Result<serde_json::Value, Error> {
+pub(crate) fn node_patch(node: &Node, changes: &NodeChanges) -> Result<serde_json::Value, Error> {
     let mut meta = serde_json::Map::new();
     meta.insert("resourceVersion".into(), json!(node.resource_version()));
     if let Some(labels) = &changes.labels {
@@ -235,7 +235,7 @@ fn node_patch(node: &Node, changes: &NodeChanges) -> Result<serde_json::Value, E
 /// created with their status, whose items no manager owned.) Carries the
 /// resourceVersion of the node as just written, so a verdict planned from an
 /// older node is refused (409) and planned again.
-fn condition_patch(
+pub(crate) fn condition_patch(
     resource_version: Option<String>,
     c: &ConditionChange,
 ) -> Result<serde_json::Value, Error> {

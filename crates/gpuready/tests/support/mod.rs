@@ -11,12 +11,15 @@
 //!   objects;
 //! - [`tools`]: running kubectl, helm and the `gpuready` binary;
 //! - [`chart`]: rendering the Helm chart and reading YAML streams;
-//! - [`rng`]: the seeded random source of the mutation tests.
+//! - [`rng`]: the seeded random source of the mutation tests;
+//! - [`cluster`]: the real single-node cluster of tests/cluster (kubelet,
+//!   containerd) for the end-to-end suite, and a heartbeat for kubelet-less nodes.
 //!
 //! A test binary uses only part of it, so unused helpers are not warnings here.
 #![allow(dead_code, unused_imports)]
 
 pub mod chart;
+pub mod cluster;
 pub mod crds;
 pub mod fixtures;
 pub mod harness;

@@ -1,0 +1,870 @@
+//! The end-to-end suite: gpuready as its users run it. A real single-node
+//! cluster (tests/cluster/up.sh: kubelet, containerd, scheduler,
+//! controller-manager, kube-proxy) runs the Helm chart with its own defaults
+//! but the image values, in a namespace enforcing the restricted Pod Security
+//! Standard; GPU nodes are Node objects without a kubelet beside the real CPU
+//! node, kept alive by a heartbeat. Proves: 2 replicas Ready, one leader who
+//! holds the Lease, /metrics through the Service from another pod; the
+//! in-cluster controller taints, labels and conditions a broken GPU node and
+//! releases it after repair while the real node is never written; failover on
+//! a deleted leader pod and on `kill -9` of its process, with no write sent
+//! twice; a rolling `helm upgrade` and `helm rollback`; `helm uninstall`
+//! leaving no node stranded; the probe DaemonSet on the real node; and the
+//! README's `kubectl get gnp` / `kubectl describe node`.
+//!
+//! Runs only with `GPUREADY_CLUSTER_E2E` set (tests/run.sh sets it after
+//! building the cluster and the images); otherwise prints NOT RUN. One test
+//! function: the steps share one cluster, which takes seconds to start but
+//! whose pods take the rest.
+
+mod support;
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::core::v1::Node;
+use kube::ResourceExt;
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::{Value, json};
+use support::cluster::{Cluster, ClusterImages, Heartbeat};
+use support::*;
+
+const NS: &str = "gpuready-system";
+const RELEASE: &str = "gpuready";
+const LEASE: &str = "gpuready";
+/// The chart's default `leaderElection.leaseDurationSeconds`, and the renew
+/// deadline gpuready derives from it (two thirds).
+const LEASE_S: u64 = 15;
+const RENEW_DEADLINE_S: u64 = 10;
+/// Generous waits: the machine may be loaded by the other tests of the run.
+const WAIT: u64 = 180;
+/// A taint every kubelet-less node carries, so nothing is scheduled there.
+const NO_KUBELET: &str = "e2e.gpuready.test/no-kubelet";
+const POD_SELECTOR: &str = "app.kubernetes.io/name=gpuready,app.kubernetes.io/instance=gpuready";
+
+/// Progress and measured seconds, written past the test harness's capture so
+/// a CI log shows them for a passing run too.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+
+fn since(t: Instant) -> f64 {
+    (t.elapsed().as_secs_f64() * 10.0).round() / 10.0
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+async fn gpuready_runs_in_a_real_cluster_from_its_helm_chart() {
+    let Some(images) =
+        ClusterImages::from_env("gpuready_runs_in_a_real_cluster_from_its_helm_chart")
+    else {
+        return;
+    };
+    let marker = tempfile::NamedTempFile::new().expect("marker file");
+    let cluster = Cluster::up(&images.tarballs).await;
+    let (beat, beating) = Heartbeat::start(cluster.client.clone());
+    let result =
+        tokio::time::timeout(Duration::from_secs(1500), suite(&cluster, &images, &beat)).await;
+    beating.abort();
+    if result.is_err() {
+        panic!("the end-to-end suite did not finish in 25 minutes");
+    }
+    let mut cluster = cluster;
+    let down = cluster.down();
+    say!("cluster down in {:.1}s", down.as_secs_f64());
+    let written = written_outside(cluster.dir(), marker.path());
+    say!(
+        "files under /etc /usr /var /opt /run changed during the run: {}",
+        if written.is_empty() {
+            "none".to_owned()
+        } else {
+            written.join(", ")
+        }
+    );
+    let ours: Vec<&String> = written.iter().filter(|p| is_cluster_path(p)).collect();
+    assert!(
+        ours.is_empty(),
+        "the cluster wrote outside its folder: {ours:?}"
+    );
+}
+
+/// Files under the host paths the cluster's parts hard-code, newer than
+/// `marker` (tests/cluster/check-no-writes.sh does the same by hand).
+fn written_outside(dir: &std::path::Path, marker: &std::path::Path) -> Vec<String> {
+    let out = std::process::Command::new("bash")
+        .arg(repo_root().join("tests/cluster/check-no-writes.sh"))
+        .arg(marker)
+        .arg(dir)
+        .output()
+        .expect("check-no-writes.sh");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Paths only a cluster writes (other processes on a shared machine may write
+/// elsewhere under /var or /run; those are printed, not failed on).
+fn is_cluster_path(p: &str) -> bool {
+    [
+        "/run/containerd",
+        "/run/netns",
+        "/run/xtables.lock",
+        "/run/runc",
+        "/run/calico",
+        "/var/lib/kubelet",
+        "/var/lib/cni",
+        "/var/lib/containerd",
+        "/var/log/pods",
+        "/var/log/containers",
+        "/opt/containerd",
+        "/opt/cni",
+        "/usr/libexec/kubernetes",
+        "/etc/cni",
+        "/etc/kubernetes",
+        "/etc/containerd",
+        "/run/flannel",
+        "/var/run",
+    ]
+    .iter()
+    .any(|prefix| p.starts_with(prefix))
+}
+
+async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
+    let (repo, tag) = images
+        .operator
+        .rsplit_once(':')
+        .expect("image ref repo:tag");
+    let (probe_repo, probe_tag) = images.probe.rsplit_once(':').expect("probe ref repo:tag");
+    let image_values = [
+        format!("image.repository={repo}"),
+        format!("image.tag={tag}"),
+    ];
+
+    // ---- install into a restricted namespace
+    c.must_kubectl(&["create", "namespace", NS], None).await;
+    c.must_kubectl(
+        &[
+            "label",
+            "namespace",
+            NS,
+            "pod-security.kubernetes.io/enforce=restricted",
+        ],
+        None,
+    )
+    .await;
+    let chart = repo_root().join("charts/gpuready");
+    let chart = chart.to_str().expect("utf-8 path");
+    let t = Instant::now();
+    let mut install = vec![
+        "install",
+        RELEASE,
+        chart,
+        "-n",
+        NS,
+        "--wait",
+        "--timeout",
+        "5m",
+    ];
+    for v in &image_values {
+        install.extend(["--set", v.as_str()]);
+    }
+    c.must_helm(&install).await;
+    say!("helm install --wait: {:.1}s", since(t));
+    let pods = wait_ready_pods(c, 2).await;
+    say!(
+        "{}",
+        c.must_kubectl(&["-n", NS, "get", "pods", "-o", "wide"], None)
+            .await
+    );
+    let leader = wait_single_leader(c, &pods).await;
+    say!("leader: {leader} (Lease {NS}/{LEASE} holder)");
+    metrics_through_the_service(c).await;
+
+    // ---- GPU nodes beside the real one
+    let api: Api<Node> = Api::all(c.client.clone());
+    let real_before = api.get(&c.node).await.expect("the real node");
+    for (name, healthy) in [("gpu-a", true), ("gpu-b", false)] {
+        fake_gpu_node(c, beat, name, healthy).await;
+    }
+    let t = Instant::now();
+    c.must_kubectl(&["apply", "-f", "-"], Some(&profile_yaml()))
+        .await;
+    wait_gated(&c.client, "gpu-b", true, WAIT).await;
+    say!(
+        "gpu-b (no allocatable GPU) tainted by the in-cluster controller after {:.1}s",
+        since(t)
+    );
+    wait_gated(&c.client, "gpu-a", false, WAIT).await;
+    let b = get_node(&c.client, "gpu-b").await;
+    assert_eq!(gpu_ready(&b).map(|(s, _)| s).as_deref(), Some("False"));
+    say!(
+        "gpu-b: taints {:?}, GpuReady {:?}",
+        taint_keys(&b),
+        gpu_ready(&b)
+    );
+    let t = Instant::now();
+    set_allocatable(c, "gpu-b", 1).await;
+    wait_gated(&c.client, "gpu-b", false, WAIT).await;
+    say!("gpu-b repaired: released after {:.1}s", since(t));
+
+    // ---- failover: the leader pod deleted. On SIGTERM it releases the
+    // Lease; the standby or the Deployment's replacement pod, whichever asks
+    // first, takes it.
+    let t = Instant::now();
+    c.must_kubectl(&["-n", NS, "delete", "pod", &leader, "--wait=false"], None)
+        .await;
+    let holder = eventually(WAIT, "another replica holds the Lease", || async {
+        lease_holder(c).await.filter(|h| *h != leader)
+    })
+    .await;
+    let took = since(t);
+    let standby = pods
+        .iter()
+        .find(|p| **p != leader)
+        .cloned()
+        .unwrap_or_default();
+    say!(
+        "leader pod {leader} deleted: Lease holder {holder} ({}) after {took:.1}s",
+        if holder == standby {
+            "the standby"
+        } else {
+            "the replacement pod"
+        }
+    );
+    assert!(
+        took <= (LEASE_S + RENEW_DEADLINE_S) as f64,
+        "takeover took {took}s, more than lease duration + renew deadline"
+    );
+    let t = Instant::now();
+    set_allocatable(c, "gpu-a", 0).await;
+    wait_gated(&c.client, "gpu-a", true, WAIT).await;
+    say!(
+        "new leader {holder} tainted gpu-a (newly broken) after {:.1}s",
+        since(t)
+    );
+    set_allocatable(c, "gpu-a", 1).await;
+    wait_gated(&c.client, "gpu-a", false, WAIT).await;
+    let pods = wait_ready_pods(c, 2).await;
+
+    // ---- failover: kill -9 of the leader's process
+    let leader = wait_single_leader(c, &pods).await;
+    let before = node_writes_by_pod(c, &pods).await;
+    let restarts = restart_count(c, &leader).await;
+    let pid = container_pid(c, &leader).await;
+    let t = Instant::now();
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &pid.to_string()])
+        .status();
+    assert!(
+        matches!(killed, Ok(s) if s.success()),
+        "kill -9 {pid}: {killed:?}"
+    );
+    eventually(
+        WAIT,
+        "the kubelet restarts the killed container",
+        || async { (restart_count(c, &leader).await > restarts).then_some(()) },
+    )
+    .await;
+    let restarted = since(t);
+    let pods = wait_ready_pods(c, 2).await;
+    let new_leader = wait_single_leader(c, &pods).await;
+    let took = since(t);
+    say!(
+        "kill -9 of {leader}'s process (pid {pid}): restarted by the kubelet after {restarted:.1}s, \
+         Lease holder {new_leader} after {took:.1}s"
+    );
+    // The nodes were converged: whoever leads now re-judges them and sends
+    // nothing (the killed container's counter restarts at zero).
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    let after = node_writes_by_pod(c, &pods).await;
+    let resent: u64 = pods
+        .iter()
+        .map(|p| {
+            let was = if *p == leader {
+                0
+            } else {
+                before.get(p).copied().unwrap_or(0)
+            };
+            after.get(p).copied().unwrap_or(0).saturating_sub(was)
+        })
+        .sum();
+    say!("node writes before {before:?}, after {after:?}");
+    assert_eq!(resent, 0, "a node write was sent again after the failover");
+
+    // ---- helm upgrade (rolling) while a node breaks, then rollback
+    let mut upgrade = vec![
+        "upgrade",
+        RELEASE,
+        chart,
+        "-n",
+        NS,
+        "--wait",
+        "--timeout",
+        "5m",
+        "--reuse-values",
+        "--set",
+        "controller.logLevel=info\\,gpuready=debug",
+    ];
+    for v in &image_values {
+        upgrade.extend(["--set", v.as_str()]);
+    }
+    let helm = c.helm(&upgrade);
+    let rollout = tokio::spawn(async move { run(helm, None).await });
+    // Break a node while the pods roll: the taint must not wait longer than
+    // one lease duration (the old leader hands over on SIGTERM).
+    eventually(WAIT, "the rollout starts a new pod", || async {
+        (pod_names(c).await.len() > 2).then_some(())
+    })
+    .await;
+    let t = Instant::now();
+    set_allocatable(c, "gpu-b", 0).await;
+    wait_gated(&c.client, "gpu-b", true, WAIT).await;
+    let took = since(t);
+    say!("during the rolling upgrade gpu-b was tainted after {took:.1}s");
+    assert!(
+        took <= LEASE_S as f64,
+        "a node change waited {took}s during the rollout"
+    );
+    let up = rollout.await.expect("helm upgrade task");
+    if !up.ok {
+        panic!("helm upgrade failed: {}{}", up.stdout, up.stderr);
+    }
+    let pods = wait_ready_pods(c, 2).await;
+    wait_single_leader(c, &pods).await;
+    set_allocatable(c, "gpu-b", 1).await;
+    wait_gated(&c.client, "gpu-b", false, WAIT).await;
+    c.must_helm(&[
+        "rollback",
+        RELEASE,
+        "1",
+        "-n",
+        NS,
+        "--wait",
+        "--timeout",
+        "5m",
+    ])
+    .await;
+    let pods = wait_ready_pods(c, 2).await;
+    wait_single_leader(c, &pods).await;
+    let history = c.must_helm(&["history", RELEASE, "-n", NS]).await;
+    say!("{history}");
+
+    // ---- the README's views
+    let gnp = c.must_kubectl(&["get", "gnp"], None).await;
+    say!("kubectl get gnp:\n{gnp}");
+    assert!(gnp.contains("rtx3090"), "{gnp}");
+    set_allocatable(c, "gpu-b", 0).await;
+    wait_gated(&c.client, "gpu-b", true, WAIT).await;
+    let described = c.must_kubectl(&["describe", "node", "gpu-b"], None).await;
+    let shown: Vec<&str> = described
+        .lines()
+        .filter(|l| l.contains("gpuready") || l.contains("GpuReady"))
+        .collect();
+    say!(
+        "kubectl describe node gpu-b (gpuready's lines):\n{}",
+        shown.join("\n")
+    );
+    assert!(described.contains("gpuready.io/not-ready"), "{described}");
+    assert!(described.contains("GpuReady"), "{described}");
+
+    // ---- the probe DaemonSet on the real node (no NVIDIA runtime here)
+    probe_on_the_real_node(c, probe_repo, probe_tag, &image_values).await;
+
+    // ---- the real node was never written
+    let real = api.get(&c.node).await.expect("the real node");
+    assert!(
+        gpuready_traces(&real).is_empty(),
+        "{:?}",
+        gpuready_traces(&real)
+    );
+    let managers: Vec<String> = real
+        .managed_fields()
+        .iter()
+        .filter_map(|m| m.manager.clone())
+        .collect();
+    assert!(
+        !managers.iter().any(|m| m.starts_with("gpuready")),
+        "gpuready wrote the real node: managers {managers:?}"
+    );
+    assert_eq!(
+        real.labels(),
+        real_before.labels(),
+        "the real node's labels changed"
+    );
+    say!(
+        "real node {}: no gpuready label, taint, condition or field manager",
+        c.node
+    );
+
+    // ---- helm uninstall leaves no node stranded (gpu-b is tainted now)
+    let t = Instant::now();
+    c.must_helm(&["uninstall", RELEASE, "-n", NS, "--wait", "--timeout", "5m"])
+        .await;
+    say!(
+        "helm uninstall (pre-delete hook included): {:.1}s",
+        since(t)
+    );
+    for name in ["gpu-a", "gpu-b"] {
+        let n = get_node(&c.client, name).await;
+        let left = gpuready_traces(&n);
+        say!(
+            "after helm uninstall, {name} keeps gpuready's: {left:?}; taints {:?}",
+            taint_keys(&n)
+        );
+        assert!(
+            left.is_empty(),
+            "helm uninstall stranded {name} with {left:?}"
+        );
+    }
+
+    // ---- the opt-out: uninstall.releaseNodes=false leaves the nodes as they
+    // are; `gpuready release` by hand then takes them back.
+    let mut install = vec![
+        "install",
+        RELEASE,
+        chart,
+        "-n",
+        NS,
+        "--wait",
+        "--timeout",
+        "5m",
+        "--set",
+        "uninstall.releaseNodes=false",
+    ];
+    for v in &image_values {
+        install.extend(["--set", v.as_str()]);
+    }
+    c.must_helm(&install).await;
+    wait_gated(&c.client, "gpu-b", true, WAIT).await;
+    c.must_helm(&["uninstall", RELEASE, "-n", NS, "--wait", "--timeout", "5m"])
+        .await;
+    let left = gpuready_traces(&get_node(&c.client, "gpu-b").await);
+    say!("with uninstall.releaseNodes=false, gpu-b keeps {left:?}");
+    assert!(
+        left.contains(&"taint gpuready.io/not-ready".to_owned()),
+        "{left:?}"
+    );
+    let mut release = gpuready();
+    release.env("KUBECONFIG", &c.kubeconfig).arg("release");
+    let out = run(release, None).await;
+    assert!(out.ok, "gpuready release: {}{}", out.stdout, out.stderr);
+    say!("gpuready release by hand: {}", out.stdout.trim());
+    for name in ["gpu-a", "gpu-b"] {
+        let left = gpuready_traces(&get_node(&c.client, name).await);
+        assert!(left.is_empty(), "gpuready release left {left:?} on {name}");
+    }
+}
+
+// ---------------------------------------------------------------- steps
+
+async fn pod_names(c: &Cluster) -> Vec<String> {
+    let out = c
+        .try_kubectl(&["-n", NS, "get", "pods", "-l", POD_SELECTOR, "-o", "json"])
+        .await;
+    let v: Value = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
+    v["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+                .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_owned))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Waits until exactly `n` controller pods exist, all Running and Ready (none
+/// terminating); their names.
+async fn wait_ready_pods(c: &Cluster, n: usize) -> Vec<String> {
+    let t = Instant::now();
+    let pods = eventually(
+        WAIT,
+        &format!("{n} gpuready pods Running and Ready"),
+        || async {
+            let out = c
+                .try_kubectl(&["-n", NS, "get", "pods", "-l", POD_SELECTOR, "-o", "json"])
+                .await;
+            let v: Value = serde_json::from_str(&out.stdout).ok()?;
+            let items = v["items"].as_array()?;
+            let ready: Vec<String> = items
+                .iter()
+                .filter(|p| {
+                    p["metadata"]["deletionTimestamp"].is_null()
+                        && p["status"]["phase"] == "Running"
+                        && p["status"]["conditions"].as_array().is_some_and(|cs| {
+                            cs.iter()
+                                .any(|c| c["type"] == "Ready" && c["status"] == "True")
+                        })
+                })
+                .filter_map(|p| p["metadata"]["name"].as_str().map(str::to_owned))
+                .collect();
+            (ready.len() == n && items.len() == n).then_some(ready)
+        },
+    )
+    .await;
+    say!(
+        "{n} pods Running and Ready after {:.1}s: {pods:?}",
+        since(t)
+    );
+    pods
+}
+
+async fn lease_holder(c: &Cluster) -> Option<String> {
+    let out = c
+        .try_kubectl(&[
+            "-n",
+            NS,
+            "get",
+            "lease",
+            LEASE,
+            "-o",
+            "jsonpath={.spec.holderIdentity}",
+        ])
+        .await;
+    (out.ok && !out.stdout.is_empty()).then_some(out.stdout)
+}
+
+/// The pod's /metrics, through the API server's pod proxy.
+async fn pod_metrics(c: &Cluster, pod: &str) -> Option<String> {
+    let path = format!("/api/v1/namespaces/{NS}/pods/{pod}:8080/proxy/metrics");
+    let out = c.try_kubectl(&["get", "--raw", &path]).await;
+    out.ok.then_some(out.stdout)
+}
+
+fn sample(metrics: &str, series: &str) -> Option<f64> {
+    metrics
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(series))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|v| v.parse().ok())
+}
+
+/// Waits until exactly one of `pods` says it leads, and it is the Lease holder.
+async fn wait_single_leader(c: &Cluster, pods: &[String]) -> String {
+    eventually(WAIT, "exactly one leader, holding the Lease", || async {
+        let mut leaders = vec![];
+        for p in pods {
+            let m = pod_metrics(c, p).await?;
+            if sample(&m, "gpuready_leader")? == 1.0 {
+                leaders.push(p.clone());
+            }
+        }
+        let holder = lease_holder(c).await?;
+        (leaders.len() == 1 && leaders[0] == holder).then(|| leaders.remove(0))
+    })
+    .await
+}
+
+async fn node_writes_by_pod(c: &Cluster, pods: &[String]) -> BTreeMap<String, u64> {
+    let mut out = BTreeMap::new();
+    for p in pods {
+        let m = eventually(WAIT, &format!("/metrics of {p}"), || pod_metrics(c, p)).await;
+        let writes: u64 = m
+            .lines()
+            .filter(|l| l.starts_with("gpuready_writes_total{"))
+            .filter(|l| l.contains("kind=\"node\"") || l.contains("kind=\"conditions\""))
+            .filter_map(|l| l.split_whitespace().nth(1)?.parse::<f64>().ok())
+            .map(|v| v as u64)
+            .sum();
+        out.insert(p.clone(), writes);
+    }
+    out
+}
+
+/// /metrics through the chart's Service, from a pod in another namespace.
+async fn metrics_through_the_service(c: &Cluster) {
+    let ip = c
+        .must_kubectl(
+            &[
+                "-n",
+                NS,
+                "get",
+                "service",
+                "gpuready-metrics",
+                "-o",
+                "jsonpath={.spec.clusterIP}",
+            ],
+            None,
+        )
+        .await;
+    let busybox =
+        std::fs::read_to_string(std::path::Path::new(&cluster_bin_dir()).join("busybox.name"))
+            .expect("busybox.name (tests/cluster/build.sh)");
+    c.must_kubectl(&["create", "namespace", "e2e-client"], None)
+        .await;
+    let script = format!(
+        "for i in $(seq 1 30); do printf 'GET /metrics HTTP/1.0\\r\\nHost: x\\r\\n\\r\\n' | nc -w 5 {ip} 8080 > /tmp/out && grep -q '^gpuready_leader' /tmp/out && cat /tmp/out && exit 0; sleep 1; done; exit 1"
+    );
+    let pod = json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": { "name": "metrics-client", "namespace": "e2e-client" },
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [{
+                "name": "client", "image": busybox.trim(), "imagePullPolicy": "Never",
+                "command": ["/bin/sh", "-c", script],
+                "volumeMounts": [{ "name": "tmp", "mountPath": "/tmp" }],
+            }],
+            "volumes": [{ "name": "tmp", "emptyDir": {} }],
+        }
+    });
+    c.must_kubectl(&["apply", "-f", "-"], Some(&pod.to_string()))
+        .await;
+    let phase = eventually(WAIT, "the metrics client pod finishes", || async {
+        let out = c
+            .try_kubectl(&[
+                "-n",
+                "e2e-client",
+                "get",
+                "pod",
+                "metrics-client",
+                "-o",
+                "jsonpath={.status.phase}",
+            ])
+            .await;
+        matches!(out.stdout.as_str(), "Succeeded" | "Failed").then_some(out.stdout)
+    })
+    .await;
+    let logs = c
+        .must_kubectl(&["-n", "e2e-client", "logs", "metrics-client"], None)
+        .await;
+    if phase != "Succeeded" {
+        panic!("the client pod could not read /metrics through Service {ip}:8080:\n{logs}");
+    }
+    let leaders: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.starts_with("gpuready_leader"))
+        .collect();
+    say!(
+        "/metrics through Service gpuready-metrics ({ip}:8080) from pod e2e-client/metrics-client: {leaders:?}"
+    );
+}
+
+fn cluster_bin_dir() -> String {
+    let out = std::process::Command::new("bash")
+        .arg(repo_root().join("tests/cluster/build.sh"))
+        .arg("--print-dir")
+        .output()
+        .expect("tests/cluster/build.sh --print-dir");
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+/// A GPU node without a kubelet: created like kubelet creates one, tainted so
+/// nothing is scheduled there, kept Ready by the heartbeat.
+async fn fake_gpu_node(c: &Cluster, beat: &Heartbeat, name: &str, healthy: bool) {
+    create_node(
+        &c.client,
+        name,
+        rtx3090_in("e2e"),
+        1,
+        json!([{ "key": NO_KUBELET, "value": "true", "effect": "NoSchedule" }]),
+    )
+    .await;
+    beat.keep(name);
+    if !healthy {
+        set_allocatable(c, name, 0).await;
+    }
+}
+
+/// Sets the node's allocatable GPUs (0: the device plugin layer fails).
+async fn set_allocatable(c: &Cluster, name: &str, gpus: u32) {
+    let api: Api<Node> = Api::all(c.client.clone());
+    let patch = json!({ "status": {
+        "allocatable": { "cpu": "8", "memory": "32Gi", "pods": "110", "nvidia.com/gpu": gpus.to_string() },
+    }});
+    api.patch_status(name, &PatchParams::default(), &Patch::Strategic(&patch))
+        .await
+        .unwrap_or_else(|e| panic!("setting allocatable of {name}: {e}"));
+}
+
+/// The profile of the suite: the RTX 3090 pool `e2e`. No readyLabels: the
+/// chart's admission policy admits only ready labels it was told about.
+fn profile_yaml() -> String {
+    format!(
+        r#"apiVersion: gpuready.io/v1alpha1
+kind: GpuNodeProfile
+metadata:
+  name: rtx3090
+spec:
+  nodeSelector:
+    matchLabels:
+      {POOL}: e2e
+  gpu:
+    products: ["NVIDIA-GeForce-RTX-3090"]
+    minMemoryMib: 24000
+  minDriverVersion: "570.0"
+"#
+    )
+}
+
+async fn restart_count(c: &Cluster, pod: &str) -> i64 {
+    let out = c
+        .try_kubectl(&[
+            "-n",
+            NS,
+            "get",
+            "pod",
+            pod,
+            "-o",
+            "jsonpath={.status.containerStatuses[0].restartCount}",
+        ])
+        .await;
+    out.stdout.trim().parse().unwrap_or(0)
+}
+
+/// The host PID of the pod's gpuready process, from containerd's task list.
+async fn container_pid(c: &Cluster, pod: &str) -> u32 {
+    let id = c
+        .must_kubectl(
+            &[
+                "-n",
+                NS,
+                "get",
+                "pod",
+                pod,
+                "-o",
+                "jsonpath={.status.containerStatuses[0].containerID}",
+            ],
+            None,
+        )
+        .await;
+    let id = id.trim().trim_start_matches("containerd://").to_owned();
+    let tasks = run(c.ctr(&["tasks", "ls"]), None).await;
+    tasks
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&id))
+        .and_then(|l| l.split_whitespace().nth(1))
+        .and_then(|p| p.parse().ok())
+        .unwrap_or_else(|| {
+            panic!(
+                "no task {id} in ctr tasks ls:\n{}{}",
+                tasks.stdout, tasks.stderr
+            )
+        })
+}
+
+/// `probe.enabled=true` without the NVIDIA RuntimeClass (none exists here),
+/// on the real node: the DaemonSet's pod runs under the restricted standard and
+/// its report says NVML is unusable.
+async fn probe_on_the_real_node(c: &Cluster, repo: &str, tag: &str, image_values: &[String]) {
+    let node_selector = format!("probe.nodeSelector.kubernetes\\.io/hostname={}", c.node);
+    let probe_repo = format!("probe.image.repository={repo}");
+    let probe_tag = format!("probe.image.tag={tag}");
+    let chart = repo_root().join("charts/gpuready");
+    let mut args = vec![
+        "upgrade",
+        RELEASE,
+        chart.to_str().expect("utf-8"),
+        "-n",
+        NS,
+        "--wait",
+        "--timeout",
+        "5m",
+        "--reuse-values",
+        "--set",
+        "probe.enabled=true",
+        "--set",
+        "probe.runtimeClassName=",
+        "--set",
+        &node_selector,
+        "--set",
+        &probe_repo,
+        "--set",
+        &probe_tag,
+        "--set",
+        "probe.interval=10s",
+    ];
+    for v in image_values {
+        args.extend(["--set", v.as_str()]);
+    }
+    let t = Instant::now();
+    c.must_helm(&args).await;
+    let cm = format!("gpuready-probe-{}", c.node);
+    let report = eventually(WAIT, "the probe's report of the real node", || async {
+        let out = c
+            .try_kubectl(&["-n", NS, "get", "configmap", &cm, "-o", "json"])
+            .await;
+        let v: Value = serde_json::from_str(&out.stdout).ok()?;
+        let data = v["data"].as_object()?.values().next()?.as_str()?.to_owned();
+        serde_json::from_str::<Value>(&data).ok()
+    })
+    .await;
+    say!(
+        "probe DaemonSet Running on {}; report after {:.1}s: nvml {}",
+        c.node,
+        since(t),
+        report["nvml"]
+    );
+    assert_eq!(report["nvml"]["usable"], false, "{report}");
+    // The Health layer on that report: the same report, carried for GPU node
+    // gpu-a (the real node is never governed, so never judged). docs/probe.md
+    // promises NvmlUnusable, NotReady: the node is tainted for it.
+    let mut carried = report.clone();
+    carried["node"] = json!("gpu-a");
+    let cm = json!({
+        "apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {
+            "name": "gpuready-probe-gpu-a", "namespace": NS,
+            "labels": { "gpuready.io/probe-report": "true" },
+        },
+        "data": { "report.json": carried.to_string() },
+    });
+    let t = Instant::now();
+    c.must_kubectl(&["apply", "-f", "-"], Some(&cm.to_string()))
+        .await;
+    let reasons = eventually(
+        WAIT,
+        "gpu-a judged NvmlUnusable by the Health layer",
+        || async {
+            let n = get_node(&c.client, "gpu-a").await;
+            let conds: Vec<(String, String, String)> = n
+                .status
+                .as_ref()?
+                .conditions
+                .as_ref()?
+                .iter()
+                .filter(|c| c.type_.starts_with("GpuReady"))
+                .map(|c| {
+                    (
+                        c.type_.clone(),
+                        c.status.clone(),
+                        c.reason.clone().unwrap_or_default(),
+                    )
+                })
+                .collect();
+            (gated(&n) && conds.iter().any(|(_, _, r)| r == "NvmlUnusable")).then_some(conds)
+        },
+    )
+    .await;
+    say!(
+        "Health layer on the probe's report (carried for gpu-a): tainted after {:.1}s, conditions {reasons:?}",
+        since(t)
+    );
+    c.must_kubectl(
+        &["-n", NS, "delete", "configmap", "gpuready-probe-gpu-a"],
+        None,
+    )
+    .await;
+    let ds = c
+        .must_kubectl(
+            &[
+                "-n",
+                NS,
+                "get",
+                "pods",
+                "-l",
+                "app.kubernetes.io/component=probe",
+                "-o",
+                "wide",
+            ],
+            None,
+        )
+        .await;
+    say!("{ds}");
+    assert!(ds.contains("Running"), "{ds}");
+}
