@@ -95,7 +95,7 @@ spec:
 EOF
 wait_taint() {
   for _ in $(seq 1 120); do
-    has=$(kubectl get node gpu-1 -o jsonpath='{.spec.taints[?(@.key=="gpuready.io/not-ready")].key}')
+    has=$(kubectl get node gpu-1 -o jsonpath='{.spec.taints[?(@.key=="readiness.k8s.io/gpuready-not-ready")].key}')
     if [ "$1" = yes ] && [ -n "$has" ]; then return 0; fi
     if [ "$1" = no ] && [ -z "$has" ]; then return 0; fi
     sleep 0.5

@@ -2,7 +2,8 @@
 //! nodes — its taint (exactly the key and effect its annotation records), the
 //! labels its annotation lists, its annotations and its `GpuReady*` conditions —
 //! as when a node leaves every profile (`plan_release`, the engine's own
-//! function). The Helm chart runs it as a pre-delete hook, so `helm uninstall`
+//! function) — and deletes the DeviceTaintRules it wrote (its label and name
+//! prefix, each by the uid seen), so no GPU stays tainted either. The Helm chart runs it as a pre-delete hook, so `helm uninstall`
 //! never leaves a node tainted by an operator that no longer exists (such a node
 //! would take no GPU work forever). With `--stop-deployment` it first scales the
 //! controller's Deployment to zero and waits until its pods are gone, so no
@@ -11,12 +12,13 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use gpuready_api::device_taint_rule::{DeviceTaintRule, is_owned};
 use gpuready_api::keys;
 use gpuready_core::NodeFacts;
 use gpuready_core::plan::plan_release;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Node, Pod};
-use kube::api::{Api, ListParams, Patch, PatchParams};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
 use kube::{Client, ResourceExt};
 use serde_json::json;
 
@@ -90,6 +92,7 @@ async fn release(args: &ReleaseArgs) -> Result<(), ReleaseError> {
     if let Some(name) = &args.stop_deployment {
         stop_deployment(&client, &args.namespace, name, args.timeout, args.dry_run).await?;
     }
+    let rules = release_device_rules(&client, args.dry_run).await?;
     let nodes: Api<Node> = Api::all(client);
     let mut failed = 0;
     let mut released = 0;
@@ -105,7 +108,7 @@ async fn release(args: &ReleaseArgs) -> Result<(), ReleaseError> {
         }
     }
     println!(
-        "{released} node(s) {}released{}",
+        "{released} node(s) and {rules} DeviceTaintRule(s) {}released{}",
         if args.dry_run { "would be " } else { "" },
         if failed > 0 {
             format!(", {failed} failed")
@@ -117,6 +120,51 @@ async fn release(args: &ReleaseArgs) -> Result<(), ReleaseError> {
         return Err(ReleaseError::Failed(failed));
     }
     Ok(())
+}
+
+/// Deletes every DeviceTaintRule gpuready owns (exact ownership: its label
+/// and name prefix, [`is_owned`]), each with the uid seen so a rule recreated
+/// by someone else in between is left alone. Where DeviceTaintRules are not
+/// served (an older cluster) there is nothing to release. Returns how many
+/// were (or, with `dry_run`, would be) deleted.
+async fn release_device_rules(client: &Client, dry_run: bool) -> Result<usize, ReleaseError> {
+    let api: Api<DeviceTaintRule> = Api::all(client.clone());
+    let selector = format!(
+        "{}={}",
+        keys::device_rules::LABEL_OWNED,
+        keys::device_rules::LABEL_OWNED_VALUE
+    );
+    let list = match api.list(&ListParams::default().labels(&selector)).await {
+        Ok(list) => list.items,
+        Err(kube::Error::Api(s)) if s.code == 404 => return Ok(0),
+        Err(e) => return Err(e.into()),
+    };
+    let mut deleted = 0;
+    for rule in list.iter().filter(|r| is_owned(r)) {
+        let name = rule.name_any();
+        if dry_run {
+            println!("would delete DeviceTaintRule {name}");
+            deleted += 1;
+            continue;
+        }
+        let params = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: rule.metadata.uid.clone(),
+                resource_version: None,
+            }),
+            ..DeleteParams::default()
+        };
+        match api.delete(&name, &params).await {
+            Ok(_) => {
+                println!("deleted DeviceTaintRule {name}");
+                deleted += 1;
+            }
+            // Gone already, or replaced by another writer's (uid differs).
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(deleted)
 }
 
 /// Scales the controller to zero and waits until none of its pods is left.

@@ -367,7 +367,10 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
         "kubectl describe node gpu-b (gpuready's lines):\n{}",
         shown.join("\n")
     );
-    assert!(described.contains("gpuready.io/not-ready"), "{described}");
+    assert!(
+        described.contains(gpuready_api::keys::DEFAULT_TAINT_KEY),
+        "{described}"
+    );
     assert!(described.contains("GpuReady"), "{described}");
 
     // ---- the probe DaemonSet on the real node (no NVIDIA runtime here)
@@ -444,7 +447,7 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
     let left = gpuready_traces(&get_node(&c.client, "gpu-b").await);
     say!("with uninstall.releaseNodes=false, gpu-b keeps {left:?}");
     assert!(
-        left.contains(&"taint gpuready.io/not-ready".to_owned()),
+        left.contains(&format!("taint {}", gpuready_api::keys::DEFAULT_TAINT_KEY)),
         "{left:?}"
     );
     let mut release = gpuready();

@@ -567,3 +567,79 @@ async fn the_api_server_serves_device_taint_rules_v1() {
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
+
+/// `gpuready release` (the chart's uninstall hook) deletes the DeviceTaintRules
+/// gpuready wrote — its label and name prefix, nothing else — so uninstalling
+/// leaves no GPU tainted; an admin's rule and a look-alike without gpuready's
+/// label stay as they were. Its own control plane: release takes back
+/// everything of gpuready's the cluster holds.
+#[tokio::test]
+async fn gpuready_release_deletes_only_its_own_device_rules() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    let rule = |name: &str, device: &str, owned: bool| -> DeviceTaintRule {
+        let mut r: DeviceTaintRule = serde_json::from_value(json!({
+            "metadata": { "name": name },
+            "spec": {
+                "deviceSelector": { "driver": "gpu.nvidia.com", "pool": "h200-8", "device": device },
+                "taint": { "key": keys::device_rules::TAINT_KEY, "value": "FatalXid", "effect": "NoSchedule" },
+            },
+        }))
+        .expect("rule");
+        if owned {
+            let mut meta = gpuready_api::device_taint_rule::owned_metadata("h200-8", "FatalXid");
+            meta.name = Some(name.to_owned());
+            r.metadata = meta;
+        }
+        r
+    };
+    let api = rules_api(&client);
+    for r in [
+        rule("gpuready-h200-8-gpu-3", "gpu-3", true),
+        rule("gpuready-h200-8-gpu-6", "gpu-6", false),
+        rule("maintenance-h200-8-gpu-1", "gpu-1", false),
+    ] {
+        api.create(&PostParams::default(), &r)
+            .await
+            .expect("creating a DeviceTaintRule");
+    }
+    let kubeconfig = env.kubeconfig_path().to_str().expect("utf-8").to_owned();
+    let o = gpuready()
+        .args(["release", "--kubeconfig", &kubeconfig, "--dry-run"])
+        .output()
+        .expect("gpuready release --dry-run");
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("would delete DeviceTaintRule gpuready-h200-8-gpu-3"),
+        "{}",
+        stdout(&o)
+    );
+    assert_eq!(
+        api.list(&ListParams::default())
+            .await
+            .expect("list")
+            .items
+            .len(),
+        3
+    );
+    let o = gpuready()
+        .args(["release", "--kubeconfig", &kubeconfig])
+        .output()
+        .expect("gpuready release");
+    assert!(o.status.success(), "{}\n{}", stdout(&o), stderr(&o));
+    assert!(
+        stdout(&o).contains("1 DeviceTaintRule(s) released"),
+        "{}",
+        stdout(&o)
+    );
+    let mut left: Vec<String> = api
+        .list(&ListParams::default())
+        .await
+        .expect("list")
+        .items
+        .iter()
+        .map(|r| r.name_any())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["gpuready-h200-8-gpu-6", "maintenance-h200-8-gpu-1"]);
+}
