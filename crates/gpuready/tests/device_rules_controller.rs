@@ -490,9 +490,10 @@ async fn the_charts_service_account_gates_devices_and_nothing_more() {
     let sa = env
         .client_as_service_account(ns, "gpuready")
         .expect("SA client");
+    // 403: RBAC's or a policy's denial; 422: a policy's validation (Invalid).
     let refused = |what: &str, r: Result<(), kube::Error>| match r {
-        Err(e) if status_code(&e) == Some(403) => {}
-        other => panic!("{what}: expected 403 Forbidden, got {other:?}"),
+        Err(e) if matches!(status_code(&e), Some(403 | 422)) => {}
+        other => panic!("{what}: expected the request refused, got {other:?}"),
     };
     let mine: DeviceTaintRule = serde_json::from_value(json!({
         "metadata": { "name": "admins-rule" },
@@ -514,6 +515,46 @@ async fn the_charts_service_account_gates_devices_and_nothing_more() {
                 &PatchParams::default(),
                 &Patch::Merge(json!({"spec": {"taint": {"effect": "NoExecute"}}})),
             )
+            .await
+            .map(drop),
+    );
+    // RBAC lets the account update and delete rules (their names follow the
+    // devices); the chart's admission policy keeps it to gpuready's own.
+    refused(
+        "delete an admin's DeviceTaintRule",
+        rules_api(&sa)
+            .delete("admins-rule", &kube::api::DeleteParams::default())
+            .await
+            .map(drop),
+    );
+    let mut admins = rules_api(&admin)
+        .get("admins-rule")
+        .await
+        .expect("admin's rule");
+    admins.spec.taint.effect = "NoExecute".into();
+    refused(
+        "update an admin's DeviceTaintRule",
+        rules_api(&sa)
+            .replace("admins-rule", &PostParams::default(), &admins)
+            .await
+            .map(drop),
+    );
+    let mut unlabelled: DeviceTaintRule = mine.clone();
+    unlabelled.metadata.name = Some("gpuready-sa-gpu-5".into());
+    refused(
+        "create a gpuready-named rule without gpuready's label",
+        rules_api(&sa)
+            .create(&PostParams::default(), &unlabelled)
+            .await
+            .map(drop),
+    );
+    let mut other_key = mine.clone();
+    other_key.metadata = gpuready_api::device_taint_rule::owned_metadata(node, "FatalXid");
+    other_key.metadata.name = Some("gpuready-sa-gpu-6".into());
+    refused(
+        "create an own-looking rule with another taint key",
+        rules_api(&sa)
+            .create(&PostParams::default(), &other_key)
             .await
             .map(drop),
     );

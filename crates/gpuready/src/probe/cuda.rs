@@ -6,13 +6,14 @@
 //! ([`run_child`]), so a hung GPU is bounded by a timeout and libcuda's memory
 //! is given back when the check ends.
 //!
-//! `unsafe` appears in two scoped places only, each with its SAFETY comment:
-//! cudarc's library probe and its kernel launch, which its API marks unsafe.
+//! The calls cudarc marks unsafe (its library probe, the driver version, the
+//! kernel launch) and the kernel itself are in `ffi.rs`, the probe's one
+//! module with `unsafe`.
 
 use std::sync::Arc;
 use std::time::Instant;
 
-use cudarc::driver::{CudaContext, CudaStream, DriverError, LaunchConfig, PushKernelArg, sys};
+use cudarc::driver::{CudaContext, CudaStream, DriverError};
 use gpuready_api::probe::{ComputeOutcome, ComputeStep, CudaError, GpuCompute};
 use serde::{Deserialize, Serialize};
 
@@ -20,46 +21,6 @@ use serde::{Deserialize, Serialize};
 /// GPU, 48 MiB of host buffers at the peak (libcuda itself took far more: the
 /// child peaked at 205 MB RSS on an H200).
 pub const ELEMENTS: usize = 4 * 1024 * 1024;
-
-/// The kernel: `out[i] = in[i] * 3 + 7` for `i < n`. PTX ISA 6.0 for sm_50, so
-/// every driver since CUDA 9 JIT-compiles it for the GPU it runs on.
-const PTX: &str = r#"
-.version 6.0
-.target sm_50
-.address_size 64
-
-.visible .entry gpuready_check(
-    .param .u64 in_ptr,
-    .param .u64 out_ptr,
-    .param .u32 n
-)
-{
-    .reg .pred %p<2>;
-    .reg .b32 %r<9>;
-    .reg .b64 %rd<8>;
-
-    ld.param.u64 %rd1, [in_ptr];
-    ld.param.u64 %rd2, [out_ptr];
-    ld.param.u32 %r1, [n];
-    mov.u32 %r2, %ctaid.x;
-    mov.u32 %r3, %ntid.x;
-    mov.u32 %r4, %tid.x;
-    mad.lo.s32 %r5, %r2, %r3, %r4;
-    setp.ge.u32 %p1, %r5, %r1;
-    @%p1 bra DONE;
-    cvta.to.global.u64 %rd3, %rd1;
-    cvta.to.global.u64 %rd4, %rd2;
-    mul.wide.u32 %rd5, %r5, 4;
-    add.s64 %rd6, %rd3, %rd5;
-    ld.global.u32 %r6, [%rd6];
-    mul.lo.u32 %r7, %r6, 3;
-    add.u32 %r8, %r7, 7;
-    add.s64 %rd7, %rd4, %rd5;
-    st.global.u32 [%rd7], %r8;
-DONE:
-    ret;
-}
-"#;
 
 /// What the child process prints: the node-wide part and one result per CUDA
 /// device, keyed by UUID so the parent can match NVML's GPUs.
@@ -106,19 +67,11 @@ pub fn cuda_error(e: &DriverError, step: &str) -> CudaError {
     }
 }
 
-/// Whether libcuda can be loaded under one of the names cudarc looks for.
-#[allow(unsafe_code)]
-fn library_present() -> bool {
-    // SAFETY: this dlopens libcuda (running its initialisers) exactly as
-    // cudarc's own first call would; nothing else is called through it here.
-    unsafe { sys::is_culib_present() }
-}
-
 /// The compute check in this process (the child). Never panics on a CUDA
 /// error: each is reported by name and number.
 pub fn check() -> ChildResult {
     let mut out = ChildResult::default();
-    if !library_present() {
+    if !super::ffi::libcuda_present() {
         out.error = Some(CudaError {
             name: "CUDA_LIBRARY_UNAVAILABLE".into(),
             code: 0,
@@ -151,13 +104,9 @@ pub fn check() -> ChildResult {
     out
 }
 
-#[allow(unsafe_code)]
 fn driver_version() -> Option<String> {
-    let mut v: std::ffi::c_int = 0;
-    // SAFETY: cuDriverGetVersion writes one int through the pointer, which
-    // points to a live local; the library is loaded (checked above).
-    let r = unsafe { sys::cuDriverGetVersion(&mut v) };
-    (r == sys::CUresult::CUDA_SUCCESS).then(|| format!("{}.{}", v / 1000, (v % 1000) / 10))
+    let v = super::ffi::cuda_driver_version()?;
+    Some(format!("{}.{}", v / 1000, (v % 1000) / 10))
 }
 
 fn ms(t: Instant) -> f64 {
@@ -282,17 +231,16 @@ fn run_steps(
     })?;
     let func = step(steps, "moduleLoad", || {
         let module = cu(
-            ctx.load_module(cudarc::nvrtc::Ptx::from_src(PTX)),
+            ctx.load_module(cudarc::nvrtc::Ptx::from_src(super::ffi::CHECK_KERNEL_PTX)),
             "moduleLoad",
         )?;
-        cu(module.load_function("gpuready_check"), "moduleLoad")
+        cu(module.load_function(super::ffi::CHECK_KERNEL), "moduleLoad")
     })?;
-    let n = ELEMENTS as u32;
     step(steps, "launch", || {
-        let mut launch = stream.launch_builder(&func);
-        launch.arg(&input).arg(&mut output).arg(&n);
-        let cfg = LaunchConfig::for_num_elems(n);
-        launch_kernel(&mut launch, cfg)?;
+        cu(
+            super::ffi::launch_check_kernel(&stream, &func, &input, &mut output),
+            "launch",
+        )?;
         cu(stream.synchronize(), "launch")
     })?;
     let result = step(steps, "copyResult", || {
@@ -310,17 +258,6 @@ fn run_steps(
         cu(stream.synchronize(), "free")
     })?;
     Ok(())
-}
-
-#[allow(unsafe_code)]
-fn launch_kernel(
-    launch: &mut cudarc::driver::LaunchArgs<'_>,
-    cfg: LaunchConfig,
-) -> Result<(), Failure> {
-    // SAFETY: the arguments pushed match the PTX entry's parameters in number,
-    // order and type (two device pointers to ELEMENTS u32 each, then the u32
-    // count), and the kernel writes only out[i] for i < n, inside `output`.
-    cu(unsafe { launch.launch(cfg) }.map(|_| ()), "launch")
 }
 
 /// `GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx`, as NVML writes UUIDs.

@@ -5,6 +5,7 @@
 
 pub mod compute;
 pub mod cuda;
+mod ffi;
 pub mod nvml;
 pub mod publish;
 

@@ -18,7 +18,7 @@ use nvml_wrapper::enum_wrappers::device::ComputeMode;
 use nvml_wrapper::enum_wrappers::device::{EccCounter, MemoryError, RetirementCause};
 use nvml_wrapper::enums::device::SampleValue;
 use nvml_wrapper::enums::event::XidError;
-use nvml_wrapper::error::{NvmlError, nvml_sym, nvml_try};
+use nvml_wrapper::error::{NvmlError, nvml_try};
 use nvml_wrapper::structs::device::FieldId;
 
 /// Where NVML is looked for, in order, when no `--nvml-library` is given. Drivers
@@ -222,27 +222,15 @@ fn gpu(nvml: &Nvml, index: u32) -> (GpuState, Option<u32>) {
 /// has no fabric (PCIe, pass-through), which NVML reports as state
 /// NOT_SUPPORTED or as NotSupported; a driver without the call answers
 /// FunctionNotFound, kept as a query error.
-#[allow(unsafe_code)]
 fn fabric(
     nvml: &Nvml,
     device: &nvml_wrapper::Device<'_>,
 ) -> Result<Option<FabricState>, NvmlError> {
     use nvml_wrapper_sys::bindings::{
         NVML_GPU_FABRIC_STATE_COMPLETED, NVML_GPU_FABRIC_STATE_IN_PROGRESS,
-        NVML_GPU_FABRIC_STATE_NOT_STARTED, nvmlGpuFabricInfo_t,
+        NVML_GPU_FABRIC_STATE_NOT_STARTED,
     };
-    let sym = nvml_sym(nvml.lib().nvmlDeviceGetGpuFabricInfo.as_ref())?;
-    let mut info = nvmlGpuFabricInfo_t {
-        clusterUuid: [0; 16],
-        status: 0,
-        cliqueId: 0,
-        state: 0,
-    };
-    // SAFETY: the handle comes from this Nvml (alive for the call), and the
-    // function writes one nvmlGpuFabricInfo_t through a pointer to a live local
-    // of exactly that type (the v1 struct of the v1 call).
-    let code = unsafe { sym(device.handle(), &mut info) };
-    nvml_try(code)?;
+    let info = super::ffi::gpu_fabric_info(nvml, device)?;
     let state = match u32::from(info.state) {
         NVML_GPU_FABRIC_STATE_NOT_STARTED => FabricPhase::NotStarted,
         NVML_GPU_FABRIC_STATE_IN_PROGRESS => FabricPhase::InProgress,
@@ -265,7 +253,7 @@ fn fabric(
 
 /// NVML field IDs of the row remapper (`nvml.h`: NVML_FI_DEV_REMAPPED_COR,
 /// _UNC, _PENDING, _FAILURE). Read as field values because nvml-wrapper does not
-/// wrap `nvmlDeviceGetRemappedRows`, and the workspace forbids unsafe code.
+/// wrap `nvmlDeviceGetRemappedRows`, and field values need no `unsafe`.
 const FI_REMAPPED: [u32; 4] = [142, 143, 144, 145];
 
 fn row_remapping(
