@@ -198,8 +198,13 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
         since(t)
     );
     wait_gated(&c.client, "gpu-a", false, WAIT).await;
-    let b = get_node(&c.client, "gpu-b").await;
-    assert_eq!(gpu_ready(&b).map(|(s, _)| s).as_deref(), Some("False"));
+    // The condition is a second write after the taint (and may wait while
+    // taint writes are under way): wait for it rather than read it once.
+    let b = eventually(WAIT, "gpu-b's GpuReady condition False", || async {
+        let b = get_node(&c.client, "gpu-b").await;
+        (gpu_ready(&b).map(|(s, _)| s).as_deref() == Some("False")).then_some(b)
+    })
+    .await;
     say!(
         "gpu-b: taints {:?}, GpuReady {:?}",
         taint_keys(&b),
