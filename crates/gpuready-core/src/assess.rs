@@ -10,9 +10,10 @@ use jiff::Timestamp;
 use kube_core::{ResourceExt, Selector};
 use serde::Serialize;
 
-use crate::evaluate::{LayerReport, LayerResult, evaluate};
+use crate::evaluate::evaluate;
 use crate::facts::NodeFacts;
 use crate::plan::{self, NodeChanges, PlanOptions};
+use crate::report::{DeadlinePassed, LayerReport, LayerResult};
 use crate::select::{Governance, govern};
 
 /// The labels profiles' selectors are matched against: the node's labels less
@@ -83,7 +84,7 @@ pub struct NodeAssessment {
     pub recheck_after_seconds: Option<u64>,
     /// Set while the node is past its profile's `notReadyDeadline`.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub deadline_passed: Option<crate::evaluate::DeadlinePassed>,
+    pub deadline_passed: Option<DeadlinePassed>,
     /// Devices gated by gpuready's DeviceTaintRules (`gpu-3 (FatalXid)`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tainted_devices: Vec<String>,

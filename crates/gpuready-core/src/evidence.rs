@@ -2,8 +2,7 @@
 //! NFD's NodeFeature PCI scan, parsed once into typed facts the layers judge.
 //! Pure: callers hand in the objects they read; nothing here talks to a cluster.
 //!
-//! [`Evidence`] is the bundle that rides on [`crate::NodeFacts`]; a new source (a
-//! probe report, say) is one more field here, defaulting to "not read".
+//! [`Evidence`] is the bundle that rides on [`crate::facts::NodeFacts`]; a new source is one more field here, defaulting to "not read".
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -13,7 +12,8 @@ use gpuready_api::keys::{dra, nfd};
 use gpuready_api::nfd::NodeFeature;
 use serde::Serialize;
 
-use crate::facts::{FamilyLabel, Field, GfdFacts};
+use crate::field::Field;
+use crate::gfd::{FamilyLabel, GfdFacts};
 use crate::version::{DriverVersion, MajorMinor};
 
 /// Which evidence a layer's verdict rests on. Shown by `check` and appended to

@@ -1,24 +1,38 @@
 //! gpuready's pure readiness engine: Node → facts → per-layer verdict → planned
 //! node changes. Synchronous, no client, no clock: time is an input.
 
-pub mod assess;
-pub mod brake;
+// Inputs, bottom up: values and tables, then what the Node, GFD, the
+// evidence beyond the Node and the probe report say.
 pub mod compat;
-pub mod devices;
-pub mod evaluate;
 pub mod evidence;
 pub mod facts;
-pub mod health;
-pub mod nfd_crds;
-pub mod plan;
+pub mod field;
+pub mod gfd;
+pub mod probe;
 pub mod product;
-pub mod select;
-pub mod status;
-pub mod tally;
 pub mod version;
 
+// Judgements over the inputs: which profile governs a node, the per-device and
+// per-layer verdicts (one file per layer under `evaluate`), the report's words.
+pub mod devices;
+pub mod evaluate;
+pub mod report;
+pub mod select;
+
+// What follows from a judgement: the node changes, the safety brake, the
+// tallies and profile status, and the NFD CRD repair.
+pub mod assess;
+pub mod brake;
+pub mod nfd_crds;
+pub mod plan;
+pub mod status;
+pub mod tally;
+
+pub use evaluate::health;
+
 pub use assess::{GovernanceKind, Judgement, NodeAssessment, assess, judge};
-pub use evaluate::{LayerReport, LayerResult, Status, evaluate};
+pub use evaluate::evaluate;
 pub use evidence::{Evidence, Source};
 pub use facts::NodeFacts;
 pub use plan::{ConditionChange, NodeChanges, PlanOptions, TaintChange, TaintChangeKind};
+pub use report::{LayerReport, LayerResult, Status};

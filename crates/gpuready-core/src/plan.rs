@@ -21,8 +21,8 @@ use kube_core::ResourceExt;
 use serde::Serialize;
 
 use crate::devices::DeviceRuleChange;
-use crate::evaluate::{LayerReport, Status};
 use crate::facts::NodeFacts;
+use crate::report::{LayerReport, Status};
 
 /// Node conditions carry a human message; keep it readable in `kubectl describe`.
 const MAX_CONDITION_MESSAGE: usize = 1024;

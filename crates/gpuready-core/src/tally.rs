@@ -11,7 +11,7 @@ use gpuready_api::Layer;
 use serde::Serialize;
 
 use crate::assess::{GovernanceKind, NodeAssessment};
-use crate::evaluate::Status;
+use crate::report::Status;
 
 /// Nodes by readiness: governed (ready or not ready), in conflict between
 /// profiles, or ungoverned. A conflict is neither ready nor governed.

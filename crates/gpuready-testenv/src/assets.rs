@@ -5,7 +5,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use crate::Error;
+use crate::error::Error;
 
 /// The helper modules that pin the versions, relative to this crate.
 const CONTROL_PLANE_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/control-plane");

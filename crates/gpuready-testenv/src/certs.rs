@@ -10,7 +10,7 @@ use rcgen::{
     Issuer, KeyPair, KeyUsagePurpose,
 };
 
-use crate::Error;
+use crate::error::Error;
 
 /// Where the PEM files of one environment live.
 #[derive(Debug, Clone)]

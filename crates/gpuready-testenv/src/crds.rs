@@ -8,7 +8,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 use kube::Client;
 use kube::api::Api;
 
-use crate::Error;
+use crate::error::Error;
 
 /// How long a CRD may take to become Established; generous because the API
 /// server shares two cores with cargo.

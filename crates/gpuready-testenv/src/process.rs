@@ -24,7 +24,7 @@ use std::process::{Child, Command, ExitStatus, Stdio};
 use std::sync::OnceLock;
 use std::sync::mpsc;
 
-use crate::Error;
+use crate::error::Error;
 
 /// A request to the spawner thread: the command and where to send the result.
 struct SpawnRequest {

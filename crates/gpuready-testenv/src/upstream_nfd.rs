@@ -11,8 +11,8 @@ use std::sync::Mutex;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use serde_json::Value;
 
-use crate::Error;
 use crate::assets::{cache_root, control_plane_dir};
+use crate::error::Error;
 
 /// The variable naming a folder of `<release>.yaml` files for releases the Go
 /// module proxy does not serve.

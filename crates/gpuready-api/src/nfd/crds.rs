@@ -9,8 +9,10 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use kube::CustomResourceExt;
 
+use super::feature::NodeFeature;
+use super::group::NodeFeatureGroup;
 use super::release::{NFD_CRD_RELEASE_ANNOTATION, NfdCrdRelease};
-use super::{NodeFeature, NodeFeatureGroup, NodeFeatureRule};
+use super::rule::NodeFeatureRule;
 
 /// The NFD CRDs of [`NfdCrdRelease::CARRIED`], in upstream's file order.
 pub fn generate() -> Vec<CustomResourceDefinition> {

@@ -7,9 +7,8 @@ use std::collections::BTreeMap;
 use std::hash::{DefaultHasher, Hash, Hasher};
 
 use futures::{Stream, StreamExt};
-use gpuready_api::keys;
-use gpuready_api::probe::{PROBE_CONFIGMAP_PREFIX, PROBE_REPORT_DATA_KEY, configmap_name};
-use gpuready_core::health::ProbeEvidence;
+use gpuready_api::probe::{PROBE_CONFIGMAP_PREFIX, PROBE_REPORT_DATA_KEY};
+use gpuready_core::probe::{self, ProbeEvidence};
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::api::Api;
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -27,24 +26,19 @@ pub struct ProbeReports {
 
 impl ProbeReports {
     /// The node's report as the engine reads it; `None` when it has none.
+    /// The core's lookup over this cache: `gpuready check` reads reports
+    /// through the same function.
     pub fn evidence(&self, node: &str) -> Option<ProbeEvidence> {
-        let name = configmap_name(node)?;
-        let cm = self
-            .store
-            .get(&ObjectRef::new(&name).within(&self.namespace))?;
-        Some(evidence_of(&cm))
+        probe::evidence_for(node, |name| {
+            self.store
+                .get(&ObjectRef::new(name).within(&self.namespace))
+        })
     }
 }
 
-/// What a report ConfigMap says, for the engine.
+/// What a report ConfigMap says, for the engine (the core's reading).
 pub fn evidence_of(cm: &ConfigMap) -> ProbeEvidence {
-    match cm.data.as_ref().and_then(|d| d.get(PROBE_REPORT_DATA_KEY)) {
-        Some(json) => ProbeEvidence::from_json(json),
-        None => ProbeEvidence::Invalid(format!(
-            "ConfigMap {} has no data key {PROBE_REPORT_DATA_KEY}",
-            cm.name_any()
-        )),
-    }
+    probe::evidence_of(cm)
 }
 
 /// Starts the watch: the cache, and the stream of nodes to reconcile. The
@@ -58,7 +52,7 @@ pub fn watch(
 ) {
     let (reader, writer) = reflector::store::<ConfigMap>();
     let api: Api<ConfigMap> = Api::namespaced(client, namespace);
-    let cfg = watcher::Config::default().labels(&format!("{}=true", keys::LABEL_PROBE_REPORT));
+    let cfg = watcher::Config::default().labels(&probe::carrier_selector());
     let mut seen: BTreeMap<String, u64> = BTreeMap::new();
     let stream = watcher(api, cfg)
         .default_backoff()

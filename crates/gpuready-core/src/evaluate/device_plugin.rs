@@ -1,120 +1,103 @@
-//! Layer verdicts over evidence beyond the Node object: the DRA pool, NFD's
-//! PCI bus count, the sandbox device plugin of VM-workload nodes, and the
-//! not-ready deadline. A child of `evaluate`, sharing its verdict helpers.
+//! The DevicePlugin layer: the advertisement the profile's evidence selects —
+//! allocatable device-plugin resources, the DRA pool, or the sandbox plugin of a
+//! VM-workload node — then the GPU count on the PCI bus against it.
 
-use gpuready_api::keys::{self, dra, nvidia, reasons};
-use gpuready_api::{DeadlineStart, EvidenceMode, GpuNodeProfileSpec, Layer, Workload};
-use jiff::Timestamp;
+use gpuready_api::keys::{dra, nvidia, reasons};
+use gpuready_api::{GpuNodeProfileSpec, Workload};
 
-use super::{
-    DeadlinePassed, LayerReport, Status, Verdict, device_plugin_layer, not_ready, profile_layer,
-    ready, unknown,
-};
+use super::verdict::{Verdict, not_ready, ready, unknown};
 use crate::devices::DeviceGatingReport;
 use crate::evidence::{DeviceKind, DraEvidence, Source};
-use crate::facts::{Field, NodeFacts};
+use crate::facts::NodeFacts;
+use crate::field::Field;
+use crate::report::Status;
 
-/// Whether the profile judges this node's advertisement by DRA ResourceSlices.
-pub(super) fn uses_dra(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> bool {
-    match spec.evidence {
-        EvidenceMode::DevicePlugin => false,
-        EvidenceMode::Dra => true,
-        EvidenceMode::Auto => facts.evidence.dra.has_slices(),
-    }
+/// The allocatable quantities the device plugin must advertise.
+enum Need<'a> {
+    Resource(&'a str, u64),
+    AnyMig,
 }
 
-/// The not-ready deadline: counted from durable state only (the node's
-/// creationTimestamp, or the `GpuReady` condition's lastTransitionTime), so a
-/// restarted gpuready reaches the same verdict.
-pub(super) fn apply_deadline(
-    spec: &GpuNodeProfileSpec,
-    facts: &NodeFacts,
-    now: Timestamp,
-    report: &mut LayerReport,
-) {
-    let Some(d) = &spec.not_ready_deadline else {
-        return;
+pub(super) fn device_plugin_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
+    let default_count = u64::from(spec.gpu.count.unwrap_or(1));
+    let needs: Vec<Need> = if !spec.resources.is_empty() {
+        spec.resources
+            .iter()
+            .map(|(k, v)| Need::Resource(k.as_str(), u64::from(*v)))
+            .collect()
+    } else if facts.gfd.mig_strategy.as_deref() == Some("mixed") {
+        vec![Need::AnyMig]
+    } else {
+        vec![Need::Resource(nvidia::GPU_RESOURCE, default_count)]
     };
-    if report.ready() {
-        return;
-    }
-    let gpu_ready = facts
-        .gpu_conditions
-        .iter()
-        .find(|c| c.type_ == keys::CONDITION_GPU_READY);
-    let since = match d.since {
-        DeadlineStart::FirstSeen => facts.created,
-        DeadlineStart::LastReady => match gpu_ready {
-            // Ready until this verdict: the clock starts now.
-            Some(c) if c.status == "True" => Some(now),
-            Some(c) => c
-                .last_transition_time
-                .as_ref()
-                .map(|t| t.0)
-                .or(facts.created),
-            None => facts.created,
-        },
-    };
-    let Some(since) = since else {
-        return;
-    };
-    let left = since.as_second() + i64::from(d.seconds) - now.as_second();
-    if left > 0 {
-        let left = u64::try_from(left).unwrap_or(u64::MAX);
-        report.recheck_after_seconds =
-            Some(report.recheck_after_seconds.map_or(left, |r| r.min(left)));
-        return;
-    }
-    report.deadline = Some(DeadlinePassed {
-        since: since.to_string(),
-        seconds: d.seconds,
-        label: d.label,
-    });
-}
 
-/// Driver, FeatureDiscovery, Profile and Compatibility judge the container
-/// driver stack, which a VM-workload node does not run: the guest does.
-pub(super) fn not_applicable_to_vm(spec: &GpuNodeProfileSpec, layer: Layer) -> Verdict {
-    ready(
-        reasons::NOT_APPLICABLE_TO_WORKLOAD,
-        format!(
-            "workload {}: the GPUs are handed to VMs, so the {layer} layer (host driver and GFD labels) is judged inside the guest, not here",
-            spec.workload.label_value()
-        ),
-    )
-    .via(Source::Profile)
-}
-
-/// A layer that reads GPU attributes while the DRA pool cannot give them.
-pub(super) fn dra_pending(facts: &NodeFacts) -> Verdict {
-    let reason = match &facts.evidence.dra {
-        DraEvidence::NotRead => reasons::DRA_EVIDENCE_UNAVAILABLE,
-        DraEvidence::Incomplete { .. } => reasons::RESOURCE_POOL_INCOMPLETE,
-        DraEvidence::NoSlices | DraEvidence::Complete(_) => reasons::NO_RESOURCE_SLICE,
-    };
-    unknown(
-        reason,
-        "the GPU attributes come from the node's gpu.nvidia.com ResourceSlices, and there is no complete pool to read (see DevicePlugin)",
-    )
-    .via(Source::ResourceSlices)
-}
-
-/// FeatureDiscovery under DRA: the attributes come from the pool itself.
-pub(super) fn dra_feature_layer(facts: &NodeFacts) -> Verdict {
-    match &facts.evidence.dra {
-        DraEvidence::Complete(p) => ready(
-            reasons::DRA_ATTRIBUTES,
-            format!(
-                "GPU attributes come from the DRA driver's ResourceSlices (pool {}); GFD labels are not needed",
-                p.pools.join(", ")
-            ),
-        ),
-        _ => unknown(
-            reasons::DRA_ATTRIBUTES,
-            "no complete gpu.nvidia.com pool to read GPU attributes from (see DevicePlugin)",
-        ),
+    let mut ok = Vec::new();
+    for need in needs {
+        match need {
+            Need::AnyMig => {
+                let total: u64 = facts
+                    .allocatable
+                    .iter()
+                    .filter(|(k, _)| k.starts_with(nvidia::MIG_RESOURCE_PREFIX))
+                    .filter_map(|(_, v)| v.present())
+                    .sum();
+                if total == 0 {
+                    return not_ready(
+                        "MigResourcesMissing",
+                        "MIG strategy is mixed but no nvidia.com/mig-* resource is allocatable: check the MIG manager's config and the device plugin",
+                    );
+                }
+                ok.push(format!("{total} MIG devices allocatable"));
+            }
+            Need::Resource(name, want) => {
+                let alloc = facts.allocatable.get(name);
+                let cap = facts.capacity.get(name);
+                if let Some(m) = alloc
+                    .and_then(Field::malformed)
+                    .or(cap.and_then(Field::malformed))
+                {
+                    return not_ready("MalformedQuantity", m.to_string());
+                }
+                let alloc = alloc.and_then(Field::present).copied();
+                let cap = cap.and_then(Field::present).copied();
+                match (alloc, cap) {
+                    (None, None) => {
+                        return not_ready(
+                            "ResourceNotAdvertised",
+                            format!(
+                                "{name} is not advertised: the device plugin is not running or has not registered with kubelet"
+                            ),
+                        );
+                    }
+                    (a, c) if a.unwrap_or(0) < want && c.unwrap_or(0) >= want => {
+                        return not_ready(
+                            "DevicesUnhealthy",
+                            format!(
+                                "{name}: allocatable {} < {want} while capacity is {}: the device plugin reports unhealthy devices (XID errors, driver faults)",
+                                a.unwrap_or(0),
+                                c.unwrap_or(0)
+                            ),
+                        );
+                    }
+                    (a, c) if a.unwrap_or(0) < want => {
+                        return not_ready(
+                            "TooFewDevices",
+                            format!(
+                                "{name}: allocatable {} (capacity {}) < {want} expected",
+                                a.unwrap_or(0),
+                                c.unwrap_or(0)
+                            ),
+                        );
+                    }
+                    (a, _) => ok.push(format!(
+                        "{name}: {} allocatable (need {want})",
+                        a.unwrap_or(0)
+                    )),
+                }
+            }
+        }
     }
-    .via(Source::ResourceSlices)
+    ready("Allocatable", ok.join("; "))
 }
 
 /// DevicePlugin: the advertisement the profile's evidence selects (device plugin, DRA pool, sandbox plugin), then the GPU
@@ -477,200 +460,4 @@ pub(super) fn sandbox_layer(
     let advertised =
         (spec.workload == Workload::VmPassthrough && !chosen.is_empty()).then_some(total);
     (v.via(Source::SandboxResources), advertised)
-}
-
-/// MIG profile names compare with `+` and `.` alike: nvidia-smi and the DRA
-/// driver write `1g.18gb+me`, GFD's labels `1g.18gb.me`.
-fn mig_key(profile: &str) -> String {
-    profile.replace('+', ".")
-}
-
-/// MIG devices per profile, from the DRA pool (its `mig` devices' `profile`
-/// attribute) when the node is judged by DRA, else from GFD's labels: the
-/// mixed strategy's `nvidia.com/mig-<profile>.count`, or the single strategy's
-/// relabelling (`gpu.product` ending in `-MIG-<profile>`, `gpu.count` MIG devices).
-fn mig_devices(facts: &NodeFacts, dra: bool) -> (std::collections::BTreeMap<String, u64>, String) {
-    let mut out = std::collections::BTreeMap::new();
-    if dra && let Some(p) = facts.evidence.dra.complete() {
-        for d in p.devices.iter().filter(|d| d.kind == DeviceKind::Mig) {
-            if let Some(prof) = &d.mig_profile {
-                *out.entry(mig_key(prof)).or_insert(0) += 1;
-            }
-        }
-        return (out, format!("the DRA pool {}", p.pools.join(", ")));
-    }
-    for (k, v) in &facts.labels {
-        if let Some(prof) = k
-            .strip_prefix(nvidia::MIG_LABEL_PREFIX)
-            .and_then(|r| r.strip_suffix(nvidia::MIG_COUNT_SUFFIX))
-            && let Ok(n) = v.parse::<u64>()
-        {
-            out.insert(mig_key(prof), n);
-        }
-    }
-    if facts.gfd.mig_strategy.as_deref() == Some("single")
-        && let Some(product) = facts.labels.get(nvidia::GPU_PRODUCT)
-        && let Some((_, prof)) = product.rsplit_once("-MIG-")
-        && let Some(n) = facts.gfd.count.present()
-    {
-        out.insert(mig_key(prof), u64::from(*n));
-    }
-    (out, "GFD's MIG labels".to_owned())
-}
-
-/// The MIG geometry the profile needs (`spec.mig`): mig-manager's config and
-/// state labels, then the MIG devices per profile. `Ok(note)` when it holds.
-fn mig_geometry(
-    spec: &GpuNodeProfileSpec,
-    facts: &NodeFacts,
-    dra: bool,
-) -> Result<String, Verdict> {
-    let Some(m) = &spec.mig else {
-        return Ok(String::new());
-    };
-    let label = |k: &str| facts.labels.get(k).map(String::as_str);
-    let state = label(nvidia::MIG_CONFIG_STATE);
-    if let Some(want) = &m.config {
-        match label(nvidia::MIG_CONFIG) {
-            Some(c) if c == want => {}
-            other => {
-                return Err(not_ready(
-                    reasons::MIG_CONFIG_MISMATCH,
-                    format!(
-                        "{}={} but the profile needs {want}: label the node {}={want} and let mig-manager apply it",
-                        nvidia::MIG_CONFIG,
-                        other.unwrap_or("(absent)"),
-                        nvidia::MIG_CONFIG
-                    ),
-                )
-                .via(Source::MigManagerLabels));
-            }
-        }
-    }
-    // Whatever layout is asked for, a node mid-reconfiguration is not ready.
-    if m.config.is_some() || state.is_some() {
-        let tagged = |v: Verdict| v.via(Source::MigManagerLabels);
-        let config = label(nvidia::MIG_CONFIG).unwrap_or("(absent)");
-        match state {
-            Some("success") => {}
-            Some("pending") => {
-                return Err(tagged(not_ready(
-                    reasons::MIG_CONFIG_PENDING,
-                    format!(
-                        "mig-manager has not applied {}={config} yet ({}=pending)",
-                        nvidia::MIG_CONFIG,
-                        nvidia::MIG_CONFIG_STATE
-                    ),
-                )));
-            }
-            Some("rebooting") => {
-                return Err(tagged(not_ready(
-                    reasons::MIG_CONFIG_REBOOTING,
-                    format!(
-                        "mig-manager is rebooting the node to apply {}={config} ({}=rebooting)",
-                        nvidia::MIG_CONFIG,
-                        nvidia::MIG_CONFIG_STATE
-                    ),
-                )));
-            }
-            Some("failed") => {
-                return Err(tagged(not_ready(
-                    reasons::MIG_CONFIG_FAILED,
-                    format!(
-                        "mig-manager failed to apply {}={config} ({}=failed): read the nvidia-mig-manager pod's log on this node",
-                        nvidia::MIG_CONFIG,
-                        nvidia::MIG_CONFIG_STATE
-                    ),
-                )));
-            }
-            other => {
-                return Err(tagged(unknown(
-                    reasons::MIG_CONFIG_STATE_UNKNOWN,
-                    format!(
-                        "{}={}: is mig-manager running on this node?",
-                        nvidia::MIG_CONFIG_STATE,
-                        other.unwrap_or("(absent)")
-                    ),
-                )));
-            }
-        }
-    }
-    if m.devices.is_empty() {
-        return Ok(format!(
-            "; MIG config {} applied",
-            label(nvidia::MIG_CONFIG).unwrap_or("-")
-        ));
-    }
-    let (have, source) = mig_devices(facts, dra);
-    let short: Vec<String> = m
-        .devices
-        .iter()
-        .filter_map(|(p, want)| {
-            let n = have.get(&mig_key(p)).copied().unwrap_or(0);
-            (n < u64::from(*want)).then(|| format!("{p}: {n} < {want}"))
-        })
-        .collect();
-    if !short.is_empty() {
-        return Err(not_ready(
-            reasons::MIG_DEVICES_MISSING,
-            format!("{source} offers too few MIG devices: {}", short.join(", ")),
-        ));
-    }
-    Ok(format!(
-        "; MIG devices from {source}: {}",
-        m.devices
-            .keys()
-            .map(|p| format!("{p} ×{}", have.get(&mig_key(p)).copied().unwrap_or(0)))
-            .collect::<Vec<_>>()
-            .join(", ")
-    ))
-}
-
-/// Profile, then the bus: NFD's PCI scan can prove a count short even when
-/// the labels still claim it (a GPU lost after GFD last ran). Then the MIG
-/// geometry the profile asks for.
-pub(super) fn profile_with_bus(spec: &GpuNodeProfileSpec, facts: &NodeFacts, dra: bool) -> Verdict {
-    let v = profile_layer(spec, facts);
-    if v.status != Status::Ready {
-        return v;
-    }
-    let v = match mig_geometry(spec, facts, dra) {
-        // The MIG layout is a GPU expectation of its own.
-        Ok(note) if !note.is_empty() && v.reason == "NoExpectations" => {
-            ready("ProfileMatches", note.trim_start_matches("; ").to_owned())
-        }
-        Ok(note) => Verdict {
-            message: format!("{}{note}", v.message),
-            ..v
-        },
-        Err(bad) => return bad,
-    };
-    let Some(bus) = &facts.evidence.bus else {
-        return v;
-    };
-    if let Some(min) = spec.gpu.count
-        && bus.gpus < min
-    {
-        return not_ready(
-            "TooFewGpus",
-            format!(
-                "NFD's PCI scan shows {} NVIDIA GPU(s) < {min} expected ({})",
-                bus.gpus,
-                bus.describe()
-            ),
-        )
-        .via(Source::NodeFeature);
-    }
-    if bus.models.len() > 1 {
-        return Verdict {
-            message: format!(
-                "{}; note: {} GPU models on the bus ({}): GFD labels only one of them",
-                v.message,
-                bus.models.len(),
-                bus.describe()
-            ),
-            ..v
-        };
-    }
-    v
 }

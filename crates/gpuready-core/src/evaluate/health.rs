@@ -5,56 +5,18 @@
 use gpuready_api::GpuNodeProfileSpec;
 use gpuready_api::keys::health_reasons as r;
 use gpuready_api::keys::nvidia;
-use gpuready_api::probe::{
-    ComputeOutcome, ComputeStack, EventKind, FabricPhase, PROBE_REPORT_API_VERSION,
-    PROBE_REPORT_READ_VERSIONS, ProbeReport,
-};
+use gpuready_api::probe::{ComputeOutcome, ComputeStack, EventKind, FabricPhase, ProbeReport};
 use gpuready_api::profile::{ComputeCheckRules, DEFAULT_FATAL_XIDS, ProbeExpectation, ProbePolicy};
 use jiff::Timestamp;
 
-use crate::evaluate::Status;
-use crate::facts::{Field, NodeFacts};
+use crate::facts::NodeFacts;
+use crate::field::Field;
+// The report as an input lives in `probe`; it is re-exported here, where
+// callers have always found it.
+pub use crate::probe::{ProbeEvidence, ReportError, parse_report};
 use crate::product;
+use crate::report::Status;
 use crate::version::{DriverVersion, MajorMinor};
-
-/// What the controller (or `check`) found in the node's report carrier.
-#[derive(Clone, Debug, PartialEq)]
-pub enum ProbeEvidence {
-    Report(Box<ProbeReport>),
-    /// The carrier exists but holds no report this gpuready reads: why.
-    Invalid(String),
-}
-
-/// Why a carrier's content is not a usable report.
-#[derive(Debug, thiserror::Error)]
-pub enum ReportError {
-    #[error("not a probe report: {0}")]
-    Json(#[from] serde_json::Error),
-    #[error(
-        "apiVersion {0:?} is neither {PROBE_REPORT_API_VERSION} nor an older version this gpuready reads: a probe newer than this gpuready; run the same version for both"
-    )]
-    Version(String),
-}
-
-/// Parses the JSON a probe published, refusing versions this gpuready does not
-/// know. v1 reads as v2 without the compute check, fabric and device nodes.
-pub fn parse_report(json: &str) -> Result<ProbeReport, ReportError> {
-    let report: ProbeReport = serde_json::from_str(json)?;
-    if !PROBE_REPORT_READ_VERSIONS.contains(&report.api_version.as_str()) {
-        return Err(ReportError::Version(report.api_version));
-    }
-    Ok(report)
-}
-
-impl ProbeEvidence {
-    /// The evidence for a carrier's text: the report, or why it is unusable.
-    pub fn from_json(json: &str) -> ProbeEvidence {
-        match parse_report(json) {
-            Ok(r) => ProbeEvidence::Report(Box::new(r)),
-            Err(e) => ProbeEvidence::Invalid(e.to_string()),
-        }
-    }
-}
 
 /// The Health layer's verdict.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -1,0 +1,352 @@
+//! The Profile layer: product, memory, compute capability, family and count
+//! against the profile's GPU expectations, then the PCI bus count and the MIG
+//! geometry.
+
+use gpuready_api::GpuNodeProfileSpec;
+use gpuready_api::keys::{nvidia, reasons};
+
+use super::verdict::{Verdict, malformed, missing, named, not_ready, ready, unknown};
+use crate::evidence::{DeviceKind, Source};
+use crate::facts::NodeFacts;
+use crate::field::Field;
+use crate::gfd::{FamilyLabel, GfdFacts};
+use crate::product;
+use crate::report::Status;
+use crate::version::MajorMinor;
+
+pub(super) fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
+    let g = &spec.gpu;
+    let gfd = &facts.gfd;
+    let mut met = Vec::new();
+
+    if !g.products.is_empty() {
+        let Some(p) = &gfd.product else {
+            return missing(gfd, nvidia::GPU_PRODUCT);
+        };
+        if !product::matches_any(&g.products, p) {
+            return not_ready(
+                "ProductMismatch",
+                format!("{p} is not one of {}", g.products.join(", ")),
+            );
+        }
+        met.push(p.clone());
+    }
+    if let Some(min) = g.min_memory_mib {
+        match &gfd.memory_mib {
+            Field::Absent => {
+                return missing(gfd, nvidia::GPU_MEMORY);
+            }
+            Field::Malformed(m) => return malformed(m),
+            Field::Present(mib) if *mib < u64::from(min) => {
+                return not_ready("MemoryTooSmall", format!("{mib} MiB < {min} MiB required"));
+            }
+            Field::Present(mib) => met.push(format!("{mib} MiB")),
+        }
+    }
+    if let Some(min) = &g.min_compute_capability {
+        let Ok(min) = MajorMinor::parse(min) else {
+            return unknown(
+                "InvalidProfile",
+                format!("spec.gpu.minComputeCapability {min:?} is not major.minor"),
+            );
+        };
+        match &gfd.compute {
+            Field::Absent => {
+                return missing(gfd, nvidia::GPU_COMPUTE_MAJOR);
+            }
+            Field::Malformed(m) => return malformed(m),
+            Field::Present(cc) if *cc < min => {
+                return not_ready(
+                    "ComputeCapabilityTooLow",
+                    format!("compute capability {cc} < {min} required"),
+                );
+            }
+            Field::Present(cc) => met.push(format!("compute {cc}")),
+        }
+    }
+    if !g.families.is_empty() || !g.excluded_families.is_empty() {
+        let family = match (gfd.effective_family(), &gfd.family, &gfd.compute) {
+            (Some(f), _, _) => f,
+            (None, Field::Malformed(m), _) | (None, _, Field::Malformed(m)) => return malformed(m),
+            (None, Field::Present(FamilyLabel::Undefined), cc) => {
+                if gfd.from_pool.is_some() {
+                    return unknown(
+                        reasons::DRA_ATTRIBUTE_MISSING,
+                        format!(
+                            "{} names no architecture this gpuready knows, so the family rule cannot be checked",
+                            named(gfd, nvidia::GPU_FAMILY)
+                        ),
+                    );
+                }
+                return not_ready(
+                    reasons::MALFORMED_LABEL,
+                    format!(
+                        "{}=undefined{}: GFD has no family name for this card (a GFD release older than the card?), so the family rule cannot be checked",
+                        nvidia::GPU_FAMILY,
+                        cc.present()
+                            .map(|c| format!(" (compute {c})"))
+                            .unwrap_or_default()
+                    ),
+                );
+            }
+            // A family newer than this gpuready: not excluded, and not among the
+            // allowed ones (which can only name families gpuready knows).
+            (None, Field::Present(FamilyLabel::Unrecognized(name)), _) => {
+                if !g.families.is_empty() {
+                    let allowed: Vec<&str> = g.families.iter().map(|f| f.as_str()).collect();
+                    return not_ready(
+                        "FamilyNotAllowed",
+                        format!("{name} is not one of {}", allowed.join(", ")),
+                    );
+                }
+                met.push(name.clone());
+                return profile_count(g, gfd, met);
+            }
+            _ => {
+                return missing(gfd, nvidia::GPU_FAMILY);
+            }
+        };
+        if g.excluded_families.contains(&family) {
+            return not_ready(
+                "FamilyExcluded",
+                format!("{family} is excluded by the profile"),
+            );
+        }
+        if !g.families.is_empty() && !g.families.contains(&family) {
+            let allowed: Vec<&str> = g.families.iter().map(|f| f.as_str()).collect();
+            return not_ready(
+                "FamilyNotAllowed",
+                format!("{family} is not one of {}", allowed.join(", ")),
+            );
+        }
+        met.push(family.to_string());
+    }
+    profile_count(g, gfd, met)
+}
+
+/// The last Profile check (GPU count), then the verdict over what matched.
+pub(super) fn profile_count(
+    g: &gpuready_api::GpuExpectation,
+    gfd: &GfdFacts,
+    mut met: Vec<String>,
+) -> Verdict {
+    if let Some(min) = g.count {
+        match &gfd.count {
+            Field::Absent => {
+                return missing(gfd, nvidia::GPU_COUNT);
+            }
+            Field::Malformed(m) => return malformed(m),
+            Field::Present(n) if *n < min => {
+                return not_ready(
+                    "TooFewGpus",
+                    format!(
+                        "{} reports {n} GPU(s) < {min} expected",
+                        named(gfd, nvidia::GPU_COUNT)
+                    ),
+                );
+            }
+            Field::Present(n) => met.push(format!("{n} GPU(s)")),
+        }
+    }
+    if met.is_empty() {
+        ready("NoExpectations", "the profile sets no GPU expectations")
+    } else {
+        ready("ProfileMatches", met.join(", "))
+    }
+}
+
+/// MIG profile names compare with `+` and `.` alike: nvidia-smi and the DRA
+/// driver write `1g.18gb+me`, GFD's labels `1g.18gb.me`.
+fn mig_key(profile: &str) -> String {
+    profile.replace('+', ".")
+}
+
+/// MIG devices per profile, from the DRA pool (its `mig` devices' `profile`
+/// attribute) when the node is judged by DRA, else from GFD's labels: the
+/// mixed strategy's `nvidia.com/mig-<profile>.count`, or the single strategy's
+/// relabelling (`gpu.product` ending in `-MIG-<profile>`, `gpu.count` MIG devices).
+fn mig_devices(facts: &NodeFacts, dra: bool) -> (std::collections::BTreeMap<String, u64>, String) {
+    let mut out = std::collections::BTreeMap::new();
+    if dra && let Some(p) = facts.evidence.dra.complete() {
+        for d in p.devices.iter().filter(|d| d.kind == DeviceKind::Mig) {
+            if let Some(prof) = &d.mig_profile {
+                *out.entry(mig_key(prof)).or_insert(0) += 1;
+            }
+        }
+        return (out, format!("the DRA pool {}", p.pools.join(", ")));
+    }
+    for (k, v) in &facts.labels {
+        if let Some(prof) = k
+            .strip_prefix(nvidia::MIG_LABEL_PREFIX)
+            .and_then(|r| r.strip_suffix(nvidia::MIG_COUNT_SUFFIX))
+            && let Ok(n) = v.parse::<u64>()
+        {
+            out.insert(mig_key(prof), n);
+        }
+    }
+    if facts.gfd.mig_strategy.as_deref() == Some("single")
+        && let Some(product) = facts.labels.get(nvidia::GPU_PRODUCT)
+        && let Some((_, prof)) = product.rsplit_once("-MIG-")
+        && let Some(n) = facts.gfd.count.present()
+    {
+        out.insert(mig_key(prof), u64::from(*n));
+    }
+    (out, "GFD's MIG labels".to_owned())
+}
+
+/// The MIG geometry the profile needs (`spec.mig`): mig-manager's config and
+/// state labels, then the MIG devices per profile. `Ok(note)` when it holds.
+fn mig_geometry(
+    spec: &GpuNodeProfileSpec,
+    facts: &NodeFacts,
+    dra: bool,
+) -> Result<String, Verdict> {
+    let Some(m) = &spec.mig else {
+        return Ok(String::new());
+    };
+    let label = |k: &str| facts.labels.get(k).map(String::as_str);
+    let state = label(nvidia::MIG_CONFIG_STATE);
+    if let Some(want) = &m.config {
+        match label(nvidia::MIG_CONFIG) {
+            Some(c) if c == want => {}
+            other => {
+                return Err(not_ready(
+                    reasons::MIG_CONFIG_MISMATCH,
+                    format!(
+                        "{}={} but the profile needs {want}: label the node {}={want} and let mig-manager apply it",
+                        nvidia::MIG_CONFIG,
+                        other.unwrap_or("(absent)"),
+                        nvidia::MIG_CONFIG
+                    ),
+                )
+                .via(Source::MigManagerLabels));
+            }
+        }
+    }
+    // Whatever layout is asked for, a node mid-reconfiguration is not ready.
+    if m.config.is_some() || state.is_some() {
+        let tagged = |v: Verdict| v.via(Source::MigManagerLabels);
+        let config = label(nvidia::MIG_CONFIG).unwrap_or("(absent)");
+        match state {
+            Some("success") => {}
+            Some("pending") => {
+                return Err(tagged(not_ready(
+                    reasons::MIG_CONFIG_PENDING,
+                    format!(
+                        "mig-manager has not applied {}={config} yet ({}=pending)",
+                        nvidia::MIG_CONFIG,
+                        nvidia::MIG_CONFIG_STATE
+                    ),
+                )));
+            }
+            Some("rebooting") => {
+                return Err(tagged(not_ready(
+                    reasons::MIG_CONFIG_REBOOTING,
+                    format!(
+                        "mig-manager is rebooting the node to apply {}={config} ({}=rebooting)",
+                        nvidia::MIG_CONFIG,
+                        nvidia::MIG_CONFIG_STATE
+                    ),
+                )));
+            }
+            Some("failed") => {
+                return Err(tagged(not_ready(
+                    reasons::MIG_CONFIG_FAILED,
+                    format!(
+                        "mig-manager failed to apply {}={config} ({}=failed): read the nvidia-mig-manager pod's log on this node",
+                        nvidia::MIG_CONFIG,
+                        nvidia::MIG_CONFIG_STATE
+                    ),
+                )));
+            }
+            other => {
+                return Err(tagged(unknown(
+                    reasons::MIG_CONFIG_STATE_UNKNOWN,
+                    format!(
+                        "{}={}: is mig-manager running on this node?",
+                        nvidia::MIG_CONFIG_STATE,
+                        other.unwrap_or("(absent)")
+                    ),
+                )));
+            }
+        }
+    }
+    if m.devices.is_empty() {
+        return Ok(format!(
+            "; MIG config {} applied",
+            label(nvidia::MIG_CONFIG).unwrap_or("-")
+        ));
+    }
+    let (have, source) = mig_devices(facts, dra);
+    let short: Vec<String> = m
+        .devices
+        .iter()
+        .filter_map(|(p, want)| {
+            let n = have.get(&mig_key(p)).copied().unwrap_or(0);
+            (n < u64::from(*want)).then(|| format!("{p}: {n} < {want}"))
+        })
+        .collect();
+    if !short.is_empty() {
+        return Err(not_ready(
+            reasons::MIG_DEVICES_MISSING,
+            format!("{source} offers too few MIG devices: {}", short.join(", ")),
+        ));
+    }
+    Ok(format!(
+        "; MIG devices from {source}: {}",
+        m.devices
+            .keys()
+            .map(|p| format!("{p} ×{}", have.get(&mig_key(p)).copied().unwrap_or(0)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    ))
+}
+
+/// Profile, then the bus: NFD's PCI scan can prove a count short even when
+/// the labels still claim it (a GPU lost after GFD last ran). Then the MIG
+/// geometry the profile asks for.
+pub(super) fn profile_with_bus(spec: &GpuNodeProfileSpec, facts: &NodeFacts, dra: bool) -> Verdict {
+    let v = profile_layer(spec, facts);
+    if v.status != Status::Ready {
+        return v;
+    }
+    let v = match mig_geometry(spec, facts, dra) {
+        // The MIG layout is a GPU expectation of its own.
+        Ok(note) if !note.is_empty() && v.reason == "NoExpectations" => {
+            ready("ProfileMatches", note.trim_start_matches("; ").to_owned())
+        }
+        Ok(note) => Verdict {
+            message: format!("{}{note}", v.message),
+            ..v
+        },
+        Err(bad) => return bad,
+    };
+    let Some(bus) = &facts.evidence.bus else {
+        return v;
+    };
+    if let Some(min) = spec.gpu.count
+        && bus.gpus < min
+    {
+        return not_ready(
+            "TooFewGpus",
+            format!(
+                "NFD's PCI scan shows {} NVIDIA GPU(s) < {min} expected ({})",
+                bus.gpus,
+                bus.describe()
+            ),
+        )
+        .via(Source::NodeFeature);
+    }
+    if bus.models.len() > 1 {
+        return Verdict {
+            message: format!(
+                "{}; note: {} GPU models on the bus ({}): GFD labels only one of them",
+                v.message,
+                bus.models.len(),
+                bus.describe()
+            ),
+            ..v
+        };
+    }
+    v
+}

@@ -1,0 +1,348 @@
+//! What GPU Feature Discovery publishes on a node (`nvidia.com/gpu.*`,
+//! `nvidia.com/cuda.*`), parsed into [`GfdFacts`]. The DRA pool's attributes are
+//! read into the same shape (`evidence`), so one set of layer rules judges both.
+
+use std::collections::BTreeMap;
+
+use gpuready_api::Family;
+use gpuready_api::keys::nvidia;
+
+use crate::field::{Field, Malformed, read};
+use crate::version::{DriverVersion, MajorMinor, parse_number};
+
+/// The architecture family as labelled by GFD.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FamilyLabel {
+    Known(Family),
+    /// GFD writes `undefined` for compute capabilities it has no name for (and for
+    /// Ada/Blackwell on GFD releases that predate those names).
+    Undefined,
+    /// A name this gpuready does not know, as a GFD newer than it would write for
+    /// a new architecture. Not malformed: only a profile that lists families fails.
+    Unrecognized(String),
+}
+
+/// Everything GPU Feature Discovery published on the node.
+#[derive(Clone, Debug, PartialEq)]
+pub struct GfdFacts {
+    /// `Some(pool/generation)` when these values were read from the DRA
+    /// driver's ResourceSlices rather than GFD labels: messages then name the
+    /// slice attributes, never a label.
+    pub from_pool: Option<String>,
+    /// At least one GFD-written label is present.
+    pub seen: bool,
+    pub product: Option<String>,
+    pub memory_mib: Field<u64>,
+    pub compute: Field<MajorMinor>,
+    pub family: Field<FamilyLabel>,
+    pub count: Field<u32>,
+    pub driver: Field<DriverVersion>,
+    pub cuda_runtime: Field<MajorMinor>,
+    pub timestamp: Field<i64>,
+    pub mig_strategy: Option<String>,
+    /// GFD runs with the vfio device-discovery strategy: it writes compute
+    /// capability `-1` and driver `unknown` for GPUs bound to vfio-pci. Those
+    /// values are then not malformed: they say the GPU has no host driver.
+    pub vfio_mode: bool,
+    /// GFD inside a vGPU guest (`nvidia.com/vgpu.present=true`).
+    pub vgpu: Option<VgpuFacts>,
+}
+
+/// A vGPU guest's view of its host, from GFD's `vgpu.*` labels.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VgpuFacts {
+    /// `nvidia.com/vgpu.host-driver-branch`, e.g. `r550_40`.
+    pub host_branch: Option<String>,
+    /// `nvidia.com/vgpu.host-driver-version`, e.g. `550.54.16`.
+    pub host_version: Option<String>,
+}
+
+impl VgpuFacts {
+    /// The host branch's major number: `r550_40` → 550 (a guest driver must come
+    /// from the same branch as the host's vGPU manager).
+    pub fn host_branch_major(&self) -> Option<u32> {
+        if let Some(b) = &self.host_branch {
+            let digits: String = b
+                .trim_start_matches(['r', 'R'])
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            if let Ok(n) = digits.parse() {
+                return Some(n);
+            }
+        }
+        self.host_version
+            .as_deref()
+            .and_then(|v| v.split('.').next())
+            .and_then(|m| m.parse().ok())
+    }
+}
+
+impl GfdFacts {
+    /// The family from the compute capability (authoritative: older GFD releases
+    /// label Ada as `ampere` and Blackwell as `undefined`), else from the label.
+    pub fn effective_family(&self) -> Option<Family> {
+        if let Some(cc) = self.compute.present()
+            && let Some(f) = crate::compat::family_of(*cc)
+        {
+            return Some(f);
+        }
+        match self.family.present() {
+            Some(FamilyLabel::Known(f)) => Some(*f),
+            _ => None,
+        }
+    }
+
+    /// Every malformed GFD value, in key order.
+    pub fn malformed(&self) -> Vec<&Malformed> {
+        [
+            self.memory_mib.malformed(),
+            self.compute.malformed(),
+            self.family.malformed(),
+            self.count.malformed(),
+            self.driver.malformed(),
+            self.cuda_runtime.malformed(),
+            self.timestamp.malformed(),
+        ]
+        .into_iter()
+        .flatten()
+        .collect()
+    }
+}
+
+/// `nvidia.com/gpu.*` labels that GFD never writes: the GPU operator's
+/// (`gpu.present`, `gpu.deploy.<operand>`) and the admin's operand-set selector.
+fn is_operator_gpu_label(key: &str) -> bool {
+    key == nvidia::GPU_PRESENT
+        || key == "nvidia.com/gpu.workload.config"
+        || key.starts_with("nvidia.com/gpu.deploy.")
+}
+
+/// GFD's vfio-mode values: compute capability `-1` and driver `unknown`.
+fn is_vfio_mode(labels: &BTreeMap<String, String>) -> bool {
+    let is = |k: &str, v: &str| labels.get(k).is_some_and(|x| x == v);
+    is(nvidia::GPU_COMPUTE_MAJOR, "-1")
+        || is(nvidia::DRIVER_MAJOR, "unknown")
+        || labels
+            .get(nvidia::DRIVER_FULL)
+            .is_some_and(|v| v.starts_with("unknown"))
+}
+
+pub(crate) fn parse_gfd(labels: &BTreeMap<String, String>) -> GfdFacts {
+    let vfio_mode = is_vfio_mode(labels);
+    let mut gfd = parse_gfd_values(labels);
+    if vfio_mode {
+        // Not malformed: GFD says, in its way, that no driver owns the GPU.
+        gfd.compute = Field::Absent;
+        gfd.driver = Field::Absent;
+        gfd.cuda_runtime = Field::Absent;
+        gfd.family = Field::Absent;
+        gfd.vfio_mode = true;
+    }
+    gfd
+}
+
+fn parse_gfd_values(labels: &BTreeMap<String, String>) -> GfdFacts {
+    let seen = labels.keys().any(|k| {
+        k == nvidia::GFD_TIMESTAMP
+            || k.starts_with("nvidia.com/cuda.")
+            || (k.starts_with("nvidia.com/gpu.") && !is_operator_gpu_label(k))
+    });
+    GfdFacts {
+        from_pool: None,
+        seen,
+        product: labels.get(nvidia::GPU_PRODUCT).cloned(),
+        memory_mib: read(labels, nvidia::GPU_MEMORY, |v| {
+            parse_number(v).map_err(|e| format!("{e}: expected MiB as a whole number, e.g. 24576"))
+        }),
+        compute: parse_compute(labels),
+        family: read(labels, nvidia::GPU_FAMILY, |v| {
+            if v == "undefined" {
+                Ok(FamilyLabel::Undefined)
+            } else {
+                Ok(Family::parse(v)
+                    .map(FamilyLabel::Known)
+                    .unwrap_or_else(|| FamilyLabel::Unrecognized(v.to_owned())))
+            }
+        }),
+        count: read(labels, nvidia::GPU_COUNT, parse_number),
+        driver: parse_driver(labels),
+        cuda_runtime: parse_cuda_runtime(labels),
+        timestamp: read(labels, nvidia::GFD_TIMESTAMP, |v| {
+            parse_number(v).map_err(|e| format!("{e}: expected Unix seconds"))
+        }),
+        mig_strategy: labels.get(nvidia::MIG_STRATEGY).cloned(),
+        vfio_mode: false,
+        vgpu: (labels.get(nvidia::VGPU_PRESENT).map(String::as_str) == Some("true")).then(|| {
+            VgpuFacts {
+                host_branch: labels.get(nvidia::VGPU_HOST_BRANCH).cloned(),
+                host_version: labels.get(nvidia::VGPU_HOST_VERSION).cloned(),
+            }
+        }),
+    }
+}
+
+fn parse_compute(labels: &BTreeMap<String, String>) -> Field<MajorMinor> {
+    let major = read(labels, nvidia::GPU_COMPUTE_MAJOR, parse_number::<u32>);
+    let minor = read(labels, nvidia::GPU_COMPUTE_MINOR, parse_number::<u32>);
+    match (major, minor) {
+        (Field::Absent, Field::Absent) => Field::Absent,
+        (Field::Present(major), Field::Present(minor)) => {
+            Field::Present(MajorMinor { major, minor })
+        }
+        (Field::Malformed(m), _) | (_, Field::Malformed(m)) => Field::Malformed(m),
+        (Field::Absent, _) => Field::Malformed(Malformed {
+            key: nvidia::GPU_COMPUTE_MAJOR.into(),
+            value: String::new(),
+            why: format!("missing while {} is set", nvidia::GPU_COMPUTE_MINOR),
+        }),
+        (_, Field::Absent) => Field::Malformed(Malformed {
+            key: nvidia::GPU_COMPUTE_MINOR.into(),
+            value: String::new(),
+            why: format!("missing while {} is set", nvidia::GPU_COMPUTE_MAJOR),
+        }),
+    }
+}
+
+/// Prefers `cuda.driver-version.full`; falls back to the split keys, new spelling
+/// first, then the deprecated `cuda.driver.*`. A split revision of `""` is GFD's
+/// spelling of a 2-part version such as `570.26`.
+fn parse_driver(labels: &BTreeMap<String, String>) -> Field<DriverVersion> {
+    if labels.contains_key(nvidia::DRIVER_FULL) {
+        return read(labels, nvidia::DRIVER_FULL, DriverVersion::parse);
+    }
+    for (maj_key, min_key, rev_key) in [
+        (
+            nvidia::DRIVER_MAJOR,
+            nvidia::DRIVER_MINOR,
+            nvidia::DRIVER_REVISION,
+        ),
+        (
+            nvidia::DRIVER_MAJOR_OLD,
+            nvidia::DRIVER_MINOR_OLD,
+            nvidia::DRIVER_REV_OLD,
+        ),
+    ] {
+        let Some(major) = labels.get(maj_key) else {
+            continue;
+        };
+        let Some(minor) = labels.get(min_key) else {
+            return Field::Malformed(Malformed {
+                key: min_key.into(),
+                value: String::new(),
+                why: format!("missing while {maj_key}={major:?} is set"),
+            });
+        };
+        let joined = match labels.get(rev_key).map(String::as_str) {
+            None | Some("") => format!("{major}.{minor}"),
+            Some(rev) => format!("{major}.{minor}.{rev}"),
+        };
+        return match DriverVersion::parse(&joined) {
+            Ok(v) => Field::Present(v),
+            Err(why) => Field::Malformed(Malformed {
+                key: maj_key.into(),
+                value: joined,
+                why: format!("driver version from {maj_key}/{min_key}/{rev_key}: {why}"),
+            }),
+        };
+    }
+    Field::Absent
+}
+
+fn parse_cuda_runtime(labels: &BTreeMap<String, String>) -> Field<MajorMinor> {
+    if labels.contains_key(nvidia::RUNTIME_FULL) {
+        return read(labels, nvidia::RUNTIME_FULL, MajorMinor::parse);
+    }
+    for (maj_key, min_key) in [
+        (nvidia::RUNTIME_MAJOR, nvidia::RUNTIME_MINOR),
+        (nvidia::RUNTIME_MAJOR_OLD, nvidia::RUNTIME_MINOR_OLD),
+    ] {
+        if let Some(major) = labels.get(maj_key) {
+            let minor = labels.get(min_key).map(String::as_str).unwrap_or("");
+            let joined = format!("{major}.{minor}");
+            return match MajorMinor::parse(&joined) {
+                Ok(v) => Field::Present(v),
+                Err(why) => Field::Malformed(Malformed {
+                    key: maj_key.into(),
+                    value: joined,
+                    why: format!("CUDA version from {maj_key}/{min_key}: {why}"),
+                }),
+            };
+        }
+    }
+    Field::Absent
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn labels(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn driver_from_new_old_and_full_spellings() {
+        let full = parse_driver(&labels(&[(nvidia::DRIVER_FULL, "580.159.04")]));
+        assert_eq!(full.present().unwrap().as_str(), "580.159.04");
+        let new = parse_driver(&labels(&[
+            (nvidia::DRIVER_MAJOR, "550"),
+            (nvidia::DRIVER_MINOR, "90"),
+            (nvidia::DRIVER_REVISION, "07"),
+        ]));
+        assert_eq!(new.present().unwrap().patch, Some(7));
+        let old_two_part = parse_driver(&labels(&[
+            (nvidia::DRIVER_MAJOR_OLD, "570"),
+            (nvidia::DRIVER_MINOR_OLD, "26"),
+            (nvidia::DRIVER_REV_OLD, ""),
+        ]));
+        assert_eq!(old_two_part.present().unwrap().as_str(), "570.26");
+        let bad = parse_driver(&labels(&[(nvidia::DRIVER_FULL, "580")]));
+        assert_eq!(bad.malformed().unwrap().key, nvidia::DRIVER_FULL);
+        let no_minor = parse_driver(&labels(&[
+            (nvidia::DRIVER_MAJOR_OLD, "570"),
+            (nvidia::DRIVER_REV_OLD, ""),
+        ]));
+        assert_eq!(no_minor.malformed().unwrap().key, nvidia::DRIVER_MINOR_OLD);
+    }
+
+    #[test]
+    fn cuda_runtime_spellings() {
+        let full = parse_cuda_runtime(&labels(&[(nvidia::RUNTIME_FULL, "13.0")]));
+        assert_eq!(full, Field::Present(MajorMinor::new(13, 0)));
+        let old = parse_cuda_runtime(&labels(&[
+            (nvidia::RUNTIME_MAJOR_OLD, "12"),
+            (nvidia::RUNTIME_MINOR_OLD, "4"),
+        ]));
+        assert_eq!(old, Field::Present(MajorMinor::new(12, 4)));
+        let bad = parse_cuda_runtime(&labels(&[(nvidia::RUNTIME_MAJOR, "12")]));
+        assert!(bad.malformed().is_some());
+    }
+
+    #[test]
+    fn malformed_gfd_values_name_their_key() {
+        let gfd = parse_gfd(&labels(&[
+            (nvidia::GPU_MEMORY, "24GB"),
+            (nvidia::GPU_COMPUTE_MAJOR, "x"),
+            (nvidia::GPU_COMPUTE_MINOR, "6"),
+            (nvidia::GPU_FAMILY, "undefined"),
+        ]));
+        let keys: Vec<&str> = gfd.malformed().iter().map(|m| m.key.as_str()).collect();
+        assert_eq!(keys, [nvidia::GPU_MEMORY, nvidia::GPU_COMPUTE_MAJOR]);
+        assert_eq!(gfd.family, Field::Present(FamilyLabel::Undefined));
+        assert!(gfd.seen);
+    }
+
+    #[test]
+    fn effective_family_prefers_compute_capability() {
+        let gfd = parse_gfd(&labels(&[
+            (nvidia::GPU_COMPUTE_MAJOR, "8"),
+            (nvidia::GPU_COMPUTE_MINOR, "9"),
+            (nvidia::GPU_FAMILY, "ampere"),
+        ]));
+        assert_eq!(gfd.effective_family(), Some(Family::AdaLovelace));
+    }
+}
