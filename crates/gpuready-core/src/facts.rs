@@ -88,13 +88,14 @@ pub struct NodeFacts {
 /// per-layer `GpuReady<Layer>` types and the Health layer's `GpuReadyProbe`.
 /// Only these are ever added, changed or removed; every other condition on the
 /// node is left byte for byte as it is. (`GpuReadyProbe` was missing here, so a
-/// released node kept it: the end-to-end suite's `helm uninstall` found it.)
+/// released node kept it: the end-to-end suite's `helm uninstall` found it.
+/// `GpuReadyHealth`, the optional layer's, was missing too: with per-layer
+/// node conditions on, every reconcile planned it anew; `check` and `run`
+/// compared layer by layer found it.)
 pub fn is_own_condition(type_: &str) -> bool {
     type_ == keys::CONDITION_GPU_READY
         || type_ == keys::CONDITION_PROBE_HEALTHY
-        || gpuready_api::Layer::ALL
-            .iter()
-            .any(|l| l.condition_type() == type_)
+        || gpuready_api::Layer::every().any(|l| l.condition_type() == type_)
 }
 
 impl NodeFacts {
@@ -297,6 +298,9 @@ mod tests {
         assert!(is_own_condition(keys::CONDITION_PROBE_HEALTHY));
         assert!(is_own_condition(
             &gpuready_api::Layer::Driver.condition_type()
+        ));
+        assert!(is_own_condition(
+            &gpuready_api::Layer::Health.condition_type()
         ));
         assert!(!is_own_condition("Ready"));
     }

@@ -1,5 +1,7 @@
-//! `gpuready check`: the engine over node dumps (or, later, a live cluster,
-//! read-only), printed as a table, JSON or YAML.
+//! `gpuready check`: the engine over node dumps or a live cluster (read-only),
+//! printed as a table, JSON or YAML. It reads what `gpuready run` reads — the
+//! Nodes, profiles, ResourceSlices, NodeFeatures, gpuready's DeviceTaintRules
+//! and the probe report ConfigMaps — and hands them to the same engine.
 
 use std::io::Write as _;
 use std::path::PathBuf;
@@ -9,6 +11,7 @@ use gpuready_api::device_taint_rule::DeviceTaintRule;
 use gpuready_api::dra::ResourceSlice;
 use gpuready_api::nfd::NodeFeature;
 use gpuready_core::evidence::EvidenceIndex;
+use gpuready_core::probe::{Carriers, ProbeEvidence};
 use gpuready_core::tally::NodeCounts;
 use gpuready_core::{GovernanceKind, NodeAssessment, NodeFacts, PlanOptions, assess};
 use jiff::Timestamp;
@@ -48,11 +51,32 @@ pub struct CheckArgs {
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub node_features: Vec<PathBuf>,
 
-    /// Probe reports for the Health layer (what `gpuready probe --once --output
-    /// json` prints, or a report ConfigMap's report.json): `NODE=FILE`, or `FILE`
-    /// when the report names its node.
+    /// Probe report ConfigMaps for the Health layer, as `gpuready run` reads
+    /// them: what `kubectl get configmaps -n gpuready-system -l
+    /// gpuready.io/probe-report=true -o yaml` (or `-o json`) prints; a List,
+    /// single objects, multi-document YAML. Only ConfigMaps labelled
+    /// gpuready.io/probe-report=true count, each for the node its name
+    /// (gpuready-probe-<node>) names. Given, they replace the cluster's in a
+    /// live check; without them an offline check reads no probe report.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub probe_reports: Vec<PathBuf>,
+    /// One bare probe report for the Health layer (what `gpuready probe --once
+    /// --output json` prints, or a report ConfigMap's report.json): `NODE=FILE`,
+    /// or `FILE` when the report names its node. Wins over a ConfigMap's for
+    /// the same node.
     #[arg(long, value_name = "[NODE=]FILE", num_args = 1..)]
     pub probe_report: Vec<String>,
+    /// Where a live check reads the probe report ConfigMaps: the namespace
+    /// `gpuready run` reads them from (its --probe-namespace; the chart's
+    /// release namespace). A namespace without reports, or one gpuready cannot
+    /// list, gives no reports (the latter with a warning).
+    #[arg(
+        long,
+        value_name = "NAMESPACE",
+        env = "GPUREADY_PROBE_NAMESPACE",
+        default_value = "gpuready-system"
+    )]
+    pub probe_namespace: String,
     /// Output format.
     #[arg(long, short, value_enum, default_value_t = Output::Table)]
     pub output: Output,
@@ -150,6 +174,9 @@ pub async fn check_cluster(
         extra.node_features = list_node_features(client).await?;
     }
     extra.device_rules = list_device_rules(client).await?;
+    if args.probe_reports.is_empty() {
+        extra.carriers = list_probe_reports(client, &args.probe_namespace).await?;
+    }
     Ok(run_engine(
         &nodes,
         &profiles,
@@ -205,6 +232,29 @@ async fn list_node_features(client: &kube::Client) -> Result<Option<Vec<NodeFeat
     }
 }
 
+/// The probe report ConfigMaps in `namespace`, selected by label as the
+/// controller's watch selects them. None where ConfigMaps there cannot be
+/// listed: the Health layer then judges every node as one without a report.
+async fn list_probe_reports(client: &kube::Client, namespace: &str) -> Result<Carriers, LiveError> {
+    use kube::api::{Api, ListParams};
+    let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
+        Api::namespaced(client.clone(), namespace);
+    let params = ListParams::default().labels(&gpuready_core::probe::carrier_selector());
+    match api.list(&params).await {
+        Ok(list) => Ok(Carriers::new(list.items)),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => {
+            eprintln!(
+                "warning: probe report ConfigMaps in namespace {namespace} are not readable ({}): the Health layer sees no report (pass --probe-reports FILE...)",
+                s.code
+            );
+            Ok(Carriers::default())
+        }
+        Err(e) => Err(LiveError::Request(format!(
+            "listing configmaps in {namespace}: {e}"
+        ))),
+    }
+}
+
 /// The DeviceTaintRules gpuready owns (its label, its name prefix), or `None`
 /// where `resource.k8s.io/v1` DeviceTaintRules are not served or not readable:
 /// device gating then plans no rule and gates whole nodes.
@@ -237,8 +287,11 @@ async fn list_device_rules(
 pub struct ExtraEvidence {
     pub resource_slices: Option<Vec<ResourceSlice>>,
     pub node_features: Option<Vec<NodeFeature>>,
-    /// Probe reports by node name (`--probe-report`).
-    pub probe_reports: std::collections::BTreeMap<String, gpuready_core::health::ProbeEvidence>,
+    /// Probe report ConfigMaps (`--probe-reports`, or the cluster's).
+    pub carriers: Carriers,
+    /// Bare probe reports by node name (`--probe-report`): they win over a
+    /// ConfigMap for the same node.
+    pub probe_reports: std::collections::BTreeMap<String, ProbeEvidence>,
     /// gpuready's own DeviceTaintRules. Offline, with ResourceSlice files
     /// given, none are assumed to exist: the plan shows every rule to create.
     pub device_rules: Option<Vec<DeviceTaintRule>>,
@@ -261,6 +314,13 @@ fn read_evidence_files(args: &CheckArgs) -> Result<ExtraEvidence, InputError> {
         }
         extra.node_features = Some(all);
     }
+    if !args.probe_reports.is_empty() {
+        let mut all = Vec::new();
+        for p in &args.probe_reports {
+            all.extend(input::read_configmaps(p)?);
+        }
+        extra.carriers = Carriers::new(all);
+    }
     for arg in &args.probe_report {
         let (node, path) = read_probe_report(arg)?;
         extra.probe_reports.insert(node, path);
@@ -271,10 +331,7 @@ fn read_evidence_files(args: &CheckArgs) -> Result<ExtraEvidence, InputError> {
 /// One `--probe-report [NODE=]FILE`: the node it is for and what it says. A
 /// report the engine cannot read is kept as such (`ProbeReportInvalid`), as
 /// the controller keeps an unreadable ConfigMap.
-fn read_probe_report(
-    arg: &str,
-) -> Result<(String, gpuready_core::health::ProbeEvidence), InputError> {
-    use gpuready_core::health::ProbeEvidence;
+fn read_probe_report(arg: &str) -> Result<(String, ProbeEvidence), InputError> {
     let (node, file) = match arg.split_once('=') {
         Some((n, f)) if !n.is_empty() && !n.contains('/') => (Some(n.to_owned()), f),
         _ => (None, arg),
@@ -362,7 +419,12 @@ pub fn run_engine(
                     .collect()
             });
             let evidence = index.for_node(&facts.name).with_device_rules(rules);
-            let probe = extra.probe_reports.get(&facts.name).cloned();
+            // The controller's reading of a report ConfigMap, through the same
+            // core function (`probe::evidence_for`).
+            let probe = match extra.probe_reports.get(&facts.name) {
+                Some(p) => Some(p.clone()),
+                None => extra.carriers.evidence_for(&facts.name),
+            };
             assess(
                 &facts.with_evidence(evidence).with_probe(probe),
                 &pairs,

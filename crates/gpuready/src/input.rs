@@ -733,6 +733,27 @@ pub fn read_resource_slices(path: &Path) -> Result<Vec<ResourceSlice>, InputErro
 }
 
 /// NFD NodeFeatures as `kubectl get nodefeatures -A -o json` prints them.
+/// ConfigMaps (probe report carriers, for `check --probe-reports`): a List,
+/// single objects, multi-document YAML, as `kubectl get configmaps -o yaml`
+/// prints them. Which of them carry reports is the core's business
+/// (`gpuready_core::probe::Carriers`).
+pub fn read_configmaps(
+    path: &Path,
+) -> Result<Vec<k8s_openapi::api::core::v1::ConfigMap>, InputError> {
+    let mut out = Vec::new();
+    objects(
+        path,
+        "v1",
+        "ConfigMap",
+        |_: &mut Value| Vec::new(),
+        |c: k8s_openapi::api::core::v1::ConfigMap, _| {
+            out.push(c);
+            Vec::new()
+        },
+    )?;
+    Ok(out)
+}
+
 pub fn read_node_features(path: &Path) -> Result<Vec<NodeFeature>, InputError> {
     let mut out = Vec::new();
     objects(

@@ -28,6 +28,11 @@ struct Cli {
 enum Command {
     /// Judge nodes against GpuNodeProfiles and print every layer's verdict.
     ///
+    /// Reads what `gpuready run` reads, from files (--nodes, --profiles,
+    /// --resource-slices, --node-features, --probe-reports) or, without
+    /// --nodes, from the cluster (read-only; probe reports from
+    /// --probe-namespace), and judges it with the same engine.
+    ///
     /// Exit code: 0 when every governed node is ready, 1 when one is not (or is
     /// in conflict), 2 for input that cannot be used.
     Check(check::CheckArgs),

@@ -229,6 +229,12 @@ pub async fn live_report(client: &Client) -> CheckReport {
         .expect("gpuready check against the test control plane")
 }
 
+/// `gpuready check`'s arguments for `flags`, parsed as clap would, with the
+/// environment fallbacks off (as for `gpuready run` above).
+pub fn check_args(flags: &[&str]) -> CheckArgs {
+    parse_flags::<CheckFlags>(flags).check
+}
+
 /// The nodes on which gpuready would still change something, judged by the same
 /// engine over the live objects (heartbeats ignored): empty once converged.
 pub async fn pending_changes(client: &Client) -> Vec<String> {
