@@ -14,6 +14,10 @@
 //!   of the same objects (the shapes `kubectl get -o json` prints) reports the
 //!   live check's layers, at the same instant.
 //!
+//! The same over the real H200 VM of the engine's fixtures: its GFD labels,
+//! the DRA driver's ResourceSlice, NFD's NodeFeature and the probe's report,
+//! each read from the API server live and from its file offline.
+//!
 //! Observe profiles run as Enforce here: the mode decides what is written,
 //! never a layer's verdict, and only written verdicts can be read back.
 
@@ -24,7 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use gpuready::check::{CheckReport, check_cluster, check_files};
 use gpuready_api::keys;
 use gpuready_api::probe::{PROBE_REPORT_DATA_KEY, ProbeReport, configmap_name};
-use gpuready_core::{GovernanceKind, Status};
+use gpuready_core::{GovernanceKind, Source, Status};
 use k8s_openapi::api::core::v1::{ConfigMap, Node};
 use kube::Client;
 use kube::api::{Api, ListParams, PostParams};
@@ -191,6 +195,140 @@ fn list_json<T: serde::Serialize>(items: &[T]) -> String {
         .expect("a List")
 }
 
+fn by_name(r: &CheckReport, n: &str) -> gpuready_core::NodeAssessment {
+    r.nodes
+        .iter()
+        .find(|a| a.name == n)
+        .cloned()
+        .unwrap_or_else(|| panic!("{n} in the report"))
+}
+
+/// The Health layer's reason for node `n`, if judged.
+fn health(r: &CheckReport, n: &str) -> Option<String> {
+    by_name(r, n)
+        .layers
+        .iter()
+        .find(|l| l.layer == gpuready_api::Layer::Health)
+        .map(|l| l.reason.clone())
+}
+
+/// A cluster loaded on `env` (nodes, `profiles`, report ConfigMaps in `ns`,
+/// and `evidence`: files of other objects the offline check is given, as
+/// (flag, `kubectl get -o json` of them)): runs the controller until the live
+/// check plans nothing more, then holds run ⇔ live check ⇔ offline check,
+/// layer by layer. Returns the live report and the count of layers compared.
+async fn run_equals_check(
+    what: &str,
+    env: &gpuready_testenv::TestEnv,
+    ns: &str,
+    profiles: &[Value],
+    evidence: &[(&str, String)],
+) -> (CheckReport, usize) {
+    let client = env.client().expect("client");
+    let run = start_controller(env, run_args(&[&format!("--probe-namespace={ns}")]));
+    // Converged: the live check plans no change the controller has not made.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
+    loop {
+        let pending: Vec<String> = live(&client, ns, None)
+            .await
+            .nodes
+            .into_iter()
+            .filter(|a| !a.changes.is_empty())
+            .map(|a| format!("{}: {:?}", a.name, a.changes))
+            .collect();
+        if pending.is_empty() {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{what}: run did not converge to what check plans:\n{}",
+            pending.join("\n")
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    }
+    run.stop().await.expect("clean stop");
+
+    let now = jiff::Timestamp::now().to_string();
+    let live = live(&client, ns, Some(&now)).await;
+
+    // run ⇔ live check, read back from the nodes.
+    let nodes = Api::<Node>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .expect("nodes")
+        .items;
+    let mut layers = 0;
+    for a in &live.nodes {
+        let node = nodes
+            .iter()
+            .find(|n| n.metadata.name.as_deref() == Some(&a.name))
+            .expect("node");
+        same_as_written(what, node, a);
+        layers += a.layers.len();
+    }
+
+    // live check ⇔ offline check over dumps of the same objects.
+    let configmaps = Api::<ConfigMap>::namespaced(client.clone(), ns)
+        .list(&ListParams::default())
+        .await
+        .expect("configmaps")
+        .items;
+    let profiles_yaml = profiles
+        .iter()
+        .map(|d| serde_json::to_string(d).expect("json"))
+        .collect::<Vec<_>>()
+        .join("\n---\n");
+    let dir = tempfile::tempdir().expect("tempdir");
+    let write = |name: &str, text: &str| {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).expect("write");
+        p.to_string_lossy().into_owned()
+    };
+    let files = [
+        (
+            "--nodes".to_owned(),
+            write("nodes.json", &list_json(&nodes)),
+        ),
+        (
+            "--profiles".to_owned(),
+            write("profiles.yaml", &profiles_yaml),
+        ),
+        (
+            "--probe-reports".to_owned(),
+            write("configmaps.json", &list_json(&configmaps)),
+        ),
+    ]
+    .into_iter()
+    .chain(
+        evidence
+            .iter()
+            .enumerate()
+            .map(|(i, (flag, text))| ((*flag).to_owned(), write(&format!("e{i}.json"), text))),
+    )
+    .collect::<Vec<_>>();
+    let mut flags: Vec<&str> = files
+        .iter()
+        .flat_map(|(f, p)| [f.as_str(), p.as_str()])
+        .collect();
+    flags.extend(["--now", &now]);
+    let offline = check_files(&check_args(&flags)).expect("offline check");
+    assert_eq!(offline.nodes.len(), live.nodes.len(), "{what}: nodes");
+    for a in &live.nodes {
+        let o = by_name(&offline, &a.name);
+        assert_eq!(
+            (&o.ready, &o.reason, &o.layers),
+            (&a.ready, &a.reason, &a.layers),
+            "{what}/{}: offline check against live check",
+            a.name
+        );
+    }
+    println!(
+        "{what}: {} nodes, {layers} layers: run = live check = offline check",
+        live.nodes.len()
+    );
+    (live, layers)
+}
+
 #[tokio::test]
 async fn check_and_run_reach_the_same_verdict_layer_by_layer_over_the_examples() {
     let examples = examples();
@@ -203,62 +341,9 @@ async fn check_and_run_reach_the_same_verdict_layer_by_layer_over_the_examples()
         create_example_nodes(&client, example).await;
         let profiles = apply_profiles(&client, example).await;
         let (h200, invalid) = publish_reports(&client, &ns, &gpu_nodes(example)).await;
-
-        let run = start_controller(&env, run_args(&[&format!("--probe-namespace={ns}")]));
-        // Converged: the live check plans no change the controller has not made.
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(90);
-        loop {
-            let pending: Vec<String> = live(&client, &ns, None)
-                .await
-                .nodes
-                .into_iter()
-                .filter(|a| !a.changes.is_empty())
-                .map(|a| format!("{}: {:?}", a.name, a.changes))
-                .collect();
-            if pending.is_empty() {
-                break;
-            }
-            assert!(
-                std::time::Instant::now() < deadline,
-                "{example}: run did not converge to what check plans:\n{}",
-                pending.join("\n")
-            );
-            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
-        }
-        run.stop().await.expect("clean stop");
-
-        let now = jiff::Timestamp::now().to_string();
-        let live = live(&client, &ns, Some(&now)).await;
-
-        // run ⇔ live check, read back from the nodes.
-        let nodes = Api::<Node>::all(client.clone())
-            .list(&ListParams::default())
-            .await
-            .expect("nodes")
-            .items;
-        for a in &live.nodes {
-            let node = nodes
-                .iter()
-                .find(|n| n.metadata.name.as_deref() == Some(&a.name))
-                .expect("node");
-            same_as_written(example, node, a);
-            layers_compared += a.layers.len();
-        }
+        let (live, layers) = run_equals_check(example, &env, &ns, &profiles, &[]).await;
+        layers_compared += layers;
         // The reports were read: the H200's judged, the unreadable one named.
-        let by_name = |r: &CheckReport, n: &str| {
-            r.nodes
-                .iter()
-                .find(|a| a.name == n)
-                .cloned()
-                .unwrap_or_else(|| panic!("{n} in the report"))
-        };
-        let health = |r: &CheckReport, n: &str| {
-            by_name(r, n)
-                .layers
-                .iter()
-                .find(|l| l.layer == gpuready_api::Layer::Health)
-                .map(|l| l.reason.clone())
-        };
         assert!(
             health(&live, &h200).is_some(),
             "{example}/{h200}: the Health layer judged the H200's report"
@@ -270,55 +355,115 @@ async fn check_and_run_reach_the_same_verdict_layer_by_layer_over_the_examples()
                 "{example}/{n}: the unreadable carrier"
             );
         }
-
-        // live check ⇔ offline check over dumps of the same objects.
-        let configmaps = Api::<ConfigMap>::namespaced(client.clone(), &ns)
-            .list(&ListParams::default())
-            .await
-            .expect("configmaps")
-            .items;
-        let profiles_yaml = profiles
-            .iter()
-            .map(|d| serde_json::to_string(d).expect("json"))
-            .collect::<Vec<_>>()
-            .join("\n---\n");
-        let dir = tempfile::tempdir().expect("tempdir");
-        let write = |name: &str, text: String| {
-            let p = dir.path().join(name);
-            std::fs::write(&p, text).expect("write");
-            p.to_string_lossy().into_owned()
-        };
-        let nodes_file = write("nodes.json", list_json(&nodes));
-        let profiles_file = write("profiles.yaml", profiles_yaml);
-        let reports_file = write("configmaps.json", list_json(&configmaps));
-        let offline = check_files(&check_args(&[
-            "--nodes",
-            &nodes_file,
-            "--profiles",
-            &profiles_file,
-            "--probe-reports",
-            &reports_file,
-            "--now",
-            &now,
-        ]))
-        .expect("offline check");
-        assert_eq!(offline.nodes.len(), live.nodes.len(), "{example}: nodes");
-        for a in &live.nodes {
-            let o = by_name(&offline, &a.name);
-            assert_eq!(
-                (&o.ready, &o.reason, &o.layers),
-                (&a.ready, &a.reason, &a.layers),
-                "{example}/{}: offline check against live check",
-                a.name
-            );
-        }
-        println!(
-            "{example}: {} nodes, run = live check = offline check",
-            live.nodes.len()
-        );
     }
     assert!(
         layers_compared > 20,
         "only {layers_compared} layers compared"
     );
+}
+
+/// A fixture of the engine's tests, as YAML, without its leading comments.
+fn fixture(rel: &str) -> Value {
+    let path = repo_root()
+        .join("crates/gpuready-core/tests/fixtures")
+        .join(rel);
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    serde_yaml_ng::from_str(&text).expect("fixture YAML")
+}
+
+/// The real H200 VM of the engine's fixtures, as its sources showed it: GFD's
+/// labels, the DRA driver's ResourceSlice, NFD's NodeFeature (its PCI scan),
+/// and the probe's report, judged by DRA with device gating.
+#[tokio::test]
+async fn check_and_run_reach_the_same_verdict_on_the_real_h200_fixtures() {
+    let env = env_with_crd().await;
+    install_crds(&env, "deploy/crds/nfd-crds.yaml", "nfd").await;
+    let client = env.client().expect("client");
+    let ns = env.create_namespace("gpuready").await.expect("namespace");
+    let node = "vm";
+    let mut labels = fixture("evidence/gfd-h200-labels.yaml");
+    labels["pool"] = json!("h200");
+    labels["feature.node.kubernetes.io/pci-0302_10de.present"] = json!("true");
+    // GFD's timestamp as fresh as the labels were when read.
+    labels["nvidia.com/gfd.timestamp"] = json!(now_s().to_string());
+    create_dumped_node(
+        &client,
+        &json!({
+            "metadata": { "name": node, "labels": labels },
+            "spec": {},
+            "status": {
+                "conditions": [{ "type": "Ready", "status": "True", "reason": "KubeletReady" }],
+                "capacity": { "nvidia.com/gpu": "1" },
+                "allocatable": { "nvidia.com/gpu": "1" },
+            },
+        }),
+    )
+    .await;
+    let mut slice = fixture("h200-real/slice-driver-v25.12.0.yaml");
+    slice["metadata"] = json!({ "name": slice["metadata"]["name"] });
+    let obj: kube::api::DynamicObject = serde_json::from_value(slice.clone()).expect("slice");
+    let slices = Api::<kube::api::DynamicObject>::all_with(
+        client.clone(),
+        &gpuready::controller::evidence::slice_resource(),
+    );
+    slices
+        .create(&PostParams::default(), &obj)
+        .await
+        .expect("the ResourceSlice");
+    let feature: gpuready_api::nfd::NodeFeature =
+        serde_json::from_value(fixture("h200-real/nodefeature-nfd-v0.19.0.yaml"))
+            .expect("a NodeFeature");
+    let nfd_ns = feature.metadata.namespace.clone().expect("namespace");
+    let namespace: k8s_openapi::api::core::v1::Namespace =
+        serde_json::from_value(json!({ "metadata": { "name": nfd_ns } })).expect("namespace");
+    Api::<k8s_openapi::api::core::v1::Namespace>::all(client.clone())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("NFD's namespace");
+    Api::<gpuready_api::nfd::NodeFeature>::namespaced(client.clone(), &nfd_ns)
+        .create(&PostParams::default(), &feature)
+        .await
+        .expect("the NodeFeature");
+    let profile = json!({
+        "apiVersion": "gpuready.io/v1alpha1", "kind": "GpuNodeProfile",
+        "metadata": { "name": "h200" },
+        "spec": {
+            "nodeSelector": { "matchLabels": { "pool": "h200" } },
+            "gpu": { "products": ["NVIDIA-H200"], "minMemoryMib": 140000, "count": 1 },
+            "minDriverVersion": "580.65.06",
+            "cudaVersion": "13.0",
+            "deviceGating": { "minReadyGpus": 1 },
+            "probe": { "whenMissing": "Blocking" },
+            "perLayerNodeConditions": true,
+        },
+    });
+    apply_profile_json(&client, profile.clone()).await;
+    let (h200, _) = publish_reports(&client, &ns, &[node.to_owned()]).await;
+
+    let features = Api::<gpuready_api::nfd::NodeFeature>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+        .expect("nodefeatures")
+        .items;
+    let evidence = [
+        ("--resource-slices", list_json(&[slice])),
+        ("--node-features", list_json(&features)),
+    ];
+    let (live, layers) = run_equals_check("the real H200", &env, &ns, &[profile], &evidence).await;
+    let a = by_name(&live, &h200);
+    assert!(layers >= 8, "every layer judged: {:?}", a.layers);
+    let source = |l: gpuready_api::Layer| {
+        a.layers
+            .iter()
+            .find(|x| x.layer == l)
+            .map(|x| x.evidence)
+            .unwrap_or_else(|| panic!("{l} judged"))
+    };
+    // Judged from every source the fixtures stand for.
+    assert_eq!(
+        source(gpuready_api::Layer::DevicePlugin),
+        Source::ResourceSlices
+    );
+    assert_eq!(source(gpuready_api::Layer::Hardware), Source::NodeFeature);
+    assert_eq!(source(gpuready_api::Layer::Health), Source::ProbeReport);
 }
