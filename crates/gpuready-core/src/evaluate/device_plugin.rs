@@ -18,7 +18,7 @@ enum Need<'a> {
     AnyMig,
 }
 
-pub(super) fn device_plugin_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
+fn device_plugin_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
     let default_count = u64::from(spec.gpu.count.unwrap_or(1));
     let needs: Vec<Need> = if !spec.resources.is_empty() {
         spec.resources
@@ -182,7 +182,7 @@ pub(super) fn device_plugin_evidence(
 /// counts MIG devices), the `nvidia.com/gpu` capacity (divided by
 /// `nvidia.com/gpu.replicas` under time-slicing or MPS; not under MIG), and the
 /// DRA pool's GPUs. Each is compared with NFD's PCI scan.
-pub(super) fn advertised_counts(facts: &NodeFacts) -> Vec<(String, u64)> {
+fn advertised_counts(facts: &NodeFacts) -> Vec<(String, u64)> {
     let mut out = Vec::new();
     let strategy = facts.gfd.mig_strategy.as_deref().filter(|m| *m != "none");
     if let Some(n) = facts.gfd.count.present()
@@ -229,7 +229,7 @@ pub(super) fn advertised_counts(facts: &NodeFacts) -> Vec<(String, u64)> {
 /// Physical GPUs the device plugin stack advertises: GFD's `gpu.count`, else
 /// the `nvidia.com/gpu` capacity where it counts whole GPUs (no MIG, no
 /// time-slicing replicas). `None` when it cannot be told.
-pub(super) fn device_plugin_gpu_count(facts: &NodeFacts) -> Option<u64> {
+fn device_plugin_gpu_count(facts: &NodeFacts) -> Option<u64> {
     if let Some(n) = facts.gfd.count.present() {
         return Some(u64::from(*n));
     }
@@ -254,7 +254,7 @@ pub(super) fn device_plugin_gpu_count(facts: &NodeFacts) -> Option<u64> {
 
 /// DevicePlugin under DRA: the newest complete pool must hold enough GPUs
 /// without a NoSchedule/NoExecute device taint.
-pub(super) fn dra_device_layer(
+fn dra_device_layer(
     spec: &GpuNodeProfileSpec,
     facts: &NodeFacts,
     gating: Option<&DeviceGatingReport>,
@@ -387,17 +387,14 @@ pub(super) fn dra_device_layer(
 /// Whether an extended resource is named the way the sandbox (KubeVirt) device
 /// plugin names PCI devices and vGPU types: upper-case PCI-database names such
 /// as `nvidia.com/GH100_H200_SXM_141GB`, never `gpu` or `mig-*`.
-pub(super) fn is_sandbox_resource(name: &str) -> bool {
+fn is_sandbox_resource(name: &str) -> bool {
     name.strip_prefix("nvidia.com/")
         .is_some_and(|n| !n.is_empty() && !n.chars().any(|c| c.is_ascii_lowercase()))
 }
 
 /// DevicePlugin on a vm-passthrough / vm-vgpu node: the sandbox device plugin's
 /// resources, never the container driver's labels.
-pub(super) fn sandbox_layer(
-    spec: &GpuNodeProfileSpec,
-    facts: &NodeFacts,
-) -> (Verdict, Option<u64>) {
+fn sandbox_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> (Verdict, Option<u64>) {
     let want = u64::from(spec.gpu.count.unwrap_or(1));
     let chosen: Vec<(&String, u64)> = facts
         .allocatable

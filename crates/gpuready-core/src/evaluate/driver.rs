@@ -38,7 +38,7 @@ pub(super) fn driver_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verd
     v
 }
 
-pub(super) fn driver_version_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
+fn driver_version_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
     match &facts.gfd.driver {
         Field::Malformed(m) => malformed(m),
         Field::Absent if !facts.gfd.seen => unknown(

@@ -11,7 +11,7 @@ use crate::facts::NodeFacts;
 use crate::report::human_seconds;
 
 /// The GFD labels this profile needs to judge the node.
-pub(super) fn needed_gfd_keys(spec: &GpuNodeProfileSpec) -> Vec<&'static str> {
+fn needed_gfd_keys(spec: &GpuNodeProfileSpec) -> Vec<&'static str> {
     let mut keys = Vec::new();
     let g = &spec.gpu;
     if !g.products.is_empty() {
@@ -40,7 +40,7 @@ pub(super) fn needed_gfd_keys(spec: &GpuNodeProfileSpec) -> Vec<&'static str> {
     keys
 }
 
-pub(super) fn is_present(facts: &NodeFacts, key: &str) -> bool {
+fn is_present(facts: &NodeFacts, key: &str) -> bool {
     let g = &facts.gfd;
     match key {
         nvidia::GPU_PRODUCT => g.product.is_some(),

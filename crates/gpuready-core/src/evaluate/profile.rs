@@ -14,7 +14,7 @@ use crate::product;
 use crate::report::Status;
 use crate::version::MajorMinor;
 
-pub(super) fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
+fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
     let g = &spec.gpu;
     let gfd = &facts.gfd;
     let mut met = Vec::new();
@@ -125,7 +125,7 @@ pub(super) fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Ver
 }
 
 /// The last Profile check (GPU count), then the verdict over what matched.
-pub(super) fn profile_count(
+fn profile_count(
     g: &gpuready_api::GpuExpectation,
     gfd: &GfdFacts,
     mut met: Vec<String>,

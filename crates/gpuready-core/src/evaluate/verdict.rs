@@ -9,6 +9,7 @@ use crate::field::Malformed;
 use crate::gfd::GfdFacts;
 use crate::report::Status;
 
+/// A layer's verdict before `evaluate` names the layer and its gating.
 pub(super) struct Verdict {
     pub(super) status: Status,
     pub(super) reason: &'static str,
@@ -18,13 +19,13 @@ pub(super) struct Verdict {
 }
 
 impl Verdict {
+    /// The verdict rests on `source`, not the layer's default evidence.
     pub(super) fn via(mut self, source: Source) -> Verdict {
         self.source = Some(source);
         self
     }
-}
 
-impl Verdict {
+    /// `source` unless the judge already named one.
     pub(super) fn or_via(self, source: Source) -> Verdict {
         if self.source.is_some() {
             self
