@@ -7,7 +7,7 @@ mod support;
 use std::path::PathBuf;
 use std::process::Output;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 use support::*;
 
 const EXAMPLES: [&str; 3] = ["pascal-maxwell", "rtx3090-rtx4070tis", "talos-rtx3050"];
@@ -821,6 +821,84 @@ fn real_h200_probe_reports_judged_offline() {
         "{}",
         stderr(&o)
     );
+}
+
+/// `--probe-reports` reads the report ConfigMaps as `kubectl get configmaps -o
+/// yaml` prints them (a List) and as `gpuready run` selects them: by label,
+/// for the node the name names. A bare `--probe-report` wins for its node; a
+/// file of other objects is refused naming it.
+#[test]
+fn probe_report_configmaps_judged_offline_as_run_reads_them() {
+    let report = |f: &str| {
+        let path = repo_root()
+            .join("crates/gpuready-core/tests/fixtures/probe")
+            .join(f);
+        let mut r: Value =
+            serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("json");
+        r["node"] = json!("gpu-worker-1");
+        r.to_string()
+    };
+    let cm = |node: &str, labelled: bool, text: &str| {
+        let labels = if labelled {
+            json!({ "gpuready.io/probe-report": "true" })
+        } else {
+            json!({})
+        };
+        json!({
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": { "name": format!("gpuready-probe-{node}"), "namespace": "gpuready-system", "labels": labels },
+            "data": { "report.json": text },
+        })
+    };
+    let list = json!({ "apiVersion": "v1", "kind": "List", "items": [
+        cm("gpu-worker-1", true, &report("h200-report-v2-uvm-hidden.json")),
+        // Not labelled: the controller's watch never sees it, nor does check.
+        cm("gpu-worker-2", false, "{not json"),
+    ]});
+    let (_d, cms) = temp_file(
+        "reports.yaml",
+        serde_yaml_ng::to_string(&list).expect("yaml"),
+    );
+    let nodes = [example("kubemoot-gpu-workers", "nodes.json")];
+    let profiles = [example("kubemoot-gpu-workers", "profiles.yaml")];
+    let health = |extra: &[&str]| {
+        let mut args = vec![
+            "--output",
+            "json",
+            "--probe-reports",
+            cms.to_str().expect("path"),
+        ];
+        args.extend(extra);
+        let report = json(&offline_check(&nodes, &profiles, &args));
+        let of = |n: &str| {
+            node(&report, n)["layers"]
+                .as_array()
+                .expect("layers")
+                .iter()
+                .find(|l| l["layer"] == "Health")
+                .map(|l| l["reason"].as_str().unwrap_or_default().to_owned())
+        };
+        (of("gpu-worker-1"), of("gpu-worker-2"))
+    };
+    let (w1, w2) = health(&[]);
+    assert_eq!(w1.as_deref(), Some("DeviceNodeMissing"));
+    assert_ne!(
+        w2.as_deref(),
+        Some("ProbeReportInvalid"),
+        "the unlabelled one was read"
+    );
+    let (_d2, bare) = temp_file("r.json", report("h200-report-v2-compute.json"));
+    let arg = format!("gpu-worker-1={}", bare.display());
+    let (w1, _) = health(&["--probe-report", &arg]);
+    assert_eq!(w1.as_deref(), Some("ProbeHealthy"), "--probe-report wins");
+
+    let o = offline_check(
+        &nodes,
+        &profiles,
+        &["--probe-reports", nodes[0].to_str().expect("path")],
+    );
+    assert_exit(&o, 2);
+    assert!(stderr(&o).contains("nodes.json"), "{}", stderr(&o));
 }
 
 /// `check --output json` lists one entry per DeviceTaintRule in the node's
