@@ -151,6 +151,26 @@ fn yaml_1_1_booleans_are_read_as_kubectl_reads_them() {
     );
 }
 
+/// Issue 24: YAML is bounded per object, not only per file: an item longer
+/// than the API server would ever return is refused as soon as it passes the
+/// bound, before it is built.
+#[test]
+fn a_yaml_object_over_3_mib_is_refused() {
+    let text = format!(
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: a\n    annotations:\n      x: [{}1]\n",
+        "1, ".repeat(1_100_000)
+    );
+    let (_d, nodes) = temp_file("nodes.yaml", text.as_bytes());
+    assert_refused(
+        &check(&nodes, &good_profiles(), &[]),
+        &[
+            "nodes.yaml",
+            "items[0] longer than 3145728 characters",
+            "line 9",
+        ],
+    );
+}
+
 #[test]
 fn invalid_utf8_names_the_byte_offset() {
     let mut bytes = b"apiVersion: v1\nkind: Node\nmetadata:\n  name: x".to_vec();
