@@ -4,7 +4,8 @@
 //! edge cases (non-finite numbers, names the API server refuses, unknown fields
 //! with empty values, two objects of one name, a YAML stream starting with `{`,
 //! merge keys, bad selectors, globs, reserved keys, numbers past what the engine
-//! holds) and random mutations of the shipped example profiles with a fixed
+//! holds, YAML 1.1 scalars as kubectl reads them: `yes`, `On`, `n`, `0777`,
+//! `0x2000`, `8_192`, merge order) and random mutations of the shipped example profiles with a fixed
 //! seed — is refused by `gpuready check` exactly when `kubectl create -f` (field
 //! validation Strict, what kubectl sends) is refused by a real API server. For a
 //! sample of accepted mutated profiles, the live `gpuready check` gives the same
