@@ -383,6 +383,22 @@ pub fn run_engine(
     extra: &ExtraEvidence,
     now: Timestamp,
 ) -> Result<CheckReport, InputError> {
+    judge(profiles, extra, now, |each| {
+        nodes.iter().for_each(each);
+        Ok(())
+    })
+}
+
+/// Assesses every node that `feed` hands over, one at a time: a node is judged
+/// as soon as it is read and only its assessment is kept (the slim result the
+/// report prints), never the Node, so an offline check over a million nodes
+/// holds a million assessments, not a million Nodes beside them.
+pub fn judge(
+    profiles: &[GpuNodeProfile],
+    extra: &ExtraEvidence,
+    now: Timestamp,
+    feed: impl FnOnce(&mut dyn FnMut(&k8s_openapi::api::core::v1::Node)) -> Result<(), InputError>,
+) -> Result<CheckReport, InputError> {
     let index = EvidenceIndex::new(
         extra.resource_slices.as_deref(),
         extra.node_features.as_deref(),
@@ -406,32 +422,31 @@ pub fn run_engine(
         heartbeat_seconds: 0,
         hold_new_taints: false,
     };
-    let mut out: Vec<NodeAssessment> = nodes
-        .iter()
-        .map(|n| {
-            let facts = NodeFacts::from_node(n);
-            let rules = extra.device_rules.as_ref().map(|all| {
-                all.iter()
-                    .filter(|r| {
-                        gpuready_api::device_taint_rule::node_of(r) == Some(facts.name.as_str())
-                    })
-                    .cloned()
-                    .collect()
-            });
-            let evidence = index.for_node(&facts.name).with_device_rules(rules);
-            // The controller's reading of a report ConfigMap, through the same
-            // core function (`probe::evidence_for`).
-            let probe = match extra.probe_reports.get(&facts.name) {
-                Some(p) => Some(p.clone()),
-                None => extra.carriers.evidence_for(&facts.name),
-            };
-            assess(
-                &facts.with_evidence(evidence).with_probe(probe),
-                &pairs,
-                &opts,
-            )
-        })
-        .collect();
+    let mut out: Vec<NodeAssessment> = Vec::new();
+    feed(&mut |n| {
+        let facts = NodeFacts::from_node(n);
+        let rules = extra.device_rules.as_ref().map(|all| {
+            all.iter()
+                .filter(|r| {
+                    gpuready_api::device_taint_rule::node_of(r) == Some(facts.name.as_str())
+                })
+                .cloned()
+                .collect()
+        });
+        let evidence = index.for_node(&facts.name).with_device_rules(rules);
+        // The controller's reading of a report ConfigMap, through the same
+        // core function (`probe::evidence_for`); `--probe-report` wins.
+        let probe = match extra.probe_reports.get(&facts.name) {
+            Some(p) => Some(p.clone()),
+            None => extra.carriers.evidence_for(&facts.name),
+        };
+        out.push(assess(
+            &facts.with_evidence(evidence).with_probe(probe),
+            &pairs,
+            &opts,
+        ));
+    })?;
+    out.shrink_to_fit();
     out.sort_by(|a, b| a.name.cmp(&b.name));
     let summary = NodeCounts::of(&out);
     Ok(CheckReport {
@@ -441,20 +456,21 @@ pub fn run_engine(
     })
 }
 
-/// Offline check over files.
+/// Offline check over files: profiles and evidence first (a bad profile is
+/// reported before a large dump is read), then each node judged as it is read.
 pub fn check_files(args: &CheckArgs) -> Result<CheckReport, InputError> {
-    // Profiles first: a bad profile is reported before a large dump is read.
     let profiles = input::read_all_profiles(&args.profiles)?;
-    let mut nodes = Vec::new();
-    for n in &args.nodes {
-        input::read_nodes_into(n, &mut nodes)?;
-    }
     let extra = read_evidence_files(args)?;
-    run_engine(
-        &nodes,
+    judge(
         &profiles,
         &extra,
         args.now.unwrap_or_else(Timestamp::now),
+        |each| {
+            for n in &args.nodes {
+                input::for_each_node(n, &mut *each)?;
+            }
+            Ok(())
+        },
     )
 }
 

@@ -2,10 +2,11 @@
 //! document and the field.
 //!
 //! Files are read the way kubectl reads them (UTF-8 or UTF-16 with a byte-order
-//! mark; one JSON value or a YAML stream, merge keys `<<` applied) and the items of
-//! a `List` are streamed: each is parsed, checked and turned into its typed object
-//! on its own, so memory stays near the size of the input instead of holding the
-//! whole file as a JSON tree next to the typed copy.
+//! mark; one JSON value, or a YAML stream read as YAML 1.1 like kubectl: see
+//! [`yaml`]) and the items of a `List` are streamed, JSON and YAML alike: each is
+//! parsed, checked and turned into its typed object on its own, so memory stays
+//! near the size of the input instead of holding the whole file as a tree next
+//! to the typed copy.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -18,6 +19,9 @@ use gpuready_api::nfd::NodeFeature;
 use k8s_openapi::api::core::v1::Node;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess, SeqAccess};
 use serde_json::Value;
+
+mod yaml;
+pub use yaml::{MAX_DEPTH, MAX_OBJECT_CHARS};
 
 /// Input that cannot be used. Always maps to exit code 2.
 #[derive(Debug, thiserror::Error)]
@@ -127,30 +131,15 @@ fn read_text(path: &Path) -> Result<String, InputError> {
     })
 }
 
-/// At least this many bytes of YAML per flow collection (`[`, `{`), on
-/// average over a file. The YAML parser holds every event of a document before
-/// any of it is read, several hundred bytes each: 19 MB of `[[…]]` took 52 s and
-/// 4.87 GB (issue 24). A `kubectl get -o yaml` dump has one `{}` in 40 bytes or
-/// fewer (managedFields); text denser than one in 16 is refused before parsing,
-/// which bounds the parser's events by the file's size as for block-style YAML.
-const FLOW_BYTES_PER_COLLECTION: usize = 16;
-
-/// Why [`flow_too_deep`] refuses a text, with the line where it noticed.
-#[derive(Debug, PartialEq, Eq)]
-enum FlowProblem {
-    Deep(usize),
-    Dense(usize),
-}
-
-/// The line where flow nesting in `text` passes [`MAX_FLOW_DEPTH`], or its
-/// flow collections get denser than one in [`FLOW_BYTES_PER_COLLECTION`] bytes, if
-/// they do. Brackets inside quoted scalars and comments are text, not nesting: a
+/// The line where flow nesting in `text` passes [`MAX_FLOW_DEPTH`], if it
+/// does. (Dense but shallow flow text needs no such bound any more: the YAML
+/// reader streams items and bounds each object, see [`yaml`].) Brackets inside quoted scalars and comments are text, not nesting: a
 /// valid `kubectl get nodes -o yaml` dump whose annotation holds 300 `[` is
 /// read, as its JSON form is. A quote opens a quoted scalar only where a scalar
 /// may begin (line start, after a space, `[`, `{`, `,` or `:`); inside a plain
 /// scalar (`it's`) it is a letter, so a stray quote cannot hide real nesting
 /// from this bound.
-fn flow_too_deep(text: &str) -> Option<FlowProblem> {
+fn flow_too_deep(text: &str) -> Option<usize> {
     #[derive(PartialEq)]
     enum In {
         Plain,
@@ -160,8 +149,6 @@ fn flow_too_deep(text: &str) -> Option<FlowProblem> {
     }
     let mut state = In::Plain;
     let mut depth = 0usize;
-    let mut opened = 0usize;
-    let dense = text.len() / FLOW_BYTES_PER_COLLECTION + 1024;
     let mut line = 1;
     let mut prev = b'\n';
     let mut bytes = text.bytes().peekable();
@@ -196,12 +183,8 @@ fn flow_too_deep(text: &str) -> Option<FlowProblem> {
                 b'#' if matches!(prev, b'\n' | b' ' | b'\t') => state = In::Comment,
                 b'[' | b'{' => {
                     depth += 1;
-                    opened += 1;
                     if depth > MAX_FLOW_DEPTH {
-                        return Some(FlowProblem::Deep(line));
-                    }
-                    if opened > dense {
-                        return Some(FlowProblem::Dense(line));
+                        return Some(line);
                     }
                 }
                 b']' | b'}' => depth = depth.saturating_sub(1),
@@ -224,196 +207,6 @@ fn is_single_json(text: &str) -> bool {
             .any(|l| l == "---" || l.starts_with("--- ") || l.starts_with("---\t"))
 }
 
-/// An item as a parser produced it, turned into JSON the way kubectl converts
-/// YAML: merge keys applied, non-finite numbers refused (JSON cannot carry them:
-/// `.nan` would otherwise become null and the field silently vanish).
-trait IntoJson: DeserializeOwned {
-    /// A map of this kind from its entries (a document that is one object).
-    fn object(entries: Vec<(String, Self)>) -> Self;
-    fn into_json(self) -> Result<Value, (String, String)>;
-}
-
-impl IntoJson for Value {
-    fn object(entries: Vec<(String, Self)>) -> Self {
-        Value::Object(entries.into_iter().collect())
-    }
-    fn into_json(self) -> Result<Value, (String, String)> {
-        Ok(self)
-    }
-}
-
-/// A YAML value read the way kubectl reads one: a key given twice in one
-/// mapping keeps its last value (kubectl's YAML decoder does, and the API server
-/// then stores that), where serde_yaml_ng's own `Value` refuses the document.
-struct KubectlYaml(serde_yaml_ng::Value);
-
-impl<'de> serde::Deserialize<'de> for KubectlYaml {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        use serde_yaml_ng::Value as Y;
-        struct V;
-        impl<'de> de::Visitor<'de> for V {
-            type Value = KubectlYaml;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("any YAML value")
-            }
-            fn visit_bool<E>(self, b: bool) -> Result<KubectlYaml, E> {
-                Ok(KubectlYaml(Y::Bool(b)))
-            }
-            fn visit_i64<E>(self, n: i64) -> Result<KubectlYaml, E> {
-                Ok(KubectlYaml(Y::Number(n.into())))
-            }
-            fn visit_u64<E>(self, n: u64) -> Result<KubectlYaml, E> {
-                Ok(KubectlYaml(Y::Number(n.into())))
-            }
-            fn visit_f64<E>(self, n: f64) -> Result<KubectlYaml, E> {
-                Ok(KubectlYaml(Y::Number(n.into())))
-            }
-            fn visit_str<E>(self, s: &str) -> Result<KubectlYaml, E> {
-                Ok(KubectlYaml(Y::String(s.to_owned())))
-            }
-            fn visit_string<E>(self, s: String) -> Result<KubectlYaml, E> {
-                Ok(KubectlYaml(Y::String(s)))
-            }
-            fn visit_unit<E>(self) -> Result<KubectlYaml, E> {
-                Ok(KubectlYaml(Y::Null))
-            }
-            fn visit_none<E>(self) -> Result<KubectlYaml, E> {
-                Ok(KubectlYaml(Y::Null))
-            }
-            fn visit_some<D2: Deserializer<'de>>(self, d: D2) -> Result<KubectlYaml, D2::Error> {
-                serde::Deserialize::deserialize(d)
-            }
-            fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<KubectlYaml, A::Error> {
-                let mut out = Vec::new();
-                while let Some(KubectlYaml(v)) = seq.next_element()? {
-                    out.push(v);
-                }
-                Ok(KubectlYaml(Y::Sequence(out)))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<KubectlYaml, A::Error> {
-                let mut out = serde_yaml_ng::Mapping::new();
-                while let Some(KubectlYaml(k)) = map.next_key()? {
-                    let KubectlYaml(v) = map.next_value()?;
-                    // Last one wins, in the first one's place.
-                    out.insert(k, v);
-                }
-                Ok(KubectlYaml(Y::Mapping(out)))
-            }
-            fn visit_enum<A: de::EnumAccess<'de>>(self, data: A) -> Result<KubectlYaml, A::Error> {
-                use serde::de::VariantAccess;
-                let (tag, contents) = data.variant::<String>()?;
-                let KubectlYaml(value) = contents.newtype_variant()?;
-                Ok(KubectlYaml(Y::Tagged(Box::new(
-                    serde_yaml_ng::value::TaggedValue {
-                        tag: serde_yaml_ng::value::Tag::new(tag),
-                        value,
-                    },
-                ))))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
-impl IntoJson for KubectlYaml {
-    fn object(entries: Vec<(String, Self)>) -> Self {
-        KubectlYaml(<serde_yaml_ng::Value as IntoJson>::object(
-            entries
-                .into_iter()
-                .map(|(k, KubectlYaml(v))| (k, v))
-                .collect(),
-        ))
-    }
-    fn into_json(self) -> Result<Value, (String, String)> {
-        self.0.into_json()
-    }
-}
-
-impl IntoJson for serde_yaml_ng::Value {
-    fn object(entries: Vec<(String, Self)>) -> Self {
-        serde_yaml_ng::Value::Mapping(
-            entries
-                .into_iter()
-                .map(|(k, v)| (serde_yaml_ng::Value::String(k), v))
-                .collect(),
-        )
-    }
-    fn into_json(mut self) -> Result<Value, (String, String)> {
-        self.apply_merge()
-            .map_err(|e| (".".to_owned(), format!("YAML merge key (<<): {e}")))?;
-        yaml_to_json(self, &mut String::new())
-    }
-}
-
-fn yaml_to_json(v: serde_yaml_ng::Value, path: &mut String) -> Result<Value, (String, String)> {
-    use serde_yaml_ng::Value as Y;
-    let here = |path: &str| {
-        if path.is_empty() {
-            ".".to_owned()
-        } else {
-            path.to_owned()
-        }
-    };
-    Ok(match v {
-        Y::Null => Value::Null,
-        Y::Bool(b) => Value::Bool(b),
-        Y::String(s) => Value::String(s),
-        Y::Number(n) => {
-            if let Some(u) = n.as_u64() {
-                Value::from(u)
-            } else if let Some(i) = n.as_i64() {
-                Value::from(i)
-            } else {
-                n.as_f64()
-                    .and_then(serde_json::Number::from_f64)
-                    .map(Value::Number)
-                    .ok_or_else(|| {
-                        (
-                            here(path),
-                            format!("{n} is not a number JSON (and so the API server) can hold"),
-                        )
-                    })?
-            }
-        }
-        Y::Sequence(items) => {
-            let base = path.len();
-            let mut out = Vec::with_capacity(items.len());
-            for (i, item) in items.into_iter().enumerate() {
-                path.push_str(&format!("[{i}]"));
-                out.push(yaml_to_json(item, path)?);
-                path.truncate(base);
-            }
-            Value::Array(out)
-        }
-        Y::Mapping(map) => {
-            let base = path.len();
-            let mut out = serde_json::Map::with_capacity(map.len());
-            for (k, v) in map {
-                let key = match k {
-                    Y::String(s) => s,
-                    Y::Number(n) => n.to_string(),
-                    Y::Bool(b) => b.to_string(),
-                    other => {
-                        return Err((
-                            here(path),
-                            format!("a map key must be a string, found {other:?}"),
-                        ));
-                    }
-                };
-                if base > 0 {
-                    path.push('.');
-                }
-                path.push_str(&key);
-                let value = yaml_to_json(v, path)?;
-                path.truncate(base);
-                out.insert(key, value);
-            }
-            Value::Object(out)
-        }
-        Y::Tagged(t) => yaml_to_json(t.value, path)?,
-    })
-}
-
 /// Receives each object (or why it cannot become JSON: field, message) with its
 /// 0-based index in `items` (None for a document that is the object itself).
 type Sink<'a> =
@@ -427,8 +220,8 @@ struct DocCtx<'a> {
 }
 
 impl DocCtx<'_> {
-    fn give<I: IntoJson>(&self, index: Option<usize>, item: I) -> Result<(), String> {
-        let result = (self.sink.borrow_mut())(index, item.into_json());
+    fn give(&self, index: Option<usize>, item: Value) -> Result<(), String> {
+        let result = (self.sink.borrow_mut())(index, Ok(item));
         result.map_err(|e| {
             *self.failed.borrow_mut() = Some(e);
             SINK_FAILED.to_owned()
@@ -442,16 +235,16 @@ const SINK_FAILED: &str = "input rejected";
 /// Streams a document: a map's `items` list element by element, every other key
 /// kept (they are small: apiVersion, kind, metadata). A document without `items`
 /// is one object.
-struct DocSeed<'c, 'a, I>(&'c DocCtx<'a>, std::marker::PhantomData<I>);
+struct DocSeed<'c, 'a>(&'c DocCtx<'a>);
 
-impl<'de, I: IntoJson> DeserializeSeed<'de> for DocSeed<'_, '_, I> {
+impl<'de> DeserializeSeed<'de> for DocSeed<'_, '_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de, I: IntoJson> de::Visitor<'de> for DocSeed<'_, '_, I> {
+impl<'de> de::Visitor<'de> for DocSeed<'_, '_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("a Kubernetes object or List")
@@ -463,40 +256,36 @@ impl<'de, I: IntoJson> de::Visitor<'de> for DocSeed<'_, '_, I> {
         Ok(())
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        let mut rest: Vec<(String, I)> = Vec::new();
+        let mut rest = serde_json::Map::new();
         let mut had_items = false;
         while let Some(key) = map.next_key::<String>()? {
             if key == "items" {
                 had_items = true;
-                map.next_value_seed(ItemsSeed::<I>(self.0, std::marker::PhantomData))?;
+                map.next_value_seed(ItemsSeed(self.0))?;
             } else {
                 // A key twice: the last wins, as kubectl reads it.
-                let value = map.next_value::<I>()?;
-                match rest.iter_mut().find(|(k, _)| *k == key) {
-                    Some(slot) => slot.1 = value,
-                    None => rest.push((key, value)),
-                }
+                rest.insert(key, map.next_value::<Value>()?);
             }
         }
         if had_items {
             return Ok(());
         }
         self.0
-            .give(None, I::object(rest))
+            .give(None, Value::Object(rest))
             .map_err(de::Error::custom)
     }
 }
 
-struct ItemsSeed<'c, 'a, I>(&'c DocCtx<'a>, std::marker::PhantomData<I>);
+struct ItemsSeed<'c, 'a>(&'c DocCtx<'a>);
 
-impl<'de, I: IntoJson> DeserializeSeed<'de> for ItemsSeed<'_, '_, I> {
+impl<'de> DeserializeSeed<'de> for ItemsSeed<'_, '_> {
     type Value = ();
     fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
         d.deserialize_any(self)
     }
 }
 
-impl<'de, I: IntoJson> de::Visitor<'de> for ItemsSeed<'_, '_, I> {
+impl<'de> de::Visitor<'de> for ItemsSeed<'_, '_> {
     type Value = ();
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("items: a list of objects")
@@ -509,7 +298,7 @@ impl<'de, I: IntoJson> de::Visitor<'de> for ItemsSeed<'_, '_, I> {
     }
     fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
         let mut index = 0;
-        while let Some(item) = seq.next_element::<I>()? {
+        while let Some(item) = seq.next_element::<Value>()? {
             self.0.give(Some(index), item).map_err(de::Error::custom)?;
             index += 1;
         }
@@ -519,7 +308,7 @@ impl<'de, I: IntoJson> de::Visitor<'de> for ItemsSeed<'_, '_, I> {
 
 /// Runs one document through the sink; the sink's own error wins over the
 /// placeholder serde carried up.
-fn one_document<'de, 'a, I: IntoJson, D>(
+fn one_document<'de, 'a, D>(
     de: D,
     sink: &'a mut Sink<'a>,
     syntax: impl FnOnce(String) -> InputError,
@@ -532,9 +321,7 @@ where
         sink: RefCell::new(sink),
         failed: RefCell::new(None),
     };
-    let result = DocSeed::<I>(&ctx, std::marker::PhantomData)
-        .deserialize(de)
-        .map_err(|e| e.to_string());
+    let result = DocSeed(&ctx).deserialize(de).map_err(|e| e.to_string());
     if let Some(e) = ctx.failed.into_inner() {
         return Err(e);
     }
@@ -561,27 +348,34 @@ fn for_each_object(
     if is_single_json(&text) {
         let mut de = serde_json::Deserializer::from_str(&text);
         let mut per_doc = |index: Option<usize>, value| sink(1, index, value);
-        one_document::<Value, _>(&mut de, &mut per_doc, syntax(1))?;
+        one_document(&mut de, &mut per_doc, syntax(1))?;
         return de.end().map_err(|e| syntax(1)(e.to_string()));
     }
-    match flow_too_deep(&text) {
-        Some(FlowProblem::Deep(line)) => {
-            return Err(syntax(1)(format!(
-                "flow collections ([ or {{) nested deeper than {MAX_FLOW_DEPTH} levels at line {line}: no Kubernetes object needs that"
-            )));
-        }
-        Some(FlowProblem::Dense(line)) => {
-            return Err(syntax(1)(format!(
-                "more flow collections ([ or {{) than one in {FLOW_BYTES_PER_COLLECTION} bytes by line {line}: no Kubernetes object needs that (convert the file to JSON to read it anyway)"
-            )));
-        }
-        None => {}
+    if let Some(line) = flow_too_deep(&text) {
+        return Err(syntax(1)(format!(
+            "flow collections ([ or {{) nested deeper than {MAX_FLOW_DEPTH} levels at line {line}: no Kubernetes object needs that"
+        )));
     }
-    for (i, de) in serde_yaml_ng::Deserializer::from_str(&text).enumerate() {
-        let mut per_doc = |index: Option<usize>, value| sink(i + 1, index, value);
-        one_document::<KubectlYaml, _>(de, &mut per_doc, syntax(i + 1))?;
+    yaml::for_each_item(&text, &mut sink).map_err(|stop| match stop {
+        yaml::Stop::Syntax(doc, message) => syntax(doc)(message),
+        yaml::Stop::Sink(e) => e,
+    })
+}
+
+/// A boolean where text was expected is most often YAML 1.1 at work: kubectl,
+/// and so the API server, reads a plain `y`, `n`, `yes`, `no`, `on`, `off` (in
+/// any of three casings) as a boolean, and so does `check`.
+fn with_yaml_hint(message: String) -> String {
+    if ["boolean", "found true", "found false"]
+        .iter()
+        .any(|b| message.contains(b))
+    {
+        format!(
+            "{message} (kubectl reads YAML 1.1: a plain y, n, yes, no, on, off is a boolean; quote it to mean text)"
+        )
+    } else {
+        message
     }
-    Ok(())
 }
 
 /// Problems reported for one file before reading stops.
@@ -670,7 +464,11 @@ fn objects<T: DeserializeOwned>(
             return Ok(());
         }
         if name.is_empty() {
-            errors.push(fail("metadata.name", "required".into()));
+            let message = match item.pointer("/metadata/name") {
+                None | Some(Value::Null) => "required".to_owned(),
+                Some(other) => with_yaml_hint(format!("expected a string, found {other}")),
+            };
+            errors.push(fail("metadata.name", message));
             return Ok(());
         }
         let mut item = item;
@@ -679,7 +477,10 @@ fn objects<T: DeserializeOwned>(
             Ok(obj) => obj,
             Err(e) => {
                 errors.extend(problems.into_iter().map(|(f, m)| fail(&f, m)));
-                errors.push(fail(&e.path().to_string(), e.inner().to_string()));
+                errors.push(fail(
+                    &e.path().to_string(),
+                    with_yaml_hint(e.inner().to_string()),
+                ));
                 return Ok(());
             }
         };
@@ -700,16 +501,16 @@ fn objects<T: DeserializeOwned>(
     Ok(count)
 }
 
-/// Nodes as `kubectl get nodes -o json` (or `-o yaml`) prints them, appended to
-/// `out` one by one as they are read.
-pub fn read_nodes_into(path: &Path, out: &mut Vec<Node>) -> Result<(), InputError> {
+/// Nodes as `kubectl get nodes -o json` (or `-o yaml`) prints them, handed to
+/// `each` one by one as they are read (and dropped after it).
+pub fn for_each_node(path: &Path, each: &mut dyn FnMut(&Node)) -> Result<(), InputError> {
     objects(
         path,
         "v1",
         "Node",
         |_: &mut Value| Vec::new(),
         |n: Node, _| {
-            out.push(n);
+            each(&n);
             Vec::new()
         },
     )
@@ -864,9 +665,9 @@ mod depth_tests {
         ] {
             assert!(flow_too_deep(&bad).is_some(), "{bad}");
         }
-        // Shallow but dense: refused too, before the parser holds it all.
+        // Shallow but dense: not this bound's business (items are streamed).
         let dense = format!("a: [{}]\n", "[],".repeat(100_000));
-        assert!(matches!(flow_too_deep(&dense), Some(FlowProblem::Dense(1))));
+        assert_eq!(flow_too_deep(&dense), None);
         // The shipped dumps are far from the bound.
         for example in ["rtx3090-rtx4070tis", "talos-rtx3050", "pascal-maxwell"] {
             let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))

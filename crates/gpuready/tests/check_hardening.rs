@@ -83,8 +83,8 @@ fn deep_flow_nesting_fails_fast_with_a_clear_message() {
 }
 
 /// Issue 24: 19 MB of shallow flow lists took 52 s and 4.87 GB as YAML (the
-/// parser holds every event of a document first); denser than any object,
-/// such text is refused before parsing.
+/// parser held every event of a document first). Items are streamed now:
+/// each is refused as it ends, and reading stops after 100 problems.
 #[test]
 fn dense_flow_collections_fail_fast() {
     let text = format!("items:\n{}", "- [[[[]]]]\n".repeat(400_000));
@@ -96,7 +96,14 @@ fn dense_flow_collections_fail_fast() {
         "took {:?}",
         started.elapsed()
     );
-    assert_refused(&o, &["nodes.yaml", "more flow collections"]);
+    assert_refused(
+        &o,
+        &[
+            "nodes.yaml",
+            "items[0]",
+            "stopped reading after 100 problems",
+        ],
+    );
 }
 
 /// Issue 24: a valid dump whose annotation holds 300 `[` was refused as YAML
@@ -105,10 +112,63 @@ fn dense_flow_collections_fail_fast() {
 fn brackets_inside_a_quoted_annotation_are_not_nesting() {
     let brackets = "[".repeat(300);
     let yaml = format!(
-        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: n\n    annotations:\n      example.com/note: '{brackets}'\n      example.com/other: \"{brackets}\"\n    labels:\n      gpu-pool: talos-rtx3050\n  status:\n    conditions:\n    - type: Ready\n      status: \"True\"\n"
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: n1\n    annotations:\n      example.com/note: '{brackets}'\n      example.com/other: \"{brackets}\"\n    labels:\n      gpu-pool: talos-rtx3050\n  status:\n    conditions:\n    - type: Ready\n      status: \"True\"\n"
     );
     let (_y, as_yaml) = temp_file("nodes.yaml", yaml.as_bytes());
     assert_judged(&check(&as_yaml, &good_profiles(), &[]));
+}
+
+/// Issue 24: kubectl reads YAML 1.1, where a plain `n`, `yes`, `on` is a
+/// boolean: the server refuses such a name or label value, so `check` does
+/// too, saying why; quoted, they are text.
+#[test]
+fn yaml_1_1_booleans_are_read_as_kubectl_reads_them() {
+    let node = |name: &str, pool: &str| {
+        format!(
+            "apiVersion: v1\nkind: Node\nmetadata:\n  name: {name}\n  labels:\n    gpu-pool: {pool}\nstatus:\n  conditions:\n  - type: Ready\n    status: \"True\"\n"
+        )
+    };
+    let (_a, plain_name) = temp_file("nodes.yaml", node("n", "talos-rtx3050").as_bytes());
+    assert_refused(
+        &check(&plain_name, &good_profiles(), &[]),
+        &[
+            "metadata.name",
+            "expected a string, found false",
+            "YAML 1.1",
+        ],
+    );
+    let (_b, plain_label) = temp_file("nodes.yaml", node("n1", "yes").as_bytes());
+    assert_refused(
+        &check(&plain_label, &good_profiles(), &[]),
+        &["metadata.labels", "boolean", "quote it"],
+    );
+    let (_c, quoted) = temp_file("nodes.yaml", node("'n'", "'yes'").as_bytes());
+    let o = check(&quoted, &good_profiles(), &[]);
+    assert!(
+        o.status.code() == Some(0) || o.status.code() == Some(1),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+}
+
+/// Issue 24: YAML is bounded per object, not only per file: an item longer
+/// than the API server would ever return is refused as soon as it passes the
+/// bound, before it is built.
+#[test]
+fn a_yaml_object_over_3_mib_is_refused() {
+    let text = format!(
+        "apiVersion: v1\nkind: List\nitems:\n- apiVersion: v1\n  kind: Node\n  metadata:\n    name: a\n    annotations:\n      x: [{}1]\n",
+        "1, ".repeat(1_100_000)
+    );
+    let (_d, nodes) = temp_file("nodes.yaml", text.as_bytes());
+    assert_refused(
+        &check(&nodes, &good_profiles(), &[]),
+        &[
+            "nodes.yaml",
+            "items[0] longer than 3145728 characters",
+            "line 9",
+        ],
+    );
 }
 
 #[test]

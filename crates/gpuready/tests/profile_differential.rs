@@ -4,7 +4,8 @@
 //! edge cases (non-finite numbers, names the API server refuses, unknown fields
 //! with empty values, two objects of one name, a YAML stream starting with `{`,
 //! merge keys, bad selectors, globs, reserved keys, numbers past what the engine
-//! holds) and random mutations of the shipped example profiles with a fixed
+//! holds, YAML 1.1 scalars as kubectl reads them: `yes`, `On`, `n`, `0777`,
+//! `0x2000`, `8_192`, merge order) and random mutations of the shipped example profiles with a fixed
 //! seed — is refused by `gpuready check` exactly when `kubectl create -f` (field
 //! validation Strict, what kubectl sends) is refused by a real API server. For a
 //! sample of accepted mutated profiles, the live `gpuready check` gives the same
@@ -213,6 +214,66 @@ fn corpus() -> Vec<(String, Vec<u8>)> {
     add(
         "JSON duplicate top-level field",
         "{\"apiVersion\": \"gpuready.io/v1alpha1\", \"kind\": \"GpuNodeProfile\", \"metadata\": {\"name\": \"d-dup2\"}, \"spec\": {\"nodeSelector\": {}, \"mode\": \"Bad\"}, \"spec\": {\"nodeSelector\": {}}}".to_owned(),
+    );
+    // Issue 24: kubectl reads YAML 1.1 (sigs.k8s.io/yaml over go-yaml v2), so
+    // these plain scalars are booleans or numbers on the server's side, and
+    // offline read them as YAML 1.2 strings or other numbers.
+    for (i, spec) in [
+        "  perLayerNodeConditions: yes\n",
+        "  perLayerNodeConditions: On\n",
+        "  perLayerNodeConditions: n\n",
+        "  perLayerNodeConditions: OFF\n",
+        "  perLayerNodeConditions: yEs\n",
+        "  perLayerNodeConditions: 'yes'\n",
+        "  perLayerNodeConditions: !!bool true\n",
+        "  readyLabels: {example.com/ready: yes}\n",
+        "  readyLabels: {example.com/ready: 'yes'}\n",
+        "  readyLabels: {example.com/ready: y}\n",
+        "  readyLabels: {example.com/ready: Y}\n",
+        "  readyLabels: {example.com/ready: on}\n",
+        "  readyLabels: {example.com/ready: ~}\n",
+        "  readyLabels: {example.com/ready: 0777}\n",
+        "  readyLabels: {example.com/ready: !!str 0777}\n",
+        "  gpu:\n    minMemoryMib: 0x2000\n",
+        "  gpu:\n    minMemoryMib: 020000\n",
+        "  gpu:\n    minMemoryMib: 0o20000\n",
+        "  gpu:\n    minMemoryMib: 8_192\n",
+        "  gpu:\n    minMemoryMib: +8192\n",
+        "  gpu:\n    minMemoryMib: 08\n",
+        "  gpu:\n    minMemoryMib: 1e3\n",
+        "  gpu:\n    count: 0b10\n",
+        "  gpu:\n    count: !!int '2'\n",
+        "  cudaVersion: 13.0\n",
+        "  on: true\n",
+        "  mode: Observe\n  mode: yes\n",
+    ]
+    .iter()
+    .enumerate()
+    {
+        add(
+            &format!("YAML 1.1 {}", spec.trim()),
+            with_name(&format!("d-y{i}"), spec),
+        );
+    }
+    // The name and a selector value read as booleans: the server (or kubectl)
+    // refuses both, offline must too.
+    add(
+        "YAML 1.1 name n",
+        format!(
+            "{HEAD}metadata:\n  name: n\nspec:\n  nodeSelector:\n    matchLabels: {{pool: a}}\n"
+        ),
+    );
+    add(
+        "YAML 1.1 selector value yes",
+        format!(
+            "{HEAD}metadata:\n  name: d-ysel\nspec:\n  nodeSelector:\n    matchLabels: {{pool: yes}}\n"
+        ),
+    );
+    add(
+        "YAML 1.1 merge order",
+        format!(
+            "{HEAD}metadata:\n  name: d-ymerge\nspec:\n  mode: Bad\n  <<: {{mode: Observe}}\n  nodeSelector:\n    matchLabels: {{pool: a}}\n"
+        ),
     );
     for (i, spec) in [
         "  gpu:\n    families: [ampere]\n    excludedFamilies: [ampere]\n",

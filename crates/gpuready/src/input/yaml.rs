@@ -1,0 +1,702 @@
+//! YAML streams read event by event into JSON objects, the way kubectl turns
+//! YAML into the JSON it sends.
+//!
+//! The structure (indentation, flow collections, quoting, anchors) is parsed by
+//! saphyr-parser, whose events arrive one at a time: a `List`'s `items` are
+//! handed on one by one as they end, and no tree of the whole document is ever
+//! held (serde_yaml_ng collects every event of a document before reading any:
+//! 19 MB of YAML took 864 MB, issue 24).
+//!
+//! The meaning of plain scalars is written here, because no Rust crate reads
+//! them as kubectl does: kubectl and `kubectl apply`'s server-side cousins read
+//! YAML with sigs.k8s.io/yaml over go-yaml v2, which resolves YAML 1.1 scalars
+//! (`yes`, `on`, `y`, `Off` are booleans, `0777` is octal, `1_000` is 1000),
+//! where serde_yaml_ng and saphyr resolve YAML 1.2 (all of those are strings or
+//! other numbers there). [`resolve_plain`] follows go-yaml v2's resolve.go; the
+//! differential test (tests/profile_differential.rs) checks it against a real
+//! kubectl and API server. Merge keys (`<<`) are applied in go-yaml v2's order
+//! (each entry set in turn, so a later key overrides an earlier one), and a key
+//! given twice keeps its last value.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use saphyr_parser::{Event, Parser, ScalarStyle, Tag};
+use serde_json::{Map, Value};
+
+/// Nesting of collections (block or flow) deeper than any Kubernetes object
+/// needs; refused before it is built.
+pub const MAX_DEPTH: usize = 256;
+
+/// The longest text of one object (a `List`'s item, or a document that is one
+/// object), in characters: the API server takes no request body over 3 MiB, so
+/// no object it returns is longer, and an object's parsed form costs many times
+/// its text. Refused as soon as an object passes it, before it is built.
+pub const MAX_OBJECT_CHARS: usize = 3 * 1024 * 1024;
+
+/// Values that aliases (`*a`) may add beyond the events read so far: a
+/// "billion laughs" of nested aliases is refused instead of expanded.
+const ALIAS_ALLOWANCE: usize = 100_000;
+
+/// An object, or why one cannot become JSON (field, message), with its
+/// document number (from 1) and its index in `items` (None for a document
+/// that is the object itself).
+pub type Item = Result<Value, (String, String)>;
+
+/// Why reading stopped: the text is not YAML, not objects, or past a bound
+/// (document number, message); or the sink's own error.
+pub enum Stop<E> {
+    Syntax(usize, String),
+    Sink(E),
+}
+
+#[derive(PartialEq, Clone, Copy)]
+enum Role {
+    /// A document's top-level mapping.
+    Root,
+    /// The root's `items`, streamed.
+    Items,
+    Inner,
+}
+
+enum Key {
+    Str(String),
+    /// A plain `<<`.
+    Merge,
+}
+
+enum Body {
+    Seq(Vec<Value>),
+    Map(Map<String, Value>, Option<Key>),
+}
+
+struct Frame {
+    body: Body,
+    anchor: usize,
+    role: Role,
+}
+
+struct Reader<'s, F> {
+    sink: &'s mut F,
+    doc: usize,
+    stack: Vec<Frame>,
+    anchors: HashMap<usize, (Value, usize)>,
+    events: usize,
+    alias_values: usize,
+    /// Where the object being read began (character index), while one is.
+    object_start: Option<usize>,
+    /// The first value of the current object that cannot become JSON.
+    object_error: Option<(String, String)>,
+    next_index: usize,
+    had_items: bool,
+    line: usize,
+}
+
+/// Calls `sink(doc, index, item)` for every object of a YAML stream, in order.
+pub fn for_each_item<E, F>(text: &str, sink: &mut F) -> Result<(), Stop<E>>
+where
+    F: FnMut(usize, Option<usize>, Item) -> Result<(), E>,
+{
+    let mut reader = Reader {
+        sink,
+        doc: 0,
+        stack: Vec::new(),
+        anchors: HashMap::new(),
+        events: 0,
+        alias_values: 0,
+        object_start: None,
+        object_error: None,
+        next_index: 0,
+        had_items: false,
+        line: 1,
+    };
+    for event in Parser::new_from_str(text) {
+        let (event, span) = event.map_err(|e| Stop::Syntax(reader.doc.max(1), e.to_string()))?;
+        reader.events += 1;
+        reader.line = span.start.line();
+        if let Some(start) = reader.object_start
+            && span.end.index().saturating_sub(start) > MAX_OBJECT_CHARS
+        {
+            return Err(reader.syntax(format!(
+                "{} longer than {MAX_OBJECT_CHARS} characters by line {}: the API server takes no object that large, so no dump holds one",
+                reader.object_name(),
+                reader.line
+            )));
+        }
+        if reader.event(event, span.start.index())? {
+            break;
+        }
+    }
+    Ok(())
+}
+
+impl<E, F> Reader<'_, F>
+where
+    F: FnMut(usize, Option<usize>, Item) -> Result<(), E>,
+{
+    fn syntax(&self, message: String) -> Stop<E> {
+        Stop::Syntax(self.doc.max(1), message)
+    }
+
+    fn object_name(&self) -> String {
+        if self.in_items() {
+            format!("items[{}]", self.next_index)
+        } else {
+            "the object".to_owned()
+        }
+    }
+
+    fn in_items(&self) -> bool {
+        self.stack.get(1).is_some_and(|f| f.role == Role::Items)
+    }
+
+    /// Handles one event; true at the end of the stream.
+    fn event(&mut self, event: Event<'_>, at: usize) -> Result<bool, Stop<E>> {
+        match event {
+            Event::StreamEnd => return Ok(true),
+            Event::StreamStart | Event::Nothing | Event::DocumentEnd => {}
+            Event::DocumentStart(_) => {
+                self.doc += 1;
+                self.anchors.clear();
+                self.had_items = false;
+                self.next_index = 0;
+                self.object_error = None;
+            }
+            Event::SequenceStart(anchor, _) => {
+                let role = match self.stack.last() {
+                    None => {
+                        return Err(self.syntax(format!(
+                            "a list at line {}: expected a Kubernetes object or List",
+                            self.line
+                        )));
+                    }
+                    Some(Frame {
+                        role: Role::Root,
+                        body: Body::Map(_, Some(Key::Str(k))),
+                        ..
+                    }) if k == "items" && anchor == 0 => Role::Items,
+                    Some(_) => Role::Inner,
+                };
+                if role == Role::Items {
+                    self.had_items = true;
+                    self.object_start = None;
+                }
+                self.push(Body::Seq(Vec::new()), anchor, role, at)?;
+            }
+            Event::MappingStart(anchor, _) => {
+                let role = if self.stack.is_empty() {
+                    self.object_start = Some(at);
+                    self.object_error = None;
+                    Role::Root
+                } else {
+                    Role::Inner
+                };
+                self.push(Body::Map(Map::new(), None), anchor, role, at)?;
+            }
+            Event::SequenceEnd | Event::MappingEnd => {
+                let Some(frame) = self.stack.pop() else {
+                    return Ok(false);
+                };
+                match frame.role {
+                    Role::Items => {
+                        if let Some(Frame {
+                            body: Body::Map(_, key),
+                            ..
+                        }) = self.stack.last_mut()
+                        {
+                            *key = None;
+                        }
+                    }
+                    Role::Root => {
+                        let error = self.object_error.take();
+                        self.object_start = None;
+                        if !self.had_items {
+                            let Body::Map(map, _) = frame.body else {
+                                return Ok(false);
+                            };
+                            let item = match error {
+                                Some(e) => Err(e),
+                                None => Ok(Value::Object(map)),
+                            };
+                            (self.sink)(self.doc, None, item).map_err(Stop::Sink)?;
+                        }
+                    }
+                    Role::Inner => {
+                        let value = match frame.body {
+                            Body::Seq(items) => Value::Array(items),
+                            Body::Map(map, _) => Value::Object(map),
+                        };
+                        self.complete(value, frame.anchor, false)?;
+                    }
+                }
+            }
+            Event::Scalar(text, style, anchor, tag) => {
+                if self.stack.is_empty() {
+                    // An empty document is `null`: nothing in it.
+                    if style == ScalarStyle::Plain
+                        && tag.is_none()
+                        && matches!(resolve_plain(&text), Ok(Value::Null))
+                    {
+                        return Ok(false);
+                    }
+                    return Err(self.syntax(format!(
+                        "a scalar at line {}: expected a Kubernetes object or List",
+                        self.line
+                    )));
+                }
+                if self.top_is_items() {
+                    self.object_start = Some(at);
+                    self.object_error = None;
+                }
+                let merge = style == ScalarStyle::Plain && tag.is_none() && text == "<<";
+                let value = match resolve(text, style, tag.as_deref()) {
+                    Ok(v) => v,
+                    Err(message) => {
+                        self.fail(message);
+                        Value::Null
+                    }
+                };
+                self.complete(value, anchor, merge)?;
+            }
+            Event::Alias(id) => {
+                let Some((value, count)) = self.anchors.get(&id) else {
+                    return Err(self.syntax(format!(
+                        "an alias at line {} to an anchor of another document",
+                        self.line
+                    )));
+                };
+                let (value, count) = (value.clone(), *count);
+                self.alias_values += count;
+                if self.alias_values > self.events + ALIAS_ALLOWANCE {
+                    return Err(self.syntax(format!(
+                        "aliases (*name) expand to {} values by line {}: more than any Kubernetes object holds",
+                        self.alias_values, self.line
+                    )));
+                }
+                if self.top_is_items() {
+                    self.object_start = Some(at);
+                    self.object_error = None;
+                }
+                self.complete(value, 0, false)?;
+            }
+        }
+        Ok(false)
+    }
+
+    fn top_is_items(&self) -> bool {
+        self.stack.last().is_some_and(|f| f.role == Role::Items)
+    }
+
+    fn push(&mut self, body: Body, anchor: usize, role: Role, at: usize) -> Result<(), Stop<E>> {
+        if self.stack.len() >= MAX_DEPTH {
+            return Err(self.syntax(format!(
+                "collections nested deeper than {MAX_DEPTH} levels at line {}: no Kubernetes object needs that",
+                self.line
+            )));
+        }
+        if self.top_is_items() {
+            self.object_start = Some(at);
+            self.object_error = None;
+        }
+        self.stack.push(Frame { body, anchor, role });
+        Ok(())
+    }
+
+    /// Records the first problem of the current object, at its field.
+    fn fail(&mut self, message: String) {
+        if self.object_error.is_some() {
+            return;
+        }
+        let from = if self.in_items() { 2 } else { 0 };
+        let mut path = String::new();
+        for frame in self.stack.iter().skip(from) {
+            match &frame.body {
+                Body::Map(_, Some(Key::Str(k))) => {
+                    if !path.is_empty() {
+                        path.push('.');
+                    }
+                    path.push_str(k);
+                }
+                Body::Map(_, Some(Key::Merge)) => path.push_str(".<<"),
+                Body::Map(_, None) => {}
+                Body::Seq(items) => path.push_str(&format!("[{}]", items.len())),
+            }
+        }
+        if path.is_empty() {
+            path.push('.');
+        }
+        self.object_error = Some((path, message));
+    }
+
+    /// A finished value: kept under its anchor, then given to its parent.
+    fn complete(&mut self, value: Value, anchor: usize, merge: bool) -> Result<(), Stop<E>> {
+        if anchor != 0 {
+            self.anchors
+                .insert(anchor, (value.clone(), count_values(&value)));
+        }
+        let Some(role) = self.stack.last().map(|f| f.role) else {
+            return Ok(());
+        };
+        if role == Role::Items {
+            let item = match self.object_error.take() {
+                Some(e) => Err(e),
+                None => Ok(value),
+            };
+            return self.give(item);
+        }
+        let Some(top) = self.stack.last_mut() else {
+            return Ok(());
+        };
+        let mut problem = None;
+        match &mut top.body {
+            Body::Seq(items) => items.push(value),
+            Body::Map(_, key @ None) => {
+                *key = Some(if merge {
+                    Key::Merge
+                } else {
+                    match value {
+                        Value::String(s) => Key::Str(s),
+                        Value::Number(n) => Key::Str(n.to_string()),
+                        Value::Bool(b) => Key::Str(b.to_string()),
+                        other => {
+                            problem = Some(format!("a map key must be a string, found {other}"));
+                            Key::Str(String::new())
+                        }
+                    }
+                });
+            }
+            Body::Map(map, key @ Some(_)) => match key.take() {
+                Some(Key::Str(k)) if role == Role::Root && k == "items" => {
+                    // `items` read whole (it had an anchor), or null (an
+                    // empty List); anything else is no List.
+                    self.had_items = true;
+                    match value {
+                        Value::Null => {}
+                        Value::Array(list) => {
+                            for item in list {
+                                self.give(Ok(item))?;
+                            }
+                        }
+                        other => {
+                            return Err(self.syntax(format!(
+                                "items before line {}: expected a list of objects, found {other}",
+                                self.line
+                            )));
+                        }
+                    }
+                }
+                Some(Key::Str(k)) => {
+                    // A key twice: the last wins, as kubectl reads it.
+                    map.insert(k, value);
+                }
+                Some(Key::Merge) => {
+                    if let Err(e) = merge_into(map, value) {
+                        problem = Some(e);
+                    }
+                }
+                None => {}
+            },
+        }
+        if let Some(message) = problem {
+            self.fail(message);
+        }
+        Ok(())
+    }
+
+    /// One item of `items` to the sink.
+    fn give(&mut self, item: Item) -> Result<(), Stop<E>> {
+        let index = self.next_index;
+        self.next_index += 1;
+        self.object_start = None;
+        (self.sink)(self.doc, Some(index), item).map_err(Stop::Sink)
+    }
+}
+
+/// go-yaml v2's merge: a mapping's entries set in turn (overriding what came
+/// before), a list's mappings from last to first (so the first wins).
+fn merge_into(map: &mut Map<String, Value>, value: Value) -> Result<(), String> {
+    let wrong = || "YAML merge key (<<): expected a mapping or a list of mappings".to_owned();
+    match value {
+        Value::Object(m) => map.extend(m),
+        Value::Array(list) => {
+            if !list.iter().all(Value::is_object) {
+                return Err(wrong());
+            }
+            for m in list.into_iter().rev() {
+                if let Value::Object(m) = m {
+                    map.extend(m);
+                }
+            }
+        }
+        _ => return Err(wrong()),
+    }
+    Ok(())
+}
+
+fn count_values(v: &Value) -> usize {
+    1 + match v {
+        Value::Array(a) => a.iter().map(count_values).sum(),
+        Value::Object(m) => m.values().map(count_values).sum(),
+        _ => 0,
+    }
+}
+
+/// A scalar as JSON: plain ones resolved as YAML 1.1 (go-yaml v2), quoted and
+/// block scalars are strings; a core-schema tag (`!!str`, `!!int`, …) decides,
+/// any other tag leaves the text a string (as go-yaml v2 does).
+fn resolve(text: Cow<'_, str>, style: ScalarStyle, tag: Option<&Tag>) -> Result<Value, String> {
+    match tag {
+        Some(t) if t.is_yaml_core_schema() => {
+            let fits = |v: &Value| match t.suffix.as_str() {
+                "null" => v.is_null(),
+                "bool" => v.is_boolean(),
+                "int" => v.is_i64() || v.is_u64(),
+                "float" => v.is_number(),
+                _ => false,
+            };
+            match t.suffix.as_str() {
+                "null" | "bool" | "int" | "float" => {
+                    let v = resolve_plain(&text)?;
+                    if fits(&v) {
+                        Ok(v)
+                    } else {
+                        Err(format!("cannot read {text:?} as !!{}", t.suffix))
+                    }
+                }
+                _ => Ok(Value::String(text.into_owned())),
+            }
+        }
+        None if style == ScalarStyle::Plain => resolve_plain(&text),
+        _ => Ok(Value::String(text.into_owned())),
+    }
+}
+
+/// A plain scalar as go-yaml v2 resolves it (YAML 1.1), then as JSON the way
+/// sigs.k8s.io/yaml marshals it (an integral float is written as an integer,
+/// which the API server stores as one). Non-finite numbers are refused: JSON,
+/// and so the API server, cannot hold them.
+pub fn resolve_plain(s: &str) -> Result<Value, String> {
+    match s {
+        "y" | "Y" | "yes" | "Yes" | "YES" | "true" | "True" | "TRUE" | "on" | "On" | "ON" => {
+            return Ok(Value::Bool(true));
+        }
+        "n" | "N" | "no" | "No" | "NO" | "false" | "False" | "FALSE" | "off" | "Off" | "OFF" => {
+            return Ok(Value::Bool(false));
+        }
+        "" | "~" | "null" | "Null" | "NULL" => return Ok(Value::Null),
+        ".nan" | ".NaN" | ".NAN" | ".inf" | ".Inf" | ".INF" | "+.inf" | "+.Inf" | "+.INF"
+        | "-.inf" | "-.Inf" | "-.INF" => {
+            return Err(format!(
+                "{s} is not a number JSON (and so the API server) can hold"
+            ));
+        }
+        _ => {}
+    }
+    let string = || Ok(Value::String(s.to_owned()));
+    match s.as_bytes()[0] {
+        b'.' => {
+            if is_float(s, false) {
+                return Ok(float(s));
+            }
+            string()
+        }
+        b'0'..=b'9' | b'+' | b'-' => {
+            let plain = s.replace('_', "");
+            if let Some(v) = go_int(&plain) {
+                return Ok(v);
+            }
+            if is_float(&plain, true) {
+                return Ok(float(&plain));
+            }
+            string()
+        }
+        _ => string(),
+    }
+}
+
+/// `strconv.ParseInt(s, 0, 64)`, then `ParseUint` (no sign): a sign, then
+/// `0x`, `0o`, `0b` or a leading `0` (octal) or decimal digits.
+fn go_int(s: &str) -> Option<Value> {
+    let (negative, signed, rest) = match s.as_bytes().first() {
+        Some(b'-') => (true, true, &s[1..]),
+        Some(b'+') => (false, true, &s[1..]),
+        _ => (false, false, s),
+    };
+    let (radix, digits) = match rest.get(..2) {
+        Some("0x" | "0X") => (16, &rest[2..]),
+        Some("0o" | "0O") => (8, &rest[2..]),
+        Some("0b" | "0B") => (2, &rest[2..]),
+        _ if rest.len() > 1 && rest.starts_with('0') => (8, &rest[1..]),
+        _ => (10, rest),
+    };
+    if digits.is_empty() || !digits.chars().all(|c| c.is_digit(radix)) {
+        return None;
+    }
+    let magnitude = u64::from_str_radix(digits, radix).ok()?;
+    if negative {
+        if magnitude <= i64::MAX as u64 + 1 {
+            return Some(Value::from(0i64.wrapping_sub_unsigned(magnitude)));
+        }
+        return None;
+    }
+    if magnitude <= i64::MAX as u64 || !signed {
+        return Some(Value::from(magnitude));
+    }
+    None
+}
+
+/// go-yaml v2's float form `[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?`
+/// (`signed_start`), or `\.[0-9]+([eE][-+]?[0-9]+)?` (what Go's ParseFloat
+/// takes of a text starting with `.`); past f64's range it is a string, as
+/// Go's ParseFloat then fails.
+fn is_float(s: &str, signed_start: bool) -> bool {
+    let b = s.as_bytes();
+    let mut i = 0;
+    if signed_start && matches!(b.first(), Some(b'-' | b'+')) {
+        i += 1;
+    }
+    let digits = |i: &mut usize| {
+        let from = *i;
+        while b.get(*i).is_some_and(u8::is_ascii_digit) {
+            *i += 1;
+        }
+        *i - from
+    };
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    } else {
+        if !signed_start || digits(&mut i) == 0 {
+            return false;
+        }
+        if b.get(i) == Some(&b'.') {
+            i += 1;
+            digits(&mut i);
+        }
+    }
+    if matches!(b.get(i), Some(b'e' | b'E')) {
+        i += 1;
+        if matches!(b.get(i), Some(b'-' | b'+')) {
+            i += 1;
+        }
+        if digits(&mut i) == 0 {
+            return false;
+        }
+    }
+    i == b.len() && s.parse::<f64>().is_ok_and(f64::is_finite)
+}
+
+/// A float as the JSON kubectl sends: Go writes an integral float below 1e21
+/// without a fraction, and the server reads that as an integer.
+fn float(s: &str) -> Value {
+    let f: f64 = s.parse().unwrap_or(0.0);
+    if f.fract() == 0.0 && f.abs() < 9.2e18 {
+        return Value::from(f as i64);
+    }
+    serde_json::Number::from_f64(f).map_or(Value::Null, Value::Number)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn plain_scalars_resolve_as_go_yaml_v2() {
+        for (text, want) in [
+            ("yes", json!(true)),
+            ("Yes", json!(true)),
+            ("ON", json!(true)),
+            ("y", json!(true)),
+            ("off", json!(false)),
+            ("N", json!(false)),
+            ("yEs", json!("yEs")),
+            ("~", json!(null)),
+            ("0777", json!(511)),
+            ("0x1F", json!(31)),
+            ("0o17", json!(15)),
+            ("0b101", json!(5)),
+            ("-0b101", json!(-5)),
+            ("1_000", json!(1000)),
+            ("+5", json!(5)),
+            ("08", json!(8)),
+            ("1000.0", json!(1000)),
+            ("1.5e7", json!(15_000_000)),
+            ("1.5", json!(1.5)),
+            (".5", json!(0.5)),
+            ("1e400", json!("1e400")),
+            ("18446744073709551615", json!(18_446_744_073_709_551_615u64)),
+            ("-9223372036854775808", json!(i64::MIN)),
+            ("2026-01-01", json!("2026-01-01")),
+            ("1.2.3", json!("1.2.3")),
+            ("580.65.06", json!("580.65.06")),
+            ("-", json!("-")),
+            ("0", json!(0)),
+        ] {
+            assert_eq!(resolve_plain(text), Ok(want), "{text}");
+        }
+        assert!(resolve_plain(".nan").is_err());
+        assert!(resolve_plain("-.Inf").is_err());
+    }
+
+    fn items(text: &str) -> Vec<(usize, Option<usize>, Item)> {
+        let mut out = Vec::new();
+        let mut sink = |d, i, v| -> Result<(), ()> {
+            out.push((d, i, v));
+            Ok(())
+        };
+        assert!(for_each_item(text, &mut sink).is_ok());
+        out
+    }
+
+    #[test]
+    fn items_are_streamed_with_anchors_merges_and_last_keys() {
+        let got = items(
+            "kind: List\nitems:\n- &a {x: 1, z: 2}\n- <<: *a\n  x: 3\n- {k: a, k: b, on: yes, y: 1}\n---\nkind: Node\nv: '0777'\n",
+        );
+        let want = [
+            (1, Some(0), Ok(json!({"x": 1, "z": 2}))),
+            (1, Some(1), Ok(json!({"x": 3, "z": 2}))),
+            // `on` and `y` are both the key true (YAML 1.1), the last wins.
+            (1, Some(2), Ok(json!({"k": "b", "true": 1}))),
+            (2, None, Ok(json!({"kind": "Node", "v": "0777"}))),
+        ];
+        assert_eq!(got, want);
+        let got = items("items:\n- a: {b: [1, .nan]}\n- ok: 1\n");
+        assert_eq!(
+            got[0].2,
+            Err((
+                "a.b[1]".to_owned(),
+                ".nan is not a number JSON (and so the API server) can hold".to_owned()
+            ))
+        );
+        assert_eq!(got[1].2, Ok(json!({"ok": 1})));
+    }
+
+    #[test]
+    fn bounds_refuse_before_building() {
+        let deep = format!(
+            "a:\n{}",
+            (1..300)
+                .map(|i| format!("{}b{i}:\n", " ".repeat(i)))
+                .collect::<String>()
+        );
+        let mut sink = |_, _, _| -> Result<(), ()> { Ok(()) };
+        assert!(
+            matches!(for_each_item(&deep, &mut sink), Err(Stop::Syntax(1, m)) if m.contains("deeper than 256"))
+        );
+        let laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\ne: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: [*e, *e, *e, *e, *e, *e, *e, *e, *e, *e]\n";
+        assert!(
+            matches!(for_each_item(laughs, &mut sink), Err(Stop::Syntax(1, m)) if m.contains("aliases"))
+        );
+        let big = format!(
+            "items:\n- a: [{}]\n",
+            "1, ".repeat(MAX_OBJECT_CHARS / 3 + 10)
+        );
+        assert!(
+            matches!(for_each_item(&big, &mut sink), Err(Stop::Syntax(1, m)) if m.contains("items[0] longer than"))
+        );
+    }
+}
