@@ -159,6 +159,8 @@ step "Git server on $git_in"
 git init -q --bare -b main "$dir/git/gpuready.git"
 git -C "$dir/git/gpuready.git" config http.receivepack true
 git clone -q "$dir/git/gpuready.git" "$tmp/work" 2>/dev/null
+# An empty clone's branch follows the local default, not the remote's.
+git -C "$tmp/work" symbolic-ref HEAD refs/heads/main
 mkdir -p "$tmp/work/deploy"
 cp -r "$repo/deploy/flux" "$tmp/work/deploy/flux"
 # The served copy only: the chart and the image from the local registry.
