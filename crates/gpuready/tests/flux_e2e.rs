@@ -40,6 +40,7 @@ const NODE: &str = "gpu-flux";
 const PROFILE_POOL: (&str, &str) = ("gpu-pool", "rtx3090");
 const NO_KUBELET: &str = "e2e.gpuready.test/no-kubelet";
 const PROFILE_FILE: &str = "deploy/flux/profiles/rtx3090.yaml";
+const ENTRY_FILE: &str = "deploy/flux/clusters/my-cluster/gpuready.yaml";
 
 macro_rules! say {
     ($($arg:tt)*) => {{
@@ -207,6 +208,23 @@ async fn suite(c: &Cluster, beat: &Heartbeat) {
         "  - rtx3090.yaml",
         "  - rtx3090.yaml\n  - rtx3090-twin.yaml",
     );
+    // Health-checked like every profile (flux.rs keeps the shipped layout so):
+    // checking only rtx3090, unchanged by this commit, passes at once, before
+    // gpuready has seen the new profile (seen on a run: "Health check passed
+    // in 70ms" with both profiles in Conflict a moment later).
+    let entry = "      kind: GpuNodeProfile\n      name: rtx3090\n";
+    let entrypoint = std::fs::read_to_string(clone.join(ENTRY_FILE)).expect("gpuready.yaml");
+    assert!(
+        entrypoint.contains(entry),
+        "gpuready.yaml health-checks rtx3090"
+    );
+    let checked_twin = entrypoint.replacen(
+        entry,
+        &format!(
+            "{entry}    - apiVersion: gpuready.io/v1alpha1\n      kind: GpuNodeProfile\n      name: rtx3090-twin\n"
+        ),
+        1,
+    );
     let t = commit_and_sync(
         c,
         &clone,
@@ -219,6 +237,7 @@ async fn suite(c: &Cluster, beat: &Heartbeat) {
                 "deploy/flux/profiles/kustomization.yaml",
                 Some(with_twin.as_str()),
             ),
+            (ENTRY_FILE, Some(checked_twin.as_str())),
         ],
         "a second profile over the same pool",
     );
@@ -261,6 +280,7 @@ async fn suite(c: &Cluster, beat: &Heartbeat) {
                 "deploy/flux/profiles/kustomization.yaml",
                 Some(kustomization.as_str()),
             ),
+            (ENTRY_FILE, Some(entrypoint.as_str())),
         ],
         "drop the second profile",
     );
@@ -502,6 +522,7 @@ fn git_out(dir: &Path, args: &[&str]) -> String {
 /// HelmRelease asks for `0.1.x`) must upgrade the release and the CRD.
 async fn chart_upgrade(c: &Cluster, flux: &Flux, work: &Path) {
     let chart = work.join("chart/gpuready");
+    std::fs::create_dir_all(work.join("chart")).expect("chart folder");
     let copied = Command::new("cp")
         .arg("-r")
         .arg(repo_root().join("charts/gpuready"))
