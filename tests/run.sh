@@ -13,12 +13,19 @@ fi
 # separate cache (a no-op once fetched).
 bash tests/control-plane/nfd-crds.sh >/dev/null
 echo "control plane: $KUBEBUILDER_ASSETS" >&2
-# The end-to-end suite (crates/gpuready/tests/cluster_e2e.rs) runs the Helm
-# chart in a real single-node cluster: it needs root (namespaces, mounts,
-# cgroups), the node binaries and the images built from this checkout. Without
-# root, or with GPUREADY_CLUSTER_E2E=0, it prints NOT RUN.
+# The end-to-end suites (crates/gpuready/tests/cluster_e2e.rs: the Helm chart;
+# flux_e2e.rs: Flux reconciling deploy/flux) run in a real single-node cluster:
+# they need root (namespaces, mounts, cgroups), the node binaries and the images
+# built from this checkout. Without root, or with GPUREADY_CLUSTER_E2E=0, they
+# print NOT RUN (GPUREADY_FLUX_E2E=0 skips the Flux suite alone).
 if [ "$(id -u)" = 0 ] && [ "${GPUREADY_CLUSTER_E2E:-1}" != 0 ]; then
   bash tests/cluster/build.sh >/dev/null
+  # The Flux suite (crates/gpuready/tests/flux_e2e.rs): Flux's controllers, the
+  # registry and the Git server (tests/cluster/flux-build.sh, cached).
+  if [ "${GPUREADY_FLUX_E2E:-1}" != 0 ]; then
+    bash tests/cluster/flux-build.sh >/dev/null
+    export GPUREADY_FLUX_E2E=1
+  fi
   # The images carry the dev-profile binary: the same code, and cargo test
   # builds most of it anyway, where a release build would be a second full
   # build of the workspace (docs/testing.md).
@@ -31,7 +38,7 @@ if [ "$(id -u)" = 0 ] && [ "${GPUREADY_CLUSTER_E2E:-1}" != 0 ]; then
   export GPUREADY_CLUSTER_E2E GPUREADY_E2E_IMAGE GPUREADY_E2E_PROBE_IMAGE GPUREADY_E2E_IMAGE_TARS
   echo "cluster images: $GPUREADY_E2E_IMAGE $GPUREADY_E2E_PROBE_IMAGE" >&2
 else
-  unset GPUREADY_CLUSTER_E2E
+  unset GPUREADY_CLUSTER_E2E GPUREADY_FLUX_E2E
 fi
 log=$(mktemp)
 trap 'rm -f "$log"' EXIT

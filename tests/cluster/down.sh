@@ -4,7 +4,8 @@
 # API server before etcd, which it would hang on), then whatever is left in the
 # cluster's cgroup tree (containerd's shims and the containers), then the
 # holder of the namespaces, whose exit removes every mount, interface and
-# iptables rule with them; last the cgroup tree. Safe to run twice, and on a
+# iptables rule with them; last the cgroup tree. The registry and the Git
+# server of flux-up.sh go first. Safe to run twice, and on a
 # cluster that only half started. Keeps DIR (logs); delete it yourself.
 set -uo pipefail
 
@@ -32,6 +33,8 @@ stop() {
   for n in "$@"; do rm -f "$dir/pids/$n"; done
 }
 
+# flux-up.sh's registry, Git server and their host bridges, when it ran.
+stop registry git-server socat-registry-host socat-registry-inside socat-git-host socat-git-inside
 stop kubelet kube-proxy kube-scheduler kube-controller-manager socat-host socat-inside
 stop kube-apiserver
 stop etcd

@@ -54,7 +54,7 @@ node_name=${GPUREADY_CLUSTER_NODE_NAME:-gpuready-node}
 id=$(basename "$dir" | tr -c 'a-zA-Z0-9_-' '_' | cut -c1-40)-$$
 cgroup_name="gpuready-$id"
 
-mkdir -p "$dir"/{pids,logs,pki,etcd,containerd,kubelet/pki,kubelet/volume-plugins,cni/net.d,cni/ipam,tmp,overlay,config}
+mkdir -p "$dir"/{pids,logs,pki,etcd,containerd,kubelet/pki,kubelet/volume-plugins,cni/net.d,cni/ipam,tmp,overlay,config/certs.d}
 echo "$cgroup_name" > "$dir/cgroup"
 
 # ---------------------------------------------------------------- cgroups
@@ -256,6 +256,10 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.snapshotter.
   # of -998 for the sandbox would fail runc create.
   restrict_oom_score_adj = true
   enable_unprivileged_ports = false
+  # Registry hosts, one folder per registry address: tests/cluster/flux-up.sh
+  # puts there the plain-HTTP local registry's (hosts.toml); read at each pull.
+  [plugins."io.containerd.grpc.v1.cri".registry]
+    config_path = "$dir/config/certs.d"
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = "/usr/lib/cni"
     conf_dir = "$dir/cni/net.d"
