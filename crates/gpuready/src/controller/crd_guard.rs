@@ -18,6 +18,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomRe
 use kube::Client;
 use kube::api::Api;
 use kube::runtime::WatchStreamExt;
+use kube::runtime::wait::{Condition, conditions};
 use kube::runtime::watcher;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -52,16 +53,11 @@ pub struct CrdGuard {
     check: tokio::sync::Mutex<()>,
 }
 
-/// The CRD's state from one object: present, Established, not being deleted.
+/// The CRD's state from one object: present, Established (kube's own
+/// condition), not being deleted.
 fn healthy(crd: &CustomResourceDefinition) -> bool {
     crd.metadata.deletion_timestamp.is_none()
-        && crd
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .into_iter()
-            .flatten()
-            .any(|c| c.type_ == "Established" && c.status == "True")
+        && conditions::is_crd_established().matches_object(Some(crd))
 }
 
 impl CrdGuard {

@@ -49,7 +49,8 @@ use kube::core::SelectorExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::utils::WatchStreamExt;
+use kube::runtime::utils::{Backoff, WatchStreamExt};
+use kube::runtime::wait::{Condition, conditions};
 use kube::runtime::{Controller, PredicateConfig, watcher};
 use kube::{Client, ResourceExt};
 use tokio::sync::{mpsc, watch};
@@ -80,14 +81,7 @@ pub async fn wait_for_crd(client: &Client, stop: &CancellationToken) -> Result<(
     loop {
         let wait = match api.get_opt(name).await {
             Ok(crd) => {
-                let established = crd.is_some_and(|crd| {
-                    crd.status
-                        .and_then(|s| s.conditions)
-                        .into_iter()
-                        .flatten()
-                        .any(|c| c.type_ == "Established" && c.status == "True")
-                });
-                if established {
+                if conditions::is_crd_established().matches_object(crd.as_ref()) {
                     return Ok(());
                 }
                 if !warned {
@@ -96,7 +90,7 @@ pub async fn wait_for_crd(client: &Client, stop: &CancellationToken) -> Result<(
                     );
                     warned = true;
                 }
-                retry = WatchBackoff::default();
+                retry.reset();
                 Duration::from_secs(2)
             }
             Err(e) => {
