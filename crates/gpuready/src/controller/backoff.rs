@@ -82,11 +82,7 @@ impl ErrorBackoff {
         self.failures
             .lock()
             .ok()
-            .and_then(|mut f| {
-                f.entry(key.to_owned())
-                    .or_insert_with(error_backoff)
-                    .next()
-            })
+            .and_then(|mut f| f.entry(key.to_owned()).or_insert_with(error_backoff).next())
             .unwrap_or(ERROR_MIN)
     }
 
