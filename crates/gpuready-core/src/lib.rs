@@ -16,6 +16,7 @@ pub mod select;
 pub mod status;
 pub mod tally;
 pub mod version;
+pub mod write_step;
 
 pub use assess::{GovernanceKind, Judgement, NodeAssessment, assess, judge};
 pub use evaluate::{LayerReport, LayerResult, Status, evaluate};
