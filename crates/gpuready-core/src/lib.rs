@@ -11,6 +11,7 @@ pub mod gfd;
 pub mod probe;
 pub mod product;
 pub mod version;
+pub mod write_step;
 
 // Judgements over the inputs: which profile governs a node, the per-device and
 // per-layer verdicts (one file per layer under `evaluate`), the report's words.

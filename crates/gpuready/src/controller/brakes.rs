@@ -1,8 +1,14 @@
 //! The safety brake's bookkeeping, one [`BrakeState`] per profile: the node
-//! reconciler feeds it turns (a node labelled ready that no longer is) and asks
-//! whether new taints are held; the status task feeds it fresh counts from the
-//! tally, which engage and release it. The decision itself is pure
-//! (`gpuready_core::brake`); this module only keeps the state between calls.
+//! reconciler feeds it turns (a node labelled ready that no longer is), which
+//! engage it at once on a burst, and asks whether new taints are held; the
+//! status task feeds it fresh counts from its tally, which refine and release
+//! it. Every count it decides with is the tally's — the matched count between
+//! two status passes arrives over the status task's `watch` channel
+//! (`Context::matched`), never read back from the profile's status through the
+//! API server. The decision itself is pure (`gpuready_core::brake`); this
+//! module only keeps the state between calls, behind one mutex: its two
+//! callers must not wait for each other (a burst is braked within the
+//! reconcile that trips it, not at the status task's next pass).
 
 use std::collections::BTreeMap;
 use std::sync::Mutex;

@@ -14,10 +14,12 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt;
+use gpuready_core::write_step::CrdView;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::Api;
 use kube::runtime::WatchStreamExt;
+use kube::runtime::wait::{Condition, conditions};
 use kube::runtime::watcher;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -52,16 +54,11 @@ pub struct CrdGuard {
     check: tokio::sync::Mutex<()>,
 }
 
-/// The CRD's state from one object: present, Established, not being deleted.
+/// The CRD's state from one object: present, Established (kube's own
+/// condition), not being deleted.
 fn healthy(crd: &CustomResourceDefinition) -> bool {
     crd.metadata.deletion_timestamp.is_none()
-        && crd
-            .status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .into_iter()
-            .flatten()
-            .any(|c| c.type_ == "Established" && c.status == "True")
+        && conditions::is_crd_established().matches_object(Some(crd))
 }
 
 impl CrdGuard {
@@ -102,25 +99,38 @@ impl CrdGuard {
         }
     }
 
+    /// What the guard knows without reading the CRD: confirmed after the last
+    /// profile deletion seen, missing (recently enough to trust), or neither
+    /// (`release_allowed` then reads it).
+    pub fn view(&self) -> CrdView {
+        let Ok(s) = self.state.lock() else {
+            return CrdView::Unconfirmed;
+        };
+        let confirmed_fresh = match (s.confirmed, s.deletion_seen) {
+            (Some(c), Some(d)) => c > d,
+            (Some(_), None) => true,
+            (None, _) => false,
+        };
+        if confirmed_fresh {
+            CrdView::Confirmed
+        } else if s
+            .missing_since_check
+            .is_some_and(|m| m.elapsed() < RECHECK_MISSING)
+        {
+            CrdView::Missing
+        } else {
+            CrdView::Unconfirmed
+        }
+    }
+
     /// Whether gpuready may release nodes because their profile is gone: only
     /// when the CRD is confirmed healthy after the last profile deletion seen.
     pub async fn release_allowed(&self) -> bool {
         let _one = self.check.lock().await;
-        let now = Instant::now();
-        if let Ok(s) = self.state.lock() {
-            let confirmed_fresh = match (s.confirmed, s.deletion_seen) {
-                (Some(c), Some(d)) => c > d,
-                (Some(_), None) => true,
-                (None, _) => false,
-            };
-            if confirmed_fresh {
-                return true;
-            }
-            if s.missing_since_check
-                .is_some_and(|m| now.duration_since(m) < RECHECK_MISSING)
-            {
-                return false;
-            }
+        match self.view() {
+            CrdView::Confirmed => return true,
+            CrdView::Missing => return false,
+            CrdView::Unconfirmed => {}
         }
         let api: Api<CustomResourceDefinition> = Api::all(self.client.clone());
         let read_at = Instant::now();

@@ -4,6 +4,16 @@
 //! change re-queues only the node it names. A source whose API is not served
 //! (no DRA, NFD's CRD not installed) is logged once and reads as "not read":
 //! the engine turns that into Unknown evidence, and nothing else waits on it.
+//!
+//! Why [`follow`] is not kube's reflector (as `probe_reports.rs` is): the
+//! reconciler reads a source *per node*, and kube's `Store` is keyed by object
+//! name only (a ResourceSlice's name is generated, not the node's), so reading
+//! one node from it means scanning every object — O(fleet) per reconcile. The
+//! per-node index is therefore ours either way, and it must switch at a
+//! re-list exactly when the objects do (the re-list's `InitDone`, naming every
+//! node whose set may differ so it is re-queued); a reflector beside it would
+//! keep a second copy of every object for nothing. `follow` keeps the index
+//! with kube's watcher and backoff under it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};

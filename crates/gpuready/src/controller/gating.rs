@@ -1,227 +1,159 @@
-//! The gating write first. When many nodes need work at once (a new pool joins,
-//! a driver roll-out), what protects workloads is the taint; labels, the
-//! condition and the Event can wait. While taint writes are under way, a
-//! reconcile that changes a taint sends only the node patch (taint, labels,
-//! annotations) and defers the condition and Event; a reconcile with no taint
-//! to change sends nothing and defers all of it. Deferred nodes are reconciled
-//! again once the backlog of taint work is gone — no taint written for a short
-//! quiet period *and* fewer reconciles in flight than the controller's
-//! concurrency (a full set of workers means the queue still holds nodes, whose
-//! taints come first). A pause in a loaded burst (a slow API server, a starved
-//! core) therefore no longer lets conditions in between the taints.
+//! The gating write first, kept by one type: [`Gate`] owns the write ledger
+//! (`gpuready_core::write_step::WriteLedger`: the queue of taint work, the
+//! deferred nodes, the resourceVersion of gpuready's last write to each node)
+//! behind one lock, and every change to it goes through its methods — from the
+//! trigger streams (a node queued, its echo skipped, a node deleted) and from
+//! the node reconciler (start, step, write, finish). The rule itself, every
+//! pending taint write before any label, condition or Event write, is the pure
+//! `write_step::step`; nothing here reads a clock.
 //!
-//! A single change on a quiet cluster is not deferred: it is written at once,
-//! as one reconcile. Deferred work waits at most `MAX_HOLD`, so a fleet whose
-//! taint work never ends still gets its conditions.
-//!
-//! The watch event echoing a taint write of a node that waits here queues no
-//! reconcile at all (`LastWrites::is_echo_waiting_at`, applied to the node
-//! watch): judging it could only defer it again.
+//! Deferred nodes are handed back through the controller's re-queue channel
+//! at the moment the ledger says the taint work before them is done (in the
+//! call that finished it): there is no drain task and no quiet period.
 
-use std::collections::BTreeMap;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
-use std::time::Duration;
+use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use gpuready_core::write_step::{CrdView, Trigger, WriteLedger, WriteStep, step};
+use gpuready_core::{GovernanceKind, NodeChanges};
 use k8s_openapi::api::core::v1::Node;
 use kube::runtime::reflector::ObjectRef;
-use tokio::sync::{Notify, mpsc};
-use tokio::time::Instant;
-use tokio_util::sync::CancellationToken;
-
-/// How long without a taint write before deferred work may be released.
-const QUIET: Duration = Duration::from_millis(300);
-
-/// The longest a node's deferred writes wait while taint work goes on: past
-/// it, a stale condition misleads readers more than its write delays taints.
-const MAX_HOLD: Duration = Duration::from_secs(120);
+use tokio::sync::mpsc;
 
 pub struct Gate {
-    epoch: Instant,
-    /// Milliseconds since `epoch` of the last taint write; 0: none yet.
-    last_taint_ms: AtomicU64,
-    /// Reconciles running now, and how many may run at once.
-    in_flight: AtomicUsize,
-    workers: usize,
-    /// Deferred nodes and when each was first deferred.
-    pending: Mutex<BTreeMap<String, Instant>>,
-    wake: Notify,
+    ledger: Mutex<WriteLedger>,
+    /// Where handed-back nodes go: the controller's queue.
+    requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
 }
 
-/// Counts one reconcile as in flight until dropped.
-pub struct InFlight<'a>(&'a Gate);
+/// A reconcile in progress at the gate; dropping it finishes it.
+pub struct Running<'a> {
+    gate: &'a Gate,
+    node: String,
+}
 
-impl Drop for InFlight<'_> {
+impl Drop for Running<'_> {
     fn drop(&mut self) {
-        self.0.in_flight.fetch_sub(1, Ordering::Relaxed);
+        let back = self.gate.ledger().finish(&self.node);
+        self.gate.hand_back(back);
     }
 }
 
 impl Gate {
-    /// A gate for a controller running up to `workers` reconciles at once.
-    pub fn new(workers: usize) -> Self {
+    pub fn new(requeue: mpsc::UnboundedSender<ObjectRef<Node>>) -> Self {
         Gate {
-            epoch: Instant::now(),
-            last_taint_ms: AtomicU64::new(0),
-            in_flight: AtomicUsize::new(0),
-            workers: workers.max(1),
-            pending: Mutex::default(),
-            wake: Notify::new(),
+            ledger: Mutex::default(),
+            requeue,
         }
     }
 
-    fn now_ms(&self) -> u64 {
-        // +1 so that 0 keeps meaning "never".
-        u64::try_from(self.epoch.elapsed().as_millis())
-            .unwrap_or(u64::MAX)
-            .saturating_add(1)
+    fn ledger(&self) -> MutexGuard<'_, WriteLedger> {
+        // The ledger is consistent after every method (none panics midway).
+        self.ledger.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Marks a reconcile as running for as long as the guard lives.
-    pub fn enter(&self) -> InFlight<'_> {
-        self.in_flight.fetch_add(1, Ordering::Relaxed);
-        InFlight(self)
-    }
-
-    /// Whether taint writes are under way (one within the quiet period): asked
-    /// before this reconcile's own writes.
-    pub fn busy(&self) -> bool {
-        let last = self.last_taint_ms.load(Ordering::Relaxed);
-        last != 0 && self.now_ms().saturating_sub(last) < duration_ms(QUIET)
-    }
-
-    /// Whether nodes still wait for their taint: every worker is busy, so the
-    /// controller's queue is not empty.
-    fn backlog(&self) -> bool {
-        self.in_flight.load(Ordering::Relaxed) >= self.workers
-    }
-
-    /// A taint write is being sent now.
-    pub fn note_taint_write(&self) {
-        self.last_taint_ms.store(self.now_ms(), Ordering::Relaxed);
-    }
-
-    /// The node's remaining writes wait until the taint work is done.
-    pub fn defer(&self, node: &str) {
-        if let Ok(mut p) = self.pending.lock() {
-            p.entry(node.to_owned()).or_insert_with(Instant::now);
+    fn hand_back(&self, nodes: Vec<String>) {
+        for n in nodes {
+            let _ = self.requeue.send(ObjectRef::new(&n));
         }
-        self.wake.notify_one();
     }
 
-    /// Whether the node's writes are deferred now (it will be handed back).
-    pub fn is_pending(&self, node: &str) -> bool {
-        self.pending.lock().is_ok_and(|p| p.contains_key(node))
+    /// A reconcile of the node was asked for (a profile change, evidence, a
+    /// re-queue).
+    pub fn queue(&self, node: &str) {
+        self.ledger().queue(node);
     }
 
-    pub fn deferred(&self) -> usize {
-        self.pending.lock().map(|p| p.len()).unwrap_or(0)
+    /// The node's own watch event: false for the echo of gpuready's own write
+    /// to a node waiting here (it queues nothing), true otherwise (queued).
+    pub fn on_node_event(&self, node: &str, resource_version: Option<&str>) -> bool {
+        self.ledger().on_node_event(node, resource_version) == Trigger::Queue
     }
 
-    /// Nodes to hand back now: all of them once the taint work is done, else
-    /// those held past `MAX_HOLD`.
-    fn take_ready(&self) -> Vec<String> {
-        let done = !self.busy() && !self.backlog();
-        let Ok(mut p) = self.pending.lock() else {
-            return Vec::new();
-        };
-        if done {
-            return std::mem::take(&mut *p).into_keys().collect();
+    /// The node's reconcile starts; it is finished when the guard drops.
+    pub fn start(&self, node: &str) -> Running<'_> {
+        self.ledger().start(node);
+        Running {
+            gate: self,
+            node: node.to_owned(),
         }
-        let overdue: Vec<String> = p
-            .iter()
-            .filter(|(_, since)| since.elapsed() >= MAX_HOLD)
-            .map(|(n, _)| n.clone())
-            .collect();
-        for n in &overdue {
-            p.remove(n);
-        }
-        overdue
     }
 
-    /// Hands deferred nodes back to the controller's queue once the taint work
-    /// is done (or they waited too long).
-    pub async fn drain(
+    /// The one write decision for the node's plan, made and recorded under
+    /// the lock (so no other reconcile's step slips in between).
+    pub fn step(
         &self,
-        requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
-        stop: CancellationToken,
-    ) {
-        loop {
-            if self.deferred() == 0 {
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = self.wake.notified() => {},
-                }
-            }
-            tokio::select! {
-                _ = stop.cancelled() => return,
-                _ = tokio::time::sleep(QUIET / 3) => {},
-            }
-            for n in self.take_ready() {
-                let _ = requeue.send(ObjectRef::new(&n));
-            }
-        }
+        node: &str,
+        changes: &NodeChanges,
+        governance: GovernanceKind,
+        crd: CrdView,
+    ) -> WriteStep {
+        let (decision, back) = {
+            let mut l = self.ledger();
+            let decision = step(changes, governance, crd, l.view(node));
+            let back = l.decided(node, &decision);
+            (decision, back)
+        };
+        self.hand_back(back);
+        decision
     }
-}
 
-fn duration_ms(d: Duration) -> u64 {
-    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+    /// The node left the cache.
+    pub fn forget(&self, node: &str) {
+        let back = self.ledger().forget(node);
+        self.hand_back(back);
+    }
+
+    /// Remembers the resourceVersion gpuready's own write left the node at.
+    pub fn note_write(&self, node: &str, resource_version: String) {
+        self.ledger().note_write(node, resource_version);
+    }
+
+    /// Whether the cached copy may predate gpuready's last write (see
+    /// `WriteLedger::cache_may_be_behind`).
+    pub fn cache_may_be_behind(&self, node: &str, cached: Option<&str>) -> bool {
+        self.ledger().cache_may_be_behind(node, cached)
+    }
+
+    /// Nodes whose writes wait here now.
+    pub fn deferred(&self) -> usize {
+        self.ledger().deferred()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use gpuready_core::plan::ConditionChange;
 
-    fn spawn_drain(
-        gate: &std::sync::Arc<Gate>,
-    ) -> (
-        mpsc::UnboundedReceiver<ObjectRef<Node>>,
-        CancellationToken,
-        tokio::task::JoinHandle<()>,
-    ) {
-        let (tx, rx) = mpsc::unbounded_channel();
-        let stop = CancellationToken::new();
-        let task = {
-            let (gate, stop) = (gate.clone(), stop.clone());
-            tokio::spawn(async move { gate.drain(tx, stop).await })
+    #[test]
+    fn a_deferred_node_is_handed_back_when_the_last_taint_work_finishes() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let gate = Gate::new(tx);
+        gate.queue("a");
+        gate.queue("b");
+        let cond_only = NodeChanges {
+            conditions: Some(ConditionChange {
+                set: vec![],
+                remove: vec!["GpuReadyDriver".into()],
+            }),
+            ..NodeChanges::default()
         };
-        (rx, stop, task)
-    }
-
-    #[tokio::test]
-    async fn deferred_nodes_are_released_only_after_a_quiet_period() {
-        let gate = std::sync::Arc::new(Gate::new(2));
-        assert!(!gate.busy(), "a quiet cluster writes at once");
-        gate.note_taint_write();
-        assert!(gate.busy());
-        gate.defer("a");
-        let (mut rx, stop, task) = spawn_drain(&gate);
-        tokio::time::sleep(Duration::from_millis(100)).await;
-        gate.note_taint_write();
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        assert!(rx.try_recv().is_err(), "still busy");
-        tokio::time::sleep(Duration::from_millis(700)).await;
+        {
+            let _a = gate.start("a");
+            let s = gate.step(
+                "a",
+                &cond_only,
+                GovernanceKind::Governed,
+                CrdView::Confirmed,
+            );
+            assert_eq!(s, WriteStep::Defer, "b is still queued");
+        }
+        assert_eq!(gate.deferred(), 1);
+        assert!(rx.try_recv().is_err());
+        {
+            let _b = gate.start("b");
+        }
         assert_eq!(rx.try_recv().ok().map(|r| r.name), Some("a".to_owned()));
-        stop.cancel();
-        let _ = task.await;
-    }
-
-    #[tokio::test]
-    async fn a_pause_with_every_worker_busy_releases_nothing() {
-        let gate = std::sync::Arc::new(Gate::new(2));
-        gate.note_taint_write();
-        gate.defer("a");
-        let (mut rx, stop, task) = spawn_drain(&gate);
-        let first = gate.enter();
-        let second = gate.enter();
-        // No taint write for well over the quiet period, but the queue is full.
-        tokio::time::sleep(Duration::from_millis(900)).await;
-        assert!(rx.try_recv().is_err(), "a full set of workers is a backlog");
-        drop(first);
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        assert_eq!(rx.try_recv().ok().map(|r| r.name), Some("a".to_owned()));
-        drop(second);
-        stop.cancel();
-        let _ = task.await;
+        assert_eq!(gate.deferred(), 0);
     }
 }

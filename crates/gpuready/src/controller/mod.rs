@@ -49,7 +49,8 @@ use kube::core::SelectorExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
-use kube::runtime::utils::WatchStreamExt;
+use kube::runtime::utils::{Backoff, WatchStreamExt};
+use kube::runtime::wait::{Condition, conditions};
 use kube::runtime::{Controller, PredicateConfig, watcher};
 use kube::{Client, ResourceExt};
 use tokio::sync::{mpsc, watch};
@@ -63,7 +64,7 @@ use crd_guard::CrdGuard;
 use status_input::StatusInput;
 
 pub use config::RunArgs;
-pub use context::{Context, LastWrites};
+pub use context::Context;
 pub use error::Error;
 pub use health::Health;
 pub use metrics::Metrics;
@@ -80,14 +81,7 @@ pub async fn wait_for_crd(client: &Client, stop: &CancellationToken) -> Result<(
     loop {
         let wait = match api.get_opt(name).await {
             Ok(crd) => {
-                let established = crd.is_some_and(|crd| {
-                    crd.status
-                        .and_then(|s| s.conditions)
-                        .into_iter()
-                        .flatten()
-                        .any(|c| c.type_ == "Established" && c.status == "True")
-                });
-                if established {
+                if conditions::is_crd_established().matches_object(crd.as_ref()) {
                     return Ok(());
                 }
                 if !warned {
@@ -96,7 +90,7 @@ pub async fn wait_for_crd(client: &Client, stop: &CancellationToken) -> Result<(
                     );
                     warned = true;
                 }
-                retry = WatchBackoff::default();
+                retry.reset();
                 Duration::from_secs(2)
             }
             Err(e) => {
@@ -219,8 +213,8 @@ async fn run_controllers(
     if let Some(sel) = &args.node_selector {
         node_cfg = node_cfg.labels(sel);
     }
-    let last_writes = LastWrites::default();
-    let gate = Arc::new(gating::Gate::new(usize::from(args.concurrency)));
+    // The write ledger; deferred nodes go back through the re-queue channel.
+    let gate = Arc::new(gating::Gate::new(requeue.clone()));
     // Each Node is pruned and packed (cached.rs) before it enters the cache: the
     // cache holds what the engine reads, not the API type.
     let (node_reader, node_writer) = reflector::store::<CachedNode>();
@@ -228,17 +222,22 @@ async fn run_controllers(
         .backoff(WatchBackoff::default())
         .map_ok(cached::cache_event)
         .reflect(node_writer)
-        .inspect(node_gone(status_tx.clone(), last_writes.clone()))
+        .inspect(node_gone(status_tx.clone(), gate.clone()))
         .applied_objects()
         .predicate_filter(
             |n: &CachedNode| Some(n.relevance()),
             PredicateConfig::default(),
         )
-        // Scale hook (gating.rs): the echo of gpuready's own taint write, for a
-        // node the gate holds, queues nothing.
+        // The gate's ledger sees every trigger (taint work ahead of deferred
+        // writes); the echo of gpuready's own write, for a node waiting at the
+        // gate, queues nothing.
         .try_filter({
-            let (gate, last_writes) = (gate.clone(), last_writes.clone());
-            move |n| std::future::ready(!last_writes.is_echo_waiting_at(&gate, n))
+            let gate = gate.clone();
+            move |n| {
+                std::future::ready(
+                    gate.on_node_event(&n.name_any(), n.resource_version().as_deref()),
+                )
+            }
         });
     let node_stream = drop_watch_errors("Node", node_stream);
 
@@ -250,6 +249,11 @@ async fn run_controllers(
         }
         None => (None, futures::stream::pending().boxed()),
     };
+    // Re-queues and probe triggers are queued at the gate too, for nodes in the
+    // cache (the Controller drops the others, and they must not hold anyone).
+    let requeued = requeued.inspect(queue_at(gate.clone(), node_reader.clone()));
+    let probe_triggers = probe_triggers.inspect(queue_at(gate.clone(), node_reader.clone()));
+    let (matched_tx, matched) = watch::channel(Arc::default());
 
     let (caches_ready_tx, caches_ready) = watch::channel(false);
     let ctx = Arc::new(Context {
@@ -265,8 +269,8 @@ async fn run_controllers(
         gate,
         caches_ready,
         brakes: Brakes::new(args.brake()),
+        matched,
         requeue,
-        last_writes,
         evidence: Arc::default(),
         probe_reports,
         refused: context::Refused::default(),
@@ -307,18 +311,15 @@ async fn run_controllers(
         ctx.clone(),
         status_rx,
         nfd_rx,
+        matched_tx,
         status_stop.clone(),
     ));
     let crd_watch = tokio::spawn(crd.clone().watch(stop.clone()));
-    let gate_drain = {
-        let (gate, requeue, stop) = (ctx.gate.clone(), ctx.requeue.clone(), stop.clone());
-        tokio::spawn(async move { gate.drain(requeue, stop).await })
-    };
     // Only the leader gets here, so only one replica ever writes the NFD CRDs.
     let nfd_crds = (args.nfd_crds != config::NfdCrdMode::Off)
         .then(|| tokio::spawn(nfd::run(ctx.clone(), nfd_tx, stop.clone())));
 
-    let nodes_for_profile = node_reader.clone();
+    let (nodes_for_profile, gate_for_profile) = (node_reader.clone(), ctx.gate.clone());
     let stop_fut = {
         let stop = stop.clone();
         async move { stop.cancelled().await }
@@ -326,25 +327,36 @@ async fn run_controllers(
     info!(concurrency = args.concurrency, "controller starting");
     Controller::for_stream(node_stream, node_reader)
         .watches_stream(profile_stream, move |profile: GpuNodeProfile| {
-            nodes_of_profile(&nodes_for_profile, &profile)
+            let nodes = nodes_of_profile(&nodes_for_profile, &profile);
+            for n in &nodes {
+                gate_for_profile.queue(&n.name);
+            }
+            nodes
         })
         .reconcile_on(requeued)
         .reconcile_on(probe_triggers)
         .with_config(ControllerConfig::default().concurrency(args.concurrency))
         .graceful_shutdown_on(stop_fut)
         .run(reconcile, error_policy, ctx.clone())
-        .for_each(|r| async move {
-            if let Err(e) = r {
-                match e {
-                    kube::runtime::controller::Error::ObjectNotFound(_) => {}
-                    e => warn!(error = %e, "controller"),
+        .for_each(|r| {
+            let gate = ctx.gate.clone();
+            async move {
+                if let Err(e) = r {
+                    match e {
+                        // A trigger for a node the cache no longer holds (one
+                        // deleted during a watch gap): it reconciles nothing,
+                        // so it must not stay queued at the gate.
+                        kube::runtime::controller::Error::ObjectNotFound(r) => {
+                            gate.forget(&r.name);
+                        }
+                        e => warn!(error = %e, "controller"),
+                    }
                 }
             }
         })
         .await;
     synced.abort();
     crd_watch.abort();
-    gate_drain.abort();
     for task in evidence_tasks {
         task.abort();
     }
@@ -373,17 +385,18 @@ async fn reconcile(node: Arc<CachedNode>, ctx: Arc<Context>) -> Result<Action, E
     result
 }
 
-/// On a node's deletion: the status task drops its verdict and the last-writes
-/// map forgets it. A deletion missed during a watch gap is caught by the status
-/// task's periodic recount; its last-writes entry is at most one short string.
+/// On a node's deletion: the status task drops its verdict and the gate's
+/// ledger forgets it. A deletion missed during a watch gap is caught by the
+/// status task's periodic recount; a queued ledger entry of such a node is
+/// forgotten when the Controller reports it not found (see `run_controllers`).
 fn node_gone(
     status: mpsc::UnboundedSender<StatusInput>,
-    last_writes: LastWrites,
+    gate: Arc<gating::Gate>,
 ) -> impl FnMut(&Result<watcher::Event<CachedNode>, watcher::Error>) {
     move |event| {
         if let Ok(watcher::Event::Delete(n)) = event {
             let name = n.name_any();
-            last_writes.forget(&name);
+            gate.forget(&name);
             let _ = status.send(StatusInput::NodeGone(name));
         }
     }
@@ -500,6 +513,19 @@ fn nodes_of_profile(
         })
         .map(|n| ObjectRef::from_obj(n.as_ref()))
         .collect()
+}
+
+/// Queues a triggered node at the gate when the cache holds it (a trigger for
+/// a node not cached reconciles nothing, so it must not count as work ahead).
+fn queue_at(
+    gate: Arc<gating::Gate>,
+    nodes: Store<CachedNode>,
+) -> impl FnMut(&ObjectRef<CachedNode>) {
+    move |r| {
+        if nodes.get(r).is_some() {
+            gate.queue(&r.name);
+        }
+    }
 }
 
 /// The other tasks name nodes as `ObjectRef<Node>`; the controller's queue

@@ -55,6 +55,8 @@ use gpuready_core::nfd_crds::{CrdVerdict, NfdCrdCondition, NfdCrdPlan};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::Api;
 use kube::runtime::events::{Event, EventType};
+use kube::runtime::utils::Backoff;
+use kube::runtime::watcher::ExponentialBackoff;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
@@ -71,9 +73,20 @@ use crate::nfd_io::{
 /// Watch events often come in bursts (the apply, then the status update that
 /// sets Established); one pass after the burst is enough.
 const DEBOUNCE: Duration = Duration::from_millis(500);
-/// First retry after a failed pass; doubles up to [`MAX_RETRY`].
+/// First retry after a failed pass; doubles up to [`MAX_RETRY`] (kube's
+/// watcher backoff, reset by a pass that succeeds). No jitter: one leader runs
+/// this loop.
 const FIRST_RETRY: Duration = Duration::from_secs(10);
 const MAX_RETRY: Duration = Duration::from_secs(300);
+
+fn retry_backoff() -> ExponentialBackoff {
+    backon::ExponentialBuilder::default()
+        .with_min_delay(FIRST_RETRY)
+        .with_max_delay(MAX_RETRY)
+        .with_factor(2.0)
+        .without_max_times()
+        .into()
+}
 /// How long Events wait for the profile cache at start.
 const PROFILE_CACHE_WAIT: Duration = Duration::from_secs(30);
 
@@ -110,17 +123,14 @@ pub async fn run(ctx: Arc<Context>, condition: ConditionSender, stop: Cancellati
         .boxed()
     }));
     let mut memo = Memo::default();
+    let mut backoff = retry_backoff();
     info!(mode = ?mode, carried = %words::carried(), "NFD CRD reconciler starting");
     loop {
         let retry = if pass(&ctx, &condition, mode, &api, &mut memo).await {
-            memo.failures = 0;
+            backoff.reset();
             None
         } else {
-            let delay = FIRST_RETRY
-                .saturating_mul(1 << memo.failures.min(5))
-                .min(MAX_RETRY);
-            memo.failures = memo.failures.saturating_add(1);
-            Some(delay)
+            Some(backoff.next().unwrap_or(MAX_RETRY))
         };
         let retry_sleep = tokio::time::sleep(retry.unwrap_or(Duration::MAX / 4));
         tokio::select! {
@@ -147,7 +157,6 @@ struct Memo {
     /// apply. Not re-applied while the CRD is unchanged, so a server-side
     /// mutation we cannot match does not become a write loop.
     not_converged: BTreeMap<String, (String, i64)>,
-    failures: u32,
 }
 
 /// `(uid, generation)` of an installed CRD.

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use gpuready_api::GpuNodeProfile;
 use gpuready_api::keys;
 use gpuready_core::devices::DeviceRuleChange;
+use gpuready_core::write_step::{CrdView, WriteStep};
 use gpuready_core::{
     ConditionChange, GovernanceKind, NodeAssessment, NodeChanges, PlanOptions, judge,
 };
@@ -48,9 +49,10 @@ pub async fn reconcile(node: Arc<CachedNode>, ctx: Arc<Context>) -> Result<Actio
     let name = node.name_any();
     let span = info_span!("reconcile", node = %name, profile = tracing::field::Empty);
     let started = Instant::now();
-    let in_flight = ctx.gate.enter();
+    // At the gate from here until the reconcile ends, whichever way it ends.
+    let running = ctx.gate.start(&name);
     let result = reconcile_inner(node, &ctx).instrument(span).await;
-    drop(in_flight);
+    drop(running);
     ctx.metrics
         .reconcile_duration
         .observe(started.elapsed().as_secs_f64());
@@ -80,7 +82,10 @@ async fn reconcile_inner(cached: Arc<CachedNode>, ctx: &Context) -> Result<Actio
     // The cache may not show gpuready's own last write yet (the PATCH response can
     // beat its watch event): planning from the older copy would send the same
     // labels and conditions again and repeat the transition Event.
-    if ctx.cache_may_be_behind(&name, cached.resource_version().as_deref()) {
+    if ctx
+        .gate
+        .cache_may_be_behind(&name, cached.resource_version().as_deref())
+    {
         debug!("the cache predates our last write; reading the node");
         node = api.get(&name).await?;
         prune_node(&mut node);
@@ -114,34 +119,44 @@ async fn reconcile_inner(cached: Arc<CachedNode>, ctx: &Context) -> Result<Actio
             tracing::Span::current().record("profile", p.as_str());
         }
 
-        // Scale hook: releasing a node whose profile vanished waits until the
-        // CRD is confirmed present (its deletion deletes every profile at once).
-        if assessment.governance == GovernanceKind::Ungoverned
-            && !assessment.changes.is_empty()
-            && !ctx.crd.release_allowed().await
-        {
-            warn!("holding the node as it is: the GpuNodeProfile CRD is missing");
-            return Ok(Action::requeue(Duration::from_secs(10)));
-        }
-        // Scale hook (gating.rs): while taint writes are under way, a node with
-        // a taint to change sends only its node patch (taint, labels,
-        // annotations) now and defers its condition and Event; a node with no
-        // taint to change sends nothing yet. Every taint goes out before any
-        // other write of the burst.
-        let holding = ctx.gate.busy();
-        let mut changes = std::borrow::Cow::Borrowed(&assessment.changes);
-        if holding && changes.taint.is_none() && !changes.is_empty() {
-            debug!("taint writes under way; this node's labels and condition wait");
-            ctx.gate.defer(&name);
-            return Ok(next_check(ctx, &assessment));
-        }
-        let deferred = holding && changes.taint.is_some() && changes.conditions.is_some();
-        if deferred {
-            changes.to_mut().conditions = None;
-        }
-        if changes.taint.is_some() {
-            ctx.gate.note_taint_write();
-        }
+        // The one write decision (gpuready_core::write_step): the CRD guard
+        // for releases, the brake's hold, taint work first. The CRD is read
+        // only when a release needs it and the guard does not know.
+        let mut crd = ctx.crd.view();
+        let decision = loop {
+            match ctx
+                .gate
+                .step(&name, &assessment.changes, assessment.governance, crd)
+            {
+                WriteStep::ConfirmCrd if crd == CrdView::Unconfirmed => {
+                    crd = if ctx.crd.release_allowed().await {
+                        CrdView::Confirmed
+                    } else {
+                        CrdView::Missing
+                    };
+                }
+                decision => break decision,
+            }
+        };
+        let (changes, rest_deferred) = match decision {
+            WriteStep::HoldByCrdGuard | WriteStep::ConfirmCrd => {
+                warn!("holding the node as it is: the GpuNodeProfile CRD is missing");
+                return Ok(Action::requeue(Duration::from_secs(10)));
+            }
+            WriteStep::Defer => {
+                debug!("taint writes are ahead; this node's labels and condition wait");
+                return Ok(next_check(ctx, &assessment));
+            }
+            WriteStep::Nothing => (NodeChanges::default(), false),
+            WriteStep::HoldByBrake { changes } => {
+                debug!("the safety brake holds this node's new taint");
+                (changes, false)
+            }
+            WriteStep::Write {
+                changes,
+                rest_deferred,
+            } => (changes, rest_deferred),
+        };
         match write_changes(ctx, &api, &node, &changes).await {
             Ok((written, rules_done)) => {
                 if let Some(p) = ctx.refused.clear(&name) {
@@ -152,10 +167,9 @@ async fn reconcile_inner(cached: Arc<CachedNode>, ctx: &Context) -> Result<Actio
                 let wrote = written.is_some();
                 device_rules::publish(ctx, &node, assessment.profile.as_deref(), &rules_done).await;
                 if let Some(rv) = written {
-                    ctx.note_write(&name, rv);
-                    if deferred {
-                        ctx.gate.defer(&name);
-                    } else {
+                    ctx.gate.note_write(&name, rv);
+                    // A deferred condition brings its Event when it is written.
+                    if !rest_deferred {
                         publish_transition(ctx, &node, &facts, &assessment).await;
                         publish_deadline(ctx, &node, &facts, &assessment).await;
                     }

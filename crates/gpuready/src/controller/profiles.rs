@@ -5,6 +5,13 @@
 //! (`Ready=False`, `Stalled=True`, reason `InvalidProfile`) — and skipped,
 //! instead of failing the whole list, leaving the caches unsynced and the
 //! controller writing nothing.
+//!
+//! kube-core's `DeserializeGuard` isolates a bad object the same way, but what
+//! it keeps of the failure is serde's message alone ("invalid value: integer
+//! `4294967296`, expected u32"); typing through `serde_path_to_error` here puts
+//! the field path in front of it (`spec.resources.nvidia.com/gpu: …`) in the log, the Event and
+//! the status condition, which is what tells a person which line of the
+//! profile to fix. That path is why this module stays.
 
 use std::collections::BTreeMap;
 

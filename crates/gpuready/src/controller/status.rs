@@ -1,10 +1,11 @@
 //! Profile status, metrics and profile Events from a running tally of node
 //! verdicts. Node reconciles send each verdict through a typed channel; this task
 //! owns the tally, never judges a node itself on the hot path, and writes a
-//! profile's status only when it differs. A full recount from the cache, minutes
+//! profile's status only when it differs. The tally's matched counts go to the
+//! safety brake through a `watch` channel, of which this task is the sender. A full recount from the cache, minutes
 //! apart, is the safety net for anything a message could have missed.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -71,12 +72,17 @@ pub async fn run(
     ctx: Arc<Context>,
     mut input: mpsc::UnboundedReceiver<StatusInput>,
     mut nfd: watch::Receiver<Option<NfdCrdCondition>>,
+    matched: MatchedSender,
     stop: CancellationToken,
 ) {
     tokio::select! {
         _ = stop.cancelled() => return,
         ready = ctx.wait_for_caches() => if !ready { return },
     }
+    // The brake's denominators are known before the first status write: a
+    // burst at start-up is braked too.
+    let mut tally = recount(&ctx);
+    publish_matched(&ctx, &tally, &matched);
     // The first pass carries the NFD condition when the NFD reconciler will
     // set one: writing the status without it first would cost a second write
     // (and a restart on a converged cluster must write nothing).
@@ -87,7 +93,6 @@ pub async fn run(
         }
     }
     let mut nfd_open = true;
-    let mut tally = recount(&ctx);
     let mut dirty = Dirty {
         all: true,
         ..Dirty::default()
@@ -101,6 +106,7 @@ pub async fn run(
             dirty.all = true;
         }
         if !dirty.is_empty() {
+            publish_matched(&ctx, &tally, &matched);
             let nfd_now = nfd.borrow_and_update().clone();
             pass(&ctx, &tally, &dirty, nfd_now.as_ref()).await;
             dirty = Dirty::default();
@@ -155,6 +161,32 @@ pub async fn run(
             next_recount = Instant::now() + RECOUNT;
         }
     }
+}
+
+/// The sending side of the tally's matched counts (profile → nodes it
+/// matches), which the brake reads; the status task is its only sender.
+pub type MatchedSender = watch::Sender<Arc<BTreeMap<String, usize>>>;
+
+/// Hands the tally's matched count of every profile to the brake (through the
+/// `watch` channel, not back through the API server as the profile's status).
+fn publish_matched(ctx: &Context, tally: &Tally, matched: &MatchedSender) {
+    let counts: BTreeMap<String, usize> = ctx
+        .profiles
+        .state()
+        .iter()
+        .map(|p| {
+            let name = p.name_any();
+            let n = tally.profile(&name).map_or(0, ProfileTally::matched);
+            (name, n)
+        })
+        .collect();
+    matched.send_if_modified(|old| {
+        if **old == counts {
+            return false;
+        }
+        *old = Arc::new(counts);
+        true
+    });
 }
 
 /// Every cached node judged again: the tally from scratch.
