@@ -104,6 +104,16 @@ fn timeout() -> Duration {
         .map_or(DEFAULT_TIMEOUT, Duration::from_secs)
 }
 
+/// Extra command-line flags for the two processes, appended after the
+/// harness's own (a later flag wins in both binaries).
+#[derive(Clone, Debug, Default)]
+pub struct Tuning {
+    /// Appended to etcd's flags, e.g. `--quota-backend-bytes=8589934592`.
+    pub etcd: Vec<String>,
+    /// Appended to kube-apiserver's flags, e.g. `--max-requests-inflight=2000`.
+    pub apiserver: Vec<String>,
+}
+
 /// A running etcd + kube-apiserver. See the crate documentation.
 #[derive(Debug)]
 pub struct TestEnv {
@@ -123,6 +133,13 @@ impl TestEnv {
     /// Starts an environment owned by the caller and torn down on Drop. Use it for
     /// tests that stop or restart the API server; otherwise prefer [`TestEnv::shared`].
     pub async fn start() -> Result<TestEnv, Error> {
+        Self::start_with(&Tuning::default()).await
+    }
+
+    /// [`TestEnv::start`] with extra flags for etcd and kube-apiserver (the
+    /// fleet benchmark raises limits meant for a small test cluster; tests use
+    /// the defaults).
+    pub async fn start_with(tuning: &Tuning) -> Result<TestEnv, Error> {
         let began = Instant::now();
         sweep_stale_dirs();
         let assets = assets::locate()?;
@@ -130,7 +147,7 @@ impl TestEnv {
         // that shows up as "address already in use" and is worth another go.
         let mut attempt = 1;
         loop {
-            match Self::launch(&assets, began).await {
+            match Self::launch(&assets, tuning, began).await {
                 Err(e) if attempt < 3 && is_port_clash(&e) => {
                     tracing::warn!(attempt, error = %e, "port taken during start-up, retrying");
                     attempt += 1;
@@ -152,7 +169,7 @@ impl TestEnv {
             .map_err(|e| Error::Shared(e.clone()))
     }
 
-    async fn launch(assets: &Assets, began: Instant) -> Result<TestEnv, Error> {
+    async fn launch(assets: &Assets, tuning: &Tuning, began: Instant) -> Result<TestEnv, Error> {
         let dir = tempfile::Builder::new()
             .prefix(&format!("{DIR_PREFIX}{}-", std::process::id()))
             .tempdir()
@@ -160,10 +177,12 @@ impl TestEnv {
         let certs = certs::generate(dir.path())?;
         let [etcd_port, etcd_peer_port, apiserver_port] = process::free_ports::<3>()?;
 
+        let mut etcd_flags = etcd_args(&assets.etcd, dir.path(), etcd_port, etcd_peer_port);
+        etcd_flags.extend(tuning.etcd.iter().map(OsString::from));
         let mut etcd = Proc::spawn(
             "etcd",
             &assets.etcd,
-            &etcd_args(&assets.etcd, dir.path(), etcd_port, etcd_peer_port),
+            &etcd_flags,
             dir.path().join("etcd.log"),
         )?;
         wait_until_ready(&mut etcd, || async move { etcd_health(etcd_port) }).await?;
@@ -171,7 +190,8 @@ impl TestEnv {
         let kubeconfig = dir.path().join("kubeconfig");
         let config = write_kubeconfig(&kubeconfig, &certs, apiserver_port).await?;
 
-        let apiserver_args = apiserver_args(&certs, dir.path(), etcd_port, apiserver_port);
+        let mut apiserver_args = apiserver_args(&certs, dir.path(), etcd_port, apiserver_port);
+        apiserver_args.extend(tuning.apiserver.iter().map(OsString::from));
         let mut env = TestEnv {
             assets: assets.clone(),
             apiserver: None,
