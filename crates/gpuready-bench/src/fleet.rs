@@ -18,7 +18,9 @@ use serde_json::{Value, json};
 
 use crate::error::Error;
 
-pub const POOL_LABEL: &str = "bench.gpuready.io/pool";
+/// Not under gpuready.io/: the CRD refuses a selector or ready label in
+/// gpuready's own domain (subdomains included).
+pub const POOL_LABEL: &str = "bench.example.com/pool";
 pub const PROFILE: &str = "bench";
 pub fn node_name(i: usize) -> String {
     format!("gpu-{i:05}")
@@ -62,7 +64,7 @@ pub async fn apply_profile(client: &Client, min_driver: &str) -> Result<(), Erro
             "minDriverVersion": min_driver,
             // The run is long; GFD labels must not go stale during it.
             "maxLabelAgeSeconds": 86400,
-            "readyLabels": { "bench.gpuready.io/gpu": "rtx3090" },
+            "readyLabels": { "bench.example.com/gpu": "rtx3090" },
         }
     }))?;
     Api::<GpuNodeProfile>::all(client.clone())

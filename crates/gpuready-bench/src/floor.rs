@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::error::Error;
 
-pub const FLOOR_TAINT: &str = "bench.gpuready.io/floor";
+pub const FLOOR_TAINT: &str = "bench.example.com/floor";
 
 pub struct FloorRun {
     pub elapsed: Duration,

@@ -618,7 +618,7 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     let perf = match &args.perf {
         Some(dir) => Some(
             Command::new("perf")
-                .args(["record", "-F", "999", "-g", "-o"])
+                .args(["record", "-F", "499", "--call-graph", "dwarf,16384", "-o"])
                 .arg(dir.join(format!("perf-{n}.data")))
                 .args(["-p", &ctl.pid().to_string()])
                 .stdout(Stdio::null())
@@ -970,7 +970,13 @@ fn gpuready_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    let bin = match gpuready_binary(&args) {
+    // --setup-only never starts gpuready: no build for it.
+    let built = if args.setup_only {
+        Ok(PathBuf::new())
+    } else {
+        gpuready_binary(&args)
+    };
+    let bin = match built {
         Ok(b) => b,
         Err(e) => {
             eprintln!("error: {e}");
