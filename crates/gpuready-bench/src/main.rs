@@ -95,6 +95,9 @@ fn tuning() -> gpuready_testenv::Tuning {
             "--max-mutating-requests-inflight=1000".into(),
             "--etcd-compaction-interval=1m".into(),
         ],
+        // Started again over 100,000 nodes on two busy cores, kube-apiserver
+        // took more than the harness's 120 s to fill its watch cache.
+        ready_timeout: Some(Duration::from_secs(1800)),
     }
 }
 

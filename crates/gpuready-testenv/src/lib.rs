@@ -112,6 +112,10 @@ pub struct Tuning {
     pub etcd: Vec<String>,
     /// Appended to kube-apiserver's flags, e.g. `--max-requests-inflight=2000`.
     pub apiserver: Vec<String>,
+    /// How long each process may take to become ready (start and restart),
+    /// instead of `GPUREADY_TESTENV_TIMEOUT_SECS` or 120 s: an API server
+    /// started again over 100,000 nodes fills its watch cache for minutes.
+    pub ready_timeout: Option<Duration>,
 }
 
 /// A running etcd + kube-apiserver. See the crate documentation.
@@ -125,6 +129,7 @@ pub struct TestEnv {
     kubeconfig: PathBuf,
     config: Config,
     startup: Duration,
+    ready_timeout: Duration,
     // Last, so the folder outlives the processes writing into it.
     dir: tempfile::TempDir,
 }
@@ -185,7 +190,11 @@ impl TestEnv {
             &etcd_flags,
             dir.path().join("etcd.log"),
         )?;
-        wait_until_ready(&mut etcd, || async move { etcd_health(etcd_port) }).await?;
+        let ready_timeout = tuning.ready_timeout.unwrap_or_else(timeout);
+        wait_until_ready(&mut etcd, ready_timeout, || async move {
+            etcd_health(etcd_port)
+        })
+        .await?;
 
         let kubeconfig = dir.path().join("kubeconfig");
         let config = write_kubeconfig(&kubeconfig, &certs, apiserver_port).await?;
@@ -201,6 +210,7 @@ impl TestEnv {
             kubeconfig,
             config,
             startup: Duration::ZERO,
+            ready_timeout,
             dir,
         };
         env.start_apiserver().await?;
@@ -358,7 +368,7 @@ impl TestEnv {
             self.dir.path().join("kube-apiserver.log"),
         )?;
         let client = self.client()?;
-        let result = wait_until_ready(&mut proc, || {
+        let result = wait_until_ready(&mut proc, self.ready_timeout, || {
             let client = client.clone();
             async move { apiserver_ready(&client).await }
         })
@@ -503,12 +513,15 @@ async fn write_kubeconfig(path: &Path, certs: &CertFiles, port: u16) -> Result<C
 
 /// Polls `probe` until it succeeds, the process exits, or the timeout passes;
 /// failures carry the tail of the process's log.
-async fn wait_until_ready<F, Fut>(proc: &mut Proc, mut probe: F) -> Result<(), Error>
+async fn wait_until_ready<F, Fut>(
+    proc: &mut Proc,
+    timeout: Duration,
+    mut probe: F,
+) -> Result<(), Error>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<(), String>>,
 {
-    let timeout = timeout();
     let began = Instant::now();
     loop {
         if let Some(status) = proc.exited() {
