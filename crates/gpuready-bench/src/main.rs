@@ -170,6 +170,8 @@ struct Row {
     reaction_p99: Duration,
     rest_writes: u64,
     rest_window: Duration,
+    /// gpuready's CPU over the rest window (the fleet converged, nothing changing).
+    rest_cpu: f64,
 }
 
 /// How long any one fleet-wide step may take before the bench gives up.
@@ -678,7 +680,9 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
         .map(|t| process::write_requests(&t))
         .unwrap_or(0);
     let rest = Instant::now();
+    let rest_cpu0 = ctl.cpu();
     tokio::time::sleep(Duration::from_secs(args.rest_seconds)).await;
+    row.rest_cpu = ctl.cpu() - rest_cpu0;
     let after = process::scrape(ctl.port)
         .map(|t| process::write_requests(&t))
         .unwrap_or(0);
@@ -958,6 +962,12 @@ fn gpuready_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
             "{:.1} / {:.1} MiB",
             r.rss_rest_kib as f64 / 1024.0,
             r.rss_peak_kib as f64 / 1024.0
+        )
+    });
+    line("gpuready: CPU at rest (ms per second)", &|r| {
+        format!(
+            "{:.1}",
+            r.rest_cpu * 1000.0 / r.rest_window.as_secs_f64().max(1.0)
         )
     });
     line("gpuready: writes/s at rest", &|r| {
