@@ -14,7 +14,7 @@ use serde_json::json;
 
 use crate::error::Error;
 
-pub const FLOOR_TAINT: &str = "bench.gpuready.io/floor";
+pub const FLOOR_TAINT: &str = "bench.example.com/floor";
 
 pub struct FloorRun {
     pub elapsed: Duration,
@@ -29,20 +29,50 @@ fn taints(node: &Node) -> Vec<Taint> {
         .unwrap_or_default()
 }
 
+/// What the floor keeps of a node: enough to write its taint list.
+struct Slim {
+    name: String,
+    resource_version: Option<String>,
+    taints: Vec<Taint>,
+}
+
+fn slim(node: &Node) -> Slim {
+    Slim {
+        name: node.name_any(),
+        resource_version: node.resource_version(),
+        taints: taints(node),
+    }
+}
+
+/// Every node, listed in pages of 500 (as kube's watcher lists) and kept slim:
+/// one unpaged LIST of 100,000 full nodes is close to a gigabyte of JSON.
+async fn list_slim(api: &Api<Node>) -> Result<Vec<Slim>, Error> {
+    let mut out = Vec::new();
+    let mut params = ListParams::default().limit(500);
+    loop {
+        let page = api.list(&params).await?;
+        out.extend(page.items.iter().map(slim));
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => return Ok(out),
+        }
+    }
+}
+
 /// Adds (`taint`) or removes the floor's taint on every node.
 pub async fn run(client: &Client, concurrency: usize, taint: bool) -> Result<FloorRun, Error> {
     let started = Instant::now();
     let api: Api<Node> = Api::all(client.clone());
-    let nodes = api.list(&ListParams::default()).await?.items;
+    let nodes = list_slim(&api).await?;
     let results: Vec<(usize, usize)> = futures::stream::iter(nodes)
         .map(|node| {
             let api = api.clone();
             async move {
-                let name = node.name_any();
+                let name = node.name.clone();
                 let mut node = node;
                 let mut conflicts = 0;
                 loop {
-                    let mut list = taints(&node);
+                    let mut list = node.taints.clone();
                     let has = list.iter().any(|t| t.key == FLOOR_TAINT);
                     if has == taint {
                         return Ok::<_, Error>((0, conflicts));
@@ -58,7 +88,7 @@ pub async fn run(client: &Client, concurrency: usize, taint: bool) -> Result<Flo
                         list.retain(|t| t.key != FLOOR_TAINT);
                     }
                     let patch = json!({
-                        "metadata": { "resourceVersion": node.resource_version() },
+                        "metadata": { "resourceVersion": node.resource_version },
                         "spec": { "taints": if list.is_empty() { serde_json::Value::Null } else { serde_json::to_value(&list)? } },
                     });
                     match api
@@ -68,7 +98,7 @@ pub async fn run(client: &Client, concurrency: usize, taint: bool) -> Result<Flo
                         Ok(_) => return Ok((1, conflicts)),
                         Err(kube::Error::Api(s)) if s.code == 409 => {
                             conflicts += 1;
-                            node = api.get(&name).await?;
+                            node = slim(&api.get(&name).await?);
                         }
                         Err(e) => return Err(e.into()),
                     }

@@ -24,7 +24,7 @@ use gpuready::controller::requests;
 use gpuready_testenv::TestEnv;
 use k8s_openapi::api::core::v1::Node;
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, ListParams, Patch, PatchParams};
 use serde_json::json;
 use tokio::sync::watch;
 
@@ -53,7 +53,9 @@ struct Args {
     /// gpuready (taint, then untaint), alternating which goes first; the table
     /// gives the median and every run (the API server on a small machine
     /// drifts from one burst to the next).
-    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
+    /// 0 skips them (start-up, single-node changes and rest only: for a
+    /// quick look, as with --perf).
+    #[arg(long, default_value_t = 3)]
     repeats: u16,
     /// Seconds the converged controller is watched at rest.
     #[arg(long, default_value_t = 75)]
@@ -64,12 +66,75 @@ struct Args {
     /// The gpuready binary (default: built with `cargo build --release`).
     #[arg(long)]
     gpuready: Option<PathBuf>,
+    /// Requests in flight while creating the fleet (setup, not measured).
+    #[arg(long, default_value_t = 64)]
+    setup_concurrency: usize,
+    /// Only build each fleet and measure the API server (creation time, its
+    /// start-up with the fleet, memory, a LIST): how far the control plane
+    /// itself holds, before gpuready's rounds are worth their time.
+    #[arg(long)]
+    setup_only: bool,
+    /// Record gpuready with `perf record` during the single-node changes, into
+    /// `<DIR>/perf-<nodes>.data` (read it with `perf report -i …`).
+    #[arg(long)]
+    perf: Option<PathBuf>,
+}
+
+/// The control plane's flags for the benchmark, the same for the floor and
+/// gpuready at every size. The API server's in-flight limits are raised from
+/// 400 + 200 (a test cluster's defaults; the benchmark's admin user is exempt
+/// from priority and fairness anyway), etcd's backend quota from 2 GiB (100,000
+/// nodes with the history of a fleet-wide burst come near it) and the API
+/// server compacts etcd every minute instead of every five, so history of
+/// earlier bursts does not pile up in etcd's memory.
+fn tuning() -> gpuready_testenv::Tuning {
+    gpuready_testenv::Tuning {
+        etcd: vec![format!("--quota-backend-bytes={}", 8u64 << 30)],
+        apiserver: vec![
+            "--max-requests-inflight=2000".into(),
+            "--max-mutating-requests-inflight=1000".into(),
+            "--etcd-compaction-interval=1m".into(),
+        ],
+        // Started again over 100,000 nodes on two busy cores, kube-apiserver
+        // took more than the harness's 120 s to fill its watch cache.
+        ready_timeout: Some(Duration::from_secs(1800)),
+    }
+}
+
+/// Memory of the control plane's two processes, in KiB: (current, peak).
+#[derive(Clone, Copy, Debug, Default)]
+struct ServerMemory {
+    apiserver: (u64, u64),
+    etcd: (u64, u64),
+}
+
+fn server_memory(env: &TestEnv) -> ServerMemory {
+    ServerMemory {
+        apiserver: env
+            .apiserver_pid()
+            .map(process::rss_kib)
+            .unwrap_or_default(),
+        etcd: process::rss_kib(env.etcd_pid()),
+    }
 }
 
 /// Everything measured at one fleet size.
 #[derive(Debug, Default)]
 struct Row {
     nodes: usize,
+    /// The empty control plane's start-up (etcd, then the API server ready).
+    server_start_empty: Duration,
+    /// Creating the fleet (setup concurrency, not a measured client).
+    create: Duration,
+    /// The API server killed and started again with the fleet in etcd, until
+    /// `/readyz` and a first LIST of one node answered.
+    server_restart_with_fleet: Duration,
+    /// A paged LIST of every node (500 a page), as a watcher's first list.
+    server_list_all: Duration,
+    /// The control plane after the fleet was created (and the restart).
+    mem_created: ServerMemory,
+    /// The control plane at the end (after every burst), with its peaks.
+    mem_end: ServerMemory,
     /// The floor's own time (its client alone, no watch on the fleet).
     floor_taint: Duration,
     floor_untaint: Duration,
@@ -105,10 +170,12 @@ struct Row {
     reaction_p99: Duration,
     rest_writes: u64,
     rest_window: Duration,
+    /// gpuready's CPU over the rest window (the fleet converged, nothing changing).
+    rest_cpu: f64,
 }
 
 /// How long any one fleet-wide step may take before the bench gives up.
-const LONG_WAIT: Duration = Duration::from_secs(1800);
+const LONG_WAIT: Duration = Duration::from_secs(3600);
 
 fn repo_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -149,19 +216,45 @@ fn free_port() -> Result<u16, Error> {
         .port())
 }
 
-/// Waits until `pred` holds for the observer's counts.
+/// Waits until `pred` holds for the observer's counts, printing the counts
+/// every 15 s while it waits (a phase at 100,000 nodes takes minutes).
 async fn wait_counts(
     rx: &mut watch::Receiver<Counts>,
     what: &str,
     limit: Duration,
     pred: impl Fn(&Counts) -> bool,
 ) -> Result<Instant, Error> {
-    tokio::time::timeout(limit, rx.wait_for(|c| pred(c)))
-        .await
-        .map_err(|_| Error::Timeout(format!("{what} within {limit:?}")))?
-        .map_err(|_| Error::Other("the observer stopped".into()))?;
-    Ok(Instant::now())
+    let began = Instant::now();
+    loop {
+        let left = limit.saturating_sub(began.elapsed());
+        if left.is_zero() {
+            return Err(Error::Timeout(format!("{what} within {limit:?}")));
+        }
+        let waited = tokio::time::timeout(left.min(PROGRESS), rx.wait_for(|c| pred(c)))
+            .await
+            .map(|r| r.map(|_| ()));
+        match waited {
+            Ok(Ok(())) => return Ok(Instant::now()),
+            Ok(Err(_)) => return Err(Error::Other("the observer stopped".into())),
+            Err(_) if began.elapsed() < limit => {
+                let c = rx.borrow();
+                eprintln!(
+                    "  … waiting for {what} ({:.0?}): nodes {}, gpuready-tainted {}, floor-tainted {}, GpuReady True {} / False {}",
+                    began.elapsed(),
+                    c.nodes,
+                    c.tainted,
+                    c.floor_tainted,
+                    c.condition_true,
+                    c.condition_false
+                );
+            }
+            Err(_) => return Err(Error::Timeout(format!("{what} within {limit:?}"))),
+        }
+    }
 }
+
+/// How often a long wait prints where it stands.
+const PROGRESS: Duration = Duration::from_secs(15);
 
 /// gpuready's counters, read from one scrape of its metrics.
 struct Sample {
@@ -386,18 +479,60 @@ async fn gpuready_round(
     Ok(())
 }
 
-async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
-    let env = TestEnv::start().await?;
+/// Starts the control plane, creates the fleet, and measures the API server
+/// with it: start-up again with the fleet in etcd, a full paged LIST, memory.
+async fn build_fleet(n: usize, args: &Args, row: &mut Row) -> Result<TestEnv, Error> {
+    let mut env = TestEnv::start_with(&tuning()).await?;
+    row.server_start_empty = env.startup_time();
     let admin = env.client()?;
     fleet::install_crd(&admin, &repo_root()).await?;
     fleet::apply_profile(&admin, "999.0").await?;
     let started = Instant::now();
-    fleet::create_nodes(&admin, n).await?;
-    eprintln!("[{n}] {n} nodes created in {:.1?}", started.elapsed());
+    fleet::create_nodes(&admin, n, args.setup_concurrency).await?;
+    row.create = started.elapsed();
+    eprintln!("[{n}] {n} nodes created in {:.1?}", row.create);
+    drop(admin);
+
+    let began = Instant::now();
+    env.restart_apiserver().await?;
+    let admin = env.client()?;
+    let nodes: Api<Node> = Api::all(admin.clone());
+    nodes.list_metadata(&ListParams::default().limit(1)).await?;
+    row.server_restart_with_fleet = began.elapsed();
+    let began = Instant::now();
+    let mut params = ListParams::default().limit(500);
+    let mut listed = 0;
+    loop {
+        let page = nodes.list(&params).await?;
+        listed += page.items.len();
+        match page.metadata.continue_.filter(|c| !c.is_empty()) {
+            Some(token) => params = params.continue_token(&token),
+            None => break,
+        }
+    }
+    row.server_list_all = began.elapsed();
+    row.mem_created = server_memory(&env);
+    eprintln!(
+        "[{n}] API server: ready again with the fleet in {:.1?}, listed {listed} nodes in {:.1?}; RSS kube-apiserver {:.0} MiB, etcd {:.0} MiB",
+        row.server_restart_with_fleet,
+        row.server_list_all,
+        row.mem_created.apiserver.0 as f64 / 1024.0,
+        row.mem_created.etcd.0 as f64 / 1024.0
+    );
+    Ok(env)
+}
+
+async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     let mut row = Row {
         nodes: n,
         ..Row::default()
     };
+    let env = build_fleet(n, args, &mut row).await?;
+    if args.setup_only {
+        row.mem_end = server_memory(&env);
+        return Ok(row);
+    }
+    let admin = env.client()?;
 
     // The floor, at gpuready's client settings.
     let limiter = requests::limiter(args.client_qps, args.client_burst);
@@ -485,6 +620,18 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     // Single-node changes: a label flips the product, gpuready taints; back, untaints.
     let node = fleet::node_name(n / 2);
     let mut reactions = Vec::new();
+    let perf = match &args.perf {
+        Some(dir) => Some(
+            Command::new("perf")
+                .args(["record", "-F", "499", "--call-graph", "dwarf,16384", "-o"])
+                .arg(dir.join(format!("perf-{n}.data")))
+                .args(["-p", &ctl.pid().to_string()])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()?,
+        ),
+        None => None,
+    };
     let cpu2 = ctl.cpu();
     for _ in 0..args.flips {
         for (product, want_tainted) in [
@@ -516,6 +663,13 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     }
     let flips = (2 * args.flips).max(1) as f64;
     row.cpu_per_change_ms = (ctl.cpu() - cpu2) * 1000.0 / flips;
+    if let Some(mut perf) = perf {
+        // SIGINT, so perf writes its file out (a kill would leave it unreadable).
+        let _ = Command::new("kill")
+            .args(["-INT", &perf.id().to_string()])
+            .status();
+        let _ = perf.wait();
+    }
     reactions.sort();
     row.reaction_p50 = percentile(&reactions, 0.50);
     row.reaction_p99 = percentile(&reactions, 0.99);
@@ -526,13 +680,16 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
         .map(|t| process::write_requests(&t))
         .unwrap_or(0);
     let rest = Instant::now();
+    let rest_cpu0 = ctl.cpu();
     tokio::time::sleep(Duration::from_secs(args.rest_seconds)).await;
+    row.rest_cpu = ctl.cpu() - rest_cpu0;
     let after = process::scrape(ctl.port)
         .map(|t| process::write_requests(&t))
         .unwrap_or(0);
     row.rest_window = rest.elapsed();
     row.rest_writes = after.saturating_sub(before);
     (row.rss_rest_kib, row.rss_peak_kib) = process::rss_kib(ctl.pid());
+    row.mem_end = server_memory(&env);
     drop(ctl);
     observer.abort();
     Ok(row)
@@ -653,13 +810,92 @@ fn table(rows: &[Row], args: &Args) -> String {
         out.push_str(&rows.iter().map(f).collect::<Vec<_>>().join(" | "));
         out.push_str(" |\n");
     };
+    server_rows(&mut line, args);
+    if !args.setup_only {
+        gpuready_rows(&mut line);
+    }
+    for w in rows.windows(2) {
+        let (a, b) = (&w[0], &w[1]);
+        let nodes = (b.nodes as f64 - a.nodes as f64).max(1.0);
+        let kb = |a: u64, b: u64| (b as f64 - a as f64) * 1024.0 / nodes / 1000.0;
+        out.push_str(&format!(
+            "\n{}→{} nodes: API server RSS growth {:.1} KB per node, etcd {:.1} KB per node (after creating the fleet)",
+            a.nodes,
+            b.nodes,
+            kb(a.mem_created.apiserver.0, b.mem_created.apiserver.0),
+            kb(a.mem_created.etcd.0, b.mem_created.etcd.0),
+        ));
+        if args.setup_only {
+            out.push_str(".\n");
+            continue;
+        }
+        out.push_str(&format!(
+            "; gpuready RSS growth {:.1} KB per node; CPU per single-node change {:.2}× the {}-node figure.\n",
+            kb(a.rss_rest_kib, b.rss_rest_kib),
+            b.cpu_per_change_ms / a.cpu_per_change_ms.max(f64::MIN_POSITIVE),
+            a.nodes
+        ));
+    }
+    out
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.0}", kib as f64 / 1024.0)
+}
+
+/// The control plane's rows: start-up, creation, LIST, memory.
+fn server_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String), args: &Args) {
+    line(
+        "API server: start-up, empty (etcd, then kube-apiserver ready)",
+        &|r| secs(r.server_start_empty),
+    );
+    line(
+        &format!(
+            "fleet created (one POST a node, {} in flight; setup, not measured against a floor)",
+            args.setup_concurrency
+        ),
+        &|r| {
+            format!(
+                "{} ({:.0} nodes/s)",
+                secs(r.create),
+                r.nodes as f64 / r.create.as_secs_f64().max(0.001)
+            )
+        },
+    );
+    line(
+        "API server: start-up with the fleet in etcd (killed, started again, until ready and a first LIST)",
+        &|r| secs(r.server_restart_with_fleet),
+    );
+    line("API server: paged LIST of every node (500 a page)", &|r| {
+        secs(r.server_list_all)
+    });
+    line("RSS kube-apiserver / etcd, fleet created (MiB)", &|r| {
+        format!(
+            "{} / {}",
+            mib(r.mem_created.apiserver.0),
+            mib(r.mem_created.etcd.0)
+        )
+    });
+    line("RSS kube-apiserver / etcd at the end; peak (MiB)", &|r| {
+        format!(
+            "{} / {}; {} / {}",
+            mib(r.mem_end.apiserver.0),
+            mib(r.mem_end.etcd.0),
+            mib(r.mem_end.apiserver.1),
+            mib(r.mem_end.etcd.1)
+        )
+    });
+}
+
+/// gpuready's and the floor's rows.
+fn gpuready_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
     line("gpuready: start-up, converged (from process start)", &|r| {
         secs(r.startup)
     });
     line("gpuready: CPU for start-up", &|r| {
         format!("{:.1} s", r.cpu_startup)
     });
-    phase_rows(&mut line, &TAINT_ALL);
+    phase_rows(line, &TAINT_ALL);
     line(
         "gpuready: first taint seen, from the profile change (median)",
         &|r| format!("{} ms", median(&r.first_taint).as_millis()),
@@ -682,7 +918,7 @@ fn table(rows: &[Row], args: &Args) -> String {
             )
         },
     );
-    phase_rows(&mut line, &UNTAINT_ALL);
+    phase_rows(line, &UNTAINT_ALL);
     line("floor: writes (both phases, its client alone)", &|r| {
         r.floor_writes.to_string()
     });
@@ -728,6 +964,12 @@ fn table(rows: &[Row], args: &Args) -> String {
             r.rss_peak_kib as f64 / 1024.0
         )
     });
+    line("gpuready: CPU at rest (ms per second)", &|r| {
+        format!(
+            "{:.1}",
+            r.rest_cpu * 1000.0 / r.rest_window.as_secs_f64().max(1.0)
+        )
+    });
     line("gpuready: writes/s at rest", &|r| {
         format!(
             "{:.3} ({} in {:.0} s)",
@@ -736,26 +978,18 @@ fn table(rows: &[Row], args: &Args) -> String {
             r.rest_window.as_secs_f64()
         )
     });
-    for w in rows.windows(2) {
-        let (a, b) = (&w[0], &w[1]);
-        let per_node = (b.rss_rest_kib as f64 - a.rss_rest_kib as f64) * 1024.0
-            / (b.nodes as f64 - a.nodes as f64).max(1.0);
-        out.push_str(&format!(
-            "\nRSS growth {}→{} nodes: {:.1} KB per node; CPU per single-node change {:.2}× the {}-node figure.\n",
-            a.nodes,
-            b.nodes,
-            per_node / 1000.0,
-            b.cpu_per_change_ms / a.cpu_per_change_ms.max(f64::MIN_POSITIVE),
-            a.nodes
-        ));
-    }
-    out
 }
 
 #[tokio::main]
 async fn main() -> std::process::ExitCode {
     let args = Args::parse();
-    let bin = match gpuready_binary(&args) {
+    // --setup-only never starts gpuready: no build for it.
+    let built = if args.setup_only {
+        Ok(PathBuf::new())
+    } else {
+        gpuready_binary(&args)
+    };
+    let bin = match built {
         Ok(b) => b,
         Err(e) => {
             eprintln!("error: {e}");

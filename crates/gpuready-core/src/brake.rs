@@ -4,7 +4,7 @@
 //! ready→not-ready turns within a window; releases on the level, once the share
 //! of not-ready nodes is back under the threshold.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use gpuready_api::keys::brake_reasons;
 use jiff::Timestamp;
@@ -57,18 +57,27 @@ impl BrakeConfig {
 pub struct BrakeState {
     /// Node → when it was last seen turning from ready to not ready.
     turns: BTreeMap<String, Timestamp>,
+    /// The same turns ordered by time, so [`BrakeState::update`] drops only
+    /// those past the window. (A scan of `turns` there made every reconcile
+    /// of a fleet-wide burst cost O(nodes turned): O(n²) over the burst.)
+    by_time: BTreeSet<(Timestamp, String)>,
     engaged: bool,
 }
 
 impl BrakeState {
     /// Records a node turning from ready to not ready.
     pub fn record_turn(&mut self, node: &str, now: Timestamp) {
-        self.turns.insert(node.to_owned(), now);
+        if let Some(before) = self.turns.insert(node.to_owned(), now) {
+            self.by_time.remove(&(before, node.to_owned()));
+        }
+        self.by_time.insert((now, node.to_owned()));
     }
 
     /// Forgets a node (recovered or gone).
     pub fn forget(&mut self, node: &str) {
-        self.turns.remove(node);
+        if let Some(at) = self.turns.remove(node) {
+            self.by_time.remove(&(at, node.to_owned()));
+        }
     }
 
     pub fn engaged(&self) -> bool {
@@ -85,7 +94,13 @@ impl BrakeState {
         now: Timestamp,
     ) -> bool {
         let horizon = now.as_second() - cfg.window_seconds;
-        self.turns.retain(|_, t| t.as_second() >= horizon);
+        while let Some((at, node)) = self.by_time.first().cloned() {
+            if at.as_second() >= horizon {
+                break;
+            }
+            self.by_time.pop_first();
+            self.turns.remove(&node);
+        }
         if cfg.threshold >= 1.0 || matched == 0 {
             self.engaged = false;
             return false;
@@ -156,5 +171,27 @@ mod tests {
             b.record_turn(n, at(0));
         }
         assert!(!b.update(&off, 5, 5, at(1)));
+    }
+
+    #[test]
+    fn the_window_drops_old_turns_and_keeps_a_node_once() {
+        let mut b = BrakeState::default();
+        b.record_turn("a", at(0));
+        b.record_turn("b", at(100));
+        // "a" turns again later: counted once, at its latest turn.
+        b.record_turn("a", at(200));
+        b.update(&CFG, 10, 2, at(250));
+        assert_eq!(b.recent_turns(), 2);
+        // Past b's window, inside a's.
+        b.update(&CFG, 10, 2, at(450));
+        assert_eq!(b.recent_turns(), 1);
+        b.forget("a");
+        b.update(&CFG, 10, 0, at(451));
+        assert_eq!(b.recent_turns(), 0);
+        assert!(b.by_time.is_empty() && b.turns.is_empty());
+        // A turn forgotten before the window passes leaves nothing behind.
+        b.record_turn("c", at(500));
+        b.forget("c");
+        assert!(b.by_time.is_empty() && b.turns.is_empty());
     }
 }

@@ -104,6 +104,20 @@ fn timeout() -> Duration {
         .map_or(DEFAULT_TIMEOUT, Duration::from_secs)
 }
 
+/// Extra command-line flags for the two processes, appended after the
+/// harness's own (a later flag wins in both binaries).
+#[derive(Clone, Debug, Default)]
+pub struct Tuning {
+    /// Appended to etcd's flags, e.g. `--quota-backend-bytes=8589934592`.
+    pub etcd: Vec<String>,
+    /// Appended to kube-apiserver's flags, e.g. `--max-requests-inflight=2000`.
+    pub apiserver: Vec<String>,
+    /// How long each process may take to become ready (start and restart),
+    /// instead of `GPUREADY_TESTENV_TIMEOUT_SECS` or 120 s: an API server
+    /// started again over 100,000 nodes fills its watch cache for minutes.
+    pub ready_timeout: Option<Duration>,
+}
+
 /// A running etcd + kube-apiserver. See the crate documentation.
 #[derive(Debug)]
 pub struct TestEnv {
@@ -115,6 +129,7 @@ pub struct TestEnv {
     kubeconfig: PathBuf,
     config: Config,
     startup: Duration,
+    ready_timeout: Duration,
     // Last, so the folder outlives the processes writing into it.
     dir: tempfile::TempDir,
 }
@@ -123,6 +138,13 @@ impl TestEnv {
     /// Starts an environment owned by the caller and torn down on Drop. Use it for
     /// tests that stop or restart the API server; otherwise prefer [`TestEnv::shared`].
     pub async fn start() -> Result<TestEnv, Error> {
+        Self::start_with(&Tuning::default()).await
+    }
+
+    /// [`TestEnv::start`] with extra flags for etcd and kube-apiserver (the
+    /// fleet benchmark raises limits meant for a small test cluster; tests use
+    /// the defaults).
+    pub async fn start_with(tuning: &Tuning) -> Result<TestEnv, Error> {
         let began = Instant::now();
         sweep_stale_dirs();
         let assets = assets::locate()?;
@@ -130,7 +152,7 @@ impl TestEnv {
         // that shows up as "address already in use" and is worth another go.
         let mut attempt = 1;
         loop {
-            match Self::launch(&assets, began).await {
+            match Self::launch(&assets, tuning, began).await {
                 Err(e) if attempt < 3 && is_port_clash(&e) => {
                     tracing::warn!(attempt, error = %e, "port taken during start-up, retrying");
                     attempt += 1;
@@ -152,7 +174,7 @@ impl TestEnv {
             .map_err(|e| Error::Shared(e.clone()))
     }
 
-    async fn launch(assets: &Assets, began: Instant) -> Result<TestEnv, Error> {
+    async fn launch(assets: &Assets, tuning: &Tuning, began: Instant) -> Result<TestEnv, Error> {
         let dir = tempfile::Builder::new()
             .prefix(&format!("{DIR_PREFIX}{}-", std::process::id()))
             .tempdir()
@@ -160,18 +182,25 @@ impl TestEnv {
         let certs = certs::generate(dir.path())?;
         let [etcd_port, etcd_peer_port, apiserver_port] = process::free_ports::<3>()?;
 
+        let mut etcd_flags = etcd_args(&assets.etcd, dir.path(), etcd_port, etcd_peer_port);
+        etcd_flags.extend(tuning.etcd.iter().map(OsString::from));
         let mut etcd = Proc::spawn(
             "etcd",
             &assets.etcd,
-            &etcd_args(&assets.etcd, dir.path(), etcd_port, etcd_peer_port),
+            &etcd_flags,
             dir.path().join("etcd.log"),
         )?;
-        wait_until_ready(&mut etcd, || async move { etcd_health(etcd_port) }).await?;
+        let ready_timeout = tuning.ready_timeout.unwrap_or_else(timeout);
+        wait_until_ready(&mut etcd, ready_timeout, || async move {
+            etcd_health(etcd_port)
+        })
+        .await?;
 
         let kubeconfig = dir.path().join("kubeconfig");
         let config = write_kubeconfig(&kubeconfig, &certs, apiserver_port).await?;
 
-        let apiserver_args = apiserver_args(&certs, dir.path(), etcd_port, apiserver_port);
+        let mut apiserver_args = apiserver_args(&certs, dir.path(), etcd_port, apiserver_port);
+        apiserver_args.extend(tuning.apiserver.iter().map(OsString::from));
         let mut env = TestEnv {
             assets: assets.clone(),
             apiserver: None,
@@ -181,6 +210,7 @@ impl TestEnv {
             kubeconfig,
             config,
             startup: Duration::ZERO,
+            ready_timeout,
             dir,
         };
         env.start_apiserver().await?;
@@ -338,7 +368,7 @@ impl TestEnv {
             self.dir.path().join("kube-apiserver.log"),
         )?;
         let client = self.client()?;
-        let result = wait_until_ready(&mut proc, || {
+        let result = wait_until_ready(&mut proc, self.ready_timeout, || {
             let client = client.clone();
             async move { apiserver_ready(&client).await }
         })
@@ -483,12 +513,15 @@ async fn write_kubeconfig(path: &Path, certs: &CertFiles, port: u16) -> Result<C
 
 /// Polls `probe` until it succeeds, the process exits, or the timeout passes;
 /// failures carry the tail of the process's log.
-async fn wait_until_ready<F, Fut>(proc: &mut Proc, mut probe: F) -> Result<(), Error>
+async fn wait_until_ready<F, Fut>(
+    proc: &mut Proc,
+    timeout: Duration,
+    mut probe: F,
+) -> Result<(), Error>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<(), String>>,
 {
-    let timeout = timeout();
     let began = Instant::now();
     loop {
         if let Some(status) = proc.exited() {
