@@ -42,19 +42,6 @@ const WAIT: u64 = 180;
 const NO_KUBELET: &str = "e2e.gpuready.test/no-kubelet";
 const POD_SELECTOR: &str = "app.kubernetes.io/name=gpuready,app.kubernetes.io/instance=gpuready";
 
-/// Progress and measured seconds, written past the test harness's capture so
-/// a CI log shows them for a passing run too.
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
-}
-
-fn since(t: Instant) -> f64 {
-    (t.elapsed().as_secs_f64() * 10.0).round() / 10.0
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn gpuready_runs_in_a_real_cluster_from_its_helm_chart() {
     let Some(images) =

@@ -42,17 +42,6 @@ const NO_KUBELET: &str = "e2e.gpuready.test/no-kubelet";
 const PROFILE_FILE: &str = "deploy/flux/profiles/rtx3090.yaml";
 const ENTRY_FILE: &str = "deploy/flux/clusters/my-cluster/gpuready.yaml";
 
-macro_rules! say {
-    ($($arg:tt)*) => {{
-        use std::io::Write as _;
-        let _ = writeln!(std::io::stderr(), $($arg)*);
-    }};
-}
-
-fn since(t: Instant) -> f64 {
-    (t.elapsed().as_secs_f64() * 10.0).round() / 10.0
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn flux_reconciles_deploy_flux_from_a_local_registry_and_git_server() {
     const TEST: &str = "flux_reconciles_deploy_flux_from_a_local_registry_and_git_server";

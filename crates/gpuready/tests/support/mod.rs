@@ -16,7 +16,7 @@
 //!   containerd) for the end-to-end suite, and a heartbeat for kubelet-less nodes.
 //!
 //! A test binary uses only part of it, so unused helpers are not warnings here.
-#![allow(dead_code, unused_imports)]
+#![allow(dead_code, unused_imports, unused_macros)]
 
 pub mod chart;
 pub mod cluster;
@@ -26,6 +26,21 @@ pub mod harness;
 pub mod observe;
 pub mod rng;
 pub mod tools;
+
+/// Progress and measured seconds of the end-to-end suites, written past the
+/// test harness's capture so a CI log shows them for a passing run too.
+macro_rules! say {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stderr(), $($arg)*);
+    }};
+}
+pub(crate) use say;
+
+/// Seconds since `t`, to a tenth: how the end-to-end suites report timings.
+pub fn since(t: std::time::Instant) -> f64 {
+    (t.elapsed().as_secs_f64() * 10.0).round() / 10.0
+}
 
 use std::future::Future;
 use std::path::PathBuf;
