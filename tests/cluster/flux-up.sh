@@ -32,8 +32,8 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
 [ $# -eq 1 ] || { echo "usage: tests/cluster/flux-up.sh DIR   (DIR: a cluster of tests/cluster/up.sh)" >&2; exit 2; }
 dir=$(cd "$1" && pwd)
-start=$SECONDS
-step() { printf '==> [%3ss] %s\n' "$((SECONDS - start))" "$*" >&2; }
+began=$SECONDS
+step() { printf '==> [%3ss] %s\n' "$((SECONDS - began))" "$*" >&2; }
 die() { echo "error: $*" >&2; exit 1; }
 
 [ "$(id -u)" = 0 ] || die "flux-up.sh needs root (it enters the cluster's namespaces)"
@@ -68,30 +68,14 @@ git_in=$node_ip:5001
 # source-controller's Service: the artifact URLs carry it (no cluster DNS).
 source_ip=10.96.0.90
 
-start_bg() {
-  local name=$1; shift
-  TMPDIR="$dir/tmp" nsenter -t "$holder" -n -m -- "$@" >"$dir/logs/$name.log" 2>&1 &
-  echo $! > "$dir/pids/$name"
-}
-wait_for() {
-  local what=$1 secs=$2; shift 2
-  local deadline=$((SECONDS + secs))
-  until "$@" >/dev/null 2>&1; do
-    if [ $SECONDS -ge $deadline ]; then
-      echo "error: $what not ready after ${secs}s; logs in $dir/logs" >&2
-      for l in "$dir"/logs/registry.log "$dir"/logs/git-server.log; do
-        [ -f "$l" ] && { echo "--- $l" >&2; tail -n 15 "$l" >&2; }
-      done
-      exit 1
-    fi
-    sleep 0.5
-  done
-}
+# start, wait_for (tests/cluster/ns-lib.sh); a failed wait shows these logs.
+. "$here/ns-lib.sh"
+wait_logs="$dir/logs/registry.log $dir/logs/git-server.log"
 # host_port NAME TARGET: a free 127.0.0.1 port on the host bridged through a
 # unix socket in DIR to TARGET inside the namespace (socat pair); prints it.
 host_port() {
   local name=$1 target=$2 port=""
-  start_bg "socat-$name-inside" socat "UNIX-LISTEN:$dir/$name.sock,fork,mode=600" "TCP:$target"
+  start "socat-$name-inside" socat "UNIX-LISTEN:$dir/$name.sock,fork,mode=600" "TCP:$target"
   for _ in $(seq 1 20); do
     port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
     socat "TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr,fork" "UNIX-CONNECT:$dir/$name.sock" \
@@ -118,7 +102,7 @@ http:
   addr: $registry_in
 EOF
 # No tracing exporter: there is nothing to send spans to.
-start_bg registry env OTEL_TRACES_EXPORTER=none "$flux/registry" serve "$dir/config/registry.yaml"
+start registry env OTEL_TRACES_EXPORTER=none "$flux/registry" serve "$dir/config/registry.yaml"
 registry_port=$(host_port registry "$registry_in")
 registry_host=127.0.0.1:$registry_port
 echo "$registry_port" > "$dir/registry-port"
@@ -179,7 +163,7 @@ EOF
 git -C "$tmp/work" add -A
 git -C "$tmp/work" commit -q -m "deploy/flux from gpuready $(git -C "$repo" rev-parse --short HEAD 2>/dev/null || echo checkout), local registry"
 git -C "$tmp/work" push -q origin main
-start_bg git-server "$flux/git-server" -listen "$git_in" -root "$dir/git"
+start git-server "$flux/git-server" -listen "$git_in" -root "$dir/git"
 git_port=$(host_port git "$git_in")
 echo "$git_port" > "$dir/git-port"
 git_url=http://127.0.0.1:$git_port/gpuready.git

@@ -160,27 +160,8 @@ in_ns sh -euc "
   sysctl -qw net.ipv4.ip_forward=1
 "
 
-# start NAME CMD...: runs CMD inside the namespaces, logs to DIR/logs/NAME.log,
-# records its PID (nsenter execs CMD, so $! is CMD itself).
-start() {
-  local name=$1; shift
-  TMPDIR="$dir/tmp" nsenter -t "$holder" -n -m -- "$@" >"$dir/logs/$name.log" 2>&1 &
-  echo $! > "$dir/pids/$name"
-}
-# wait_for WHAT SECONDS CMD...: polls CMD until it succeeds, or fails with the
-# component's log tail.
-wait_for() {
-  local what=$1 secs=$2; shift 2
-  local deadline=$((SECONDS + secs))
-  until "$@" >/dev/null 2>&1; do
-    if [ $SECONDS -ge $deadline ]; then
-      echo "error: $what not ready after ${secs}s; logs in $dir/logs:" >&2
-      for l in "$dir"/logs/*.log; do echo "--- $l" >&2; tail -n 15 "$l" >&2; done
-      exit 1
-    fi
-    sleep 0.2
-  done
-}
+# start, wait_for (tests/cluster/ns-lib.sh).
+. "$here/ns-lib.sh"
 timeout_s=${GPUREADY_CLUSTER_TIMEOUT_SECS:-120}
 
 # ---------------------------------------------------------------- control plane

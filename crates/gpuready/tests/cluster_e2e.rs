@@ -145,20 +145,7 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
     let chart = repo_root().join("charts/gpuready");
     let chart = chart.to_str().expect("utf-8 path");
     let t = Instant::now();
-    let mut install = vec![
-        "install",
-        RELEASE,
-        chart,
-        "-n",
-        NS,
-        "--wait",
-        "--timeout",
-        "5m",
-    ];
-    for v in &image_values {
-        install.extend(["--set", v.as_str()]);
-    }
-    c.must_helm(&install).await;
+    c.must_helm(&install_args(chart, &image_values, &[])).await;
     say!("helm install --wait: {:.1}s", since(t));
     let pods = wait_ready_pods(c, 2).await;
     say!(
@@ -417,22 +404,12 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
 
     // ---- the opt-out: uninstall.releaseNodes=false leaves the nodes as they
     // are; `gpuready release` by hand then takes them back.
-    let mut install = vec![
-        "install",
-        RELEASE,
+    c.must_helm(&install_args(
         chart,
-        "-n",
-        NS,
-        "--wait",
-        "--timeout",
-        "5m",
-        "--set",
-        "uninstall.releaseNodes=false",
-    ];
-    for v in &image_values {
-        install.extend(["--set", v.as_str()]);
-    }
-    c.must_helm(&install).await;
+        &image_values,
+        &["uninstall.releaseNodes=false"],
+    ))
+    .await;
     wait_gated(&c.client, "gpu-b", true, WAIT).await;
     c.must_helm(&["uninstall", RELEASE, "-n", NS, "--wait", "--timeout", "5m"])
         .await;
@@ -862,4 +839,27 @@ async fn probe_on_the_real_node(c: &Cluster, repo: &str, tag: &str, image_values
         .await;
     say!("{ds}");
     assert!(ds.contains("Running"), "{ds}");
+}
+
+/// `helm install` of the chart into the test namespace, waiting for it, with
+/// the e2e images and any further `--set` values.
+fn install_args<'a>(chart: &'a str, images: &'a [String], sets: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec![
+        "install",
+        RELEASE,
+        chart,
+        "-n",
+        NS,
+        "--wait",
+        "--timeout",
+        "5m",
+    ];
+    for v in images
+        .iter()
+        .map(String::as_str)
+        .chain(sets.iter().copied())
+    {
+        args.extend(["--set", v]);
+    }
+    args
 }
