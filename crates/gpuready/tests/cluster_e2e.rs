@@ -145,7 +145,8 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
     let chart = repo_root().join("charts/gpuready");
     let chart = chart.to_str().expect("utf-8 path");
     let t = Instant::now();
-    c.must_helm(&install_args(chart, &image_values, &[])).await;
+    c.must_helm(&helm_args("install", chart, &image_values, &[]))
+        .await;
     say!("helm install --wait: {:.1}s", since(t));
     let pods = wait_ready_pods(c, 2).await;
     say!(
@@ -274,22 +275,13 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
     assert_eq!(resent, 0, "a node write was sent again after the failover");
 
     // ---- helm upgrade (rolling) while a node breaks, then rollback
-    let mut upgrade = vec![
+    let mut upgrade = helm_args(
         "upgrade",
-        RELEASE,
         chart,
-        "-n",
-        NS,
-        "--wait",
-        "--timeout",
-        "5m",
-        "--reuse-values",
-        "--set",
-        "controller.logLevel=info\\,gpuready=debug",
-    ];
-    for v in &image_values {
-        upgrade.extend(["--set", v.as_str()]);
-    }
+        &image_values,
+        &["controller.logLevel=info\\,gpuready=debug"],
+    );
+    upgrade.push("--reuse-values");
     let helm = c.helm(&upgrade);
     let rollout = tokio::spawn(async move { run(helm, None).await });
     // Break a node while the pods roll: the taint must not wait longer than
@@ -404,7 +396,8 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
 
     // ---- the opt-out: uninstall.releaseNodes=false leaves the nodes as they
     // are; `gpuready release` by hand then takes them back.
-    c.must_helm(&install_args(
+    c.must_helm(&helm_args(
+        "install",
         chart,
         &image_values,
         &["uninstall.releaseNodes=false"],
@@ -841,19 +834,15 @@ async fn probe_on_the_real_node(c: &Cluster, repo: &str, tag: &str, image_values
     assert!(ds.contains("Running"), "{ds}");
 }
 
-/// `helm install` of the chart into the test namespace, waiting for it, with
-/// the e2e images and any further `--set` values.
-fn install_args<'a>(chart: &'a str, images: &'a [String], sets: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec![
-        "install",
-        RELEASE,
-        chart,
-        "-n",
-        NS,
-        "--wait",
-        "--timeout",
-        "5m",
-    ];
+/// `helm install` (or `upgrade`) of the chart into the test namespace, waiting
+/// for it, with the e2e images and any further `--set` values.
+fn helm_args<'a>(
+    verb: &'a str,
+    chart: &'a str,
+    images: &'a [String],
+    sets: &[&'a str],
+) -> Vec<&'a str> {
+    let mut args = vec![verb, RELEASE, chart, "-n", NS, "--wait", "--timeout", "5m"];
     for v in images
         .iter()
         .map(String::as_str)
