@@ -3,6 +3,11 @@
 //! drain the fleet for what is likely one shared cause. Engages on the rate of
 //! ready→not-ready turns within a window; releases on the level, once the share
 //! of not-ready nodes is back under the threshold.
+//!
+//! Two calls, two rules: [`BrakeState::turn`] records a turn and may only
+//! engage (a turn says nothing about how many nodes are not ready now), and
+//! [`BrakeState::counts`] decides from the tally's level and may engage or
+//! release. Only a caller holding the not-ready count may release.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -65,12 +70,21 @@ pub struct BrakeState {
 }
 
 impl BrakeState {
-    /// Records a node turning from ready to not ready.
-    pub fn record_turn(&mut self, node: &str, now: Timestamp) {
+    /// Records `node` turning from ready to not ready and engages the brake if
+    /// the turns inside the window are now a burst. Never releases: the number
+    /// of recent turns is not the number of nodes not ready, so an engaged
+    /// brake stays engaged until [`BrakeState::counts`] says the level is back
+    /// under the threshold. Returns whether the brake is engaged.
+    pub fn turn(&mut self, cfg: &BrakeConfig, node: &str, matched: usize, now: Timestamp) -> bool {
         if let Some(before) = self.turns.insert(node.to_owned(), now) {
             self.by_time.remove(&(before, node.to_owned()));
         }
         self.by_time.insert((now, node.to_owned()));
+        self.expire(cfg, now);
+        if !self.engaged && !disabled(cfg, matched) {
+            self.engaged = self.is_burst(cfg, matched);
+        }
+        self.engaged
     }
 
     /// Forgets a node (recovered or gone).
@@ -84,15 +98,35 @@ impl BrakeState {
         self.engaged
     }
 
-    /// Updates and returns whether the brake is engaged, given the profile's
-    /// matched and currently not-ready node counts.
-    pub fn update(
+    /// Decides from the profile's matched and currently not-ready node counts
+    /// (the tally's level): engages on a burst of recent turns, releases once
+    /// the share not ready is at or under the threshold. Returns whether the
+    /// brake is engaged.
+    pub fn counts(
         &mut self,
         cfg: &BrakeConfig,
         matched: usize,
         not_ready: usize,
         now: Timestamp,
     ) -> bool {
+        self.expire(cfg, now);
+        if disabled(cfg, matched) {
+            self.engaged = false;
+        } else if !self.engaged {
+            self.engaged = self.is_burst(cfg, matched);
+        } else if share(not_ready, matched) <= cfg.threshold {
+            self.engaged = false;
+        }
+        self.engaged
+    }
+
+    /// Number of turns inside the window (after the last call).
+    pub fn recent_turns(&self) -> usize {
+        self.turns.len()
+    }
+
+    /// Drops the turns older than the window, oldest first.
+    fn expire(&mut self, cfg: &BrakeConfig, now: Timestamp) {
         let horizon = now.as_second() - cfg.window_seconds;
         while let Some((at, node)) = self.by_time.first().cloned() {
             if at.as_second() >= horizon {
@@ -101,24 +135,21 @@ impl BrakeState {
             self.by_time.pop_first();
             self.turns.remove(&node);
         }
-        if cfg.threshold >= 1.0 || matched == 0 {
-            self.engaged = false;
-            return false;
-        }
-        let share = |n: usize| n as f64 / matched as f64;
-        let recent = self.turns.len();
-        if !self.engaged {
-            self.engaged = recent >= cfg.min_nodes && share(recent) > cfg.threshold;
-        } else if share(not_ready) <= cfg.threshold {
-            self.engaged = false;
-        }
-        self.engaged
     }
 
-    /// Number of turns inside the window (after the last `update`).
-    pub fn recent_turns(&self) -> usize {
-        self.turns.len()
+    fn is_burst(&self, cfg: &BrakeConfig, matched: usize) -> bool {
+        let recent = self.turns.len();
+        recent >= cfg.min_nodes && share(recent, matched) > cfg.threshold
     }
+}
+
+/// A threshold of 1.0 or more, or a profile with no nodes, never brakes.
+fn disabled(cfg: &BrakeConfig, matched: usize) -> bool {
+    cfg.threshold >= 1.0 || matched == 0
+}
+
+fn share(n: usize, matched: usize) -> f64 {
+    n as f64 / matched as f64
 }
 
 #[cfg(test)]
@@ -138,60 +169,86 @@ mod tests {
     #[test]
     fn engages_on_a_burst_and_releases_when_nodes_recover() {
         let mut b = BrakeState::default();
-        for (i, n) in ["a", "b", "c", "d"].iter().enumerate() {
-            b.record_turn(n, at(i as i64));
-        }
-        assert!(b.update(&CFG, 6, 4, at(10)));
+        let engaged: Vec<bool> = ["a", "b", "c", "d"]
+            .iter()
+            .enumerate()
+            .map(|(i, n)| b.turn(&CFG, n, 6, at(i as i64)))
+            .collect();
+        // The fourth turn of six nodes is more than half: engaged at once.
+        assert_eq!(engaged, [false, false, false, true]);
+        assert!(b.counts(&CFG, 6, 4, at(10)));
         // Still 4 of 6 not ready after the window: stays engaged (level, not rate).
-        assert!(b.update(&CFG, 6, 4, at(1000)));
+        assert!(b.counts(&CFG, 6, 4, at(1000)));
         // Recovered below the threshold: released.
-        assert!(!b.update(&CFG, 6, 2, at(1001)));
+        assert!(!b.counts(&CFG, 6, 2, at(1001)));
     }
 
     #[test]
     fn slow_failures_never_engage() {
         let mut b = BrakeState::default();
         for i in 0..6 {
-            b.record_turn(&format!("n{i}"), at(i * 400));
-            assert!(!b.update(&CFG, 6, (i + 1) as usize, at(i * 400)));
+            assert!(!b.turn(&CFG, &format!("n{i}"), 6, at(i * 400)));
+            assert!(!b.counts(&CFG, 6, (i + 1) as usize, at(i * 400)));
         }
     }
 
     #[test]
     fn small_pools_and_disabled_brake() {
         let mut b = BrakeState::default();
-        b.record_turn("a", at(0));
-        b.record_turn("b", at(0));
-        assert!(!b.update(&CFG, 2, 2, at(1)), "below min_nodes");
+        b.turn(&CFG, "a", 2, at(0));
+        assert!(!b.turn(&CFG, "b", 2, at(0)), "below min_nodes");
+        assert!(!b.counts(&CFG, 2, 2, at(1)), "below min_nodes");
         let off = BrakeConfig {
             threshold: 1.0,
             ..CFG
         };
         for n in ["c", "d", "e"] {
-            b.record_turn(n, at(0));
+            assert!(!b.turn(&off, n, 5, at(0)));
         }
-        assert!(!b.update(&off, 5, 5, at(1)));
+        assert!(!b.counts(&off, 5, 5, at(1)));
     }
 
     #[test]
     fn the_window_drops_old_turns_and_keeps_a_node_once() {
         let mut b = BrakeState::default();
-        b.record_turn("a", at(0));
-        b.record_turn("b", at(100));
+        b.turn(&CFG, "a", 10, at(0));
+        b.turn(&CFG, "b", 10, at(100));
         // "a" turns again later: counted once, at its latest turn.
-        b.record_turn("a", at(200));
-        b.update(&CFG, 10, 2, at(250));
+        b.turn(&CFG, "a", 10, at(200));
+        b.counts(&CFG, 10, 2, at(250));
         assert_eq!(b.recent_turns(), 2);
         // Past b's window, inside a's.
-        b.update(&CFG, 10, 2, at(450));
+        b.counts(&CFG, 10, 2, at(450));
         assert_eq!(b.recent_turns(), 1);
         b.forget("a");
-        b.update(&CFG, 10, 0, at(451));
+        b.counts(&CFG, 10, 0, at(451));
         assert_eq!(b.recent_turns(), 0);
         assert!(b.by_time.is_empty() && b.turns.is_empty());
         // A turn forgotten before the window passes leaves nothing behind.
-        b.record_turn("c", at(500));
+        b.turn(&CFG, "c", 10, at(500));
         b.forget("c");
         assert!(b.by_time.is_empty() && b.turns.is_empty());
+    }
+
+    /// Issue 33's sequence: 60 of 100 nodes turn at once and engage the brake;
+    /// the window passes with 60 still not ready (the counts keep it engaged);
+    /// then one more node turns. One recent turn is not one node not ready:
+    /// the turn must not release the brake while 61 % are not ready.
+    #[test]
+    fn a_turn_after_the_window_never_releases_an_engaged_brake() {
+        let mut b = BrakeState::default();
+        for i in 0..60 {
+            b.turn(&CFG, &format!("n{i}"), 100, at(0));
+        }
+        assert!(b.engaged(), "60 of 100 turned at once");
+        assert!(b.counts(&CFG, 100, 60, at(400)), "still 60 % not ready");
+        assert_eq!(b.recent_turns(), 0, "the burst's turns left the window");
+        assert!(
+            b.turn(&CFG, "n60", 100, at(401)),
+            "a late turn released the brake"
+        );
+        assert!(b.counts(&CFG, 100, 61, at(402)));
+        // Only the level releases it.
+        assert!(!b.counts(&CFG, 100, 50, at(403)));
     }
 }

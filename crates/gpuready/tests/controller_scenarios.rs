@@ -405,6 +405,101 @@ async fn the_safety_brake_holds_new_taints_when_most_nodes_fail_at_once_and_rele
     run.stop().await.expect("clean stop");
 }
 
+/// Issue 33's sequence on a real API server: a burst engages the brake, its
+/// turns leave the window while the share not ready stays above the
+/// threshold, then one more node turns. A turn may only engage the brake: the
+/// late turn must neither release it nor get its taint, and the release that
+/// finally comes (from the counts) taints every node it held.
+#[tokio::test]
+async fn a_late_turn_never_releases_an_engaged_brake() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    let names: Vec<String> = (1..=10).map(|i| format!("gpu-{i}")).collect();
+    for name in &names {
+        create_node(&client, name, rtx3090_in("a"), 1, json!([])).await;
+    }
+    apply_profile(&client, &rtx3090_profile("fleet", "a", "")).await;
+    let args = run_args(&[
+        "--brake-threshold=0.5",
+        "--brake-min-nodes=3",
+        "--brake-window=2s",
+    ]);
+    let run = start_controller(&env, args);
+    for name in &names {
+        expect_ready(&client, name, "fleet").await;
+    }
+    eventually(30, "10 nodes ready in status", || async {
+        (profile_counts(&client, "fleet").await == Some((10, 10, 0))).then_some(())
+    })
+    .await;
+    let engaged = || async {
+        profile_condition(&client, "fleet", keys::CONDITION_SAFETY_BRAKE)
+            .await
+            .map(|(status, _)| status)
+    };
+
+    // Six of ten turn at once: engaged on the sixth turn at the latest.
+    for name in &names[..6] {
+        set_node_status(&client, name, 1, 0, true).await;
+    }
+    eventually(30, "SafetyBrake=True with 6 not ready", || async {
+        (engaged().await.as_deref() == Some("True")
+            && profile_counts(&client, "fleet").await == Some((10, 4, 6)))
+        .then_some(())
+    })
+    .await;
+    // The burst's turns leave the 2 s window; 6 of 10 are still not ready.
+    tokio::time::sleep(std::time::Duration::from_secs(4)).await;
+    assert_eq!(engaged().await.as_deref(), Some("True"));
+
+    // One more node turns: 7 of 10 not ready, one turn inside the window.
+    let late = &names[6];
+    set_node_status(&client, late, 1, 0, true).await;
+    eventually(30, "the late node reported not ready", || async {
+        let n = get_node(&client, late).await;
+        (label(&n, keys::LABEL_READY).as_deref() == Some("false")).then_some(())
+    })
+    .await;
+    eventually(30, "status counts 7 not ready", || async {
+        (profile_counts(&client, "fleet").await == Some((10, 3, 7))).then_some(())
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert_eq!(
+        engaged().await.as_deref(),
+        Some("True"),
+        "a turn released the brake while 7 of 10 are not ready"
+    );
+    assert!(
+        !gated(&get_node(&client, late).await),
+        "the late node was tainted while the brake is engaged"
+    );
+
+    // The level falls to 5 of 10: released, and every held node still
+    // failing gets its taint.
+    let (mut held, mut tainted) = (Vec::new(), Vec::new());
+    for name in &names[..7] {
+        if gated(&get_node(&client, name).await) {
+            tainted.push(name.clone());
+        } else {
+            held.push(name.clone());
+        }
+    }
+    println!("brake engaged: tainted {tainted:?}, held {held:?}");
+    assert!(held.contains(late) && tainted.len() >= 2);
+    for name in &tainted[..2] {
+        set_node_status(&client, name, 1, 1, true).await;
+    }
+    eventually(30, "SafetyBrake=False", || async {
+        (engaged().await.as_deref() == Some("False")).then_some(())
+    })
+    .await;
+    for name in &held {
+        expect_gated(&client, name, "DevicesUnhealthy").await;
+    }
+    run.stop().await.expect("clean stop");
+}
+
 #[tokio::test]
 async fn a_node_relabelled_out_of_the_selector_is_cleaned_and_back_in_is_gated_again() {
     let env = env_with_crd().await;

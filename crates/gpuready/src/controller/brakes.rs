@@ -1,8 +1,8 @@
 //! The safety brake's bookkeeping, one [`BrakeState`] per profile: the node
 //! reconciler feeds it turns (a node labelled ready that no longer is), which
-//! engage it at once on a burst, and asks whether new taints are held; the
-//! status task feeds it fresh counts from its tally, which refine and release
-//! it. Every count it decides with is the tally's — the matched count between
+//! may only engage it (at once, on a burst), and asks whether new taints are
+//! held; the status task feeds it fresh counts from its tally, the only call
+//! that may release it — and the one that re-queues the nodes it held. Every count it decides with is the tally's — the matched count between
 //! two status passes arrives over the status task's `watch` channel
 //! (`Context::matched`), never read back from the profile's status through the
 //! API server. The decision itself is pure (`gpuready_core::brake`); this
@@ -48,9 +48,10 @@ impl Brakes {
     }
 
     /// Notes a node that was labelled ready and no longer is (the brake's
-    /// input), or forgets one that is ready again. On a turn the brake is
-    /// updated at once, so a burst engages it before the status task's next
-    /// pass; `matched` gives the profile's matched node count (read only then).
+    /// input), or forgets one that is ready again. A turn may engage the brake
+    /// at once, so a burst is braked before the status task's next pass, but
+    /// never releases it (`BrakeState::turn`); `matched` gives the profile's
+    /// matched node count (read only then).
     pub fn record_turn(
         &self,
         facts: &NodeFacts,
@@ -68,22 +69,19 @@ impl Brakes {
         if a.ready == Some(true) {
             b.forget(&facts.name);
         } else if facts.labels.get(keys::LABEL_READY).map(String::as_str) == Some("true") {
-            b.record_turn(&facts.name, now);
-            // Engage at once on a burst; the status task refines with fresh counts.
-            let not_ready = b.recent_turns();
-            b.update(&self.cfg, matched(profile), not_ready, now);
+            b.turn(&self.cfg, &facts.name, matched(profile), now);
         }
     }
 
-    /// Updates `profile`'s brake from the tally's counts; returns whether it
-    /// is engaged now.
-    pub fn update(&self, profile: &str, matched: usize, not_ready: usize, now: Timestamp) -> bool {
+    /// Updates `profile`'s brake from the tally's counts, the one call that
+    /// may release it; returns whether it is engaged now.
+    pub fn counts(&self, profile: &str, matched: usize, not_ready: usize, now: Timestamp) -> bool {
         self.state
             .lock()
             .map(|mut b| {
                 b.entry(profile.to_owned())
                     .or_default()
-                    .update(&self.cfg, matched, not_ready, now)
+                    .counts(&self.cfg, matched, not_ready, now)
             })
             .unwrap_or(false)
     }

@@ -240,10 +240,12 @@ async fn update_profile(
     let was_engaged = ctx.brakes.engaged(&name);
     let engaged = ctx
         .brakes
-        .update(&name, t.matched(), t.not_ready.len(), now);
+        .counts(&name, t.matched(), t.not_ready.len(), now);
     if was_engaged && !engaged {
         // Nodes held back while the brake was on get their taint now: nothing
-        // about them changed, so nothing else would reconcile them.
+        // about them changed, so nothing else would reconcile them. This is
+        // the only place a brake is released (a turn can only engage it), so
+        // every release re-queues them.
         for n in t.not_ready.keys() {
             let _ = ctx.requeue.send(ObjectRef::new(n));
         }
