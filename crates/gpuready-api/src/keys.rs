@@ -166,6 +166,12 @@ pub mod reasons {
     pub const MIG_CONFIG_MISMATCH: &str = "MigConfigMismatch";
     /// Fewer MIG devices of a profile than `mig.devices` needs.
     pub const MIG_DEVICES_MISSING: &str = "MigDevicesMissing";
+    /// GFD's single MIG strategy labels the node `<model>-MIG-INVALID`: its MIG
+    /// layout does not fit the strategy, so no device is advertised.
+    pub const MIG_STRATEGY_INVALID: &str = "MigStrategyInvalid";
+    /// A profile without `mig` (full GPUs) governs a node whose GPUs GFD's
+    /// single strategy shows partitioned into MIG devices.
+    pub const MIG_PARTITIONED: &str = "MigPartitioned";
     /// Device gating: fewer ready GPUs remain than `deviceGating.minReadyGpus`
     /// once gpuready's DeviceTaintRules took the bad devices out.
     pub const TOO_FEW_READY_DEVICES: &str = "TooFewReadyDevices";

@@ -515,6 +515,7 @@ impl DraPool {
             cuda_runtime: present(min(|d| d.cuda_driver)),
             timestamp: Field::Absent,
             mig_strategy: None,
+            mig_single: None,
             vfio_mode: false,
             vgpu: None,
         }
