@@ -181,6 +181,9 @@ pub mod reasons {
     pub const DRA_DEVICES_AVAILABLE: &str = "DraDevicesAvailable";
     /// Ready: GPU attributes come from ResourceSlices instead of GFD labels.
     pub const DRA_ATTRIBUTES: &str = "DraAttributes";
+    /// `gpu.maxGpusPerNumaNode`: a NUMA node holds more GPUs than the profile
+    /// allows (a BIOS NUMA setting that collapsed the topology, say).
+    pub const TOO_MANY_GPUS_PER_NUMA_NODE: &str = "TooManyGpusPerNumaNode";
     /// NFD's PCI scan shows more NVIDIA GPUs than the stack advertises.
     pub const GPU_NOT_ADVERTISED: &str = "GpuNotAdvertised";
     /// The stack advertises more GPUs than NFD's PCI scan finds (a GPU fell off the bus).
@@ -223,6 +226,12 @@ pub mod dra {
     pub const ATTR_DRIVER: &str = "driverVersion";
     pub const ATTR_CUDA_DRIVER: &str = "cudaDriverVersion";
     pub const ATTR_PCI_BUS_ID: &str = "resource.kubernetes.io/pciBusID";
+    /// Kubernetes' standard NUMA attribute (stable in 1.37): an `int`, or an
+    /// `ints` list when the driver's `DRAListTypeAttributes` gate is on.
+    pub const ATTR_NUMA_NODE: &str = "resource.kubernetes.io/numaNode";
+    /// The DRA driver v0.4.x's own NUMA attribute on VFIO devices (an `int`),
+    /// before it moved to [`ATTR_NUMA_NODE`].
+    pub const ATTR_NUMA_LEGACY: &str = "numa";
     /// MIG devices: the nvidia-smi profile name, e.g. `1g.18gb`.
     pub const ATTR_MIG_PROFILE: &str = "profile";
     /// The driver's health monitor: an XID (value = the XID; `NoSchedule`

@@ -479,6 +479,14 @@ pub struct GpuExpectation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 1024))]
     pub count: Option<u32>,
+
+    /// At most this many GPUs on one NUMA node, read from the DRA driver's
+    /// standard `resource.kubernetes.io/numaNode` attribute (an `int`, or an
+    /// `ints` list): on an 8-GPU board with two sockets, 4 catches a BIOS
+    /// NUMA setting that put every GPU on one node. Judged on DRA nodes only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1024))]
+    pub max_gpus_per_numa_node: Option<u32>,
 }
 
 /// GPU architecture family, as GFD spells it in `nvidia.com/gpu.family`.

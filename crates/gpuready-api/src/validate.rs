@@ -390,6 +390,14 @@ impl GpuNodeProfileSpec {
         {
             fail("gpu.count", format!("{c} must be between 1 and 1024"));
         }
+        if let Some(n) = gpu.max_gpus_per_numa_node
+            && !(1..=1024).contains(&n)
+        {
+            fail(
+                "gpu.maxGpusPerNumaNode",
+                format!("{n} must be between 1 and 1024"),
+            );
+        }
 
         let t = &self.taint;
         if !is_qualified_name(&t.key) {

@@ -613,6 +613,24 @@ fn bad_cases() -> Vec<Bad> {
             ],
         ),
         b(
+            ("spec.gpu.maxGpusPerNumaNode", "minimum"),
+            "no GPU allowed on a NUMA node",
+            spec_with(json!({ "gpu": { "maxGpusPerNumaNode": 0 } })),
+            &[
+                "spec.gpu.maxGpusPerNumaNode",
+                "should be greater than or equal to 1",
+            ],
+        ),
+        b(
+            ("spec.gpu.maxGpusPerNumaNode", "maximum"),
+            "more GPUs per NUMA node than a node holds",
+            spec_with(json!({ "gpu": { "maxGpusPerNumaNode": 1025 } })),
+            &[
+                "spec.gpu.maxGpusPerNumaNode",
+                "should be less than or equal to 1024",
+            ],
+        ),
+        b(
             ("spec.mig.config", "minLength"),
             "an empty mig-manager config name",
             spec_with(json!({ "mig": { "config": "" } })),
@@ -1503,6 +1521,7 @@ async fn good_profiles_are_accepted_and_defaulted() {
             "families": ["hopper", "ampere", "ada-lovelace"],
             "excludedFamilies": ["maxwell"],
             "count": 1024,
+            "maxGpusPerNumaNode": 1024,
         },
         "minDriverVersion": "580.65.06",
         "cudaVersion": "12.4",

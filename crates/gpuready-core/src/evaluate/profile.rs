@@ -3,7 +3,7 @@
 //! geometry.
 
 use gpuready_api::GpuNodeProfileSpec;
-use gpuready_api::keys::{nvidia, reasons};
+use gpuready_api::keys::{dra, nvidia, reasons};
 
 use super::verdict::{
     Verdict, malformed, mig_strategy_invalid, missing, named, not_ready, ready, unknown,
@@ -383,6 +383,51 @@ fn mig_geometry(
     ))
 }
 
+/// `gpu.maxGpusPerNumaNode` against the DRA pool's
+/// `resource.kubernetes.io/numaNode` (an `int` or an `ints` list). GFD
+/// publishes no NUMA placement, so a device-plugin node is not judged by it
+/// (the message says so). `Ok(note)` when it holds or does not apply.
+fn numa_rule(spec: &GpuNodeProfileSpec, facts: &NodeFacts, dra: bool) -> Result<String, Verdict> {
+    let Some(max) = spec.gpu.max_gpus_per_numa_node else {
+        return Ok(String::new());
+    };
+    let Some(pool) = facts.evidence.dra.complete().filter(|_| dra) else {
+        return Ok(format!(
+            "; GPUs per NUMA node not judged: {} comes from the DRA driver's ResourceSlices, and this node is judged by the device plugin",
+            dra::ATTR_NUMA_NODE
+        ));
+    };
+    let (per_node, unplaced) = pool.gpus_per_numa_node();
+    let pools = pool.pools.join(", ");
+    if !unplaced.is_empty() {
+        return Err(unknown(
+            reasons::DRA_ATTRIBUTE_MISSING,
+            format!(
+                "the ResourceSlice attribute {} (pool {pools}) is missing on {}: the DRA driver publishes it from v0.5 (main), so gpu.maxGpusPerNumaNode cannot be checked",
+                dra::ATTR_NUMA_NODE,
+                unplaced.join(", ")
+            ),
+        )
+        .via(Source::ResourceSlices));
+    }
+    let spread = per_node
+        .iter()
+        .map(|(n, g)| format!("NUMA node {n}: {g}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if let Some((node, gpus)) = per_node.iter().find(|(_, g)| **g > max as usize) {
+        return Err(not_ready(
+            reasons::TOO_MANY_GPUS_PER_NUMA_NODE,
+            format!(
+                "NUMA node {node} holds {gpus} GPU(s), more than the {max} gpu.maxGpusPerNumaNode allows ({}, pool {pools}: {spread}): a BIOS NUMA setting (NPS/SNC, NUMA off) or the platform put them together; compare numactl -H and the board's topology, fix the BIOS setting and reboot",
+                dra::ATTR_NUMA_NODE
+            ),
+        )
+        .via(Source::ResourceSlices));
+    }
+    Ok(format!("; GPUs per NUMA node at most {max} ({spread})"))
+}
+
 /// Profile, then the bus: NFD's PCI scan can prove a count short even when
 /// the labels still claim it (a GPU lost after GFD last ran). Then the MIG
 /// geometry the profile asks for.
@@ -398,6 +443,16 @@ pub(super) fn profile_with_bus(spec: &GpuNodeProfileSpec, facts: &NodeFacts, dra
     }
     let v = match mig_geometry(spec, facts, dra) {
         // The MIG layout is a GPU expectation of its own.
+        Ok(note) if !note.is_empty() && v.reason == "NoExpectations" => {
+            ready("ProfileMatches", note.trim_start_matches("; ").to_owned())
+        }
+        Ok(note) => Verdict {
+            message: format!("{}{note}", v.message),
+            ..v
+        },
+        Err(bad) => return bad,
+    };
+    let v = match numa_rule(spec, facts, dra) {
         Ok(note) if !note.is_empty() && v.reason == "NoExpectations" => {
             ready("ProfileMatches", note.trim_start_matches("; ").to_owned())
         }
