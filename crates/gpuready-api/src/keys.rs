@@ -267,6 +267,52 @@ pub mod device_rules {
     pub const TAINT_KEY: &str = "gpuready.io/device-not-ready";
 }
 
+/// Outside Node conditions the External layer's presets read (docs/external.md
+/// names the document each comes from), and the External layer's reasons.
+pub mod external {
+    use crate::profile::BrokenWhen;
+
+    /// Amazon EKS node monitoring agent (aws/eks-node-monitoring-agent,
+    /// `docs/node-health-issues.adoc`; EKS user guide "Detect node health
+    /// issues with the EKS node monitoring agent"): `True` while healthy.
+    pub const EKS: &[(&str, BrokenWhen)] = &[("AcceleratedHardwareReady", BrokenWhen::False)];
+    /// AKS node-problem-detector (MicrosoftDocs/azure-aks-docs
+    /// `articles/aks/node-problem-detector.md`, "GPU only" rows, and
+    /// `aks-managed-gpu-nodes.md`): `True` names the problem.
+    pub const AKS: &[(&str, BrokenWhen)] = &[
+        ("GPUMissing", BrokenWhen::True),
+        ("XIDErrors", BrokenWhen::True),
+        ("NVLinkStatusInactive", BrokenWhen::True),
+        ("UnhealthyNvidiaDevicePlugin", BrokenWhen::True),
+        ("UnhealthyNvidiaDCGMServices", BrokenWhen::True),
+    ];
+    /// Nebius Managed Kubernetes (docs.nebius.com, "Health checks and automatic
+    /// recovery of Managed Service for Kubernetes nodes"): `False` when every
+    /// GPU health check passed.
+    pub const NEBIUS: &[(&str, BrokenWhen)] = &[("NebiusGPUError", BrokenWhen::True)];
+    /// Meta GCM health checks under node-problem-detector (GCM docs,
+    /// "Kubernetes Deployment", default health checks).
+    pub const META_GCM: &[(&str, BrokenWhen)] = &[
+        ("GcmXidErrorsProblem", BrokenWhen::True),
+        ("GcmSmiEccProblem", BrokenWhen::True),
+        ("GcmSmiDisconnectedProblem", BrokenWhen::True),
+        ("GcmProcZombieProblem", BrokenWhen::True),
+        ("GcmDcgmiNvlinkStatusProblem", BrokenWhen::True),
+        ("GcmDcgmiDiagProblem", BrokenWhen::True),
+    ];
+
+    /// Ready: every outside condition read says healthy.
+    pub const HEALTHY: &str = "ExternalSignalsHealthy";
+    /// NotReady: an outside judge calls the node broken.
+    pub const BROKEN: &str = "ExternalSignalBroken";
+    /// Unknown: a condition's heartbeat is older than `maxHeartbeatAgeSeconds`.
+    pub const STALE: &str = "ExternalSignalStale";
+    /// Unknown: a condition reads `Unknown` (its agent cannot tell).
+    pub const UNKNOWN: &str = "ExternalSignalUnknown";
+    /// Unknown or NotReady (`whenMissing`): a named condition is not on the node.
+    pub const MISSING: &str = "ExternalSignalMissing";
+}
+
 /// Reasons of the Health layer (and of [`CONDITION_PROBE_HEALTHY`]), judged on
 /// the report of `gpuready probe`. docs/probe.md says what each means and what
 /// to do.

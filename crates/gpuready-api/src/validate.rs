@@ -144,6 +144,17 @@ pub fn is_label_value(value: &str) -> bool {
 /// A MIG profile name as nvidia-smi and the DRA driver spell it (`1g.18gb`,
 /// `1g.18gb+me`) or GFD does (`1g.18gb.me`): the CRD's pattern
 /// `^[0-9]+g\.[0-9]+gb([.+][a-z0-9+.]+)?$`.
+/// A Node condition type an External layer may name: 1 to 316 characters of
+/// letters, digits, `-`, `_`, `.` and `/`, alphanumeric at both ends (the CEL
+/// rule on `external.conditions[].type` spells the same).
+pub fn is_condition_type(t: &str) -> bool {
+    let ok = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/');
+    (1..=316).contains(&t.len())
+        && t.bytes().all(ok)
+        && t.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+        && t.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric())
+}
+
 pub fn is_mig_profile(name: &str) -> bool {
     let Some((g, rest)) = name.split_once("g.") else {
         return false;
@@ -501,6 +512,64 @@ impl GpuNodeProfileSpec {
                 "deviceGating.minReadyGpus",
                 format!("{n} must be between 1 and 1024"),
             );
+        }
+        if let Some(x) = &self.external {
+            if x.presets.is_empty() && x.conditions.is_empty() {
+                fail(
+                    "external",
+                    "must name at least one preset or condition: an External layer that reads nothing would always be Ready".into(),
+                );
+            }
+            if x.presets.len() > 8 {
+                fail("external.presets", "at most 8 entries".into());
+            }
+            let mut presets = std::collections::BTreeSet::new();
+            for p in &x.presets {
+                if !presets.insert(p) {
+                    fail(
+                        "external.presets",
+                        format!("preset {} is listed twice", p.as_str()),
+                    );
+                }
+            }
+            if x.conditions.len() > 32 {
+                fail("external.conditions", "at most 32 entries".into());
+            }
+            let mut types = std::collections::BTreeSet::new();
+            for c in &x.conditions {
+                if !types.insert(c.type_.as_str()) {
+                    fail(
+                        "external.conditions",
+                        format!("condition type {:?} is listed twice", c.type_),
+                    );
+                }
+                if !is_condition_type(&c.type_) {
+                    fail(
+                        "external.conditions[].type",
+                        format!(
+                            "{:?} must be a condition type like GpuHealthy or example.com/GPUProblem (letters, digits, '-', '_', '.', '/')",
+                            c.type_
+                        ),
+                    );
+                }
+                if c.type_.starts_with(crate::keys::CONDITION_GPU_READY) || c.type_ == "Ready" {
+                    fail(
+                        "external.conditions[].type",
+                        format!(
+                            "{:?}: gpuready's own GpuReady… conditions (gpuready would judge from what it writes) and kubelet's Ready (the Node layer reads it) cannot be named",
+                            c.type_
+                        ),
+                    );
+                }
+            }
+            if let Some(age) = x.max_heartbeat_age_seconds
+                && !(30..=604_800).contains(&age)
+            {
+                fail(
+                    "external.maxHeartbeatAgeSeconds",
+                    format!("{age} must be between 30 and 604800 (7 days)"),
+                );
+            }
         }
         if let Some(m) = &self.mig {
             if let Some(c) = &m.config

@@ -14,6 +14,7 @@ mod compatibility;
 mod deadline;
 mod device_plugin;
 mod driver;
+mod external;
 mod feature_discovery;
 mod hardware;
 pub mod health;
@@ -107,6 +108,8 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
             // Left out entirely when there is no report and the profile ignores
             // that: profiles written before the probe existed judge as before.
             Layer::Health if !health::applies(spec, facts) => continue,
+            // Only where the profile names outside judges.
+            Layer::External if !external::applies(spec) => continue,
             // A node that is down tells us nothing current about its GPU stack.
             _ if !node_ok => unknown(
                 reasons::NODE_NOT_READY,
@@ -139,6 +142,14 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
             Layer::Profile => profile::profile_with_bus(spec, &judged, dra).or_via(attributes),
             Layer::Compatibility => {
                 compatibility::compatibility_layer(spec, &judged).or_via(attributes)
+            }
+            Layer::External => {
+                let (v, r) = external::external_layer(spec, facts, now);
+                recheck = match (recheck, r) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                v
             }
             Layer::Health => match health::judge(spec, &health_facts, now) {
                 Some(h) => {
@@ -192,6 +203,7 @@ fn default_source(layer: Layer) -> Source {
         Layer::Hardware => Source::NfdLabels,
         Layer::DevicePlugin => Source::Allocatable,
         Layer::Health => Source::ProbeReport,
+        Layer::External => Source::NodeConditions,
         _ => Source::GfdLabels,
     }
 }

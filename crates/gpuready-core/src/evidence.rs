@@ -40,6 +40,9 @@ pub enum Source {
     ProbeReport,
     /// NVIDIA mig-manager's `nvidia.com/mig.config` and `mig.config.state` labels.
     MigManagerLabels,
+    /// Node conditions other judges write (a provider's GPU health agent,
+    /// node-problem-detector): the External layer.
+    NodeConditions,
 }
 
 impl Source {
@@ -55,6 +58,7 @@ impl Source {
             Source::Profile => "Profile",
             Source::ProbeReport => "ProbeReport",
             Source::MigManagerLabels => "MigManagerLabels",
+            Source::NodeConditions => "NodeConditions",
         }
     }
 
@@ -68,6 +72,7 @@ impl Source {
                 | Source::GfdLabels
                 | Source::Allocatable
                 | Source::MigManagerLabels
+                | Source::NodeConditions
         )
     }
 }

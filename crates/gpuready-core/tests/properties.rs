@@ -340,6 +340,7 @@ prop_compose! {
             probe: None,
             device_gating: None,
             mig: None,
+            external: None,
         }
     }
 }

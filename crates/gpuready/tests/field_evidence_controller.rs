@@ -1,14 +1,16 @@
 //! The evidence of issue 31 read by the controller on a real API server
 //! (kube-apiserver v1.37): ResourceSlices whose attributes come in KEP-5491's
 //! list form (served with the `DRAListTypeAttributes` gate on), judged by a
-//! profile's `gpu.maxGpusPerNumaNode`.
+//! profile's `gpu.maxGpusPerNumaNode`; and outside verdicts, Node conditions
+//! another agent writes, judged by the External layer.
 
 mod support;
 
 use std::collections::BTreeMap;
 
-use gpuready_api::keys::reasons;
+use gpuready_api::keys::{external, reasons};
 use gpuready_testenv::{TestEnv, Tuning};
+use k8s_openapi::api::core::v1::Node;
 use kube::Client;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use serde_json::{Value, json};
@@ -98,5 +100,72 @@ async fn list_typed_numa_nodes_reach_the_controller() {
             .then_some(())
     })
     .await;
+    run.stop().await.expect("clean stop");
+}
+
+/// Sets one outside condition on the node as node-problem-detector does (a
+/// strategic merge of `status.conditions`, keyed by type), kubelet's Ready kept.
+async fn set_outside_condition(
+    client: &Client,
+    node: &str,
+    type_: &str,
+    status: &str,
+    reason: &str,
+) {
+    let now = jiff::Timestamp::now().to_string();
+    let patch = json!({ "status": { "conditions": [{
+        "type": type_, "status": status, "reason": reason, "message": "set by the test",
+        "lastHeartbeatTime": now, "lastTransitionTime": now,
+    }] } });
+    Api::<Node>::all(client.clone())
+        .patch_status(node, &PatchParams::default(), &Patch::Strategic(&patch))
+        .await
+        .expect("setting the outside condition");
+}
+
+#[tokio::test]
+async fn an_outside_verdict_gates_the_node_and_its_recovery_releases_it() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    let node = "aks-gpu-1";
+    create_node(&client, node, rtx3090_in("aks"), 1, json!([])).await;
+    set_outside_condition(&client, node, "XIDErrors", "False", "NoXIDErrors").await;
+    apply_profile(
+        &client,
+        &rtx3090_profile(
+            "aks",
+            "aks",
+            "external: {presets: [AksNodeProblemDetector]}",
+        ),
+    )
+    .await;
+    let run = start_controller(&env, test_args());
+    eventually(60, "healthy outside verdict: ready", || async {
+        let n = get_node(&client, node).await;
+        (gpu_ready(&n) == Some(("True".into(), "Ready".into()))).then_some(())
+    })
+    .await;
+    // NPD finds XIDs: the status flip alone re-queues the node.
+    set_outside_condition(&client, node, "XIDErrors", "True", "XIDErrors").await;
+    eventually(60, "the provider's verdict gates the node", || async {
+        let n = get_node(&client, node).await;
+        (gpu_ready(&n) == Some(("False".into(), external::BROKEN.into()))).then_some(())
+    })
+    .await;
+    set_outside_condition(&client, node, "XIDErrors", "False", "NoXIDErrors").await;
+    eventually(60, "the verdict clears: ready again", || async {
+        let n = get_node(&client, node).await;
+        (gpu_ready(&n) == Some(("True".into(), "Ready".into()))).then_some(())
+    })
+    .await;
+    // The foreign condition is the provider's: gpuready left it as it was.
+    let n = get_node(&client, node).await;
+    let xid = n
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "XIDErrors"))
+        .expect("XIDErrors still there");
+    assert_eq!(xid.message.as_deref(), Some("set by the test"));
     run.stop().await.expect("clean stop");
 }
