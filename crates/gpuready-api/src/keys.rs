@@ -267,6 +267,28 @@ pub mod device_rules {
     pub const TAINT_KEY: &str = "gpuready.io/device-not-ready";
 }
 
+/// The Fabric layer's reasons (docs/fabric.md).
+pub mod fabric {
+    /// Ready: the node is in an expected clique and every GPU registered.
+    pub const FABRIC_READY: &str = "FabricReady";
+    /// No `nvidia.com/gpu.clique` label.
+    pub const CLIQUE_LABEL_MISSING: &str = "CliqueLabelMissing";
+    /// The label is not `<cluster UUID>.<clique ID>`.
+    pub const CLIQUE_LABEL_MALFORMED: &str = "CliqueLabelMalformed";
+    /// The node's clique is not one of `fabric.cliques`.
+    pub const UNEXPECTED_CLIQUE: &str = "UnexpectedClique";
+    /// A GPU's NVML fabric clique or cluster differs from the label.
+    pub const CLIQUE_MISMATCH: &str = "CliqueMismatch";
+    /// A GPU's fabric registration is not completed, or completed with an error.
+    pub const FABRIC_REGISTRATION_INCOMPLETE: &str = "FabricRegistrationIncomplete";
+    /// NVML reports no fabric for a GPU of a node the profile wants on one.
+    pub const GPU_NOT_ON_FABRIC: &str = "GpuNotOnFabric";
+    /// No probe report to read the per-GPU fabric state from.
+    pub const FABRIC_STATE_UNREAD: &str = "FabricStateUnread";
+    /// The driver is older than IMEX needs (`fabric.minDriverVersion`).
+    pub const DRIVER_TOO_OLD_FOR_IMEX: &str = "DriverTooOldForImex";
+}
+
 /// Outside Node conditions the External layer's presets read (docs/external.md
 /// names the document each comes from), and the External layer's reasons.
 pub mod external {
@@ -434,6 +456,9 @@ pub mod nvidia {
     pub const GPU_MEMORY: &str = "nvidia.com/gpu.memory";
     pub const GPU_COUNT: &str = "nvidia.com/gpu.count";
     pub const GPU_FAMILY: &str = "nvidia.com/gpu.family";
+    /// GFD: the NVLink clique of the node's fabric-attached GPUs,
+    /// `<cluster UUID>.<clique ID>` (only when they all agree).
+    pub const GPU_CLIQUE: &str = "nvidia.com/gpu.clique";
     pub const GPU_COMPUTE_MAJOR: &str = "nvidia.com/gpu.compute.major";
     pub const GPU_COMPUTE_MINOR: &str = "nvidia.com/gpu.compute.minor";
     pub const GPU_REPLICAS: &str = "nvidia.com/gpu.replicas";

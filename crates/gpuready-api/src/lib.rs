@@ -15,7 +15,7 @@ pub mod validate;
 pub use layer::Layer;
 pub use profile::{
     BrokenWhen, DeadlineStart, DeviceGating, DeviceTaintEffect, EvidenceMode, ExternalCondition,
-    ExternalPreset, ExternalSignals, Family, GpuExpectation, GpuNodeProfile, GpuNodeProfileSpec,
-    GpuNodeProfileStatus, MigExpectation, Mode, NotReadyDeadline, NotReadyNode, ProbeExpectation,
-    ProbePolicy, TaintEffect, TaintPolicy, TaintSpec, Workload,
+    ExternalPreset, ExternalSignals, FabricExpectation, Family, GpuExpectation, GpuNodeProfile,
+    GpuNodeProfileSpec, GpuNodeProfileStatus, MigExpectation, Mode, NotReadyDeadline, NotReadyNode,
+    ProbeExpectation, ProbePolicy, TaintEffect, TaintPolicy, TaintSpec, Workload,
 };

@@ -93,7 +93,7 @@ pub struct GpuNodeProfileSpec {
     /// Layers whose verdict gates readiness. Default: all of them. A layer left out
     /// is still evaluated and reported, but cannot hold the node back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 9))]
+    #[schemars(length(min = 1, max = 10))]
     #[x_kube(validation = Rule::new("self.all(l, self.exists_one(m, m == l))").message("gatingLayers must not repeat a layer"))]
     #[x_kube(validation = Rule::new("self.exists(l, l != 'Health')").message("gatingLayers must name a layer besides Health: Health is judged only where a probe report exists, so alone it gates nothing"))]
     pub gating_layers: Option<Vec<Layer>>,
@@ -196,11 +196,49 @@ pub struct GpuNodeProfileSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mig: Option<MigExpectation>,
 
+    /// The Fabric layer: multi-node NVLink readiness (GB200/GB300-class
+    /// systems): the NVLink clique label GFD writes, the probe's NVML fabric
+    /// state of every GPU, and the driver IMEX needs. Absent: not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<FabricExpectation>,
+
     /// The External layer: which verdicts of other judges count, as Node
     /// conditions their agents write (a cloud provider's GPU health agent,
     /// node-problem-detector checks). Absent: none is read.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external: Option<ExternalSignals>,
+}
+
+/// What multi-node NVLink readiness requires of a node.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FabricExpectation {
+    /// The cliques the nodes must sit in, as GFD's `nvidia.com/gpu.clique`
+    /// spells them: `<cluster UUID>.<clique ID>`. One entry makes every node
+    /// of the profile one NVLink domain (a rack); empty: any well-formed clique.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(length(max = 64)))]
+    #[x_kube(validation = Rule::new("self.all(c, c.matches('^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\\\\.[0-9]{1,10}$'))").message("fabric.cliques must be NVLink cliques as nvidia.com/gpu.clique spells them: <cluster UUID>.<clique ID>, e.g. 9277d399-0674-44a9-b64e-d85bb19ce2b0.32766"))]
+    pub cliques: Vec<String>,
+
+    /// Minimum driver for the fabric's IMEX daemons. Default `570.158.01`,
+    /// what the NVIDIA DRA driver's ComputeDomains need (IMEX daemons with DNS
+    /// names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self.matches('^[1-9][0-9]{0,8}\\\\.(0|[1-9][0-9]{0,8})(\\\\.[0-9]{1,9})?$')").message("fabric.minDriverVersion must look like 570.158.01 (at most 9 digits a part, no leading zero in the first two)"))]
+    #[schemars(length(max = 32))]
+    pub min_driver_version: Option<String>,
+
+    /// What a node without a probe report means for the per-GPU fabric state:
+    /// `Unknown` (default: the clique label alone does not show that every GPU
+    /// registered, GFD leaves a failed one out), `Blocking`, or `Ignore` (judge
+    /// the label and the driver only; the message says so).
+    #[serde(default = "default_unknown")]
+    pub when_probe_missing: ProbePolicy,
+}
+
+fn default_unknown() -> ProbePolicy {
+    ProbePolicy::Unknown
 }
 
 /// Outside verdicts the External layer reads: documented presets, any other

@@ -144,6 +144,25 @@ pub fn is_label_value(value: &str) -> bool {
 /// A MIG profile name as nvidia-smi and the DRA driver spell it (`1g.18gb`,
 /// `1g.18gb+me`) or GFD does (`1g.18gb.me`): the CRD's pattern
 /// `^[0-9]+g\.[0-9]+gb([.+][a-z0-9+.]+)?$`.
+/// GFD's `nvidia.com/gpu.clique` value, `<cluster UUID>.<clique ID>`
+/// (k8s-device-plugin `internal/lm/imex.go`: the UUID lower-case and
+/// hyphenated, the clique ID a decimal `uint32`): the UUID's 32 hex digits
+/// without hyphens and the ID, or `None` when it is not that shape.
+pub fn parse_clique(value: &str) -> Option<(String, u32)> {
+    let (uuid, id) = value.rsplit_once('.')?;
+    let groups: Vec<&str> = uuid.split('-').collect();
+    let shape_ok = groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12])
+        && groups.iter().all(|g| {
+            g.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        });
+    let id_ok = (1..=10).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_digit());
+    if !shape_ok || !id_ok {
+        return None;
+    }
+    Some((groups.concat(), id.parse().ok()?))
+}
+
 /// A Node condition type an External layer may name: 1 to 316 characters of
 /// letters, digits, `-`, `_`, `.` and `/`, alphanumeric at both ends (the CEL
 /// rule on `external.conditions[].type` spells the same).
@@ -512,6 +531,31 @@ impl GpuNodeProfileSpec {
                 "deviceGating.minReadyGpus",
                 format!("{n} must be between 1 and 1024"),
             );
+        }
+        if let Some(f) = &self.fabric {
+            if f.cliques.len() > 64 {
+                fail("fabric.cliques", "at most 64 entries".into());
+            }
+            for c in &f.cliques {
+                if parse_clique(c).is_none() {
+                    fail(
+                        "fabric.cliques",
+                        format!(
+                            "{c:?} must be an NVLink clique as nvidia.com/gpu.clique spells it: <cluster UUID>.<clique ID>, e.g. 9277d399-0674-44a9-b64e-d85bb19ce2b0.32766"
+                        ),
+                    );
+                }
+            }
+            if let Some(v) = &f.min_driver_version
+                && (v.len() > 32 || !is_version(v, 2, 3) || !no_leading_zeros(v, 2))
+            {
+                fail(
+                    "fabric.minDriverVersion",
+                    format!(
+                        "{v:?} must look like 570.158.01 (at most 9 digits a part, no leading zero in the first two)"
+                    ),
+                );
+            }
         }
         if let Some(x) = &self.external {
             if x.presets.is_empty() && x.conditions.is_empty() {

@@ -340,6 +340,7 @@ prop_compose! {
             probe: None,
             device_gating: None,
             mig: None,
+            fabric: None,
             external: None,
         }
     }

@@ -350,12 +350,12 @@ fn bad_cases() -> Vec<Bad> {
         },
         b(
             ("spec.gatingLayers", "maxItems"),
-            "ten gating layers",
+            "eleven gating layers",
             spec_with(
                 json!({ "gatingLayers": ["Node", "Hardware", "Driver", "DevicePlugin",
-                "FeatureDiscovery", "Profile", "Compatibility", "Health", "External", "Node"] }),
+                "FeatureDiscovery", "Profile", "Compatibility", "Health", "Fabric", "External", "Node"] }),
             ),
-            &["spec.gatingLayers", "must have at most 9 items"],
+            &["spec.gatingLayers", "must have at most 10 items"],
         ),
         b(
             ("spec.gatingLayers[]", "enum"),
@@ -628,6 +628,60 @@ fn bad_cases() -> Vec<Bad> {
             &[
                 "spec.gpu.maxGpusPerNumaNode",
                 "should be less than or equal to 1024",
+            ],
+        ),
+        b(
+            ("spec.fabric.cliques", "rule"),
+            "a clique without its cluster UUID",
+            spec_with(json!({ "fabric": { "cliques": ["32766"] } })),
+            &[
+                "spec.fabric.cliques",
+                "fabric.cliques must be NVLink cliques as nvidia.com/gpu.clique spells them",
+            ],
+        ),
+        b(
+            ("spec.fabric.cliques", "maxItems"),
+            "65 cliques",
+            spec_with(
+                json!({ "fabric": { "cliques": (0..65).map(|i| format!("9277d399-0674-44a9-b64e-d85bb19ce2b0.{i}")).collect::<Vec<_>>() } }),
+            ),
+            &["spec.fabric.cliques", "must have at most 64 items"],
+        ),
+        b(
+            ("spec.fabric.cliques[]", "maxLength"),
+            "a clique of 65 characters",
+            spec_with(
+                json!({ "fabric": { "cliques": [format!("9277d399-0674-44a9-b64e-d85bb19ce2b0.{}", "1".repeat(28))] } }),
+            ),
+            &["spec.fabric.cliques[0]", "may not be more than 64 bytes"],
+        ),
+        b(
+            ("spec.fabric.minDriverVersion", "rule"),
+            "a one-part fabric driver minimum",
+            spec_with(json!({ "fabric": { "minDriverVersion": "570" } })),
+            &[
+                "spec.fabric.minDriverVersion",
+                "fabric.minDriverVersion must look like 570.158.01",
+            ],
+        ),
+        b(
+            ("spec.fabric.minDriverVersion", "maxLength"),
+            "a fabric driver minimum of 33 characters",
+            spec_with(
+                json!({ "fabric": { "minDriverVersion": format!("570.158.{}", "1".repeat(25)) } }),
+            ),
+            &[
+                "spec.fabric.minDriverVersion",
+                "may not be more than 32 bytes",
+            ],
+        ),
+        b(
+            ("spec.fabric.whenProbeMissing", "enum"),
+            "an unknown fabric.whenProbeMissing",
+            spec_with(json!({ "fabric": { "whenProbeMissing": "Skip" } })),
+            &[
+                "spec.fabric.whenProbeMissing",
+                "Unsupported value: \"Skip\"",
             ],
         ),
         b(
@@ -1659,6 +1713,11 @@ async fn good_profiles_are_accepted_and_defaulted() {
             "excludedFamilies": ["maxwell"],
             "count": 1024,
             "maxGpusPerNumaNode": 1024,
+        },
+        "fabric": {
+            "cliques": ["9277d399-0674-44a9-b64e-d85bb19ce2b0.32766", "9277d399-0674-44a9-b64e-d85bb19ce2b0.4294967295"],
+            "minDriverVersion": "570.158.01",
+            "whenProbeMissing": "Blocking",
         },
         "external": {
             "presets": ["EksNodeMonitoringAgent", "AksNodeProblemDetector", "NebiusGpuHealthChecks", "MetaGcmHealthChecks"],

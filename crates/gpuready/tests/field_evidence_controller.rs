@@ -1,14 +1,18 @@
 //! The evidence of issue 31 read by the controller on a real API server
 //! (kube-apiserver v1.37): ResourceSlices whose attributes come in KEP-5491's
 //! list form (served with the `DRAListTypeAttributes` gate on), judged by a
-//! profile's `gpu.maxGpusPerNumaNode`; and outside verdicts, Node conditions
-//! another agent writes, judged by the External layer.
+//! profile's `gpu.maxGpusPerNumaNode`; outside verdicts, Node conditions
+//! another agent writes, judged by the External layer; and a multi-node NVLink
+//! tray's clique label and probe-reported fabric state, judged by the Fabric
+//! layer.
 
 mod support;
 
 use std::collections::BTreeMap;
 
-use gpuready_api::keys::{external, reasons};
+use gpuready::probe::publish::publish;
+use gpuready_api::keys::{external, fabric, reasons};
+use gpuready_api::probe::{FabricPhase, ProbeReport};
 use gpuready_testenv::{TestEnv, Tuning};
 use k8s_openapi::api::core::v1::Node;
 use kube::Client;
@@ -167,5 +171,78 @@ async fn an_outside_verdict_gates_the_node_and_its_recovery_releases_it() {
         .and_then(|c| c.iter().find(|c| c.type_ == "XIDErrors"))
         .expect("XIDErrors still there");
     assert_eq!(xid.message.as_deref(), Some("set by the test"));
+    run.stop().await.expect("clean stop");
+}
+
+fn tray_report(node: &str) -> ProbeReport {
+    let path =
+        repo_root().join("crates/gpuready-core/tests/fixtures/fabric/gb200-tray-report.json");
+    let mut r: ProbeReport =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("fixture")).expect("report");
+    r.node = Some(node.into());
+    r.generated_at = jiff::Timestamp::now().to_string();
+    r
+}
+
+#[tokio::test]
+async fn the_fabric_layer_follows_the_clique_label_and_the_probe() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    let ns = env.create_namespace("gpuready").await.expect("namespace");
+    let node = "gb200-a-01";
+    let clique = "9277d399-0674-44a9-b64e-d85bb19ce2b0.32766";
+    let mut labels = rtx3090_in("nvl");
+    labels.insert("nvidia.com/gpu.clique".into(), clique.into());
+    create_node(&client, node, labels, 1, json!([])).await;
+    // Health is left out of the gate so the Fabric layer's own reason shows.
+    apply_profile(
+        &client,
+        &rtx3090_profile(
+            "nvl",
+            "nvl",
+            &format!(
+                "gatingLayers: [Node, Hardware, Driver, DevicePlugin, FeatureDiscovery, Profile, Compatibility, Fabric]\nfabric: {{cliques: [\"{clique}\"]}}"
+            ),
+        ),
+    )
+    .await;
+    let run = start_controller(&env, run_args(&[&format!("--probe-namespace={ns}")]));
+    publish(&client, &ns, node, &tray_report(node))
+        .await
+        .expect("publish");
+    eventually(60, "every GPU registered: ready", || async {
+        let n = get_node(&client, node).await;
+        (gpu_ready(&n) == Some(("True".into(), "Ready".into()))).then_some(())
+    })
+    .await;
+    let mut pending = tray_report(node);
+    pending.gpus[2].fabric.as_mut().expect("fabric").state = FabricPhase::InProgress;
+    publish(&client, &ns, node, &pending)
+        .await
+        .expect("publish");
+    eventually(60, "a GPU still registering: not ready", || async {
+        let n = get_node(&client, node).await;
+        (gpu_ready(&n)
+            == Some((
+                "False".into(),
+                fabric::FABRIC_REGISTRATION_INCOMPLETE.into(),
+            )))
+        .then_some(())
+    })
+    .await;
+    publish(&client, &ns, node, &tray_report(node))
+        .await
+        .expect("publish");
+    set_labels(
+        &client,
+        node,
+        json!({ "nvidia.com/gpu.clique": "9277d399-0674-44a9-b64e-d85bb19ce2b0.1" }),
+    )
+    .await;
+    eventually(60, "another clique than the rack's: not ready", || async {
+        let n = get_node(&client, node).await;
+        (gpu_ready(&n) == Some(("False".into(), fabric::UNEXPECTED_CLIQUE.into()))).then_some(())
+    })
+    .await;
     run.stop().await.expect("clean stop");
 }
