@@ -16,38 +16,9 @@ use gpuready_api::probe::{FabricPhase, ProbeReport};
 use gpuready_testenv::{TestEnv, Tuning};
 use k8s_openapi::api::core::v1::Node;
 use kube::Client;
-use kube::api::{Api, DynamicObject, Patch, PatchParams};
-use serde_json::{Value, json};
+use kube::api::{Api, Patch, PatchParams};
+use serde_json::json;
 use support::*;
-
-fn fixture_slice(file: &str, node: &str) -> Value {
-    let path = repo_root()
-        .join("crates/gpuready-core/tests/fixtures/evidence")
-        .join(file);
-    let text = std::fs::read_to_string(&path).expect("fixture");
-    let mut v: Value = serde_yaml_ng::from_str(&text).expect("slice YAML");
-    v["metadata"] = json!({ "name": format!("{node}-gpu.nvidia.com-test") });
-    v["spec"]["nodeName"] = json!(node);
-    v["spec"]["pool"]["name"] = json!(node);
-    v
-}
-
-async fn put_slice(client: &Client, slice: &Value) -> Value {
-    let api: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &gpuready::controller::evidence::slice_resource(),
-    );
-    let obj: DynamicObject = serde_json::from_value(slice.clone()).expect("slice");
-    let stored = api
-        .patch(
-            obj.metadata.name.as_deref().expect("name"),
-            &PatchParams::apply("test").force(),
-            &Patch::Apply(&obj),
-        )
-        .await
-        .expect("publishing the ResourceSlice");
-    serde_json::to_value(stored).expect("json")
-}
 
 #[tokio::test]
 async fn list_typed_numa_nodes_reach_the_controller() {
@@ -69,11 +40,7 @@ async fn list_typed_numa_nodes_reach_the_controller() {
     ]);
     create_node(&client, node, labels, 0, json!([])).await;
     // The API server keeps the list form (it drops fields of gates that are off).
-    let stored = put_slice(
-        &client,
-        &fixture_slice("dra-h200-8gpu-numa-ints.yaml", node),
-    )
-    .await;
+    let stored = put_slice(&client, &engine_slice("dra-h200-8gpu-numa-ints.yaml", node)).await;
     assert_eq!(
         stored["spec"]["devices"][0]["attributes"]["resource.kubernetes.io/numaNode"],
         json!({ "ints": [0] }),
@@ -95,7 +62,7 @@ async fn list_typed_numa_nodes_reach_the_controller() {
     // The BIOS collapses the topology: every GPU on NUMA node 0.
     put_slice(
         &client,
-        &fixture_slice("dra-h200-8gpu-numa-collapsed.yaml", node),
+        &engine_slice("dra-h200-8gpu-numa-collapsed.yaml", node),
     )
     .await;
     eventually(60, "eight GPUs on one NUMA node: not ready", || async {
