@@ -156,5 +156,5 @@ GpuReadyProbe and one GpuReady<Layer> per layer (keys.rs, layer.rs; the test
 keeps the list equal to what the engine writes).
 */}}
 {{- define "gpuready.conditionTypes" -}}
-'GpuReady', 'GpuReadyProbe', 'GpuReadyNode', 'GpuReadyHardware', 'GpuReadyDriver', 'GpuReadyDevicePlugin', 'GpuReadyFeatureDiscovery', 'GpuReadyProfile', 'GpuReadyCompatibility', 'GpuReadyHealth'
+'GpuReady', 'GpuReadyProbe', 'GpuReadyNode', 'GpuReadyHardware', 'GpuReadyDriver', 'GpuReadyDevicePlugin', 'GpuReadyFeatureDiscovery', 'GpuReadyProfile', 'GpuReadyCompatibility', 'GpuReadyHealth', 'GpuReadyFabric', 'GpuReadyExternal'
 {{- end }}

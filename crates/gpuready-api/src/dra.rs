@@ -2,7 +2,8 @@
 //!
 //! Kept as gpuready's own tolerant serde types rather than k8s-openapi's: the
 //! workspace builds against the v1.33 API set, which has no `resource.k8s.io/v1`,
-//! and only a handful of fields matter here. Unknown fields are ignored, every
+//! and only a handful of fields matter here. Field names follow k8s-openapi
+//! 0.29's `v1_37` types (the newest API this gpuready reads). Unknown fields are ignored, every
 //! field is optional, so a slice from a newer driver or API server still parses.
 
 use std::collections::BTreeMap;
@@ -31,6 +32,10 @@ pub struct ResourceSliceSpec {
     /// The node whose local devices the slice lists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_name: Option<String>,
+    /// Kubernetes 1.37: the fully qualified name of the string attribute that
+    /// labels each device with its partition type (e.g. `Full` or `Half`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub partition_type_attribute: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<Device>,
 }
@@ -61,7 +66,10 @@ pub struct Device {
     pub taints: Vec<DeviceTaint>,
 }
 
-/// A typed attribute value: exactly one member is set.
+/// A typed attribute value: exactly one member is set. The list forms are
+/// KEP-5491's (`DRAListTypeAttributes`, alpha in Kubernetes 1.36): members and
+/// spellings as k8s-openapi 0.29's `v1_37::api::resource::v1::DeviceAttribute`
+/// (`bools`, `ints`, `strings`, `versions`, each a non-empty list).
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct DeviceAttribute {
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -72,6 +80,55 @@ pub struct DeviceAttribute {
     pub int: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bool: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub strings: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub versions: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ints: Option<Vec<i64>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bools: Option<Vec<bool>>,
+}
+
+impl DeviceAttribute {
+    /// The string, or the only element of a one-string list: an attribute
+    /// gpuready reads as one value means the same in either form.
+    pub fn one_string(&self) -> Option<&str> {
+        self.string
+            .as_deref()
+            .or_else(|| only(self.strings.as_deref()).map(String::as_str))
+    }
+
+    /// The version, or the only element of a one-version list.
+    pub fn one_version(&self) -> Option<&str> {
+        self.version
+            .as_deref()
+            .or_else(|| only(self.versions.as_deref()).map(String::as_str))
+    }
+
+    /// Every integer: `int` as one, `ints` as they are.
+    pub fn all_ints(&self) -> Vec<i64> {
+        match (&self.int, &self.ints) {
+            (Some(i), _) => vec![*i],
+            (None, Some(list)) => list.clone(),
+            (None, None) => Vec::new(),
+        }
+    }
+
+    /// The value in the list form (KEP-5491) rather than the scalar one.
+    pub fn is_list(&self) -> bool {
+        self.strings.is_some()
+            || self.versions.is_some()
+            || self.ints.is_some()
+            || self.bools.is_some()
+    }
+}
+
+fn only<T>(list: Option<&[T]>) -> Option<&T> {
+    match list {
+        Some([one]) => Some(one),
+        _ => None,
+    }
 }
 
 /// A capacity: a Kubernetes quantity such as `143771Mi`.

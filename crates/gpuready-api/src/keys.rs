@@ -166,6 +166,12 @@ pub mod reasons {
     pub const MIG_CONFIG_MISMATCH: &str = "MigConfigMismatch";
     /// Fewer MIG devices of a profile than `mig.devices` needs.
     pub const MIG_DEVICES_MISSING: &str = "MigDevicesMissing";
+    /// GFD's single MIG strategy labels the node `<model>-MIG-INVALID`: its MIG
+    /// layout does not fit the strategy, so no device is advertised.
+    pub const MIG_STRATEGY_INVALID: &str = "MigStrategyInvalid";
+    /// A profile without `mig` (full GPUs) governs a node whose GPUs GFD's
+    /// single strategy shows partitioned into MIG devices.
+    pub const MIG_PARTITIONED: &str = "MigPartitioned";
     /// Device gating: fewer ready GPUs remain than `deviceGating.minReadyGpus`
     /// once gpuready's DeviceTaintRules took the bad devices out.
     pub const TOO_FEW_READY_DEVICES: &str = "TooFewReadyDevices";
@@ -175,6 +181,9 @@ pub mod reasons {
     pub const DRA_DEVICES_AVAILABLE: &str = "DraDevicesAvailable";
     /// Ready: GPU attributes come from ResourceSlices instead of GFD labels.
     pub const DRA_ATTRIBUTES: &str = "DraAttributes";
+    /// `gpu.maxGpusPerNumaNode`: a NUMA node holds more GPUs than the profile
+    /// allows (a BIOS NUMA setting that collapsed the topology, say).
+    pub const TOO_MANY_GPUS_PER_NUMA_NODE: &str = "TooManyGpusPerNumaNode";
     /// NFD's PCI scan shows more NVIDIA GPUs than the stack advertises.
     pub const GPU_NOT_ADVERTISED: &str = "GpuNotAdvertised";
     /// The stack advertises more GPUs than NFD's PCI scan finds (a GPU fell off the bus).
@@ -217,6 +226,12 @@ pub mod dra {
     pub const ATTR_DRIVER: &str = "driverVersion";
     pub const ATTR_CUDA_DRIVER: &str = "cudaDriverVersion";
     pub const ATTR_PCI_BUS_ID: &str = "resource.kubernetes.io/pciBusID";
+    /// Kubernetes' standard NUMA attribute (stable in 1.37): an `int`, or an
+    /// `ints` list when the driver's `DRAListTypeAttributes` gate is on.
+    pub const ATTR_NUMA_NODE: &str = "resource.kubernetes.io/numaNode";
+    /// The DRA driver v0.4.x's own NUMA attribute on VFIO devices (an `int`),
+    /// before it moved to [`ATTR_NUMA_NODE`].
+    pub const ATTR_NUMA_LEGACY: &str = "numa";
     /// MIG devices: the nvidia-smi profile name, e.g. `1g.18gb`.
     pub const ATTR_MIG_PROFILE: &str = "profile";
     /// The driver's health monitor: an XID (value = the XID; `NoSchedule`
@@ -250,6 +265,74 @@ pub mod device_rules {
     pub const ANNOTATION_REASON: &str = "gpuready.io/reason";
     /// Key of the device taint gpuready's rules set; the value is the reason.
     pub const TAINT_KEY: &str = "gpuready.io/device-not-ready";
+}
+
+/// The Fabric layer's reasons (docs/fabric.md).
+pub mod fabric {
+    /// Ready: the node is in an expected clique and every GPU registered.
+    pub const FABRIC_READY: &str = "FabricReady";
+    /// No `nvidia.com/gpu.clique` label.
+    pub const CLIQUE_LABEL_MISSING: &str = "CliqueLabelMissing";
+    /// The label is not `<cluster UUID>.<clique ID>`.
+    pub const CLIQUE_LABEL_MALFORMED: &str = "CliqueLabelMalformed";
+    /// The node's clique is not one of `fabric.cliques`.
+    pub const UNEXPECTED_CLIQUE: &str = "UnexpectedClique";
+    /// A GPU's NVML fabric clique or cluster differs from the label.
+    pub const CLIQUE_MISMATCH: &str = "CliqueMismatch";
+    /// A GPU's fabric registration is not completed, or completed with an error.
+    pub const FABRIC_REGISTRATION_INCOMPLETE: &str = "FabricRegistrationIncomplete";
+    /// NVML reports no fabric for a GPU of a node the profile wants on one.
+    pub const GPU_NOT_ON_FABRIC: &str = "GpuNotOnFabric";
+    /// No probe report to read the per-GPU fabric state from.
+    pub const FABRIC_STATE_UNREAD: &str = "FabricStateUnread";
+    /// The driver is older than IMEX needs (`fabric.minDriverVersion`).
+    pub const DRIVER_TOO_OLD_FOR_IMEX: &str = "DriverTooOldForImex";
+}
+
+/// Outside Node conditions the External layer's presets read (docs/external.md
+/// names the document each comes from), and the External layer's reasons.
+pub mod external {
+    use crate::profile::BrokenWhen;
+
+    /// Amazon EKS node monitoring agent (aws/eks-node-monitoring-agent,
+    /// `docs/node-health-issues.adoc`; EKS user guide "Detect node health
+    /// issues with the EKS node monitoring agent"): `True` while healthy.
+    pub const EKS: &[(&str, BrokenWhen)] = &[("AcceleratedHardwareReady", BrokenWhen::False)];
+    /// AKS node-problem-detector (MicrosoftDocs/azure-aks-docs
+    /// `articles/aks/node-problem-detector.md`, "GPU only" rows, and
+    /// `aks-managed-gpu-nodes.md`): `True` names the problem.
+    pub const AKS: &[(&str, BrokenWhen)] = &[
+        ("GPUMissing", BrokenWhen::True),
+        ("XIDErrors", BrokenWhen::True),
+        ("NVLinkStatusInactive", BrokenWhen::True),
+        ("UnhealthyNvidiaDevicePlugin", BrokenWhen::True),
+        ("UnhealthyNvidiaDCGMServices", BrokenWhen::True),
+    ];
+    /// Nebius Managed Kubernetes (docs.nebius.com, "Health checks and automatic
+    /// recovery of Managed Service for Kubernetes nodes"): `False` when every
+    /// GPU health check passed.
+    pub const NEBIUS: &[(&str, BrokenWhen)] = &[("NebiusGPUError", BrokenWhen::True)];
+    /// Meta GCM health checks under node-problem-detector (GCM docs,
+    /// "Kubernetes Deployment", default health checks).
+    pub const META_GCM: &[(&str, BrokenWhen)] = &[
+        ("GcmXidErrorsProblem", BrokenWhen::True),
+        ("GcmSmiEccProblem", BrokenWhen::True),
+        ("GcmSmiDisconnectedProblem", BrokenWhen::True),
+        ("GcmProcZombieProblem", BrokenWhen::True),
+        ("GcmDcgmiNvlinkStatusProblem", BrokenWhen::True),
+        ("GcmDcgmiDiagProblem", BrokenWhen::True),
+    ];
+
+    /// Ready: every outside condition read says healthy.
+    pub const HEALTHY: &str = "ExternalSignalsHealthy";
+    /// NotReady: an outside judge calls the node broken.
+    pub const BROKEN: &str = "ExternalSignalBroken";
+    /// Unknown: a condition's heartbeat is older than `maxHeartbeatAgeSeconds`.
+    pub const STALE: &str = "ExternalSignalStale";
+    /// Unknown: a condition reads `Unknown` (its agent cannot tell).
+    pub const UNKNOWN: &str = "ExternalSignalUnknown";
+    /// Unknown or NotReady (`whenMissing`): a named condition is not on the node.
+    pub const MISSING: &str = "ExternalSignalMissing";
 }
 
 /// Reasons of the Health layer (and of [`CONDITION_PROBE_HEALTHY`]), judged on
@@ -373,6 +456,9 @@ pub mod nvidia {
     pub const GPU_MEMORY: &str = "nvidia.com/gpu.memory";
     pub const GPU_COUNT: &str = "nvidia.com/gpu.count";
     pub const GPU_FAMILY: &str = "nvidia.com/gpu.family";
+    /// GFD: the NVLink clique of the node's fabric-attached GPUs,
+    /// `<cluster UUID>.<clique ID>` (only when they all agree).
+    pub const GPU_CLIQUE: &str = "nvidia.com/gpu.clique";
     pub const GPU_COMPUTE_MAJOR: &str = "nvidia.com/gpu.compute.major";
     pub const GPU_COMPUTE_MINOR: &str = "nvidia.com/gpu.compute.minor";
     pub const GPU_REPLICAS: &str = "nvidia.com/gpu.replicas";

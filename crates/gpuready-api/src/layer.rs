@@ -26,6 +26,15 @@ pub enum Layer {
     /// GPU there, no uncorrectable memory errors or fatal XIDs, labels not
     /// contradicted. Judged only when a report exists or the profile requires one.
     Health,
+    /// Multi-node NVLink (`spec.fabric`): the node sits in the expected NVLink
+    /// clique (`nvidia.com/gpu.clique`), every GPU's fabric registration
+    /// completed (the probe's NVML fabric state), the driver fits IMEX.
+    /// Judged only when the profile asks for it.
+    Fabric,
+    /// Other judges' verdicts the profile names (`spec.external`): a cloud
+    /// provider's GPU health agent, node-problem-detector checks, as Node
+    /// conditions. Judged only when the profile names some.
+    External,
 }
 
 impl Layer {
@@ -42,8 +51,9 @@ impl Layer {
         Layer::Compatibility,
     ];
 
-    /// Layers judged only when their evidence exists, after [`Layer::ALL`].
-    pub const OPTIONAL: [Layer; 1] = [Layer::Health];
+    /// Layers judged only when their evidence exists or the profile asks for
+    /// them, after [`Layer::ALL`].
+    pub const OPTIONAL: [Layer; 3] = [Layer::Health, Layer::Fabric, Layer::External];
 
     /// Every layer, bottom-up: [`Layer::ALL`] then [`Layer::OPTIONAL`].
     pub fn every() -> impl Iterator<Item = Layer> {
@@ -60,6 +70,8 @@ impl Layer {
             Layer::Profile => "Profile",
             Layer::Compatibility => "Compatibility",
             Layer::Health => "Health",
+            Layer::Fabric => "Fabric",
+            Layer::External => "External",
         }
     }
 

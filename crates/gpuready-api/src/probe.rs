@@ -416,7 +416,9 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// Occurrences of one kind of critical event on one GPU.
+/// Occurrences of one kind of critical event on one GPU (docs/probe.md,
+/// "Critical-event records", says what each field holds and how the Health
+/// layer reads it).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EventRecord {

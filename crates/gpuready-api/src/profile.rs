@@ -93,7 +93,7 @@ pub struct GpuNodeProfileSpec {
     /// Layers whose verdict gates readiness. Default: all of them. A layer left out
     /// is still evaluated and reported, but cannot hold the node back.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    #[schemars(length(min = 1, max = 8))]
+    #[schemars(length(min = 1, max = 10))]
     #[x_kube(validation = Rule::new("self.all(l, self.exists_one(m, m == l))").message("gatingLayers must not repeat a layer"))]
     #[x_kube(validation = Rule::new("self.exists(l, l != 'Health')").message("gatingLayers must name a layer besides Health: Health is judged only where a probe report exists, so alone it gates nothing"))]
     pub gating_layers: Option<Vec<Layer>>,
@@ -195,6 +195,169 @@ pub struct GpuNodeProfileSpec {
     /// labels and the DRA driver's MIG devices. Absent: not checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mig: Option<MigExpectation>,
+
+    /// The Fabric layer: multi-node NVLink readiness (GB200/GB300-class
+    /// systems): the NVLink clique label GFD writes, the probe's NVML fabric
+    /// state of every GPU, and the driver IMEX needs. Absent: not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fabric: Option<FabricExpectation>,
+
+    /// The External layer: which verdicts of other judges count, as Node
+    /// conditions their agents write (a cloud provider's GPU health agent,
+    /// node-problem-detector checks). Absent: none is read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external: Option<ExternalSignals>,
+}
+
+/// What multi-node NVLink readiness requires of a node.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct FabricExpectation {
+    /// The cliques the nodes must sit in, as GFD's `nvidia.com/gpu.clique`
+    /// spells them: `<cluster UUID>.<clique ID>`. One entry makes every node
+    /// of the profile one NVLink domain (a rack); empty: any well-formed clique.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 64), inner(length(max = 64)))]
+    #[x_kube(validation = Rule::new("self.all(c, c.matches('^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\\\\.[0-9]{1,10}$'))").message("fabric.cliques must be NVLink cliques as nvidia.com/gpu.clique spells them: <cluster UUID>.<clique ID>, e.g. 9277d399-0674-44a9-b64e-d85bb19ce2b0.32766"))]
+    pub cliques: Vec<String>,
+
+    /// Minimum driver for the fabric's IMEX daemons. Default `570.158.01`,
+    /// what the NVIDIA DRA driver's ComputeDomains need (IMEX daemons with DNS
+    /// names).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[x_kube(validation = Rule::new("self.matches('^[1-9][0-9]{0,8}\\\\.(0|[1-9][0-9]{0,8})(\\\\.[0-9]{1,9})?$')").message("fabric.minDriverVersion must look like 570.158.01 (at most 9 digits a part, no leading zero in the first two)"))]
+    #[schemars(length(max = 32))]
+    pub min_driver_version: Option<String>,
+
+    /// What a node without a probe report means for the per-GPU fabric state:
+    /// `Unknown` (default: the clique label alone does not show that every GPU
+    /// registered, GFD leaves a failed one out), `Blocking`, or `Ignore` (judge
+    /// the label and the driver only; the message says so).
+    #[serde(default = "default_unknown")]
+    pub when_probe_missing: ProbePolicy,
+}
+
+fn default_unknown() -> ProbePolicy {
+    ProbePolicy::Unknown
+}
+
+/// Outside verdicts the External layer reads: documented presets, any other
+/// condition type, and how old a verdict may be.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("(has(self.presets) && size(self.presets) > 0) || (has(self.conditions) && size(self.conditions) > 0)").message("external must name at least one preset or condition: an External layer that reads nothing would always be Ready"))]
+pub struct ExternalSignals {
+    /// Documented sets of conditions (docs/external.md lists each type, the
+    /// status that means broken and where it is documented).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 8))]
+    #[x_kube(validation = Rule::new("self.all(p, self.exists_one(q, q == p))").message("external.presets must not repeat a preset"))]
+    pub presets: Vec<ExternalPreset>,
+
+    /// Any other Node condition type and the status that means broken.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 32))]
+    #[x_kube(validation = Rule::new("self.all(c, self.exists_one(d, d.type == c.type))").message("external.conditions must not repeat a condition type"))]
+    pub conditions: Vec<ExternalCondition>,
+
+    /// A condition whose `lastHeartbeatTime` is older than this many seconds
+    /// makes the layer Unknown (`ExternalSignalStale`): its agent stopped
+    /// reporting. Absent: not checked.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 30, max = 604800))]
+    pub max_heartbeat_age_seconds: Option<u32>,
+
+    /// What a named condition the node does not carry means: `Ignore`
+    /// (default: the agent may not run on every pool; the message says so),
+    /// `Unknown` or `Blocking` (`ExternalSignalMissing`).
+    #[serde(default)]
+    pub when_missing: ProbePolicy,
+}
+
+/// A documented set of outside conditions (docs/external.md).
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
+)]
+pub enum ExternalPreset {
+    /// Amazon EKS node monitoring agent: `AcceleratedHardwareReady`, broken when `False`.
+    EksNodeMonitoringAgent,
+    /// AKS Node Problem Detector's GPU conditions (`GPUMissing`, `XIDErrors`,
+    /// `NVLinkStatusInactive`, `UnhealthyNvidiaDevicePlugin`,
+    /// `UnhealthyNvidiaDCGMServices`), broken when `True`.
+    AksNodeProblemDetector,
+    /// Nebius Managed Kubernetes GPU health checks: `NebiusGPUError`, broken when `True`.
+    NebiusGpuHealthChecks,
+    /// Meta GCM health checks under node-problem-detector (`GcmXidErrorsProblem`, …), broken when `True`.
+    MetaGcmHealthChecks,
+}
+
+impl ExternalPreset {
+    /// The preset's conditions: (type, the status that means broken).
+    pub fn conditions(self) -> &'static [(&'static str, BrokenWhen)] {
+        use keys::external as e;
+        match self {
+            ExternalPreset::EksNodeMonitoringAgent => e::EKS,
+            ExternalPreset::AksNodeProblemDetector => e::AKS,
+            ExternalPreset::NebiusGpuHealthChecks => e::NEBIUS,
+            ExternalPreset::MetaGcmHealthChecks => e::META_GCM,
+        }
+    }
+
+    /// Who writes the preset's conditions, for messages.
+    pub fn writer(self) -> &'static str {
+        match self {
+            ExternalPreset::EksNodeMonitoringAgent => "the EKS node monitoring agent",
+            ExternalPreset::AksNodeProblemDetector => "AKS's node-problem-detector",
+            ExternalPreset::NebiusGpuHealthChecks => "Nebius Managed Kubernetes' GPU health checks",
+            ExternalPreset::MetaGcmHealthChecks => "Meta GCM's node-problem-detector checks",
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ExternalPreset::EksNodeMonitoringAgent => "EksNodeMonitoringAgent",
+            ExternalPreset::AksNodeProblemDetector => "AksNodeProblemDetector",
+            ExternalPreset::NebiusGpuHealthChecks => "NebiusGpuHealthChecks",
+            ExternalPreset::MetaGcmHealthChecks => "MetaGcmHealthChecks",
+        }
+    }
+}
+
+/// One outside Node condition and the status that means broken.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct ExternalCondition {
+    /// The condition type, e.g. `GpuHealthy` or `example.com/GPUProblem`.
+    /// gpuready's own (`GpuReady…`) and kubelet's `Ready` cannot be named.
+    #[serde(rename = "type")]
+    #[schemars(length(min = 1, max = 316))]
+    #[x_kube(validation = Rule::new("self.matches('^[A-Za-z0-9]([-A-Za-z0-9_./]*[A-Za-z0-9])?$')").message("external.conditions[].type must be a condition type like GpuHealthy or example.com/GPUProblem (letters, digits, '-', '_', '.', '/')"))]
+    #[x_kube(validation = Rule::new("!self.startsWith('GpuReady') && self != 'Ready'").message("external.conditions[].type must not be gpuready's own GpuReady… conditions (gpuready would judge from what it writes) nor kubelet's Ready (the Node layer reads it)"))]
+    pub type_: String,
+
+    /// The status that means broken: `True` (default: the node-problem-detector
+    /// convention, a condition naming a problem) or `False` (a condition naming
+    /// health, like `AcceleratedHardwareReady`). `Unknown` is never broken: it
+    /// makes the layer Unknown.
+    #[serde(default)]
+    pub broken_when: BrokenWhen,
+}
+
+/// The condition status that means broken.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum BrokenWhen {
+    #[default]
+    True,
+    False,
+}
+
+impl BrokenWhen {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BrokenWhen::True => "True",
+            BrokenWhen::False => "False",
+        }
+    }
 }
 
 /// Per-device gating: what gpuready's DeviceTaintRules look like.
@@ -479,6 +642,14 @@ pub struct GpuExpectation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 1024))]
     pub count: Option<u32>,
+
+    /// At most this many GPUs on one NUMA node, read from the DRA driver's
+    /// standard `resource.kubernetes.io/numaNode` attribute (an `int`, or an
+    /// `ints` list): on an 8-GPU board with two sockets, 4 catches a BIOS
+    /// NUMA setting that put every GPU on one node. Judged on DRA nodes only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 1024))]
+    pub max_gpus_per_numa_node: Option<u32>,
 }
 
 /// GPU architecture family, as GFD spells it in `nvidia.com/gpu.family`.

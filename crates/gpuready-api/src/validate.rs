@@ -144,6 +144,36 @@ pub fn is_label_value(value: &str) -> bool {
 /// A MIG profile name as nvidia-smi and the DRA driver spell it (`1g.18gb`,
 /// `1g.18gb+me`) or GFD does (`1g.18gb.me`): the CRD's pattern
 /// `^[0-9]+g\.[0-9]+gb([.+][a-z0-9+.]+)?$`.
+/// GFD's `nvidia.com/gpu.clique` value, `<cluster UUID>.<clique ID>`
+/// (k8s-device-plugin `internal/lm/imex.go`: the UUID lower-case and
+/// hyphenated, the clique ID a decimal `uint32`): the UUID's 32 hex digits
+/// without hyphens and the ID, or `None` when it is not that shape.
+pub fn parse_clique(value: &str) -> Option<(String, u32)> {
+    let (uuid, id) = value.rsplit_once('.')?;
+    let groups: Vec<&str> = uuid.split('-').collect();
+    let shape_ok = groups.iter().map(|g| g.len()).eq([8, 4, 4, 4, 12])
+        && groups.iter().all(|g| {
+            g.bytes()
+                .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+        });
+    let id_ok = (1..=10).contains(&id.len()) && id.bytes().all(|b| b.is_ascii_digit());
+    if !shape_ok || !id_ok {
+        return None;
+    }
+    Some((groups.concat(), id.parse().ok()?))
+}
+
+/// A Node condition type an External layer may name: 1 to 316 characters of
+/// letters, digits, `-`, `_`, `.` and `/`, alphanumeric at both ends (the CEL
+/// rule on `external.conditions[].type` spells the same).
+pub fn is_condition_type(t: &str) -> bool {
+    let ok = |b: u8| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b'/');
+    (1..=316).contains(&t.len())
+        && t.bytes().all(ok)
+        && t.bytes().next().is_some_and(|b| b.is_ascii_alphanumeric())
+        && t.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric())
+}
+
 pub fn is_mig_profile(name: &str) -> bool {
     let Some((g, rest)) = name.split_once("g.") else {
         return false;
@@ -390,6 +420,14 @@ impl GpuNodeProfileSpec {
         {
             fail("gpu.count", format!("{c} must be between 1 and 1024"));
         }
+        if let Some(n) = gpu.max_gpus_per_numa_node
+            && !(1..=1024).contains(&n)
+        {
+            fail(
+                "gpu.maxGpusPerNumaNode",
+                format!("{n} must be between 1 and 1024"),
+            );
+        }
 
         let t = &self.taint;
         if !is_qualified_name(&t.key) {
@@ -493,6 +531,89 @@ impl GpuNodeProfileSpec {
                 "deviceGating.minReadyGpus",
                 format!("{n} must be between 1 and 1024"),
             );
+        }
+        if let Some(f) = &self.fabric {
+            if f.cliques.len() > 64 {
+                fail("fabric.cliques", "at most 64 entries".into());
+            }
+            for c in &f.cliques {
+                if parse_clique(c).is_none() {
+                    fail(
+                        "fabric.cliques",
+                        format!(
+                            "{c:?} must be an NVLink clique as nvidia.com/gpu.clique spells it: <cluster UUID>.<clique ID>, e.g. 9277d399-0674-44a9-b64e-d85bb19ce2b0.32766"
+                        ),
+                    );
+                }
+            }
+            if let Some(v) = &f.min_driver_version
+                && (v.len() > 32 || !is_version(v, 2, 3) || !no_leading_zeros(v, 2))
+            {
+                fail(
+                    "fabric.minDriverVersion",
+                    format!(
+                        "{v:?} must look like 570.158.01 (at most 9 digits a part, no leading zero in the first two)"
+                    ),
+                );
+            }
+        }
+        if let Some(x) = &self.external {
+            if x.presets.is_empty() && x.conditions.is_empty() {
+                fail(
+                    "external",
+                    "must name at least one preset or condition: an External layer that reads nothing would always be Ready".into(),
+                );
+            }
+            if x.presets.len() > 8 {
+                fail("external.presets", "at most 8 entries".into());
+            }
+            let mut presets = std::collections::BTreeSet::new();
+            for p in &x.presets {
+                if !presets.insert(p) {
+                    fail(
+                        "external.presets",
+                        format!("preset {} is listed twice", p.as_str()),
+                    );
+                }
+            }
+            if x.conditions.len() > 32 {
+                fail("external.conditions", "at most 32 entries".into());
+            }
+            let mut types = std::collections::BTreeSet::new();
+            for c in &x.conditions {
+                if !types.insert(c.type_.as_str()) {
+                    fail(
+                        "external.conditions",
+                        format!("condition type {:?} is listed twice", c.type_),
+                    );
+                }
+                if !is_condition_type(&c.type_) {
+                    fail(
+                        "external.conditions[].type",
+                        format!(
+                            "{:?} must be a condition type like GpuHealthy or example.com/GPUProblem (letters, digits, '-', '_', '.', '/')",
+                            c.type_
+                        ),
+                    );
+                }
+                if c.type_.starts_with(crate::keys::CONDITION_GPU_READY) || c.type_ == "Ready" {
+                    fail(
+                        "external.conditions[].type",
+                        format!(
+                            "{:?}: gpuready's own GpuReady… conditions (gpuready would judge from what it writes) and kubelet's Ready (the Node layer reads it) cannot be named",
+                            c.type_
+                        ),
+                    );
+                }
+            }
+            if let Some(age) = x.max_heartbeat_age_seconds
+                && !(30..=604_800).contains(&age)
+            {
+                fail(
+                    "external.maxHeartbeatAgeSeconds",
+                    format!("{age} must be between 30 and 604800 (7 days)"),
+                );
+            }
         }
         if let Some(m) = &self.mig {
             if let Some(c) = &m.config

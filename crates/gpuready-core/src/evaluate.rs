@@ -14,6 +14,8 @@ mod compatibility;
 mod deadline;
 mod device_plugin;
 mod driver;
+mod external;
+mod fabric;
 mod feature_discovery;
 mod hardware;
 pub mod health;
@@ -107,6 +109,9 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
             // Left out entirely when there is no report and the profile ignores
             // that: profiles written before the probe existed judge as before.
             Layer::Health if !health::applies(spec, facts) => continue,
+            // Only where the profile names outside judges, or asks for a fabric.
+            Layer::External if !external::applies(spec) => continue,
+            Layer::Fabric if !fabric::applies(spec) => continue,
             // A node that is down tells us nothing current about its GPU stack.
             _ if !node_ok => unknown(
                 reasons::NODE_NOT_READY,
@@ -139,6 +144,15 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
             Layer::Profile => profile::profile_with_bus(spec, &judged, dra).or_via(attributes),
             Layer::Compatibility => {
                 compatibility::compatibility_layer(spec, &judged).or_via(attributes)
+            }
+            Layer::Fabric => fabric::fabric_layer(spec, facts),
+            Layer::External => {
+                let (v, r) = external::external_layer(spec, facts, now);
+                recheck = match (recheck, r) {
+                    (Some(a), Some(b)) => Some(a.min(b)),
+                    (a, b) => a.or(b),
+                };
+                v
             }
             Layer::Health => match health::judge(spec, &health_facts, now) {
                 Some(h) => {
@@ -192,6 +206,8 @@ fn default_source(layer: Layer) -> Source {
         Layer::Hardware => Source::NfdLabels,
         Layer::DevicePlugin => Source::Allocatable,
         Layer::Health => Source::ProbeReport,
+        Layer::External => Source::NodeConditions,
+        Layer::Fabric => Source::GfdLabels,
         _ => Source::GfdLabels,
     }
 }

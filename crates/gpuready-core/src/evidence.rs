@@ -40,6 +40,9 @@ pub enum Source {
     ProbeReport,
     /// NVIDIA mig-manager's `nvidia.com/mig.config` and `mig.config.state` labels.
     MigManagerLabels,
+    /// Node conditions other judges write (a provider's GPU health agent,
+    /// node-problem-detector): the External layer.
+    NodeConditions,
 }
 
 impl Source {
@@ -55,6 +58,7 @@ impl Source {
             Source::Profile => "Profile",
             Source::ProbeReport => "ProbeReport",
             Source::MigManagerLabels => "MigManagerLabels",
+            Source::NodeConditions => "NodeConditions",
         }
     }
 
@@ -68,6 +72,7 @@ impl Source {
                 | Source::GfdLabels
                 | Source::Allocatable
                 | Source::MigManagerLabels
+                | Source::NodeConditions
         )
     }
 }
@@ -234,12 +239,13 @@ impl DraEvidence {
                 };
             }
             generations.push(format!("{name}/{newest}"));
-            devices.extend(
-                current
+            devices.extend(current.iter().flat_map(|s| {
+                let partition = s.spec.partition_type_attribute.as_deref();
+                s.spec
+                    .devices
                     .iter()
-                    .flat_map(|s| s.spec.devices.iter())
-                    .map(|d| DraDevice::parse(name, d)),
-            );
+                    .map(move |d| DraDevice::parse(name, d, partition))
+            }));
         }
         DraEvidence::Complete(DraPool {
             pools: generations,
@@ -299,6 +305,14 @@ pub struct DraDevice {
     pub taint_keys: Vec<String>,
     /// MIG devices: the profile (`1g.18gb`).
     pub mig_profile: Option<String>,
+    /// `resource.kubernetes.io/numaNode`: one NUMA node as an `int`, or every
+    /// one of an `ints` list (KEP-5491); the DRA driver v0.4.x's `numa` when
+    /// the standard attribute is absent. Empty: not published.
+    pub numa_nodes: Vec<i64>,
+    /// The NUMA node(s) came in the list form.
+    pub numa_listed: bool,
+    /// The value of the attribute the slice's `partitionTypeAttribute` names.
+    pub partition_type: Option<String>,
 }
 
 fn describe_taint(t: &gpuready_api::dra::DeviceTaint) -> String {
@@ -319,9 +333,37 @@ fn is_blocking(effect: &str) -> bool {
 }
 
 impl DraDevice {
-    fn parse(pool: &str, d: &Device) -> DraDevice {
-        let string = |k: &str| d.attributes.get(k).and_then(|a| a.string.clone());
-        let version = |k: &str| d.attributes.get(k).and_then(|a| a.version.clone());
+    /// `partition_attribute`: the slice's `partitionTypeAttribute`, a fully
+    /// qualified name; in the device's map the driver's own attributes may
+    /// stand without their domain, so both spellings are looked up.
+    fn parse(pool: &str, d: &Device, partition_attribute: Option<&str>) -> DraDevice {
+        // A one-element list reads as the value itself (KEP-5491 list forms).
+        let string = |k: &str| {
+            d.attributes
+                .get(k)
+                .and_then(|a| a.one_string())
+                .map(str::to_owned)
+        };
+        let version = |k: &str| {
+            d.attributes
+                .get(k)
+                .and_then(|a| a.one_version())
+                .map(str::to_owned)
+        };
+        let numa = d
+            .attributes
+            .get(dra::ATTR_NUMA_NODE)
+            .or_else(|| d.attributes.get(dra::ATTR_NUMA_LEGACY));
+        let partition_type = partition_attribute.and_then(|name| {
+            let bare = name
+                .strip_prefix(dra::DRIVER)
+                .and_then(|n| n.strip_prefix('/'));
+            d.attributes
+                .get(name)
+                .or_else(|| bare.and_then(|b| d.attributes.get(b)))
+                .and_then(|a| a.one_string())
+                .map(str::to_owned)
+        });
         DraDevice {
             pool: pool.to_owned(),
             name: d.name.clone(),
@@ -359,6 +401,9 @@ impl DraDevice {
                 .collect(),
             taint_keys: d.taints.iter().map(|t| t.key.clone()).collect(),
             mig_profile: string(dra::ATTR_MIG_PROFILE),
+            numa_nodes: numa.map(|a| a.all_ints()).unwrap_or_default(),
+            numa_listed: numa.is_some_and(|a| a.is_list()),
+            partition_type,
         }
     }
 
@@ -463,6 +508,73 @@ impl DraPool {
             .collect()
     }
 
+    /// Physical GPUs per NUMA node (`resource.kubernetes.io/numaNode`; a MIG
+    /// device counts for its parent GPU, a GPU listed on two nodes for both),
+    /// and the GPUs that publish no NUMA node, by device name.
+    pub fn gpus_per_numa_node(&self) -> (BTreeMap<i64, usize>, Vec<&str>) {
+        let mut per_node: BTreeMap<i64, BTreeSet<String>> = BTreeMap::new();
+        let mut unplaced = Vec::new();
+        for d in self
+            .devices
+            .iter()
+            .filter(|d| matches!(d.kind, DeviceKind::Gpu | DeviceKind::Mig | DeviceKind::Vfio))
+        {
+            let gpu = d.gpu_uuid().unwrap_or(d.name.as_str()).to_owned();
+            if d.numa_nodes.is_empty() {
+                unplaced.push(d.name.as_str());
+            }
+            for n in &d.numa_nodes {
+                per_node.entry(*n).or_default().insert(gpu.clone());
+            }
+        }
+        (
+            per_node.into_iter().map(|(n, g)| (n, g.len())).collect(),
+            unplaced,
+        )
+    }
+
+    /// What the pool's topology and partition attributes say, for messages:
+    /// `resource.kubernetes.io/numaNode 0 ×4, 1 ×4 (list form)` and the
+    /// partition types the slices' `partitionTypeAttribute` names.
+    pub fn describe_topology(&self) -> Option<String> {
+        let mut parts = Vec::new();
+        let (per_node, _) = self.gpus_per_numa_node();
+        if !per_node.is_empty() {
+            let listed = self.devices.iter().any(|d| d.numa_listed);
+            parts.push(format!(
+                "{} {}{}",
+                dra::ATTR_NUMA_NODE,
+                per_node
+                    .iter()
+                    .map(|(n, g)| format!("{n} ×{g} GPU(s)"))
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                if listed {
+                    " (read from ints lists)"
+                } else {
+                    ""
+                }
+            ));
+        }
+        let mut partitions: BTreeMap<&str, usize> = BTreeMap::new();
+        for d in &self.devices {
+            if let Some(p) = &d.partition_type {
+                *partitions.entry(p.as_str()).or_default() += 1;
+            }
+        }
+        if !partitions.is_empty() {
+            parts.push(format!(
+                "partition types (partitionTypeAttribute): {}",
+                partitions
+                    .iter()
+                    .map(|(p, n)| format!("{p} ×{n}"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+        (!parts.is_empty()).then(|| parts.join("; "))
+    }
+
     /// The distinct products (GFD spelling) of GPU and MIG devices.
     pub fn products(&self) -> BTreeSet<String> {
         self.gpu_like()
@@ -515,6 +627,7 @@ impl DraPool {
             cuda_runtime: present(min(|d| d.cuda_driver)),
             timestamp: Field::Absent,
             mig_strategy: None,
+            mig_single: None,
             vfio_mode: false,
             vgpu: None,
         }

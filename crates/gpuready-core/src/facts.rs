@@ -70,6 +70,9 @@ pub struct NodeFacts {
     pub allocatable: BTreeMap<String, Field<u64>>,
     /// Node conditions of the types gpuready writes ([`is_own_condition`]), as they are now.
     pub gpu_conditions: Vec<NodeCondition>,
+    /// Conditions other writers put on the node ([`is_outside_condition`]):
+    /// what the External layer reads from the judges a profile names.
+    pub outside_conditions: Vec<NodeCondition>,
     pub gfd: GfdFacts,
     pub hardware: HardwareFacts,
     pub owned: OwnedState,
@@ -96,6 +99,23 @@ pub fn is_own_condition(type_: &str) -> bool {
     type_ == keys::CONDITION_GPU_READY
         || type_ == keys::CONDITION_PROBE_HEALTHY
         || gpuready_api::Layer::every().any(|l| l.condition_type() == type_)
+}
+
+/// kubelet's conditions besides `Ready`: no profile's External layer reads
+/// them (the Node layer reads `Ready`), so neither the engine nor the
+/// controller's cache keeps them.
+pub const KUBELET_PRESSURE_CONDITIONS: [&str; 4] = [
+    "MemoryPressure",
+    "DiskPressure",
+    "PIDPressure",
+    "NetworkUnavailable",
+];
+
+/// Whether a node condition is another writer's verdict the External layer may
+/// read: neither kubelet's nor gpuready's own. The controller's cache keeps
+/// exactly these besides kubelet's `Ready` and gpuready's.
+pub fn is_outside_condition(type_: &str) -> bool {
+    type_ != "Ready" && !is_own_condition(type_) && !KUBELET_PRESSURE_CONDITIONS.contains(&type_)
 }
 
 impl NodeFacts {
@@ -156,6 +176,11 @@ impl NodeFacts {
             gpu_conditions: conditions
                 .iter()
                 .filter(|c| is_own_condition(&c.type_))
+                .cloned()
+                .collect(),
+            outside_conditions: conditions
+                .iter()
+                .filter(|c| is_outside_condition(&c.type_))
                 .cloned()
                 .collect(),
             owned: OwnedState {

@@ -40,12 +40,65 @@ pub struct GfdFacts {
     pub cuda_runtime: Field<MajorMinor>,
     pub timestamp: Field<i64>,
     pub mig_strategy: Option<String>,
+    /// What GFD's `single` MIG strategy made of `gpu.product` and `gpu.count`
+    /// (`None` under the other strategies, and under `single` on a node whose
+    /// GPUs are not in MIG mode: GFD then labels the full GPUs as usual).
+    pub mig_single: Option<SingleMig>,
     /// GFD runs with the vfio device-discovery strategy: it writes compute
     /// capability `-1` and driver `unknown` for GPUs bound to vfio-pci. Those
     /// values are then not malformed: they say the GPU has no host driver.
     pub vfio_mode: bool,
     /// GFD inside a vGPU guest (`nvidia.com/vgpu.present=true`).
     pub vgpu: Option<VgpuFacts>,
+}
+
+/// GFD's `single` MIG strategy relabels the full-GPU keys for the MIG devices
+/// (k8s-device-plugin v0.20.0 `internal/lm/mig-strategy.go`, `resource.go`):
+/// `nvidia.com/gpu.product` becomes `<model>-MIG-<profile>`, `gpu.count` the
+/// number of MIG devices and `gpu.memory` one MIG device's memory, while the
+/// compute capability and family stay the GPU's. When the node's layout breaks
+/// the strategy (two MIG profiles, a MIG-enabled GPU with no MIG device, MIG
+/// enabled on some GPUs only) GFD writes `<model>-MIG-INVALID` with count 0.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SingleMig {
+    /// Every GPU partitioned into MIG devices of one profile.
+    Partitioned {
+        /// The GPU model, e.g. `NVIDIA-H200`.
+        model: String,
+        /// The MIG profile with `+` written `.`, e.g. `1g.18gb` or `1g.18gb.me`.
+        profile: String,
+    },
+    /// GFD's `<model>-MIG-INVALID`.
+    Invalid { model: String },
+}
+
+impl SingleMig {
+    /// Reads `nvidia.com/gpu.product` under the `single` strategy: `None` for a
+    /// product without `-MIG-` (GPUs not in MIG mode). A `-SHARED` suffix
+    /// (time-slicing of the MIG devices) is not part of the profile.
+    pub fn parse(product: &str) -> Option<SingleMig> {
+        let trimmed = crate::product::strip_suffix_ci(product, "-SHARED").unwrap_or(product);
+        let (model, profile) = trimmed.rsplit_once("-MIG-")?;
+        if model.is_empty() || profile.is_empty() {
+            return None;
+        }
+        Some(if profile == "INVALID" {
+            SingleMig::Invalid {
+                model: model.to_owned(),
+            }
+        } else {
+            SingleMig::Partitioned {
+                model: model.to_owned(),
+                profile: profile.to_owned(),
+            }
+        })
+    }
+
+    pub fn model(&self) -> &str {
+        match self {
+            SingleMig::Partitioned { model, .. } | SingleMig::Invalid { model } => model,
+        }
+    }
 }
 
 /// A vGPU guest's view of its host, from GFD's `vgpu.*` labels.
@@ -79,6 +132,12 @@ impl VgpuFacts {
 }
 
 impl GfdFacts {
+    /// `nvidia.com/gpu.count` counts MIG devices, not GPUs (GFD's `single`
+    /// strategy on a partitioned node), so it is no GPU count to compare.
+    pub fn count_is_mig_devices(&self) -> bool {
+        self.mig_single.is_some()
+    }
+
     /// The family from the compute capability (authoritative: older GFD releases
     /// label Ada as `ampere` and Blackwell as `undefined`), else from the label.
     pub fn effective_family(&self) -> Option<Family> {
@@ -172,6 +231,10 @@ fn parse_gfd_values(labels: &BTreeMap<String, String>) -> GfdFacts {
             parse_number(v).map_err(|e| format!("{e}: expected Unix seconds"))
         }),
         mig_strategy: labels.get(nvidia::MIG_STRATEGY).cloned(),
+        mig_single: labels
+            .get(nvidia::GPU_PRODUCT)
+            .filter(|_| labels.get(nvidia::MIG_STRATEGY).map(String::as_str) == Some("single"))
+            .and_then(|p| SingleMig::parse(p)),
         vfio_mode: false,
         vgpu: (labels.get(nvidia::VGPU_PRESENT).map(String::as_str) == Some("true")).then(|| {
             VgpuFacts {
@@ -334,6 +397,38 @@ mod tests {
         assert_eq!(keys, [nvidia::GPU_MEMORY, nvidia::GPU_COMPUTE_MAJOR]);
         assert_eq!(gfd.family, Field::Present(FamilyLabel::Undefined));
         assert!(gfd.seen);
+    }
+
+    #[test]
+    fn single_strategy_products() {
+        assert_eq!(
+            SingleMig::parse("NVIDIA-H200-MIG-1g.18gb"),
+            Some(SingleMig::Partitioned {
+                model: "NVIDIA-H200".into(),
+                profile: "1g.18gb".into()
+            })
+        );
+        assert_eq!(
+            SingleMig::parse("NVIDIA-A100-SXM4-40GB-MIG-1g.5gb.me-SHARED"),
+            Some(SingleMig::Partitioned {
+                model: "NVIDIA-A100-SXM4-40GB".into(),
+                profile: "1g.5gb.me".into()
+            })
+        );
+        assert_eq!(
+            SingleMig::parse("NVIDIA-H200-MIG-INVALID"),
+            Some(SingleMig::Invalid {
+                model: "NVIDIA-H200".into()
+            })
+        );
+        assert_eq!(SingleMig::parse("NVIDIA-H200"), None);
+        assert_eq!(SingleMig::parse("-MIG-1g.18gb"), None);
+        // Only under the single strategy: mixed keeps the full-GPU product.
+        let mixed = parse_gfd(&labels(&[
+            (nvidia::MIG_STRATEGY, "mixed"),
+            (nvidia::GPU_PRODUCT, "NVIDIA-H200-MIG-1g.18gb"),
+        ]));
+        assert_eq!(mixed.mig_single, None);
     }
 
     #[test]

@@ -14,7 +14,7 @@ fn strip_prefix_ci<'a>(s: &'a str, prefix: &str) -> Option<&'a str> {
         .map(|_| &s[prefix.len()..])
 }
 
-fn strip_suffix_ci<'a>(s: &'a str, suffix: &str) -> Option<&'a str> {
+pub(crate) fn strip_suffix_ci<'a>(s: &'a str, suffix: &str) -> Option<&'a str> {
     let cut = s.len().checked_sub(suffix.len())?;
     s.get(cut..)
         .filter(|tail| tail.eq_ignore_ascii_case(suffix))

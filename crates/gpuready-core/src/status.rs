@@ -170,9 +170,10 @@ pub fn status_from_tally(
     for layer in Layer::every() {
         let empty = LayerTally::default();
         let t = tally.layers.get(&layer).unwrap_or(&empty);
-        // Health is judged only where a probe reports or the profile requires
-        // one; a profile none of whose nodes has it gets no condition for it.
-        if layer == Layer::Health && t.ready == 0 && t.failing.is_empty() {
+        // The optional layers are judged only where their evidence exists or
+        // the profile asks for them; a profile none of whose nodes has one
+        // gets no condition for it.
+        if Layer::OPTIONAL.contains(&layer) && t.ready == 0 && t.failing.is_empty() {
             continue;
         }
         let c = if t.failing.is_empty() {

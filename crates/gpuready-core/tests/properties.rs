@@ -321,6 +321,7 @@ prop_compose! {
                 families,
                 excluded_families,
                 count,
+                max_gpus_per_numa_node: None,
             },
             min_driver_version: min_driver.map(str::to_owned),
             cuda_version: cuda.map(str::to_owned),
@@ -339,6 +340,8 @@ prop_compose! {
             probe: None,
             device_gating: None,
             mig: None,
+            fabric: None,
+            external: None,
         }
     }
 }

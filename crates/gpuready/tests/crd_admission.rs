@@ -350,12 +350,12 @@ fn bad_cases() -> Vec<Bad> {
         },
         b(
             ("spec.gatingLayers", "maxItems"),
-            "nine gating layers",
+            "eleven gating layers",
             spec_with(
                 json!({ "gatingLayers": ["Node", "Hardware", "Driver", "DevicePlugin",
-                "FeatureDiscovery", "Profile", "Compatibility", "Health", "Node"] }),
+                "FeatureDiscovery", "Profile", "Compatibility", "Health", "Fabric", "External", "Node"] }),
             ),
-            &["spec.gatingLayers", "must have at most 8 items"],
+            &["spec.gatingLayers", "must have at most 10 items"],
         ),
         b(
             ("spec.gatingLayers[]", "enum"),
@@ -611,6 +611,215 @@ fn bad_cases() -> Vec<Bad> {
                 "spec.deviceGating.minReadyGpus",
                 "should be less than or equal to 1024",
             ],
+        ),
+        b(
+            ("spec.gpu.maxGpusPerNumaNode", "minimum"),
+            "no GPU allowed on a NUMA node",
+            spec_with(json!({ "gpu": { "maxGpusPerNumaNode": 0 } })),
+            &[
+                "spec.gpu.maxGpusPerNumaNode",
+                "should be greater than or equal to 1",
+            ],
+        ),
+        b(
+            ("spec.gpu.maxGpusPerNumaNode", "maximum"),
+            "more GPUs per NUMA node than a node holds",
+            spec_with(json!({ "gpu": { "maxGpusPerNumaNode": 1025 } })),
+            &[
+                "spec.gpu.maxGpusPerNumaNode",
+                "should be less than or equal to 1024",
+            ],
+        ),
+        b(
+            ("spec.fabric.cliques", "rule"),
+            "a clique without its cluster UUID",
+            spec_with(json!({ "fabric": { "cliques": ["32766"] } })),
+            &[
+                "spec.fabric.cliques",
+                "fabric.cliques must be NVLink cliques as nvidia.com/gpu.clique spells them",
+            ],
+        ),
+        b(
+            ("spec.fabric.cliques", "maxItems"),
+            "65 cliques",
+            spec_with(
+                json!({ "fabric": { "cliques": (0..65).map(|i| format!("9277d399-0674-44a9-b64e-d85bb19ce2b0.{i}")).collect::<Vec<_>>() } }),
+            ),
+            &["spec.fabric.cliques", "must have at most 64 items"],
+        ),
+        b(
+            ("spec.fabric.cliques[]", "maxLength"),
+            "a clique of 65 characters",
+            spec_with(
+                json!({ "fabric": { "cliques": [format!("9277d399-0674-44a9-b64e-d85bb19ce2b0.{}", "1".repeat(28))] } }),
+            ),
+            &["spec.fabric.cliques[0]", "may not be more than 64 bytes"],
+        ),
+        b(
+            ("spec.fabric.minDriverVersion", "rule"),
+            "a one-part fabric driver minimum",
+            spec_with(json!({ "fabric": { "minDriverVersion": "570" } })),
+            &[
+                "spec.fabric.minDriverVersion",
+                "fabric.minDriverVersion must look like 570.158.01",
+            ],
+        ),
+        b(
+            ("spec.fabric.minDriverVersion", "maxLength"),
+            "a fabric driver minimum of 33 characters",
+            spec_with(
+                json!({ "fabric": { "minDriverVersion": format!("570.158.{}", "1".repeat(25)) } }),
+            ),
+            &[
+                "spec.fabric.minDriverVersion",
+                "may not be more than 32 bytes",
+            ],
+        ),
+        b(
+            ("spec.fabric.whenProbeMissing", "enum"),
+            "an unknown fabric.whenProbeMissing",
+            spec_with(json!({ "fabric": { "whenProbeMissing": "Skip" } })),
+            &[
+                "spec.fabric.whenProbeMissing",
+                "Unsupported value: \"Skip\"",
+            ],
+        ),
+        b(
+            ("spec.external", "rule"),
+            "an External layer that reads nothing",
+            spec_with(json!({ "external": {} })),
+            &[
+                "spec.external",
+                "external must name at least one preset or condition",
+            ],
+        ),
+        b(
+            ("spec.external.presets", "rule"),
+            "a preset named twice",
+            spec_with(
+                json!({ "external": { "presets": ["EksNodeMonitoringAgent", "EksNodeMonitoringAgent"] } }),
+            ),
+            &[
+                "spec.external.presets",
+                "external.presets must not repeat a preset",
+            ],
+        ),
+        b(
+            ("spec.external.presets", "maxItems"),
+            "nine presets",
+            spec_with(json!({ "external": { "presets": vec!["EksNodeMonitoringAgent"; 9] } })),
+            &["spec.external.presets", "must have at most 8 items"],
+        ),
+        b(
+            ("spec.external.presets[]", "enum"),
+            "a preset gpuready does not know",
+            spec_with(json!({ "external": { "presets": ["GkeGpuHealth"] } })),
+            &[
+                "spec.external.presets[0]",
+                "Unsupported value: \"GkeGpuHealth\"",
+            ],
+        ),
+        b(
+            ("spec.external.conditions", "rule"),
+            "a condition type named twice",
+            spec_with(
+                json!({ "external": { "conditions": [{ "type": "GpuHealthy" }, { "type": "GpuHealthy", "brokenWhen": "False" }] } }),
+            ),
+            &[
+                "spec.external.conditions",
+                "external.conditions must not repeat a condition type",
+            ],
+        ),
+        b(
+            ("spec.external.conditions", "maxItems"),
+            "33 outside conditions",
+            spec_with(
+                json!({ "external": { "conditions": (0..33).map(|i| json!({ "type": format!("C{i}") })).collect::<Vec<_>>() } }),
+            ),
+            &["spec.external.conditions", "must have at most 32 items"],
+        ),
+        b(
+            ("spec.external.conditions[]", "required:type"),
+            "an outside condition without a type",
+            spec_with(json!({ "external": { "conditions": [{ "brokenWhen": "True" }] } })),
+            &["spec.external.conditions[0].type", "Required value"],
+        ),
+        b(
+            ("spec.external.conditions[].type", "minLength"),
+            "an empty condition type",
+            spec_with(json!({ "external": { "conditions": [{ "type": "" }] } })),
+            &[
+                "spec.external.conditions[0].type",
+                "should be at least 1 chars long",
+            ],
+        ),
+        b(
+            ("spec.external.conditions[].type", "maxLength"),
+            "a condition type of 317 characters",
+            spec_with(json!({ "external": { "conditions": [{ "type": "a".repeat(317) }] } })),
+            &[
+                "spec.external.conditions[0].type",
+                "may not be more than 316 bytes",
+            ],
+        ),
+        b(
+            ("spec.external.conditions[].type", "rule"),
+            "gpuready's own condition as an outside verdict",
+            spec_with(json!({ "external": { "conditions": [{ "type": "GpuReadyHealth" }] } })),
+            &[
+                "spec.external.conditions[0].type",
+                "external.conditions[].type must not be gpuready's own GpuReady… conditions (gpuready would judge from what it writes) nor kubelet's Ready (the Node layer reads it)",
+            ],
+        ),
+        b(
+            ("spec.external.conditions[].type", "rule"),
+            "a condition type with a space",
+            spec_with(json!({ "external": { "conditions": [{ "type": "GPU Problem" }] } })),
+            &[
+                "spec.external.conditions[0].type",
+                "external.conditions[].type must be a condition type like GpuHealthy or example.com/GPUProblem (letters, digits, '-', '_', '.', '/')",
+            ],
+        ),
+        b(
+            ("spec.external.conditions[].brokenWhen", "enum"),
+            "Unknown as the broken status",
+            spec_with(
+                json!({ "external": { "conditions": [{ "type": "GpuHealthy", "brokenWhen": "Unknown" }] } }),
+            ),
+            &[
+                "spec.external.conditions[0].brokenWhen",
+                "Unsupported value: \"Unknown\"",
+            ],
+        ),
+        b(
+            ("spec.external.maxHeartbeatAgeSeconds", "minimum"),
+            "a heartbeat limit below 30 s",
+            spec_with(
+                json!({ "external": { "presets": ["NebiusGpuHealthChecks"], "maxHeartbeatAgeSeconds": 29 } }),
+            ),
+            &[
+                "spec.external.maxHeartbeatAgeSeconds",
+                "should be greater than or equal to 30",
+            ],
+        ),
+        b(
+            ("spec.external.maxHeartbeatAgeSeconds", "maximum"),
+            "a heartbeat limit above 7 days",
+            spec_with(
+                json!({ "external": { "presets": ["NebiusGpuHealthChecks"], "maxHeartbeatAgeSeconds": 604801 } }),
+            ),
+            &[
+                "spec.external.maxHeartbeatAgeSeconds",
+                "should be less than or equal to 604800",
+            ],
+        ),
+        b(
+            ("spec.external.whenMissing", "enum"),
+            "an unknown whenMissing",
+            spec_with(
+                json!({ "external": { "presets": ["NebiusGpuHealthChecks"], "whenMissing": "Block" } }),
+            ),
+            &["spec.external.whenMissing", "Unsupported value: \"Block\""],
         ),
         b(
             ("spec.mig.config", "minLength"),
@@ -1503,6 +1712,18 @@ async fn good_profiles_are_accepted_and_defaulted() {
             "families": ["hopper", "ampere", "ada-lovelace"],
             "excludedFamilies": ["maxwell"],
             "count": 1024,
+            "maxGpusPerNumaNode": 1024,
+        },
+        "fabric": {
+            "cliques": ["9277d399-0674-44a9-b64e-d85bb19ce2b0.32766", "9277d399-0674-44a9-b64e-d85bb19ce2b0.4294967295"],
+            "minDriverVersion": "570.158.01",
+            "whenProbeMissing": "Blocking",
+        },
+        "external": {
+            "presets": ["EksNodeMonitoringAgent", "AksNodeProblemDetector", "NebiusGpuHealthChecks", "MetaGcmHealthChecks"],
+            "conditions": [{ "type": "example.com/GPUProblem", "brokenWhen": "True" }, { "type": "GpuHealthy", "brokenWhen": "False" }],
+            "maxHeartbeatAgeSeconds": 604800,
+            "whenMissing": "Blocking",
         },
         "minDriverVersion": "580.65.06",
         "cudaVersion": "12.4",

@@ -14,39 +14,14 @@ use gpuready_api::device_taint_rule::DeviceTaintRule;
 use gpuready_api::keys::{self, health_reasons};
 use gpuready_api::probe::{EventKind, EventRecord, GpuState, ProbeReport};
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 use support::*;
 
 /// The 8-GPU H200 slice of the engine's fixtures, published for `node`.
 fn eight_gpu_slice(node: &str) -> Value {
-    let path = repo_root().join("crates/gpuready-core/tests/fixtures/evidence/dra-h200-8gpu.yaml");
-    let text = std::fs::read_to_string(&path).expect("fixture");
-    let mut v: Value = serde_yaml_ng::from_str(&text).expect("slice YAML");
-    v["metadata"] = json!({ "name": format!("{node}-gpu.nvidia.com-test") });
-    v["spec"]["nodeName"] = json!(node);
-    v["spec"]["pool"]["name"] = json!(node);
-    v
-}
-
-fn slice_api(client: &Client) -> Api<DynamicObject> {
-    Api::all_with(
-        client.clone(),
-        &gpuready::controller::evidence::slice_resource(),
-    )
-}
-
-async fn put_slice(client: &Client, slice: &Value) {
-    let obj: DynamicObject = serde_json::from_value(slice.clone()).expect("slice");
-    slice_api(client)
-        .patch(
-            obj.metadata.name.as_deref().expect("name"),
-            &PatchParams::apply("test").force(),
-            &Patch::Apply(&obj),
-        )
-        .await
-        .expect("publishing the ResourceSlice");
+    engine_slice("dra-h200-8gpu.yaml", node)
 }
 
 fn uuid(slice: &Value, device: &str) -> String {

@@ -5,11 +5,12 @@
 use gpuready_api::keys::{dra, nvidia, reasons};
 use gpuready_api::{GpuNodeProfileSpec, Workload};
 
-use super::verdict::{Verdict, not_ready, ready, unknown};
+use super::verdict::{Verdict, mig_strategy_invalid, not_ready, ready, unknown};
 use crate::devices::DeviceGatingReport;
 use crate::evidence::{DeviceKind, DraEvidence, Source};
 use crate::facts::NodeFacts;
 use crate::field::Field;
+use crate::gfd::SingleMig;
 use crate::report::Status;
 
 /// The allocatable quantities the device plugin must advertise.
@@ -19,7 +20,16 @@ enum Need<'a> {
 }
 
 fn device_plugin_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
-    let default_count = u64::from(spec.gpu.count.unwrap_or(1));
+    // Under GFD's single strategy `nvidia.com/gpu` counts MIG devices, so it
+    // is held to the MIG devices GFD counts, never to a GPU count.
+    let mig_single = facts.gfd.mig_single.as_ref();
+    if let Some(SingleMig::Invalid { model }) = mig_single {
+        return mig_strategy_invalid(model).via(Source::GfdLabels);
+    }
+    let default_count = match (mig_single, facts.gfd.count.present()) {
+        (Some(_), Some(n)) => u64::from(*n).max(1),
+        _ => u64::from(spec.gpu.count.unwrap_or(1)),
+    };
     let needs: Vec<Need> = if !spec.resources.is_empty() {
         spec.resources
             .iter()
@@ -90,8 +100,19 @@ fn device_plugin_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict 
                         );
                     }
                     (a, _) => ok.push(format!(
-                        "{name}: {} allocatable (need {want})",
-                        a.unwrap_or(0)
+                        "{name}: {} allocatable (need {want}{})",
+                        a.unwrap_or(0),
+                        match mig_single {
+                            Some(SingleMig::Partitioned { profile, .. })
+                                if name == nvidia::GPU_RESOURCE =>
+                            {
+                                format!(
+                                    ": {} counts MIG devices ({profile}) under GFD's single strategy",
+                                    nvidia::GPU_COUNT
+                                )
+                            }
+                            _ => String::new(),
+                        }
                     )),
                 }
             }
@@ -108,6 +129,8 @@ pub(super) fn device_plugin_evidence(
     dra: bool,
     gating: Option<&DeviceGatingReport>,
 ) -> Verdict {
+    // `advertised`: the physical-GPU count the layer's own source gives, and
+    // that source's name for the messages.
     let (v, advertised) = if spec.workload != Workload::Container {
         sandbox_layer(spec, facts)
     } else if dra {
@@ -135,32 +158,34 @@ pub(super) fn device_plugin_evidence(
         )
         .via(Source::NodeFeature);
     }
-    let compared = if counts.is_empty() {
+    let mut compared: Vec<String> = counts.iter().map(|(s, n)| format!("{s}: {n}")).collect();
+    if let (Some(SingleMig::Partitioned { profile, .. }), Some(n)) =
+        (&facts.gfd.mig_single, facts.gfd.count.present())
+    {
+        compared.push(format!(
+            "{}={n} counts {profile} MIG devices under GFD's single strategy, not GPUs: not compared",
+            nvidia::GPU_COUNT
+        ));
+    }
+    let compared = if compared.is_empty() {
         String::new()
     } else {
-        format!(
-            " ({})",
-            counts
-                .iter()
-                .map(|(s, n)| format!("{s}: {n}"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        )
+        format!(" ({})", compared.join(", "))
     };
     match (&facts.evidence.bus, advertised) {
-        (Some(bus), Some(adv)) if u64::from(bus.gpus) > adv => not_ready(
+        (Some(bus), Some((source, adv))) if u64::from(bus.gpus) > adv => not_ready(
             reasons::GPU_NOT_ADVERTISED,
             format!(
-                "NFD's PCI scan shows {} NVIDIA GPU(s) ({}) but only {adv} are advertised: a GPU the stack does not serve (driver not bound, device plugin or DRA driver lost it)",
+                "NFD's PCI scan shows {} NVIDIA GPU(s) ({}) but only {adv} are advertised ({source}): a GPU the stack does not serve (driver not bound, device plugin or DRA driver lost it)",
                 bus.gpus,
                 bus.describe()
             ),
         )
         .via(Source::NodeFeature),
-        (Some(bus), Some(adv)) if u64::from(bus.gpus) < adv => not_ready(
+        (Some(bus), Some((source, adv))) if u64::from(bus.gpus) < adv => not_ready(
             reasons::GPU_MISSING_FROM_BUS,
             format!(
-                "{adv} GPU(s) are advertised but NFD's PCI scan shows only {} ({}): a GPU fell off the bus (XID 79?) while the stack still advertises it; drain and reset the node",
+                "{adv} GPU(s) are advertised ({source}) but NFD's PCI scan shows only {} ({}): a GPU fell off the bus (XID 79?) while the stack still advertises it; drain and reset the node",
                 bus.gpus,
                 bus.describe()
             ),
@@ -169,6 +194,15 @@ pub(super) fn device_plugin_evidence(
         (Some(bus), Some(_)) => Verdict {
             message: format!(
                 "{}; matches the {} GPU(s) on the PCI bus{compared}",
+                v.message, bus.gpus
+            ),
+            ..v
+        },
+        // No physical count of the layer's own to compare (MIG): say what the
+        // bus holds and what was compared, never that it matches.
+        (Some(bus), None) if !compared.is_empty() => Verdict {
+            message: format!(
+                "{}; NFD's PCI scan shows {} GPU(s){compared}",
                 v.message, bus.gpus
             ),
             ..v
@@ -186,7 +220,7 @@ fn advertised_counts(facts: &NodeFacts) -> Vec<(String, u64)> {
     let mut out = Vec::new();
     let strategy = facts.gfd.mig_strategy.as_deref().filter(|m| *m != "none");
     if let Some(n) = facts.gfd.count.present()
-        && strategy != Some("single")
+        && !facts.gfd.count_is_mig_devices()
     {
         out.push((nvidia::GPU_COUNT.to_owned(), u64::from(*n)));
     }
@@ -226,12 +260,16 @@ fn advertised_counts(facts: &NodeFacts) -> Vec<(String, u64)> {
     out
 }
 
-/// Physical GPUs the device plugin stack advertises: GFD's `gpu.count`, else
-/// the `nvidia.com/gpu` capacity where it counts whole GPUs (no MIG, no
-/// time-slicing replicas). `None` when it cannot be told.
-fn device_plugin_gpu_count(facts: &NodeFacts) -> Option<u64> {
+/// Physical GPUs the device plugin stack advertises, with the source: GFD's
+/// `gpu.count` (not under the single strategy's relabelling, where it counts
+/// MIG devices), else the `nvidia.com/gpu` capacity where it counts whole GPUs
+/// (no MIG, no time-slicing replicas). `None` when it cannot be told.
+fn device_plugin_gpu_count(facts: &NodeFacts) -> Option<(String, u64)> {
+    if facts.gfd.count_is_mig_devices() {
+        return None;
+    }
     if let Some(n) = facts.gfd.count.present() {
-        return Some(u64::from(*n));
+        return Some((nvidia::GPU_COUNT.to_owned(), u64::from(*n)));
     }
     let mig = facts
         .gfd
@@ -249,7 +287,7 @@ fn device_plugin_gpu_count(facts: &NodeFacts) -> Option<u64> {
         .capacity
         .get(nvidia::GPU_RESOURCE)
         .and_then(Field::present)
-        .copied()
+        .map(|n| (format!("{} capacity", nvidia::GPU_RESOURCE), *n))
 }
 
 /// DevicePlugin under DRA: the newest complete pool must hold enough GPUs
@@ -258,7 +296,7 @@ fn dra_device_layer(
     spec: &GpuNodeProfileSpec,
     facts: &NodeFacts,
     gating: Option<&DeviceGatingReport>,
-) -> (Verdict, Option<u64>) {
+) -> (Verdict, Option<(String, u64)>) {
     // Under device gating the node needs its minimum of ready GPUs, bad
     // devices (tainted by their own DeviceTaintRule) not counted.
     let want = match gating {
@@ -332,7 +370,12 @@ fn dra_device_layer(
                     )
                 }
                 .via(Source::ResourceSlices);
-                return (v, u64::try_from(published).ok());
+                return (
+                    v,
+                    u64::try_from(published)
+                        .ok()
+                        .map(|n| (format!("the DRA pool {}", p.pools.join(", ")), n)),
+                );
             }
             if !lost.is_empty() {
                 return (
@@ -394,7 +437,7 @@ fn is_sandbox_resource(name: &str) -> bool {
 
 /// DevicePlugin on a vm-passthrough / vm-vgpu node: the sandbox device plugin's
 /// resources, never the container driver's labels.
-fn sandbox_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> (Verdict, Option<u64>) {
+fn sandbox_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> (Verdict, Option<(String, u64)>) {
     let want = u64::from(spec.gpu.count.unwrap_or(1));
     let chosen: Vec<(&String, u64)> = facts
         .allocatable
@@ -454,7 +497,7 @@ fn sandbox_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> (Verdict, Opti
     };
     // Passthrough hands out whole GPUs, so its total is a GPU count; a vGPU
     // host's mediated devices are not.
-    let advertised =
-        (spec.workload == Workload::VmPassthrough && !chosen.is_empty()).then_some(total);
+    let advertised = (spec.workload == Workload::VmPassthrough && !chosen.is_empty())
+        .then(|| ("the sandbox device plugin's resources".to_owned(), total));
     (v.via(Source::SandboxResources), advertised)
 }

@@ -169,8 +169,11 @@ pub(super) fn dra_feature_layer(facts: &NodeFacts) -> Verdict {
         DraEvidence::Complete(p) => ready(
             reasons::DRA_ATTRIBUTES,
             format!(
-                "GPU attributes come from the DRA driver's ResourceSlices (pool {}); GFD labels are not needed",
-                p.pools.join(", ")
+                "GPU attributes come from the DRA driver's ResourceSlices (pool {}); GFD labels are not needed{}",
+                p.pools.join(", "),
+                p.describe_topology()
+                    .map(|t| format!("; {t}"))
+                    .unwrap_or_default()
             ),
         ),
         _ => unknown(

@@ -3,13 +3,15 @@
 //! geometry.
 
 use gpuready_api::GpuNodeProfileSpec;
-use gpuready_api::keys::{nvidia, reasons};
+use gpuready_api::keys::{dra, nvidia, reasons};
 
-use super::verdict::{Verdict, malformed, missing, named, not_ready, ready, unknown};
+use super::verdict::{
+    Verdict, malformed, mig_strategy_invalid, missing, named, not_ready, ready, unknown,
+};
 use crate::evidence::{DeviceKind, Source};
 use crate::facts::NodeFacts;
 use crate::field::Field;
-use crate::gfd::{FamilyLabel, GfdFacts};
+use crate::gfd::{FamilyLabel, SingleMig};
 use crate::product;
 use crate::report::Status;
 use crate::version::MajorMinor;
@@ -19,19 +21,75 @@ fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
     let gfd = &facts.gfd;
     let mut met = Vec::new();
 
+    if let Some(SingleMig::Invalid { model }) = &gfd.mig_single {
+        return mig_strategy_invalid(model);
+    }
+    // GFD's single strategy names the product `<model>-MIG-<profile>`: a
+    // profile listing the model matches it when it declares a MIG geometry; a
+    // profile without one asks for full GPUs, unless its products name the
+    // MIG product itself.
+    let full_name_listed = gfd
+        .product
+        .as_deref()
+        .is_some_and(|p| product::matches_any(&g.products, p));
+    let partitioned = match &gfd.mig_single {
+        Some(SingleMig::Partitioned { model, profile }) => Some((model.as_str(), profile.as_str())),
+        _ => None,
+    };
+    if let Some((model, profile)) = partitioned
+        && spec.mig.is_none()
+        && !full_name_listed
+    {
+        return not_ready(
+            reasons::MIG_PARTITIONED,
+            format!(
+                "{}={} and {}={}: GFD's single strategy shows the {model} GPUs partitioned into {profile} MIG devices, but the profile declares no mig geometry, so it asks for full GPUs: add mig (e.g. mig: {{devices: {{{profile}: N}}}}) to the profile for a MIG pool, or disable MIG on the node ({}=all-disabled)",
+                nvidia::GPU_PRODUCT,
+                gfd.product.as_deref().unwrap_or_default(),
+                nvidia::GPU_COUNT,
+                gfd.count
+                    .present()
+                    .map_or_else(|| "(absent)".to_owned(), ToString::to_string),
+                nvidia::MIG_CONFIG
+            ),
+        );
+    }
     if !g.products.is_empty() {
         let Some(p) = &gfd.product else {
             return missing(gfd, nvidia::GPU_PRODUCT);
         };
-        if !product::matches_any(&g.products, p) {
-            return not_ready(
-                "ProductMismatch",
-                format!("{p} is not one of {}", g.products.join(", ")),
-            );
+        match partitioned {
+            _ if full_name_listed => met.push(p.clone()),
+            Some((model, profile)) if product::matches_any(&g.products, model) => {
+                met.push(format!("{model} (MIG {profile}, GFD's single strategy)"));
+            }
+            Some((model, _)) => {
+                return not_ready(
+                    "ProductMismatch",
+                    format!(
+                        "{p} ({model} partitioned by GFD's single MIG strategy) is not one of {}",
+                        g.products.join(", ")
+                    ),
+                );
+            }
+            None => {
+                return not_ready(
+                    "ProductMismatch",
+                    format!("{p} is not one of {}", g.products.join(", ")),
+                );
+            }
         }
-        met.push(p.clone());
     }
-    if let Some(min) = g.min_memory_mib {
+    if let (Some(_), Some((_, profile))) = (g.min_memory_mib, partitioned) {
+        // One MIG device's memory is no minimum of the card's.
+        met.push(format!(
+            "memory not compared ({}={} is one {profile} MIG device's under GFD's single strategy)",
+            nvidia::GPU_MEMORY,
+            gfd.memory_mib
+                .present()
+                .map_or_else(|| "(absent)".to_owned(), ToString::to_string)
+        ));
+    } else if let Some(min) = g.min_memory_mib {
         match &gfd.memory_mib {
             Field::Absent => {
                 return missing(gfd, nvidia::GPU_MEMORY);
@@ -100,7 +158,7 @@ fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
                     );
                 }
                 met.push(name.clone());
-                return profile_count(g, gfd, met);
+                return profile_count(g, facts, met);
             }
             _ => {
                 return missing(gfd, nvidia::GPU_FAMILY);
@@ -121,16 +179,30 @@ fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
         }
         met.push(family.to_string());
     }
-    profile_count(g, gfd, met)
+    profile_count(g, facts, met)
 }
 
 /// The last Profile check (GPU count), then the verdict over what matched.
 fn profile_count(
     g: &gpuready_api::GpuExpectation,
-    gfd: &GfdFacts,
+    facts: &NodeFacts,
     mut met: Vec<String>,
 ) -> Verdict {
-    if let Some(min) = g.count {
+    let gfd = &facts.gfd;
+    if let (Some(_), Some(SingleMig::Partitioned { profile, .. })) = (g.count, &gfd.mig_single) {
+        // GFD's count is of MIG devices here: the GPUs are counted on the bus.
+        met.push(format!(
+            "{} × {profile} MIG devices ({} under GFD's single strategy; {})",
+            gfd.count
+                .present()
+                .map_or_else(|| "?".to_owned(), ToString::to_string),
+            nvidia::GPU_COUNT,
+            match &facts.evidence.bus {
+                Some(bus) => format!("{} GPU(s) on NFD's PCI scan", bus.gpus),
+                None => "the GPU count needs NFD's PCI scan, not read".to_owned(),
+            }
+        ));
+    } else if let Some(min) = g.count {
         match &gfd.count {
             Field::Absent => {
                 return missing(gfd, nvidia::GPU_COUNT);
@@ -184,25 +256,20 @@ fn mig_devices(facts: &NodeFacts, dra: bool) -> (std::collections::BTreeMap<Stri
             out.insert(mig_key(prof), n);
         }
     }
-    if facts.gfd.mig_strategy.as_deref() == Some("single")
-        && let Some(product) = facts.labels.get(nvidia::GPU_PRODUCT)
-        && let Some((_, prof)) = product.rsplit_once("-MIG-")
+    if let Some(SingleMig::Partitioned { profile, .. }) = &facts.gfd.mig_single
         && let Some(n) = facts.gfd.count.present()
     {
-        out.insert(mig_key(prof), u64::from(*n));
+        out.insert(mig_key(profile), u64::from(*n));
     }
     (out, "GFD's MIG labels".to_owned())
 }
 
-/// The MIG geometry the profile needs (`spec.mig`): mig-manager's config and
-/// state labels, then the MIG devices per profile. `Ok(note)` when it holds.
-fn mig_geometry(
-    spec: &GpuNodeProfileSpec,
-    facts: &NodeFacts,
-    dra: bool,
-) -> Result<String, Verdict> {
+/// mig-manager's config and state labels against the profile's `mig`: a node
+/// being re-partitioned is not ready, whatever its other labels (they still
+/// describe the old layout) say.
+fn mig_state(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Result<(), Verdict> {
     let Some(m) = &spec.mig else {
-        return Ok(String::new());
+        return Ok(());
     };
     let label = |k: &str| facts.labels.get(k).map(String::as_str);
     let state = label(nvidia::MIG_CONFIG_STATE);
@@ -271,6 +338,20 @@ fn mig_geometry(
             }
         }
     }
+    Ok(())
+}
+
+/// The MIG devices the profile needs (`spec.mig`), once the state holds.
+/// `Ok(note)` when they are there.
+fn mig_geometry(
+    spec: &GpuNodeProfileSpec,
+    facts: &NodeFacts,
+    dra: bool,
+) -> Result<String, Verdict> {
+    let Some(m) = &spec.mig else {
+        return Ok(String::new());
+    };
+    let label = |k: &str| facts.labels.get(k).map(String::as_str);
     if m.devices.is_empty() {
         return Ok(format!(
             "; MIG config {} applied",
@@ -302,16 +383,76 @@ fn mig_geometry(
     ))
 }
 
+/// `gpu.maxGpusPerNumaNode` against the DRA pool's
+/// `resource.kubernetes.io/numaNode` (an `int` or an `ints` list). GFD
+/// publishes no NUMA placement, so a device-plugin node is not judged by it
+/// (the message says so). `Ok(note)` when it holds or does not apply.
+fn numa_rule(spec: &GpuNodeProfileSpec, facts: &NodeFacts, dra: bool) -> Result<String, Verdict> {
+    let Some(max) = spec.gpu.max_gpus_per_numa_node else {
+        return Ok(String::new());
+    };
+    let Some(pool) = facts.evidence.dra.complete().filter(|_| dra) else {
+        return Ok(format!(
+            "; GPUs per NUMA node not judged: {} comes from the DRA driver's ResourceSlices, and this node is judged by the device plugin",
+            dra::ATTR_NUMA_NODE
+        ));
+    };
+    let (per_node, unplaced) = pool.gpus_per_numa_node();
+    let pools = pool.pools.join(", ");
+    if !unplaced.is_empty() {
+        return Err(unknown(
+            reasons::DRA_ATTRIBUTE_MISSING,
+            format!(
+                "the ResourceSlice attribute {} (pool {pools}) is missing on {}: the DRA driver publishes it from v0.5 (main), so gpu.maxGpusPerNumaNode cannot be checked",
+                dra::ATTR_NUMA_NODE,
+                unplaced.join(", ")
+            ),
+        )
+        .via(Source::ResourceSlices));
+    }
+    let spread = per_node
+        .iter()
+        .map(|(n, g)| format!("NUMA node {n}: {g}"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if let Some((node, gpus)) = per_node.iter().find(|(_, g)| **g > max as usize) {
+        return Err(not_ready(
+            reasons::TOO_MANY_GPUS_PER_NUMA_NODE,
+            format!(
+                "NUMA node {node} holds {gpus} GPU(s), more than the {max} gpu.maxGpusPerNumaNode allows ({}, pool {pools}: {spread}): a BIOS NUMA setting (NPS/SNC, NUMA off) or the platform put them together; compare numactl -H and the board's topology, fix the BIOS setting and reboot",
+                dra::ATTR_NUMA_NODE
+            ),
+        )
+        .via(Source::ResourceSlices));
+    }
+    Ok(format!("; GPUs per NUMA node at most {max} ({spread})"))
+}
+
 /// Profile, then the bus: NFD's PCI scan can prove a count short even when
 /// the labels still claim it (a GPU lost after GFD last ran). Then the MIG
 /// geometry the profile asks for.
 pub(super) fn profile_with_bus(spec: &GpuNodeProfileSpec, facts: &NodeFacts, dra: bool) -> Verdict {
+    // mig-manager's state first: mid-reconfiguration the product and counts
+    // GFD labelled describe the layout being replaced.
+    if let Err(state) = mig_state(spec, facts) {
+        return state;
+    }
     let v = profile_layer(spec, facts);
     if v.status != Status::Ready {
         return v;
     }
     let v = match mig_geometry(spec, facts, dra) {
         // The MIG layout is a GPU expectation of its own.
+        Ok(note) if !note.is_empty() && v.reason == "NoExpectations" => {
+            ready("ProfileMatches", note.trim_start_matches("; ").to_owned())
+        }
+        Ok(note) => Verdict {
+            message: format!("{}{note}", v.message),
+            ..v
+        },
+        Err(bad) => return bad,
+    };
+    let v = match numa_rule(spec, facts, dra) {
         Ok(note) if !note.is_empty() && v.reason == "NoExpectations" => {
             ready("ProfileMatches", note.trim_start_matches("; ").to_owned())
         }

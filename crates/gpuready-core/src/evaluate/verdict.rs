@@ -104,3 +104,15 @@ pub(super) fn vfio_mode_verdict() -> Verdict {
     )
     .via(Source::GfdLabels)
 }
+
+/// GFD's `<model>-MIG-INVALID`: the node's MIG layout breaks the single
+/// strategy, so GFD and the device plugin advertise no device at all.
+pub(super) fn mig_strategy_invalid(model: &str) -> Verdict {
+    not_ready(
+        reasons::MIG_STRATEGY_INVALID,
+        format!(
+            "{}={model}-MIG-INVALID: the MIG layout does not fit GFD's single strategy (MIG devices of more than one profile, a MIG-enabled GPU without MIG devices, or MIG enabled on some GPUs only), so no device is advertised: apply a one-profile mig.config on every GPU or switch the node to the mixed strategy",
+            nvidia::GPU_PRODUCT
+        ),
+    )
+}

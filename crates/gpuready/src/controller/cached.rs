@@ -174,7 +174,8 @@ pub struct CachedNode {
     /// Extended resources only (keys with '/').
     capacity: PackedMap,
     allocatable: PackedMap,
-    /// The kubelet's `Ready` and gpuready's own, in the node's order.
+    /// The kubelet's `Ready`, gpuready's own and other writers' (the External
+    /// layer's), in the node's order.
     conditions: Box<[CachedCondition]>,
     /// `prune::node_relevance` of the pruned node, computed once here.
     relevance: u64,

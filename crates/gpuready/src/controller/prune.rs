@@ -7,6 +7,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
 use gpuready_api::keys;
+use gpuready_core::facts::is_outside_condition;
 use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus};
 
 /// The kubelet condition the engine reads; the others (memory, disk, PID
@@ -16,8 +17,10 @@ pub(crate) const KUBELET_READY: &str = "Ready";
 /// Keeps only what the engine judges from (`NodeFacts::from_node`) and what a
 /// write needs (name, resourceVersion, uid for Events): labels (any of them may
 /// be in a profile's selector), gpuready's annotations and server-side apply managedFields entry,
-/// taints, extended resources, and the kubelet's Ready and gpuready's own
-/// conditions. Images, nodeInfo, addresses, other conditions, foreign
+/// taints, extended resources, and the conditions the engine reads: kubelet's
+/// Ready, gpuready's own, and other writers' (the External layer's verdicts of
+/// other judges; kubelet's pressure conditions are dropped). Images, nodeInfo,
+/// addresses, foreign
 /// annotations and managedFields, owner references and the rest of the spec
 /// are dropped before the node enters the cache: memory follows what gpuready
 /// reads, not what kubelet and other controllers write. The cache then holds the
@@ -57,7 +60,9 @@ pub fn prune_node(node: &mut Node) {
         keep(&mut status.allocatable);
         if let Some(c) = status.conditions.as_mut() {
             c.retain(|c| {
-                c.type_ == KUBELET_READY || c.type_.starts_with(keys::CONDITION_GPU_READY)
+                c.type_ == KUBELET_READY
+                    || c.type_.starts_with(keys::CONDITION_GPU_READY)
+                    || is_outside_condition(&c.type_)
             });
         }
         *status = NodeStatus {
@@ -158,6 +163,7 @@ pub(super) mod tests {
                 "conditions": [
                     cond("MemoryPressure", "False"), cond("DiskPressure", "False"),
                     cond("Ready", "True"), cond("GpuReady", "False"),
+                    cond("XIDErrors", "False"),
                 ],
                 "addresses": [{ "type": "InternalIP", "address": "10.0.0.1" }],
                 "nodeInfo": { "machineID": "m", "systemUUID": "s", "bootID": "b",
@@ -199,7 +205,8 @@ pub(super) mod tests {
             .flatten()
             .map(|c| c.type_.as_str())
             .collect();
-        assert_eq!(types, ["Ready", "GpuReady"]);
+        // kubelet's pressure conditions go; another judge's verdict stays.
+        assert_eq!(types, ["Ready", "GpuReady", "XIDErrors"]);
         assert!(status.images.is_none() && status.node_info.is_none());
         assert!(
             n.spec

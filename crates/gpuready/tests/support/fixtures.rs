@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use gpuready_api::GpuNodeProfile;
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
 
@@ -379,4 +379,43 @@ pub async fn single_node_pool(client: &Client, healthy: bool) {
         set_node_status(client, "gpu-1", 1, 0, true).await;
     }
     apply_profile(client, &rtx3090_profile("rtx3090", "a", "")).await;
+}
+
+// ---------------------------------------------------------------- ResourceSlices
+
+/// A ResourceSlice of the engine's fixtures
+/// (`crates/gpuready-core/tests/fixtures/evidence/<file>`), published for `node`.
+pub fn engine_slice(file: &str, node: &str) -> Value {
+    let path = repo_root()
+        .join("crates/gpuready-core/tests/fixtures/evidence")
+        .join(file);
+    let text = std::fs::read_to_string(&path).expect("fixture");
+    let mut v: Value = serde_yaml_ng::from_str(&text).expect("slice YAML");
+    v["metadata"] = json!({ "name": format!("{node}-gpu.nvidia.com-test") });
+    v["spec"]["nodeName"] = json!(node);
+    v["spec"]["pool"]["name"] = json!(node);
+    v
+}
+
+/// The ResourceSlice API as `client`.
+pub fn slice_api(client: &Client) -> Api<DynamicObject> {
+    Api::all_with(
+        client.clone(),
+        &gpuready::controller::evidence::slice_resource(),
+    )
+}
+
+/// Publishes a ResourceSlice as the DRA driver would (server-side apply) and
+/// returns the object as the API server stored it.
+pub async fn put_slice(client: &Client, slice: &Value) -> Value {
+    let obj: DynamicObject = serde_json::from_value(slice.clone()).expect("slice");
+    let stored = slice_api(client)
+        .patch(
+            obj.metadata.name.as_deref().expect("name"),
+            &PatchParams::apply("test").force(),
+            &Patch::Apply(&obj),
+        )
+        .await
+        .expect("publishing the ResourceSlice");
+    serde_json::to_value(stored).expect("json")
 }

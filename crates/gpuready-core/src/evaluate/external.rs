@@ -1,0 +1,189 @@
+//! The External layer: the verdicts of other judges a profile names — a cloud
+//! provider's GPU health agent, node-problem-detector checks — read from the
+//! Node conditions their agents write, with the status that means broken and,
+//! optionally, how old a verdict's heartbeat may be.
+
+use gpuready_api::keys::external as reasons;
+use gpuready_api::{BrokenWhen, GpuNodeProfileSpec, ProbePolicy};
+use jiff::Timestamp;
+
+use super::verdict::{Verdict, not_ready, ready, unknown};
+use crate::evidence::Source;
+use crate::facts::NodeFacts;
+
+/// How soon to look again at a node whose verdict is stale: its heartbeat
+/// coming back changes no status, so no watch event would re-judge it.
+const STALE_RECHECK_SECONDS: u64 = 60;
+
+/// Whether the profile names outside judges at all.
+pub(super) fn applies(spec: &GpuNodeProfileSpec) -> bool {
+    spec.external.is_some()
+}
+
+/// One condition the profile reads, and who writes it.
+struct Wanted {
+    type_: String,
+    broken_when: BrokenWhen,
+    writer: String,
+}
+
+/// The presets' conditions, then the profile's own; a type named twice is
+/// read once, by the profile's own entry (it says which status is broken).
+fn wanted(spec: &GpuNodeProfileSpec) -> Vec<Wanted> {
+    let Some(x) = &spec.external else {
+        return Vec::new();
+    };
+    let mut out: Vec<Wanted> = Vec::new();
+    for c in &x.conditions {
+        out.push(Wanted {
+            type_: c.type_.clone(),
+            broken_when: c.broken_when,
+            writer: "external.conditions".to_owned(),
+        });
+    }
+    for p in &x.presets {
+        for (t, broken_when) in p.conditions() {
+            if !out.iter().any(|w| w.type_ == *t) {
+                out.push(Wanted {
+                    type_: (*t).to_owned(),
+                    broken_when: *broken_when,
+                    writer: format!("{} (preset {})", p.writer(), p.as_str()),
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The verdict, and when to judge again (the next heartbeat to go stale).
+pub(super) fn external_layer(
+    spec: &GpuNodeProfileSpec,
+    facts: &NodeFacts,
+    now: Timestamp,
+) -> (Verdict, Option<u64>) {
+    let Some(x) = &spec.external else {
+        return (ready(reasons::HEALTHY, "no outside judge is named"), None);
+    };
+    let mut broken = Vec::new();
+    let mut stale = Vec::new();
+    let mut unknowns = Vec::new();
+    let mut missing = Vec::new();
+    let mut healthy = Vec::new();
+    let mut recheck: Option<u64> = None;
+    for w in wanted(spec) {
+        let Some(c) = facts.outside_conditions.iter().find(|c| c.type_ == w.type_) else {
+            missing.push((w.writer, w.type_));
+            continue;
+        };
+        let said = format!(
+            "{}={}{}",
+            c.type_,
+            c.status,
+            match (c.reason.as_deref(), c.message.as_deref()) {
+                (Some(r), Some(m)) if !m.is_empty() => format!(" ({r}: {m})"),
+                (Some(r), _) if !r.is_empty() => format!(" ({r})"),
+                (_, Some(m)) if !m.is_empty() => format!(" ({m})"),
+                _ => String::new(),
+            }
+        );
+        if let Some(max) = x.max_heartbeat_age_seconds {
+            let beat = c
+                .last_heartbeat_time
+                .as_ref()
+                .or(c.last_transition_time.as_ref())
+                .map(|t| t.0);
+            match beat {
+                Some(t) => {
+                    let age = now.as_second() - t.as_second();
+                    let left = i64::from(max) - age;
+                    if left < 0 {
+                        stale.push((
+                            w.writer.clone(),
+                            format!("{} (last heartbeat {age} s ago, limit {max} s)", c.type_),
+                        ));
+                        recheck = Some(
+                            recheck.map_or(STALE_RECHECK_SECONDS, |r| r.min(STALE_RECHECK_SECONDS)),
+                        );
+                    } else {
+                        let due = u64::try_from(left).unwrap_or(0) + 1;
+                        recheck = Some(recheck.map_or(due, |r| r.min(due)));
+                    }
+                }
+                None => stale.push((
+                    w.writer.clone(),
+                    format!("{} (no heartbeat or transition time)", c.type_),
+                )),
+            }
+        }
+        match c.status.as_str() {
+            s if s == w.broken_when.as_str() => broken.push((w.writer, said)),
+            "True" | "False" => healthy.push((w.writer, said)),
+            _ => unknowns.push((w.writer, said)),
+        }
+    }
+    let v = if !broken.is_empty() {
+        not_ready(
+            reasons::BROKEN,
+            format!(
+                "an outside judge calls the node broken: {}: fix what it names; the condition clears when its agent finds the node healthy again",
+                by_writer(&broken)
+            ),
+        )
+    } else if !stale.is_empty() {
+        unknown(
+            reasons::STALE,
+            format!(
+                "outside verdicts too old to trust: {}: is the agent that writes them still running on the node?",
+                by_writer(&stale)
+            ),
+        )
+    } else if !unknowns.is_empty() {
+        unknown(
+            reasons::UNKNOWN,
+            format!("an outside judge cannot tell: {}", by_writer(&unknowns)),
+        )
+    } else if !missing.is_empty() && x.when_missing != ProbePolicy::Ignore {
+        let message = format!(
+            "not on the node: {}: is the agent that writes them deployed on this pool? (external.whenMissing is {:?})",
+            by_writer(&missing),
+            x.when_missing
+        );
+        match x.when_missing {
+            ProbePolicy::Blocking => not_ready(reasons::MISSING, message),
+            _ => unknown(reasons::MISSING, message),
+        }
+    } else {
+        let mut message = if healthy.is_empty() {
+            "no named outside condition is on the node".to_owned()
+        } else {
+            format!(
+                "every outside verdict read is healthy: {}",
+                by_writer(&healthy)
+            )
+        };
+        if !missing.is_empty() {
+            message.push_str(&format!(
+                "; not on the node (ignored, external.whenMissing Ignore): {}",
+                by_writer(&missing)
+            ));
+        }
+        ready(reasons::HEALTHY, message)
+    };
+    (v.via(Source::NodeConditions), recheck)
+}
+
+/// `writer: a, b; other writer: c`, in the order read (a writer's conditions
+/// are read together, presets one after another).
+fn by_writer(items: &[(String, String)]) -> String {
+    let mut out: Vec<(String, Vec<&str>)> = Vec::new();
+    for (writer, text) in items {
+        match out.last_mut() {
+            Some((w, texts)) if w == writer => texts.push(text),
+            _ => out.push((writer.clone(), vec![text])),
+        }
+    }
+    out.iter()
+        .map(|(w, texts)| format!("{w}: {}", texts.join(", ")))
+        .collect::<Vec<_>>()
+        .join("; ")
+}
