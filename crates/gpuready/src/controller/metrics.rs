@@ -1,5 +1,8 @@
 //! Prometheus metrics, in the text exposition format on /metrics.
 
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Mutex;
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -45,6 +48,44 @@ pub struct CrdState {
     pub state: String,
 }
 
+/// One not-ready node of a profile: `state` is the `gpuready_nodes` state it is
+/// counted under, `mode` the profile's (`Enforce` or `Observe`), `layer` and
+/// `reason` the summary of its verdict.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct NodeNotReady {
+    pub profile: String,
+    pub node: String,
+    pub mode: String,
+    pub state: String,
+    pub layer: String,
+    pub reason: String,
+}
+
+/// One layer that is not Ready on one node of a profile.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct NodeLayer {
+    pub profile: String,
+    pub node: String,
+    pub layer: String,
+    pub reason: String,
+}
+
+/// One node of a profile.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct ProfileNode {
+    pub profile: String,
+    pub node: String,
+}
+
+/// The per-node series of one profile, as last exported.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct NodeSeries {
+    pub not_ready: BTreeSet<NodeNotReady>,
+    pub layers: BTreeSet<NodeLayer>,
+    /// Node → devices gated by gpuready's DeviceTaintRules.
+    pub tainted_devices: BTreeMap<ProfileNode, i64>,
+}
+
 /// Every metric gpuready exports.
 pub struct Metrics {
     registry: Registry,
@@ -65,6 +106,16 @@ pub struct Metrics {
     pub device_taint_rules: Gauge,
     /// Devices gated by DeviceTaintRules, per profile (from the verdicts).
     pub tainted_devices: Family<Profile, Gauge>,
+    /// 1 for each not-ready node (only those: a healthy fleet exports none).
+    pub node_not_ready: Family<NodeNotReady, Gauge>,
+    /// 1 for each layer that is not Ready on a node.
+    pub node_layer_not_ready: Family<NodeLayer, Gauge>,
+    /// Devices of a node gated by gpuready's DeviceTaintRules (nodes with any).
+    pub node_tainted_devices: Family<ProfileNode, Gauge>,
+    /// What the three per-node families hold, by profile: a change removes the
+    /// series that went away and sets the rest, so a scrape never sees a node
+    /// vanish and come back (which would restart an alert's `for`).
+    node_series: Mutex<HashMap<String, NodeSeries>>,
 }
 
 impl Default for Metrics {
@@ -84,6 +135,10 @@ impl Default for Metrics {
             nfd_crds: Family::default(),
             device_taint_rules: Gauge::default(),
             tainted_devices: Family::default(),
+            node_not_ready: Family::default(),
+            node_layer_not_ready: Family::default(),
+            node_tainted_devices: Family::default(),
+            node_series: Mutex::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -151,6 +206,21 @@ impl Default for Metrics {
             "Devices a profile's nodes have gated by gpuready's DeviceTaintRules",
             m.tainted_devices.clone(),
         );
+        registry.register(
+            "node_not_ready",
+            "1 for each matched node that is not ready, by profile, node, the profile's mode, state (not_ready, conflict) and the verdict's layer and reason",
+            m.node_not_ready.clone(),
+        );
+        registry.register(
+            "node_layer_not_ready",
+            "1 for each layer that is not Ready on a matched node, by profile, node, layer and reason (Health: the probe's report)",
+            m.node_layer_not_ready.clone(),
+        );
+        registry.register(
+            "node_tainted_devices",
+            "Devices of a node gated by gpuready's DeviceTaintRules, for nodes with any",
+            m.node_tainted_devices.clone(),
+        );
         Metrics { registry, ..m }
     }
 }
@@ -161,6 +231,56 @@ impl Metrics {
         // Encoding into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
+    }
+
+    /// Replaces the per-node series of `profile` with `new`.
+    pub fn set_node_series(&self, profile: &str, new: NodeSeries) {
+        let mut all = self
+            .node_series
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let old = all.remove(profile).unwrap_or_default();
+        self.swap_node_series(&old, &new);
+        if new != NodeSeries::default() {
+            all.insert(profile.to_owned(), new);
+        }
+    }
+
+    /// Drops the per-node series of every profile `keep` rejects.
+    pub fn retain_node_series(&self, keep: impl Fn(&str) -> bool) {
+        let mut all = self
+            .node_series
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let gone: Vec<String> = all.keys().filter(|p| !keep(p)).cloned().collect();
+        for p in gone {
+            if let Some(old) = all.remove(&p) {
+                self.swap_node_series(&old, &NodeSeries::default());
+            }
+        }
+    }
+
+    fn swap_node_series(&self, old: &NodeSeries, new: &NodeSeries) {
+        for s in old.not_ready.difference(&new.not_ready) {
+            self.node_not_ready.remove(s);
+        }
+        for s in &new.not_ready {
+            self.node_not_ready.get_or_create(s).set(1);
+        }
+        for s in old.layers.difference(&new.layers) {
+            self.node_layer_not_ready.remove(s);
+        }
+        for s in &new.layers {
+            self.node_layer_not_ready.get_or_create(s).set(1);
+        }
+        for s in old.tainted_devices.keys() {
+            if !new.tainted_devices.contains_key(s) {
+                self.node_tainted_devices.remove(s);
+            }
+        }
+        for (s, n) in &new.tainted_devices {
+            self.node_tainted_devices.get_or_create(s).set(*n);
+        }
     }
 
     pub fn count_write(&self, kind: &str) {
