@@ -379,7 +379,7 @@ async fn rendered_chart_passes_server_dry_run_with_defaults_and_with_every_featu
         })
         .collect::<Vec<_>>();
     for (alert, metric) in [
-        ("GpuReadyNodesNotReady", "gpuready_nodes{"),
+        ("GpuReadyNodeNotReady", "gpuready_node_not_ready{"),
         ("GpuReadyNfdCrdsOutdated", "gpuready_nfd_crd_state{"),
         (
             "GpuReadySafetyBrakeEngaged",

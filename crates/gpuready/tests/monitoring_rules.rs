@@ -3,9 +3,11 @@
 //!
 //! `tests/monitoring/metrics-capture.prom` is the `/metrics` text of a real run:
 //! gpuready's controller against the test API server with a ready node, a broken
-//! one, a broken node of an `Observe` profile and two nodes whose probe report
-//! is missing or stale. The first test runs that scenario again and fails when
-//! what gpuready exports no longer matches the capture (regenerate with
+//! one, a broken node of an `Observe` profile, two nodes whose probe report is
+//! missing or stale, and a DRA node with one GPU gated by a DeviceTaintRule
+//! (XID 79), with `--nfd-crds=check` (no NFD CRDs: `missing`). The first test
+//! runs that scenario again and fails when what gpuready exports no longer
+//! matches the capture (regenerate with
 //! `UPDATE_METRICS_CAPTURE=1 cargo test -p gpuready --test monitoring_rules`).
 //! The second renders the chart's PrometheusRule, runs `promtool check rules`
 //! and `promtool test rules tests/monitoring/rules-test.yaml` on it (promtool
@@ -93,10 +95,7 @@ fn shape(text: &str) -> BTreeSet<String> {
     samples(text)
         .into_iter()
         .map(|s| {
-            let family = counters
-                .iter()
-                .find(|c| s.name.starts_with(*c))
-                .copied();
+            let family = counters.iter().find(|c| s.name.starts_with(*c)).copied();
             match family {
                 Some(_) => format!(
                     "{}{{{}}}",
@@ -137,9 +136,20 @@ async fn capture_run() -> String {
     apply_profile(&client, &rtx3090_profile("training", "enforce", "")).await;
     create_node(&client, "gpu-observed", rtx3090_in("observe"), 1, json!([])).await;
     set_node_status(&client, "gpu-observed", 1, 0, true).await;
-    apply_profile(&client, &rtx3090_profile("canary", "observe", "mode: Observe")).await;
+    apply_profile(
+        &client,
+        &rtx3090_profile("canary", "observe", "mode: Observe"),
+    )
+    .await;
     create_node(&client, "gpu-no-report", rtx3090_in("probed"), 1, json!([])).await;
-    create_node(&client, "gpu-stale-report", rtx3090_in("probed"), 1, json!([])).await;
+    create_node(
+        &client,
+        "gpu-stale-report",
+        rtx3090_in("probed"),
+        1,
+        json!([]),
+    )
+    .await;
     apply_profile(
         &client,
         &rtx3090_profile(
@@ -149,27 +159,62 @@ async fn capture_run() -> String {
         ),
     )
     .await;
-    publish(&client, &ns, "gpu-stale-report", &stale_report("gpu-stale-report"))
-        .await
-        .expect("publish the stale report");
-    let run = start_controller(env, run_args(&[&format!("--probe-namespace={ns}")]));
+    publish(
+        &client,
+        &ns,
+        "gpu-stale-report",
+        &stale_report("gpu-stale-report"),
+    )
+    .await
+    .expect("publish the stale report");
+    // A DRA node whose probe saw XID 79 on one of its 8 GPUs: that GPU is
+    // gated by a DeviceTaintRule, the node stays ready with 7.
+    dra_only_node(&client, "gpu-h200", "dra").await;
+    let slice = eight_gpu_slice("gpu-h200");
+    put_slice(&client, &slice).await;
+    apply_profile(
+        &client,
+        &h200_profile("h200", "dra", "  deviceGating: {minReadyGpus: 7}"),
+    )
+    .await;
+    publish(
+        &client,
+        &ns,
+        "gpu-h200",
+        &h200_report("gpu-h200", &slice, &["gpu-3"]),
+    )
+    .await
+    .expect("publish the H200 report");
+    let run = start_controller(
+        env,
+        run_args(&[&format!("--probe-namespace={ns}"), "--nfd-crds=check"]),
+    );
     let want = [
         ("gpu-broken", "DevicesUnhealthy"),
         ("gpu-observed", "DevicesUnhealthy"),
         ("gpu-no-report", "ProbeMissing"),
         ("gpu-stale-report", "ProbeReportStale"),
     ];
-    let text = eventually(90, "every broken node in gpuready_node_not_ready", || async {
-        let text = run.metrics.encode();
-        let done = want.iter().all(|(node, reason)| {
-            samples(&text).iter().any(|s| {
-                s.name == "gpuready_node_not_ready"
-                    && s.labels.get("node").map(String::as_str) == Some(*node)
-                    && s.labels.get("reason").map(String::as_str) == Some(*reason)
-            })
-        }) && text.contains("gpuready_nodes{profile=\"training\",state=\"ready\"} 1");
-        done.then_some(text)
-    })
+    let text = eventually(
+        90,
+        "every broken node in gpuready_node_not_ready",
+        || async {
+            let text = run.metrics.encode();
+            let done = want.iter().all(|(node, reason)| {
+                samples(&text).iter().any(|s| {
+                    s.name == "gpuready_node_not_ready"
+                        && s.labels.get("node").map(String::as_str) == Some(*node)
+                        && s.labels.get("reason").map(String::as_str) == Some(*reason)
+                })
+            }) && text
+                .contains("gpuready_nodes{profile=\"training\",state=\"ready\"} 1")
+                && text.contains(
+                    "gpuready_node_tainted_devices{profile=\"h200\",node=\"gpu-h200\"} 1",
+                )
+                && text.contains("gpuready_nfd_crd_state{");
+            done.then_some(text)
+        },
+    )
     .await;
     run.stop().await.expect("controller stops");
     text
@@ -250,7 +295,10 @@ async fn every_chart_alert_passes_promtool_with_cases_over_captured_series() {
     let tests_text = std::fs::read_to_string(repo_root().join(RULES_TEST)).expect("rules test");
     std::fs::write(dir.path().join("rules-test.yaml"), &tests_text).expect("copy rules test");
 
-    for args in [["check", "rules", "rules.yaml"], ["test", "rules", "rules-test.yaml"]] {
+    for args in [
+        ["check", "rules", "rules.yaml"],
+        ["test", "rules", "rules-test.yaml"],
+    ] {
         let out = Command::new(&promtool)
             .args(args)
             .current_dir(dir.path())
@@ -262,7 +310,11 @@ async fn every_chart_alert_passes_promtool_with_cases_over_captured_series() {
             String::from_utf8_lossy(&out.stderr)
         );
         eprintln!("promtool {}:\n{said}", args.join(" "));
-        assert!(out.status.success(), "promtool {} failed:\n{said}", args.join(" "));
+        assert!(
+            out.status.success(),
+            "promtool {} failed:\n{said}",
+            args.join(" ")
+        );
     }
 
     // Every alert has a case where it fires and one where it stays silent.
@@ -327,7 +379,8 @@ async fn every_chart_alert_passes_promtool_with_cases_over_captured_series() {
                 continue;
             }
             assert!(
-                like.iter().any(|c| c.labels.keys().map(String::as_str).collect::<BTreeSet<_>>() == own),
+                like.iter()
+                    .any(|c| c.labels.keys().map(String::as_str).collect::<BTreeSet<_>>() == own),
                 "{s:?}: no captured {} series has exactly these labels",
                 s.name
             );

@@ -221,6 +221,21 @@ impl Default for Metrics {
             "Devices of a node gated by gpuready's DeviceTaintRules, for nodes with any",
             m.node_tainted_devices.clone(),
         );
+        // Counters the alerts take rates of start at 0 (see `Error::KINDS`).
+        for kind in super::error::Error::KINDS {
+            m.reconcile_errors
+                .get_or_create(&Kind {
+                    kind: kind.to_owned(),
+                })
+                .inc_by(0);
+        }
+        for code in ["429", "503", "504"] {
+            m.retryable_responses
+                .get_or_create(&Code {
+                    code: code.to_owned(),
+                })
+                .inc_by(0);
+        }
         Metrics { registry, ..m }
     }
 }

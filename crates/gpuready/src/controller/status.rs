@@ -215,7 +215,7 @@ async fn pass(ctx: &Context, tally: &Tally, dirty: &Dirty, nfd: Option<&NfdCrdCo
         ctx.metrics.nodes.clear();
         ctx.metrics.layer_ready.clear();
         ctx.metrics.brake.clear();
-        let names: BTreeSet<String> = profiles.iter().map(ResourceExt::name_any).collect();
+        let names: BTreeSet<String> = profiles.iter().map(|p| p.name_any()).collect();
         ctx.metrics.retain_node_series(|p| names.contains(p));
     }
     let api: Api<GpuNodeProfile> = Api::all(ctx.client.clone());
@@ -376,7 +376,12 @@ fn node_series(profile: &str, mode: Mode, t: &ProfileTally) -> NodeSeries {
             profile: profile.to_owned(),
             node: node.clone(),
             mode: mode.to_owned(),
-            state: if t.conflicts.contains(node) { "conflict" } else { "not_ready" }.to_owned(),
+            state: if t.conflicts.contains(node) {
+                "conflict"
+            } else {
+                "not_ready"
+            }
+            .to_owned(),
             layer: e.layer.clone(),
             reason: e.reason.clone(),
         })

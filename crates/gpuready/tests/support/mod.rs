@@ -7,6 +7,8 @@
 //! - [`observe`]: reading back what gpuready left on nodes and profiles;
 //! - [`harness`]: gpuready's controller in-process, its flags, its metrics, and
 //!   the engine's own verdict over a live cluster;
+//! - [`devices`]: DRA GPU nodes: the H200 ResourceSlice, the probe's report of
+//!   its GPUs, a profile for such a pool;
 //! - [`crds`]: installing CRDs and waiting for them, and NFD's upstream CRDs and
 //!   objects;
 //! - [`tools`]: running kubectl, helm and the `gpuready` binary;
@@ -21,6 +23,7 @@
 pub mod chart;
 pub mod cluster;
 pub mod crds;
+pub mod devices;
 pub mod fixtures;
 pub mod harness;
 pub mod observe;
@@ -48,6 +51,7 @@ use std::time::Duration;
 
 pub use chart::*;
 pub use crds::*;
+pub use devices::*;
 pub use fixtures::*;
 pub use harness::*;
 pub use observe::*;
