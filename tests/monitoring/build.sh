@@ -26,7 +26,8 @@ usage: tests/monitoring/build.sh [--promtool | --print-dir]
 Without arguments: everything below. Results go to
   \${GPUREADY_CACHE:-~/.cache/gpuready}/monitoring/
     promtool-deb-<Debian version>/promtool
-    prometheus-<version>/prometheus
+    prometheus-<version>/prometheus, prometheus.tar (its image, when
+                         tests/cluster/build.sh has built crane)
     prometheus-operator-crds-<version>/{servicemonitors,prometheusrules}.yaml
     dashboard-schema-<hash>/dashboard-schema
 Last line: the monitoring folder.
@@ -115,6 +116,26 @@ fetch_operator_crds() {
   step "operator CRDs in $((SECONDS - start))s"
 }
 
+# The Prometheus server as an image for the cluster of tests/cluster (static
+# binary, uid 65534), made with crane from tests/cluster/build.sh when that
+# cluster is built (root only); the live suite imports it.
+build_prometheus_image() {
+  local crane; crane="$(bash "$here/../cluster/build.sh" --print-dir)/crane"
+  [ -f "$prom_dir/prometheus.tar" ] && return
+  if [ ! -x "$crane" ]; then
+    step "no crane (tests/cluster/build.sh not run): the Prometheus image is not built"
+    return
+  fi
+  local tmp; tmp=$(mktemp -d); trap 'rm -rf "$tmp"' RETURN
+  mkdir -p "$tmp/root/bin" "$tmp/root/prometheus" "$tmp/root/etc"
+  cp "$prom_dir/prometheus" "$tmp/root/bin/prometheus"
+  printf 'nobody:x:65534:65534:nobody:/nonexistent:/sbin/nologin\n' > "$tmp/root/etc/passwd"
+  "$here/../cluster/image-tar.sh" --crane "$crane" --root "$tmp/root" --name "gpuready.local/prometheus:$prom_version" \
+    --entrypoint /bin/prometheus --user 65534:65534 --expose 9090/tcp --output "$prom_dir/prometheus.tar.tmp"
+  mv "$prom_dir/prometheus.tar.tmp" "$prom_dir/prometheus.tar"
+  echo "gpuready.local/prometheus:$prom_version" > "$prom_dir/prometheus.name"
+}
+
 build_dashboard_schema() {
   [ -x "$schema_dir/dashboard-schema" ] && return
   step "building the dashboard checker (Grafana Foundation SDK, Apache-2.0)"
@@ -139,6 +160,8 @@ promtool >/dev/null
 fetch_operator_crds
 build_dashboard_schema
 build_prometheus
+build_prometheus_image
+ln -sfn "$prom_dir" "$out/prometheus-server"
 ln -sfn "$prom_dir/prometheus" "$out/prometheus"
 ln -sfn "$crds_dir" "$out/operator-crds"
 ln -sfn "$schema_dir/dashboard-schema" "$out/dashboard-schema"

@@ -1202,7 +1202,10 @@ profiles:
 /// Sample names gpuready exports, from the metric registry's `# TYPE` lines (a
 /// family only shows up once it has a sample, so each gets one).
 fn exported_samples() -> BTreeSet<String> {
-    use gpuready::controller::metrics::{CrdState, Kind, Profile, ProfileLayer, ProfileState};
+    use gpuready::controller::metrics::{
+        CrdState, Kind, NodeLayer, NodeNotReady, NodeSeries, Profile, ProfileLayer, ProfileNode,
+        ProfileState,
+    };
     let m = gpuready::controller::Metrics::default();
     let (profile, s) = ("p".to_owned(), "s".to_owned());
     m.nodes
@@ -1217,7 +1220,43 @@ fn exported_samples() -> BTreeSet<String> {
             layer: s.clone(),
         })
         .set(1);
-    m.brake.get_or_create(&Profile { profile }).set(1);
+    m.brake
+        .get_or_create(&Profile {
+            profile: profile.clone(),
+        })
+        .set(1);
+    m.tainted_devices.get_or_create(&Profile { profile }).set(1);
+    // The per-node families, from one not-ready node with a gated GPU.
+    let node = |s: &str| s.to_owned();
+    m.set_node_series(
+        "p",
+        NodeSeries {
+            not_ready: [NodeNotReady {
+                profile: node("p"),
+                node: node("n"),
+                mode: node("Enforce"),
+                state: node("not_ready"),
+                layer: node("Health"),
+                reason: node("ProbeMissing"),
+            }]
+            .into(),
+            layers: [NodeLayer {
+                profile: node("p"),
+                node: node("n"),
+                layer: node("Health"),
+                reason: node("ProbeMissing"),
+            }]
+            .into(),
+            tainted_devices: [(
+                ProfileNode {
+                    profile: node("p"),
+                    node: node("n"),
+                },
+                1,
+            )]
+            .into(),
+        },
+    );
     m.reconcile_errors
         .get_or_create(&Kind { kind: s.clone() })
         .inc();
@@ -1301,6 +1340,10 @@ async fn dashboard_and_alerts_use_only_metrics_gpuready_exports() {
         "gpuready_safety_brake_engaged",
         "gpuready_leader",
         "gpuready_nfd_crd_state",
+        "gpuready_node_not_ready",
+        "gpuready_node_layer_not_ready",
+        "gpuready_node_tainted_devices",
+        "gpuready_tainted_devices",
     ] {
         assert!(
             exprs.contains(needed),

@@ -9,6 +9,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 
@@ -61,57 +62,60 @@ func main() {
 	runtime.RegisterDataqueryVariant(prometheus.VariantConfig())
 
 	var d dashboard.Dashboard
-	if err := d.UnmarshalJSONStrict(raw); err != nil {
+	if err := findings(d.UnmarshalJSONStrict(raw)); err != nil {
 		fmt.Fprintf(os.Stderr, "%s does not match the dashboard schema:\n%v\n", os.Args[1], err)
 		os.Exit(1)
 	}
-	out := summary{Panels: []panel{}, Variables: []variable{}}
-	if d.Title != nil {
-		out.Title = *d.Title
+	// The SDK's decoders return an empty finding list as a non-nil error, and
+	// its PanelOrRowPanel then drops the panel it decoded: each panel and
+	// variable is decoded again on its own, with the same strict decoders.
+	var top struct {
+		Title      string            `json:"title"`
+		Panels     []json.RawMessage `json:"panels"`
+		Templating struct {
+			List []json.RawMessage `json:"list"`
+		} `json:"templating"`
 	}
-	add := func(p dashboard.Panel) error {
-		s := panel{Type: p.Type, Queries: []query{}}
-		if p.Id != nil {
-			s.ID = *p.Id
-		}
-		if p.Title != nil {
-			s.Title = *p.Title
-		}
-		if _, known := runtime.ConfigForPanelcfgVariant(p.Type); !known {
-			return fmt.Errorf("panel %d %q: type %q is not one this checker knows the schema of", s.ID, s.Title, p.Type)
-		}
-		for _, t := range p.Targets {
-			q, ok := t.(*prometheus.Dataquery)
-			if !ok {
-				return fmt.Errorf("panel %d %q: a query that is not a Prometheus query (%T)", s.ID, s.Title, t)
-			}
-			ref := ""
-			if q.RefId != nil {
-				ref = *q.RefId
-			}
-			s.Queries = append(s.Queries, query{RefID: ref, Expr: q.Expr})
-		}
-		out.Panels = append(out.Panels, s)
-		return nil
+	if err := json.Unmarshal(raw, &top); err != nil {
+		fail(err)
 	}
-	for _, p := range d.Panels {
-		var err error
-		switch {
-		case p.Panel != nil:
-			err = add(*p.Panel)
-		case p.RowPanel != nil:
-			for _, inner := range p.RowPanel.Panels {
-				if err = add(inner); err != nil {
-					break
-				}
-			}
+	out := summary{Title: top.Title, Panels: []panel{}, Variables: []variable{}}
+	for i, rawPanel := range top.Panels {
+		var kind struct {
+			Type string `json:"type"`
 		}
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
+		if err := json.Unmarshal(rawPanel, &kind); err != nil {
+			fail(err)
+		}
+		if kind.Type == "row" {
+			var row dashboard.RowPanel
+			if err := findings(row.UnmarshalJSONStrict(rawPanel)); err != nil {
+				fail(fmt.Errorf("panels[%d]: %w", i, err))
+			}
+			if len(row.Panels) > 0 {
+				fail(fmt.Errorf("panels[%d]: a collapsed row's panels are not checked; keep rows expanded", i))
+			}
+			continue
+		}
+		var p dashboard.Panel
+		if err := findings(p.UnmarshalJSONStrict(rawPanel)); err != nil {
+			fail(fmt.Errorf("panels[%d]: %w", i, err))
+		}
+		var withTargets struct {
+			Targets []json.RawMessage `json:"targets"`
+		}
+		if err := json.Unmarshal(rawPanel, &withTargets); err != nil {
+			fail(err)
+		}
+		if err := add(runtime, &out, p, withTargets.Targets); err != nil {
+			fail(err)
 		}
 	}
-	for _, v := range d.Templating.List {
+	for i, rawVar := range top.Templating.List {
+		var v dashboard.VariableModel
+		if err := findings(v.UnmarshalJSONStrict(rawVar)); err != nil {
+			fail(fmt.Errorf("templating.list[%d]: %w", i, err))
+		}
 		s := variable{Name: v.Name, Type: string(v.Type)}
 		if v.Query != nil {
 			switch {
@@ -131,4 +135,48 @@ func main() {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+}
+
+// findings is err unless it is the SDK's empty list of findings.
+func findings(err error) error {
+	var list cog.BuildErrors
+	if err == nil || (errors.As(err, &list) && len(list) == 0) {
+		return nil
+	}
+	return err
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, err)
+	os.Exit(1)
+}
+
+// add records a panel and its queries (its raw `targets`); every query must be
+// a Prometheus one and every panel of a type whose options schema the checker
+// knows.
+func add(runtime *cog.Runtime, out *summary, p dashboard.Panel, targets []json.RawMessage) error {
+	s := panel{Type: p.Type, Queries: []query{}}
+	if p.Id != nil {
+		s.ID = *p.Id
+	}
+	if p.Title != nil {
+		s.Title = *p.Title
+	}
+	if _, known := runtime.ConfigForPanelcfgVariant(p.Type); !known {
+		return fmt.Errorf("panel %d %q: type %q is not one this checker knows the schema of", s.ID, s.Title, p.Type)
+	}
+	for i, rawTarget := range targets {
+		// Decoded here, not from p.Targets: the SDK drops every target (see main).
+		q := &prometheus.Dataquery{}
+		if err := findings(q.UnmarshalJSONStrict(rawTarget)); err != nil {
+			return fmt.Errorf("panel %d %q: targets[%d] is not a Prometheus query: %w", s.ID, s.Title, i, err)
+		}
+		ref := ""
+		if q.RefId != nil {
+			ref = *q.RefId
+		}
+		s.Queries = append(s.Queries, query{RefID: ref, Expr: q.Expr})
+	}
+	out.Panels = append(out.Panels, s)
+	return nil
 }
