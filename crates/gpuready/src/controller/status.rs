@@ -376,6 +376,9 @@ fn node_series(profile: &str, mode: Mode, t: &ProfileTally) -> NodeSeries {
             profile: profile.to_owned(),
             node: node.clone(),
             mode: mode.to_owned(),
+            // The states of `gpuready_nodes`. The lifecycle's maintenance
+            // state (issue 30) belongs here as "maintenance": the chart's
+            // not-ready alert leaves it out, GpuReadyMaintenanceTooLong reads it.
             state: if t.conflicts.contains(node) {
                 "conflict"
             } else {
