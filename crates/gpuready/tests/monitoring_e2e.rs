@@ -438,10 +438,12 @@ async fn real_crds_refuse_what_the_operator_would_not_read(
             out.stdout,
             out.stderr
         );
-        say!(
-            "the Operator's CRDs refuse `{to}`: {}",
-            out.stderr.lines().next().unwrap_or_default()
-        );
+        let why = out
+            .stderr
+            .lines()
+            .find(|l| l.contains(said))
+            .unwrap_or_default();
+        say!("the Operator's CRDs refuse `{to}`: {why}");
     }
 }
 
