@@ -58,6 +58,15 @@ schema_dir="$out/dashboard-schema-$schema_hash"
 
 step() { printf '==> %s\n' "$*" >&2; }
 
+# go_build MODULE_DIR OUTPUT ARGS...: a static build in a helper module, moved
+# into place only once complete.
+go_build() {
+  local dir=$1 output=$2; shift 2
+  mkdir -p "$(dirname "$output")"
+  (cd "$dir" && GOTOOLCHAIN=local CGO_ENABLED=0 go build -mod=mod -trimpath -o "$output.tmp" "$@")
+  mv "$output.tmp" "$output"
+}
+
 # Debian's promtool: the candidate version of the `prometheus` package, unpacked.
 promtool() {
   local have
@@ -91,12 +100,9 @@ build_prometheus() {
   [ -x "$prom_dir/prometheus" ] && return
   step "building Prometheus $prom_version from its Go module with only the Kubernetes SD (cold: several minutes on 2 cores)"
   local start=$SECONDS
-  mkdir -p "$prom_dir"
-  (cd "$here/prometheus" && GOTOOLCHAIN=local CGO_ENABLED=0 go build -mod=mod -trimpath \
-    -tags remove_all_sd,enable_kubernetes_sd \
+  go_build "$here/prometheus" "$prom_dir/prometheus" -tags remove_all_sd,enable_kubernetes_sd \
     -ldflags "-s -w -X github.com/prometheus/common/version.Version=$prom_version -X github.com/prometheus/common/version.Branch=module-$prom_module" \
-    -o "$prom_dir/prometheus.tmp" github.com/prometheus/prometheus/cmd/prometheus)
-  mv "$prom_dir/prometheus.tmp" "$prom_dir/prometheus"
+    github.com/prometheus/prometheus/cmd/prometheus
   step "prometheus built in $((SECONDS - start))s"
 }
 
@@ -140,10 +146,7 @@ build_dashboard_schema() {
   [ -x "$schema_dir/dashboard-schema" ] && return
   step "building the dashboard checker (Grafana Foundation SDK, Apache-2.0)"
   local start=$SECONDS
-  mkdir -p "$schema_dir"
-  (cd "$here/dashboard-schema" && GOTOOLCHAIN=local CGO_ENABLED=0 go build -mod=mod -trimpath \
-    -o "$schema_dir/dashboard-schema.tmp" .)
-  mv "$schema_dir/dashboard-schema.tmp" "$schema_dir/dashboard-schema"
+  go_build "$here/dashboard-schema" "$schema_dir/dashboard-schema" .
   step "dashboard checker built in $((SECONDS - start))s"
 }
 

@@ -25,7 +25,6 @@
 mod support;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use gpuready::probe::publish::publish;
@@ -38,18 +37,6 @@ const MON: &str = "monitoring";
 const WAIT: u64 = 180;
 /// Keeps pods off the kubelet-less GPU nodes (as in cluster_e2e).
 const NO_KUBELET: &str = "e2e.gpuready.test/no-kubelet";
-/// Labels Prometheus adds to a sample scraped through the ServiceMonitor (the
-/// rule tests' input series carry the same: monitoring_rules.rs).
-const TARGET_LABELS: [&str; 7] = [
-    "container",
-    "endpoint",
-    "instance",
-    "job",
-    "namespace",
-    "pod",
-    "service",
-];
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn a_real_prometheus_scrapes_gpuready_and_its_alerts_fire_and_resolve() {
     let Some(images) = ClusterImages::from_env(
@@ -88,15 +75,6 @@ async fn a_real_prometheus_scrapes_gpuready_and_its_alerts_fire_and_resolve() {
     );
 }
 
-fn monitoring_dir() -> PathBuf {
-    let out = std::process::Command::new("bash")
-        .arg(repo_root().join("tests/monitoring/build.sh"))
-        .arg("--print-dir")
-        .output()
-        .expect("tests/monitoring/build.sh --print-dir");
-    PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
-}
-
 async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat, mon: &std::path::Path) {
     // ---- the Prometheus Operator's CRDs, as it releases them
     let crds = mon.join("operator-crds");
@@ -126,17 +104,7 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat, mon: &std:
     .await;
 
     // ---- the chart, with its ServiceMonitor and PrometheusRule
-    c.must_kubectl(&["create", "namespace", NS], None).await;
-    c.must_kubectl(
-        &[
-            "label",
-            "namespace",
-            NS,
-            "pod-security.kubernetes.io/enforce=restricted",
-        ],
-        None,
-    )
-    .await;
+    c.restricted_namespace(NS).await;
     let (repo, tag) = images.operator.rsplit_once(':').expect("repo:tag");
     let (probe_repo, probe_tag) = images.probe.rsplit_once(':').expect("repo:tag");
     let sets = [
@@ -541,17 +509,7 @@ fn scrape_job(sm: &Value) -> Value {
 /// Prometheus in namespace `monitoring`, with the RBAC the Operator gives it
 /// in the watched namespace, the generated config and the rule file.
 async fn deploy_prometheus(c: &Cluster, image: &str, job: &Value, rules: &Value) {
-    c.must_kubectl(&["create", "namespace", MON], None).await;
-    c.must_kubectl(
-        &[
-            "label",
-            "namespace",
-            MON,
-            "pod-security.kubernetes.io/enforce=restricted",
-        ],
-        None,
-    )
-    .await;
+    c.restricted_namespace(MON).await;
     let config = json!({
         "global": { "scrape_interval": "5s", "evaluation_interval": "5s" },
         "rule_files": ["/etc/prometheus/rules.yaml"],

@@ -33,18 +33,6 @@ const RULES_TEST: &str = "tests/monitoring/rules-test.yaml";
 /// The namespace the rule tests' series and the rendered rules name.
 const NAMESPACE: &str = "gpuready-system";
 
-/// Labels Prometheus adds to every sample scraped through the chart's
-/// ServiceMonitor (prometheus-operator's relabelling of an endpoints target).
-pub const TARGET_LABELS: [&str; 7] = [
-    "container",
-    "endpoint",
-    "instance",
-    "job",
-    "namespace",
-    "pod",
-    "service",
-];
-
 /// One sample line of the text format: metric name and labels.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 struct Series {
@@ -242,25 +230,6 @@ async fn the_metrics_capture_is_what_gpuready_exports_in_a_live_run() {
         Vec::<&String>::new(),
         "series of the capture gpuready no longer exports (regenerate with UPDATE_METRICS_CAPTURE=1)"
     );
-}
-
-/// promtool, from tests/monitoring/build.sh (which fetches it when missing).
-fn promtool() -> String {
-    let out = Command::new("bash")
-        .arg(repo_root().join("tests/monitoring/build.sh"))
-        .arg("--promtool")
-        .output()
-        .expect("run tests/monitoring/build.sh");
-    assert!(
-        out.status.success(),
-        "tests/monitoring/build.sh --promtool failed:\n{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .last()
-        .expect("promtool path")
-        .to_owned()
 }
 
 /// The chart's rules with every alert on, as a Prometheus rule file.

@@ -11,6 +11,8 @@
 //!   its GPUs, a profile for such a pool;
 //! - [`crds`]: installing CRDs and waiting for them, and NFD's upstream CRDs and
 //!   objects;
+//! - [`monitoring`]: promtool and the other monitoring parts, the target
+//!   labels of a scraped series;
 //! - [`tools`]: running kubectl, helm and the `gpuready` binary;
 //! - [`chart`]: rendering the Helm chart and reading YAML streams;
 //! - [`rng`]: the seeded random source of the mutation tests;
@@ -26,6 +28,7 @@ pub mod crds;
 pub mod devices;
 pub mod fixtures;
 pub mod harness;
+pub mod monitoring;
 pub mod observe;
 pub mod rng;
 pub mod tools;
@@ -54,6 +57,7 @@ pub use crds::*;
 pub use devices::*;
 pub use fixtures::*;
 pub use harness::*;
+pub use monitoring::*;
 pub use observe::*;
 pub use tools::*;
 
