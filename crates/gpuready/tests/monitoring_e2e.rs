@@ -409,7 +409,7 @@ async fn real_crds_refuse_what_the_operator_would_not_read(
         let why = out
             .stderr
             .lines()
-            .find(|l| l.contains(said))
+            .find_map(|l| l.find(said).map(|i| &l[i..]))
             .unwrap_or_default();
         say!("the Operator's CRDs refuse `{to}`: {why}");
     }
