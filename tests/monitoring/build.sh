@@ -18,6 +18,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/lib/build-lib.sh
+. "$here/../lib/build-lib.sh"
 
 usage() {
   cat <<EOF
@@ -25,12 +27,13 @@ usage: tests/monitoring/build.sh [--promtool | --print-dir]
 
 Without arguments: everything below. Results go to
   \${GPUREADY_CACHE:-~/.cache/gpuready}/monitoring/
-    promtool-deb-<Debian version>/promtool
     prometheus-<version>/prometheus, prometheus.tar (its image, when
                          tests/cluster/build.sh has built crane)
     prometheus-operator-crds-<version>/{servicemonitors,prometheusrules}.yaml
     dashboard-schema-<hash>/dashboard-schema
-Last line: the monitoring folder.
+promtool, from Debian's prometheus package, is unpacked into
+  \${GPUREADY_CACHE:-~/.cache/gpuready}/tools/promtool-deb-<Debian version>/
+and linked from the monitoring folder. Last line: the monitoring folder.
 
   --promtool    only promtool; prints its path last (no Go, no root needed
                 once Debian's package lists are there)
@@ -45,65 +48,24 @@ EOF
 # in its root module) validate the chart's ServiceMonitor and PrometheusRule.
 OPERATOR_VERSION=v0.85.0
 
-module_version() { awk -v m="$1" '($1==m){print $2; exit} ($1=="require" && $2==m){print $3; exit}' "$2"; }
 prom_module=$(module_version github.com/prometheus/prometheus "$here/prometheus/go.mod")
 # Module v0.316.0 is Prometheus 3.16.0 (the module's v0.3xx.y are releases 3.xx.y).
 prom_version=3.${prom_module#v0.3}; prom_version=${prom_version/#3.0/3.}
 schema_hash=$(cat "$here/dashboard-schema/go.mod" "$here/dashboard-schema/main.go" | sha256sum | cut -c1-12)
-cache_root=${GPUREADY_CACHE:-$HOME/.cache/gpuready}
 out="$cache_root/monitoring"
 prom_dir="$out/prometheus-$prom_version"
 crds_dir="$out/prometheus-operator-crds-$OPERATOR_VERSION"
 schema_dir="$out/dashboard-schema-$schema_hash"
 
-step() { printf '==> %s\n' "$*" >&2; }
-
-# go_build MODULE_DIR OUTPUT ARGS...: a static build in a helper module, moved
-# into place only once complete.
-go_build() {
-  local dir=$1 output=$2; shift 2
-  mkdir -p "$(dirname "$output")"
-  (cd "$dir" && GOTOOLCHAIN=local CGO_ENABLED=0 go build -mod=mod -trimpath -o "$output.tmp" "$@")
-  mv "$output.tmp" "$output"
-}
-
 # Debian's promtool: the candidate version of the `prometheus` package, unpacked.
-promtool() {
-  local have
-  have=$(ls -d "$out"/promtool-deb-*/promtool 2>/dev/null | tail -n 1 || true)
-  if [ -n "$have" ] && "$have" --version >/dev/null 2>&1; then echo "$have"; return; fi
-  local version
-  version=$(apt-cache policy prometheus 2>/dev/null | awk '/Candidate:/ {print $2}')
-  if [ -z "$version" ] || [ "$version" = "(none)" ]; then
-    step "apt-get update (no candidate for Debian's prometheus package yet)"
-    apt-get update -qq >&2
-    version=$(apt-cache policy prometheus | awk '/Candidate:/ {print $2}')
-  fi
-  [ -n "$version" ] && [ "$version" != "(none)" ] || {
-    echo "error: Debian offers no 'prometheus' package here (apt-cache policy prometheus)" >&2; exit 1; }
-  local dir="$out/promtool-deb-$(echo "$version" | tr -c 'a-zA-Z0-9._\n-' '_')"
-  step "fetching promtool from Debian's prometheus $version (apt-get download, unpacked; nothing installed)"
-  local start=$SECONDS tmp; tmp=$(mktemp -d); chmod 755 "$tmp"
-  (cd "$tmp" && apt-get download -q "prometheus=$version" >&2 2>/dev/null) \
-    || (cd "$tmp" && apt-get download "prometheus=$version" >&2)
-  dpkg-deb -x "$tmp"/prometheus_*.deb "$tmp/root"
-  mkdir -p "$dir"
-  cp "$tmp/root/usr/bin/promtool" "$dir/promtool.tmp"
-  mv "$dir/promtool.tmp" "$dir/promtool"
-  rm -rf "$tmp"
-  "$dir/promtool" --version >&2
-  step "promtool ready in $((SECONDS - start))s"
-  echo "$dir/promtool"
-}
+promtool() { debian_file prometheus usr/bin/promtool promtool; }
 
 build_prometheus() {
-  [ -x "$prom_dir/prometheus" ] && return
-  step "building Prometheus $prom_version from its Go module with only the Kubernetes SD (cold: several minutes on 2 cores)"
-  local start=$SECONDS
-  go_build "$here/prometheus" "$prom_dir/prometheus" -tags remove_all_sd,enable_kubernetes_sd \
+  go_build_once "$prom_dir/prometheus" "$here/prometheus" \
+    "Prometheus $prom_version from its Go module with only the Kubernetes SD (cold: several minutes on 2 cores)" \
+    -tags remove_all_sd,enable_kubernetes_sd \
     -ldflags "-s -w -X github.com/prometheus/common/version.Version=$prom_version -X github.com/prometheus/common/version.Branch=module-$prom_module" \
     github.com/prometheus/prometheus/cmd/prometheus
-  step "prometheus built in $((SECONDS - start))s"
 }
 
 fetch_operator_crds() {
@@ -143,11 +105,8 @@ build_prometheus_image() {
 }
 
 build_dashboard_schema() {
-  [ -x "$schema_dir/dashboard-schema" ] && return
-  step "building the dashboard checker (Grafana Foundation SDK, Apache-2.0)"
-  local start=$SECONDS
-  go_build "$here/dashboard-schema" "$schema_dir/dashboard-schema" .
-  step "dashboard checker built in $((SECONDS - start))s"
+  go_build_once "$schema_dir/dashboard-schema" "$here/dashboard-schema" \
+    "the dashboard checker (Grafana Foundation SDK, Apache-2.0)" .
 }
 
 case "${1:-}" in
