@@ -34,7 +34,8 @@ go_build_once() {
 # there) into $cache_root/tools/NAME-deb-<version>/. Prints the file's path.
 debian_file() {
   local package=$1 path=$2 name=$3 have version dir tmp start=$SECONDS
-  have=$(find "$cache_root/tools" -maxdepth 2 -path "*/$name-deb-*/$(basename "$path")" 2>/dev/null | sort | tail -n 1)
+  mkdir -p "$cache_root/tools"
+  have=$(find "$cache_root/tools" -maxdepth 2 -path "*/$name-deb-*/$(basename "$path")" | sort | tail -n 1)
   if [ -n "$have" ] && [ -x "$have" ]; then echo "$have"; return 0; fi
   version=$(apt-cache policy "$package" 2>/dev/null | awk '/Candidate:/ {print $2}')
   if [ -z "$version" ] || [ "$version" = "(none)" ]; then
