@@ -14,8 +14,8 @@ pub mod validate;
 
 pub use layer::Layer;
 pub use profile::{
-    DeadlineStart, DeviceGating, DeviceTaintEffect, EvidenceMode, Family, GpuExpectation,
-    GpuNodeProfile, GpuNodeProfileSpec, GpuNodeProfileStatus, MigExpectation, Mode,
-    NotReadyDeadline, NotReadyNode, ProbeExpectation, ProbePolicy, TaintEffect, TaintPolicy,
-    TaintSpec, Workload,
+    DeadlineStart, DeviceEscalation, DeviceGating, DeviceTaintEffect, Escalation, EvidenceMode,
+    Family, GpuExpectation, GpuNodeProfile, GpuNodeProfileSpec, GpuNodeProfileStatus,
+    LifecycleNode, MaintenanceRules, MigExpectation, Mode, NotReadyDeadline, NotReadyNode,
+    ProbeExpectation, ProbePolicy, TaintEffect, TaintPolicy, TaintSpec, Workload,
 };

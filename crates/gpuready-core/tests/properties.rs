@@ -339,6 +339,8 @@ prop_compose! {
             probe: None,
             device_gating: None,
             mig: None,
+            maintenance: None,
+            escalation: None,
         }
     }
 }
@@ -395,6 +397,8 @@ proptest! {
     }
 
     /// (b) ready() holds exactly when every gating layer is Ready; the assessment agrees.
+    /// (The generated nodes carry no maintenance label and no other gate:
+    /// tests/lifecycle.rs judges those.)
     #[test]
     fn ready_iff_every_gating_layer_is_ready(node in node(), spec in profile_spec()) {
         let facts = NodeFacts::from_node(&node);

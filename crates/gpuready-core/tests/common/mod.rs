@@ -340,6 +340,23 @@ impl NodeBuilder {
         self
     }
 
+    /// `spec.unschedulable` set or cleared (a cordon).
+    pub fn cordoned(mut self, on: bool) -> Self {
+        self.node
+            .spec
+            .get_or_insert_with(NodeSpec::default)
+            .unschedulable = on.then_some(true);
+        self
+    }
+
+    /// The node's taints with this key removed.
+    pub fn untaint(mut self, key: &str) -> Self {
+        if let Some(ts) = self.node.spec.as_mut().and_then(|s| s.taints.as_mut()) {
+            ts.retain(|t| t.key != key);
+        }
+        self
+    }
+
     /// gpuready's `gpuready.io/labels` annotation listing these label keys.
     pub fn owned_by_gpuready(self, labels: &[&str]) -> Self {
         self.annotate(keys::ANNOTATION_LABELS, &labels.join(","))

@@ -88,7 +88,7 @@ impl Default for Metrics {
         };
         registry.register(
             "nodes",
-            "Matched nodes by profile and state (ready, not_ready, conflict, past_deadline: not ready past the profile's notReadyDeadline)",
+            "Matched nodes by profile and state (ready; not_ready: failures only; maintenance: a driver upgrade, MIG change or paused operands; waiting_for_gate: GPU stack ready, another readiness gate holds the node; conflict; past_deadline: not ready past the profile's notReadyDeadline)",
             m.nodes.clone(),
         );
         registry.register(

@@ -12,6 +12,7 @@ use std::time::Duration;
 use gpuready_api::keys::{self, event_reasons};
 use gpuready_api::{GpuNodeProfile, GpuNodeProfileStatus, Layer};
 use gpuready_core::nfd_crds::NfdCrdCondition;
+use gpuready_core::report::NodeState;
 use gpuready_core::status::{ExtraConditions, status_from_tally};
 use gpuready_core::tally::{NodeVerdict, ProfileTally, Tally};
 use jiff::Timestamp;
@@ -244,7 +245,7 @@ async fn update_profile(
     if was_engaged && !engaged {
         // Nodes held back while the brake was on get their taint now: nothing
         // about them changed, so nothing else would reconcile them.
-        for n in t.not_ready.keys() {
+        for n in t.not_ready.keys().chain(t.maintenance.keys()) {
             let _ = ctx.requeue.send(ObjectRef::new(n));
         }
     }
@@ -325,6 +326,14 @@ fn record_metrics(ctx: &Context, profile: &str, t: &ProfileTally, engaged: bool)
         .nodes
         .get_or_create(&state("not_ready"))
         .set(gauge(t.counts.not_ready));
+    ctx.metrics
+        .nodes
+        .get_or_create(&state(NodeState::Maintenance.metric_label()))
+        .set(gauge(t.counts.maintenance));
+    ctx.metrics
+        .nodes
+        .get_or_create(&state(NodeState::WaitingForGate.metric_label()))
+        .set(gauge(t.counts.waiting_for_gate));
     ctx.metrics
         .nodes
         .get_or_create(&state("conflict"))
