@@ -67,7 +67,7 @@ fn upgrade_step(state: &str) -> Option<usize> {
 pub fn judge(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) -> Lifecycle {
     let mut out = Lifecycle {
         maintenance: maintenance(facts),
-        gates: gates(spec, facts),
+        gates: gates(spec, facts, upgrade_owns_cordon(facts)),
         repair: None,
         recheck_after_seconds: None,
     };
@@ -188,6 +188,16 @@ fn maintenance(facts: &NodeFacts) -> Option<Maintenance> {
     None
 }
 
+/// The upgrade controller cordons the node from cordon-required on and keeps
+/// it cordoned when the upgrade fails: that cordon is part of the
+/// maintenance, not another gate.
+fn upgrade_owns_cordon(facts: &NodeFacts) -> bool {
+    facts
+        .labels
+        .get(lc::DRIVER_UPGRADE_STATE)
+        .is_some_and(|s| upgrade_step(s).is_some() || s == lc::UPGRADE_FAILED)
+}
+
 /// `device-plugin=paused-for-driver-upgrade`, … for every paused operand.
 fn paused_operands(facts: &NodeFacts) -> Vec<String> {
     facts
@@ -211,9 +221,10 @@ fn paused_note(paused: &[String]) -> String {
 
 /// Readiness gates other systems hold: NodeWright's startup taint (and its
 /// Skyhook name), any `readiness.k8s.io/` taint that is not gpuready's, and a
-/// cordon — gpuready never cordons, so every cordon is someone else's. Only
-/// effects that keep pods off count (`PreferNoSchedule` does not).
-fn gates(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Vec<String> {
+/// cordon — gpuready never cordons, so every cordon is someone else's (the
+/// upgrade controller's is its maintenance: `upgrade_cordon`). Only effects
+/// that keep pods off count (`PreferNoSchedule` does not).
+fn gates(spec: &GpuNodeProfileSpec, facts: &NodeFacts, upgrade_cordon: bool) -> Vec<String> {
     // gpuready's own keys, whichever profile or release set them: the
     // profile's, the one its annotation records, the default's.
     let ours = |key: &str| {
@@ -238,7 +249,7 @@ fn gates(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Vec<String> {
             Some(format!("{} ({owner})", describe_taint(t)))
         })
         .collect();
-    if facts.unschedulable {
+    if facts.unschedulable && !upgrade_cordon {
         out.push("spec.unschedulable (cordoned by an admin or another controller)".to_owned());
     }
     out

@@ -15,7 +15,9 @@ use gpuready_api::probe::ProbeReport;
 use jiff::Timestamp;
 use serde::Serialize;
 
-/// Clock skew tolerated between the operator's clock and gpuready's.
+/// Clock skew tolerated between the operator's clock and gpuready's. (No
+/// message here names `now`: it ends up in the node's condition, and a
+/// clock-driven message would rewrite it at every reconcile.)
 const MAX_SKEW_SECONDS: i64 = 60;
 
 /// A repair mark as written: when every GPU, or each GPU by UUID, was repaired.
@@ -80,7 +82,7 @@ pub fn parse(
         })?;
         if t.as_second() > now.as_second() + MAX_SKEW_SECONDS {
             return Err(format!(
-                "{what} {t} is in the future (now {now}): write the time the repair was done, not a planned one"
+                "{what} {t} is in the future (more than {MAX_SKEW_SECONDS}s ahead of gpuready's clock): write the time the repair was done, not a planned one"
             ));
         }
         if let Some(c) = created
