@@ -14,6 +14,7 @@ use gpuready_core::health::{ProbeEvidence, parse_report};
 use gpuready_core::{NodeAssessment, NodeFacts};
 
 const H200_SMI: &str = include_str!("fixtures/probe/h200-nvidia-smi.json");
+const H200_RECOVERY: &str = include_str!("fixtures/probe/h200-report-v2-recovery-action.json");
 const UUID: &str = "GPU-72dbae72-2934-2a81-2c3a-c94870629f89";
 
 fn h200_node() -> NodeBuilder {
@@ -201,4 +202,22 @@ fn a_future_or_pre_creation_repair_is_refused_and_changes_nothing() {
     }
     // The key is gpuready's domain, read but never written by gpuready.
     assert!(lc::ANNOTATION_REPAIRED_AT.starts_with(keys::KEY_PREFIX));
+}
+
+/// What NVML answered on the real H200 (driver 580.159.04): recovery action
+/// 0, none needed, and the Health layer says so.
+#[test]
+fn the_real_h200_reads_recovery_action_none() {
+    let mut rep = parse_report(H200_RECOVERY).expect("the captured report parses");
+    assert_eq!(rep.gpus[0].recovery_action, Some(RecoveryAction::None));
+    assert!(rep.gpus[0].errors.is_empty(), "{:?}", rep.gpus[0].errors);
+    rep.generated_at = at(-30).to_string();
+    let judged = gpuready_core::evaluate(&spec(""), &facts(&h200_node(), &rep), now());
+    let health = judged.get(Layer::Health).expect("Health");
+    assert_eq!(health.reason, r::PROBE_HEALTHY, "{}", health.message);
+    assert!(
+        health.message.contains("NVML recovery action: none needed"),
+        "{}",
+        health.message
+    );
 }
