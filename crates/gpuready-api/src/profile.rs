@@ -53,6 +53,18 @@ pub const MAX_NOT_READY_SUMMARY: usize = 20;
         json_path = ".status.conditions[?(@.type==\"Ready\")].reason"
     ),
     printcolumn(
+        name = "Maintenance",
+        type_ = "integer",
+        priority = 1,
+        json_path = ".status.maintenanceNodes"
+    ),
+    printcolumn(
+        name = "Waiting",
+        type_ = "integer",
+        priority = 1,
+        json_path = ".status.waitingForGateNodes"
+    ),
+    printcolumn(
         name = "Product",
         type_ = "string",
         priority = 1,

@@ -380,7 +380,11 @@ fn a_node_walks_through_a_driver_upgrade_in_the_controllers_order() {
         seen.push((state, a.reason.clone(), a.state, taint));
         assert_ne!(a.state, Some(NodeState::NotReady), "{state}: {}", a.message);
         // The upgrade controller's cordon is its maintenance, not another gate.
-        assert!(a.lifecycle.gates.is_empty(), "{state}: {:?}", a.lifecycle.gates);
+        assert!(
+            a.lifecycle.gates.is_empty(),
+            "{state}: {:?}",
+            a.lifecycle.gates
+        );
         current = after;
     }
     let expected: Vec<(&str, &str, Option<TaintChangeKind>)> = vec![

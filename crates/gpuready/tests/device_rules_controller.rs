@@ -714,7 +714,11 @@ async fn a_fatal_xid_escalates_to_no_execute_after_a_dry_run_and_a_repair_clears
         .await
         .expect("publish");
     let dry_run = ("gpu-3".to_owned(), "FatalXid".to_owned(), "None".to_owned());
-    let own = ("gpu-3".to_owned(), "FatalXid".to_owned(), "NoSchedule".to_owned());
+    let own = (
+        "gpu-3".to_owned(),
+        "FatalXid".to_owned(),
+        "NoSchedule".to_owned(),
+    );
     eventually(60, "the device rule and its dry run", || async {
         (our_rules(&client).await == [own.clone(), dry_run.clone()]).then_some(())
     })
@@ -749,7 +753,11 @@ async fn a_fatal_xid_escalates_to_no_execute_after_a_dry_run_and_a_repair_clears
         dry.eviction.as_deref(),
         Some("False: 1 pod would be evicted if the effect was NoExecute")
     );
-    let escalated = ("gpu-3".to_owned(), "FatalXid".to_owned(), "NoExecute".to_owned());
+    let escalated = (
+        "gpu-3".to_owned(),
+        "FatalXid".to_owned(),
+        "NoExecute".to_owned(),
+    );
     eventually(60, "NoExecute once the dry run ends", || async {
         (our_rules(&client).await == [escalated.clone(), own.clone()]).then_some(())
     })

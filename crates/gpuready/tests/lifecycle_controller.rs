@@ -46,10 +46,14 @@ async fn relabel(client: &Client, node: &str, labels: Value, cordon: Option<bool
 }
 
 async fn wait_reason(client: &Client, node: &str, status: &str, reason: &str) -> Node {
-    eventually(30, &format!("{node}: GpuReady {status} {reason}"), || async {
-        let n = get_node(client, node).await;
-        (gpu_ready(&n) == Some((status.into(), reason.into()))).then_some(n)
-    })
+    eventually(
+        30,
+        &format!("{node}: GpuReady {status} {reason}"),
+        || async {
+            let n = get_node(client, node).await;
+            (gpu_ready(&n) == Some((status.into(), reason.into()))).then_some(n)
+        },
+    )
     .await
 }
 
@@ -72,7 +76,10 @@ const STEPS: [&str; 11] = [
 ];
 
 async fn to_step(client: &Client, node: &str, state: &str) {
-    let cordoned = !matches!(state, "upgrade-required" | "uncordon-required" | "upgrade-done");
+    let cordoned = !matches!(
+        state,
+        "upgrade-required" | "uncordon-required" | "upgrade-done"
+    );
     let paused = if state == "pod-restart-required" {
         json!(lc::PAUSED_FOR_DRIVER_UPGRADE)
     } else {
@@ -88,7 +95,11 @@ async fn to_step(client: &Client, node: &str, state: &str) {
         Some(cordoned),
     )
     .await;
-    let gpus = if state == "pod-restart-required" { 0 } else { 1 };
+    let gpus = if state == "pod-restart-required" {
+        0
+    } else {
+        1
+    };
     set_node_status(client, node, 1, gpus, true).await;
 }
 
@@ -221,10 +232,31 @@ async fn a_mig_change_is_maintenance_with_or_without_a_mig_section() {
     // node rebooting (kubelet down), success; then a config that fails.
     let steps: [(&str, &str, u32, bool, &str, &str); 5] = [
         ("success", "true", 1, true, "True", "Ready"),
-        ("pending", lc::PAUSED_FOR_MIG_CHANGE, 0, true, "False", lc::MIG_RECONFIGURING),
-        ("rebooting", lc::PAUSED_FOR_MIG_CHANGE, 0, false, "False", lc::MIG_RECONFIGURING),
+        (
+            "pending",
+            lc::PAUSED_FOR_MIG_CHANGE,
+            0,
+            true,
+            "False",
+            lc::MIG_RECONFIGURING,
+        ),
+        (
+            "rebooting",
+            lc::PAUSED_FOR_MIG_CHANGE,
+            0,
+            false,
+            "False",
+            lc::MIG_RECONFIGURING,
+        ),
         ("success", "true", 1, true, "True", "Ready"),
-        ("failed", "true", 1, true, "False", keys::reasons::MIG_CONFIG_FAILED),
+        (
+            "failed",
+            "true",
+            1,
+            true,
+            "False",
+            keys::reasons::MIG_CONFIG_FAILED,
+        ),
     ];
     for (state, deploy, gpus, kubelet, status, reason) in steps {
         for (node, profile) in [("plain-1", "plain"), ("mig-1", "mig")] {
@@ -251,7 +283,11 @@ async fn a_mig_change_is_maintenance_with_or_without_a_mig_section() {
                 "mig {:<10} {:<8} ({:<16}) GpuReady {} {:<20} taint {:<5} | profile ready {} notReady {} maintenance {}",
                 state,
                 node,
-                if profile == "mig" { "mig section" } else { "no mig section" },
+                if profile == "mig" {
+                    "mig section"
+                } else {
+                    "no mig section"
+                },
                 status,
                 reason,
                 gated(&n),
@@ -287,14 +323,12 @@ async fn other_gates_are_named_and_left_alone() {
         }
     };
     // NodeWright still tuning the node.
-    let nodewright = json!({ "key": lc::NODEWRIGHT_TAINT, "value": "runtime-required", "effect": "NoSchedule" });
+    let nodewright =
+        json!({ "key": lc::NODEWRIGHT_TAINT, "value": "runtime-required", "effect": "NoSchedule" });
     set_taints(json!([nodewright])).await;
     let n = wait_reason(&client, "gpu-1", "False", lc::WAITING_FOR_GATE).await;
     assert!(!gated(&n), "gpuready holds no taint for another gate");
-    assert_eq!(
-        foreign_taints(&n),
-        [lc::NODEWRIGHT_TAINT]
-    );
+    assert_eq!(foreign_taints(&n), [lc::NODEWRIGHT_TAINT]);
     assert_eq!(label(&n, keys::LABEL_READY).as_deref(), Some("false"));
     eventually(30, "the profile counts it waiting", || async {
         (counts(&client, "gates").await == Some((1, 0, 0, 0, 1))).then_some(())

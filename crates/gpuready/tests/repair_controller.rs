@@ -50,7 +50,9 @@ async fn annotate(client: &Client, value: &str) {
         .patch(
             NODE,
             &PatchParams::default(),
-            &Patch::Merge(&json!({ "metadata": { "annotations": { lc::ANNOTATION_REPAIRED_AT: value } } })),
+            &Patch::Merge(
+                &json!({ "metadata": { "annotations": { lc::ANNOTATION_REPAIRED_AT: value } } }),
+            ),
         )
         .await
         .expect("annotate");
