@@ -14,6 +14,7 @@ mod compatibility;
 mod deadline;
 mod device_plugin;
 mod driver;
+mod escalation;
 mod feature_discovery;
 mod hardware;
 pub mod health;
@@ -210,8 +211,10 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
         deadline: None,
         devices,
         lifecycle,
+        node_escalation: None,
     };
     deadline::apply_deadline(spec, facts, now, &mut report);
+    escalation::apply_node_escalation(spec, facts, now, &mut report);
     report
 }
 

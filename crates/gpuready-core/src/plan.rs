@@ -299,6 +299,19 @@ pub fn gpu_ready_condition(profile: &str, report: &LayerReport) -> DesiredCondit
             gates.join("; ")
         ));
     }
+    if let Some(e) = &report.node_escalation {
+        message.push_str(&if e.escalated {
+            format!(
+                "; the taint escalated to NoExecute at {} ({})",
+                e.at, e.reason
+            )
+        } else {
+            format!(
+                "; the taint escalates to NoExecute at {} ({})",
+                e.at, e.reason
+            )
+        });
+    }
     message.push_str(&trailing_notes(report));
     DesiredCondition {
         type_,
@@ -533,9 +546,20 @@ pub fn plan_governed(
         effect: spec.taint.effect.as_str().to_owned(),
         time_added: None,
     };
+    // Escalated (`spec.escalation`): the same taint with effect NoExecute. The
+    // profile's own effect still names the taint gpuready may replace, and the
+    // annotation the escalated one once written.
+    let escalated = report
+        .node_escalation
+        .as_ref()
+        .is_some_and(|e| e.escalated)
+        .then(|| Taint {
+            effect: "NoExecute".to_owned(),
+            ..taint.clone()
+        });
     let has_ours = facts.taints.iter().any(|t| is_ours(t, facts, Some(&taint)));
     let held = want_taint && !has_ours && opts.hold_new_taints;
-    let want = (want_taint && !held).then_some(&taint);
+    let want = (want_taint && !held).then(|| escalated.as_ref().unwrap_or(&taint));
     let taint_change = retaint(facts, Some(&taint), want);
     let mut annotations = BTreeMap::new();
     // The annotation names the taint gpuready holds after this change, including

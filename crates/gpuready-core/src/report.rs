@@ -62,6 +62,21 @@ pub struct LayerReport {
     /// Maintenance and other readiness gates (`lifecycle`): what the node's
     /// lifecycle adds to the layers' verdict.
     pub lifecycle: Lifecycle,
+    /// The node's taint escalates to `NoExecute` (`spec.escalation`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_escalation: Option<NodeEscalation>,
+}
+
+/// A failing node whose reason the profile escalates.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeEscalation {
+    /// The failing reason that escalates.
+    pub reason: String,
+    /// RFC 3339: when the taint turns (or turned) `NoExecute`.
+    pub at: String,
+    /// The taint is `NoExecute` now.
+    pub escalated: bool,
 }
 
 /// Where a governed node stands, all things judged: what profile status,

@@ -508,7 +508,7 @@ fn gpu_ready_since(secs_ago: i64) -> NodeCondition {
 fn maintenance_past_the_profile_deadline_is_stuck() {
     let profile_yaml = "maintenance: { deadlineSeconds: 3600 }";
     let p = profile("p", profile_yaml);
-    let step = |secs_ago| {
+    let step = |secs_ago: i64| {
         let n = at_upgrade_step(node("n"), "drain-required")
             .condition(gpu_ready_since(secs_ago))
             .build();
@@ -545,4 +545,74 @@ fn maintenance_does_not_run_against_the_not_ready_deadline() {
     let a = assess_with(&n, std::slice::from_ref(&p), &opts());
     assert_eq!(a.reason, lc::DRIVER_UPGRADE_IN_PROGRESS);
     assert!(a.deadline_passed.is_none());
+}
+
+/// Without device gating the node's own taint escalates: its effect for the
+/// dry run after GpuReady left True, then NoExecute (replaced in place, the
+/// annotation naming it), and released as usual once the node recovers.
+#[test]
+fn a_node_taint_escalates_to_no_execute_after_its_window() {
+    let p = profile(
+        "p",
+        "minDriverVersion: 580.65.06\nescalation: { reasons: [DriverTooOld], dryRunSeconds: 60 }",
+    );
+    let old = |secs_ago: i64| {
+        node("n")
+            .driver("570.86.15")
+            .condition(NodeCondition {
+                type_: keys::CONDITION_GPU_READY.into(),
+                status: "False".into(),
+                reason: Some("DriverTooOld".into()),
+                message: Some("…".into()),
+                last_transition_time: Some(Time(at(-secs_ago))),
+                last_heartbeat_time: None,
+            })
+            .taint(keys::DEFAULT_TAINT_KEY, "true", "NoSchedule")
+            .annotate(
+                keys::ANNOTATION_TAINT,
+                "readiness.k8s.io/gpuready-not-ready:NoSchedule",
+            )
+            .build()
+    };
+    let within = assess_with(&old(30), std::slice::from_ref(&p), &opts());
+    assert!(
+        within.changes.taint.is_none(),
+        "still NoSchedule in the window"
+    );
+    assert_eq!(within.recheck_after_seconds, Some(30));
+    assert!(
+        within.message.contains("escalates to NoExecute at"),
+        "{}",
+        within.message
+    );
+    let (past, after, again) = reconcile_twice(&old(61), std::slice::from_ref(&p), &opts());
+    let t = past.changes.taint.as_ref().expect("escalated");
+    assert_eq!(t.kind, TaintChangeKind::Replace);
+    assert_eq!(
+        node_taints(&after),
+        ["readiness.k8s.io/gpuready-not-ready=true:NoExecute"]
+    );
+    assert_eq!(
+        annotation(&after, keys::ANNOTATION_TAINT),
+        Some("readiness.k8s.io/gpuready-not-ready:NoExecute")
+    );
+    assert!(
+        again.changes.taint.is_none(),
+        "stays NoExecute: {:?}",
+        again.changes
+    );
+    // Recovered: the NoExecute taint goes like any of gpuready's.
+    let fixed = NodeBuilder::from_node(after).driver("580.95.05").build();
+    let a = assess_with(&fixed, std::slice::from_ref(&p), &opts());
+    assert_eq!(
+        a.changes.taint.as_ref().map(|t| t.kind),
+        Some(TaintChangeKind::Remove)
+    );
+    // A reason the profile does not name never escalates.
+    let other = profile(
+        "p",
+        "minDriverVersion: 580.65.06\nescalation: { reasons: [FatalXid] }",
+    );
+    let a = assess_with(&old(3600), std::slice::from_ref(&other), &opts());
+    assert!(a.changes.taint.is_none());
 }
