@@ -336,7 +336,12 @@ fn fatal_and_benign_xids() {
     off_bus.events.records.push(xid(79, 1));
     judge_with("", &node, &off_bus)
         .expect(Layer::Health, Status::NotReady, r::FATAL_XID)
-        .mentions(&["XID 79 ×1", "fallen off the bus", "restart the probe pod"]);
+        .mentions(&[
+            "XID 79 ×1",
+            "fallen off the bus",
+            "gpuready.io/repaired-at",
+            "restart the probe pod",
+        ]);
 
     // XID 31 (page fault) and 13 (graphics exception) follow the workload.
     let mut app = h200_report();

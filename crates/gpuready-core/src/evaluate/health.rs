@@ -342,7 +342,7 @@ fn judge_report(
                 rank::FATAL_XID,
                 r::FATAL_XID,
                 format!(
-                    "{}: XID {x} ×{} (first {}, last {}): {}; after fixing it, restart the probe pod to clear the record",
+                    "{}: XID {x} ×{} (first {}, last {}): {}; after fixing it, mark the repair on the Node (annotation gpuready.io/repaired-at, an RFC 3339 time) or restart the probe pod to clear the record",
                     e.gpu,
                     e.count,
                     e.first_seen,
