@@ -740,6 +740,23 @@ fn render_table(report: &CheckReport, s: &mut dyn std::io::Write) -> std::io::Re
                 for g in &n.lifecycle.gates {
                     writeln!(s, "  other gate: {}", printable(g))?;
                 }
+                if let Some(note) = n.lifecycle.repair.as_ref().and_then(|r| r.note()) {
+                    writeln!(s, "  repair: {}", printable(&note))?;
+                }
+                for e in &n.escalations {
+                    writeln!(
+                        s,
+                        "  escalation: {} ({}) effect {}, NoExecute at {}{}",
+                        printable(&e.device),
+                        printable(&e.reason),
+                        e.effect,
+                        e.no_execute_at,
+                        e.eviction
+                            .as_deref()
+                            .map(|v| format!("; eviction: {}", printable(v)))
+                            .unwrap_or_default()
+                    )?;
+                }
             }
         }
         let changes = describe_changes(n);

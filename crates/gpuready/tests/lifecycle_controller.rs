@@ -230,7 +230,8 @@ async fn a_mig_change_is_maintenance_with_or_without_a_mig_section() {
     let run = start_controller(&env, test_args());
     // mig-manager: pending (operands paused, the device plugin gone), the
     // node rebooting (kubelet down), success; then a config that fails.
-    let steps: [(&str, &str, u32, bool, &str, &str); 5] = [
+    // Last, operands left paused with a state that does not explain it.
+    let steps: [(&str, &str, u32, bool, &str, &str); 6] = [
         ("success", "true", 1, true, "True", "Ready"),
         (
             "pending",
@@ -257,6 +258,14 @@ async fn a_mig_change_is_maintenance_with_or_without_a_mig_section() {
             "False",
             keys::reasons::MIG_CONFIG_FAILED,
         ),
+        (
+            "success",
+            lc::PAUSED_FOR_MIG_CHANGE,
+            1,
+            true,
+            "False",
+            lc::OPERANDS_PAUSED,
+        ),
     ];
     for (state, deploy, gpus, kubelet, status, reason) in steps {
         for (node, profile) in [("plain-1", "plain"), ("mig-1", "mig")] {
@@ -272,7 +281,8 @@ async fn a_mig_change_is_maintenance_with_or_without_a_mig_section() {
             .await;
             set_node_status(&client, node, 1, gpus, kubelet).await;
             let n = wait_reason(&client, node, status, reason).await;
-            let maintenance = i32::from(reason == lc::MIG_RECONFIGURING);
+            let maintenance =
+                i32::from(reason == lc::MIG_RECONFIGURING || reason == lc::OPERANDS_PAUSED);
             let failing = i32::from(reason == keys::reasons::MIG_CONFIG_FAILED);
             let want = (1, 1 - maintenance - failing, failing, maintenance, 0);
             eventually(30, &format!("{profile} counts at {state}"), || async {
