@@ -114,7 +114,8 @@ pub struct Judgement<'a> {
 
 #[derive(Clone, Debug)]
 enum Basis<'a> {
-    Governed(&'a GpuNodeProfile, LayerReport),
+    // Boxed: the report (layers, lifecycle, devices) dwarfs the other variants.
+    Governed(&'a GpuNodeProfile, Box<LayerReport>),
     Conflict(Vec<String>),
     Ungoverned,
 }
@@ -168,7 +169,7 @@ pub fn judge<'a>(
                         })
                         .collect(),
                 },
-                basis: Basis::Governed(profile, report),
+                basis: Basis::Governed(profile, Box::new(report)),
             }
         }
         Governance::Conflict(names) => {

@@ -195,7 +195,7 @@ fn escalation(
     now: Timestamp,
 ) -> Option<EscalationState> {
     let rules = spec.escalation.as_ref()?;
-    if !rules.reasons.iter().any(|r| *r == bad.reason) {
+    if !rules.reasons.contains(&bad.reason) {
         return None;
     }
     let name = escalation_rule_name(&bad.driver, &bad.pool, &bad.device);
