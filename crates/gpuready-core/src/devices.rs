@@ -363,12 +363,22 @@ pub fn desired_rule(node: &str, bad: &BadDevice, spec: &GpuNodeProfileSpec) -> D
         (Mode::Observe, _) | (_, None) => "None",
         (Mode::Enforce, Some(g)) => g.effect.as_str(),
     };
+    let name = device_taint_rule::rule_name(&bad.driver, &bad.pool, &bad.device);
+    device_rule(node, bad, name, effect)
+}
+
+/// The escalation rule of a bad device: the same taint as its own rule, with
+/// the escalation's effect (`None` during the dry run, then `NoExecute`).
+pub fn escalation_rule(node: &str, bad: &BadDevice, e: &EscalationState) -> DeviceTaintRule {
+    let name = escalation_rule_name(&bad.driver, &bad.pool, &bad.device);
+    device_rule(node, bad, name, e.effect)
+}
+
+/// A rule of gpuready's named `name` tainting exactly `bad`'s device with its
+/// reason and `effect`.
+fn device_rule(node: &str, bad: &BadDevice, name: String, effect: &str) -> DeviceTaintRule {
     let mut metadata = device_taint_rule::owned_metadata(node, &bad.reason);
-    metadata.name = Some(device_taint_rule::rule_name(
-        &bad.driver,
-        &bad.pool,
-        &bad.device,
-    ));
+    metadata.name = Some(name);
     DeviceTaintRule {
         metadata,
         spec: DeviceTaintRuleSpec {
@@ -381,29 +391,6 @@ pub fn desired_rule(node: &str, bad: &BadDevice, spec: &GpuNodeProfileSpec) -> D
                 key: keys::device_rules::TAINT_KEY.to_owned(),
                 value: Some(bad.reason.clone()),
                 effect: effect.to_owned(),
-            },
-        },
-        status: None,
-    }
-}
-
-/// The escalation rule of a bad device: the same taint as its own rule, with
-/// the escalation's effect (`None` during the dry run, then `NoExecute`).
-pub fn escalation_rule(node: &str, bad: &BadDevice, e: &EscalationState) -> DeviceTaintRule {
-    let mut metadata = device_taint_rule::owned_metadata(node, &bad.reason);
-    metadata.name = Some(escalation_rule_name(&bad.driver, &bad.pool, &bad.device));
-    DeviceTaintRule {
-        metadata,
-        spec: DeviceTaintRuleSpec {
-            device_selector: Some(DeviceTaintSelector {
-                driver: Some(bad.driver.clone()),
-                pool: Some(bad.pool.clone()),
-                device: Some(bad.device.clone()),
-            }),
-            taint: DeviceTaint {
-                key: keys::device_rules::TAINT_KEY.to_owned(),
-                value: Some(bad.reason.clone()),
-                effect: e.effect.to_owned(),
             },
         },
         status: None,

@@ -185,6 +185,9 @@ pub struct NotReadyEntry {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct LifecycleEntry {
     pub reason: String,
+    /// The first gating layer that is not Ready (the maintenance reason when
+    /// every layer is, as at `uncordon-required`), as `NotReadyEntry` has it.
+    pub layer: String,
     /// The upgrade or MIG state, the paused operands, or the gates.
     pub detail: String,
 }
@@ -256,6 +259,7 @@ impl ProfileTally {
         }
         let entry = || LifecycleEntry {
             reason: v.reason.clone(),
+            layer: v.summary_layer.clone(),
             detail: v.lifecycle_detail.clone(),
         };
         match (v.governance, v.state) {

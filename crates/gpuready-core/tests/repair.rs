@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use gpuready_api::Layer;
-use gpuready_api::keys::{self, health_reasons as r, lifecycle as lc, nvidia};
+use gpuready_api::keys::{self, health_reasons as r, lifecycle as lc};
 use gpuready_api::probe::{EventKind, EventRecord, ProbeReport, RecoveryAction};
 use gpuready_core::evaluate::Status;
 use gpuready_core::health::{ProbeEvidence, parse_report};
@@ -18,13 +18,7 @@ const H200_RECOVERY: &str = include_str!("fixtures/probe/h200-report-v2-recovery
 const UUID: &str = "GPU-72dbae72-2934-2a81-2c3a-c94870629f89";
 
 fn h200_node() -> NodeBuilder {
-    NodeBuilder::gpu("h200-a")
-        .label(nvidia::GPU_PRODUCT, "NVIDIA-H200")
-        .label(nvidia::GPU_MEMORY, "143771")
-        .label(nvidia::GPU_FAMILY, "hopper")
-        .compute(9, 0)
-        .driver("580.159.04")
-        .cuda_runtime("13.0")
+    NodeBuilder::h200("h200-a")
 }
 
 fn report() -> ProbeReport {

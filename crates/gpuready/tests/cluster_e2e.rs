@@ -428,22 +428,6 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
 
 // ---------------------------------------------------------------- steps
 
-/// The states of a driver upgrade, in the order k8s-operator-libs' upgrade
-/// controller moves a node through them (upgrade-failed aside).
-const UPGRADE_STEPS: [&str; 11] = [
-    "upgrade-required",
-    "cordon-required",
-    "wait-for-jobs-required",
-    "pod-deletion-required",
-    "drain-required",
-    "node-maintenance-required",
-    "post-maintenance-required",
-    "pod-restart-required",
-    "validation-required",
-    "uncordon-required",
-    "upgrade-done",
-];
-
 /// A driver-upgrade wave as the GPU operator runs one, against the
 /// in-cluster controller: every node queued (`upgrade-required`), then three
 /// at a time (`maxParallelUpgrades: 3`, 75 % of the pool: a burst the safety
@@ -498,7 +482,11 @@ async fn upgrade_wave(c: &Cluster, beat: &Heartbeat) {
     }
     let pods = pod_names(c).await;
     for wave in [&nodes[..3], &nodes[3..]] {
-        for state in UPGRADE_STEPS {
+        // Every state in the upgrade controller's order, upgrade-failed aside.
+        for state in lc::UPGRADE_STATES
+            .into_iter()
+            .filter(|s| *s != lc::UPGRADE_FAILED)
+        {
             for n in wave {
                 step(n, state).await;
             }

@@ -155,15 +155,6 @@ async fn our_rules(client: &Client) -> Vec<(String, String, String)> {
     out
 }
 
-fn gpu_ready_message(n: &Node) -> String {
-    n.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|c| c.iter().find(|c| c.type_ == keys::CONDITION_GPU_READY))
-        .and_then(|c| c.message.clone())
-        .unwrap_or_default()
-}
-
 #[tokio::test]
 async fn device_taint_rules_follow_probe_reports_and_slices() {
     let env = env_with_crd().await;
@@ -736,18 +727,26 @@ async fn a_fatal_xid_escalates_to_no_execute_after_a_dry_run_and_a_repair_clears
         )
         .await
         .expect("the eviction controller's status");
-    let dry = eventually(30, "the dry run in profile status", || async {
-        let s = Api::<gpuready_api::GpuNodeProfile>::all(client.clone())
-            .get("esc")
+    // The first escalation in the profile's status, once it has `effect`
+    // and the eviction controller's report.
+    let escalation = |effect: &'static str| {
+        let client = client.clone();
+        async move {
+            eventually(30, &format!("{effect} in profile status"), || async {
+                let s = Api::<gpuready_api::GpuNodeProfile>::all(client.clone())
+                    .get("esc")
+                    .await
+                    .ok()?
+                    .status?;
+                s.escalations
+                    .first()
+                    .filter(|e| e.effect == effect && e.eviction.is_some())
+                    .cloned()
+            })
             .await
-            .ok()?
-            .status?;
-        s.escalations
-            .first()
-            .filter(|e| e.effect == "None" && e.eviction.is_some())
-            .cloned()
-    })
-    .await;
+        }
+    };
+    let dry = escalation("None").await;
     say!("escalation dry run in profile status: {dry:?}");
     assert_eq!(
         dry.eviction.as_deref(),
@@ -762,18 +761,7 @@ async fn a_fatal_xid_escalates_to_no_execute_after_a_dry_run_and_a_repair_clears
         (our_rules(&client).await == [escalated.clone(), own.clone()]).then_some(())
     })
     .await;
-    let s = eventually(30, "NoExecute in profile status", || async {
-        let s = Api::<gpuready_api::GpuNodeProfile>::all(client.clone())
-            .get("esc")
-            .await
-            .ok()?
-            .status?;
-        s.escalations
-            .first()
-            .filter(|e| e.effect == "NoExecute")
-            .cloned()
-    })
-    .await;
+    let s = escalation("NoExecute").await;
     say!("escalated: {s:?}");
     let n = get_node(&client, node).await;
     assert!(!gated(&n), "seven good GPUs stay in service");

@@ -57,24 +57,10 @@ async fn wait_reason(client: &Client, node: &str, status: &str, reason: &str) ->
     .await
 }
 
-/// The driver upgrade's steps from the queue to done, with the evidence each
-/// shows: cordoned from cordon-required through validation-required (the
-/// controller uncordons in uncordon-required), the device plugin paused and
-/// allocatable 0 while the driver pod restarts.
-const STEPS: [&str; 11] = [
-    "upgrade-required",
-    "cordon-required",
-    "wait-for-jobs-required",
-    "pod-deletion-required",
-    "drain-required",
-    "node-maintenance-required",
-    "post-maintenance-required",
-    "pod-restart-required",
-    "validation-required",
-    "uncordon-required",
-    "upgrade-done",
-];
-
+/// The driver upgrade's evidence at each state: cordoned from
+/// cordon-required through validation-required (the controller uncordons in
+/// uncordon-required), the device plugin paused and allocatable 0 while the
+/// driver pod restarts.
 async fn to_step(client: &Client, node: &str, state: &str) {
     let cordoned = !matches!(
         state,
@@ -134,7 +120,11 @@ async fn a_driver_upgrade_wave_is_maintenance_not_failure() {
         to_step(&client, n, "upgrade-required").await;
     }
     for wave in [&nodes[..2], &nodes[2..]] {
-        for state in STEPS {
+        // Every state in the upgrade controller's order, upgrade-failed aside.
+        for state in lc::UPGRADE_STATES
+            .into_iter()
+            .filter(|s| *s != lc::UPGRADE_FAILED)
+        {
             for n in wave {
                 to_step(&client, n, state).await;
             }
@@ -177,13 +167,7 @@ async fn a_driver_upgrade_wave_is_maintenance_not_failure() {
     // The message of a node in maintenance names the state and what is down.
     to_step(&client, "gpu-1", "pod-restart-required").await;
     let n = wait_reason(&client, "gpu-1", "False", lc::DRIVER_UPGRADE_IN_PROGRESS).await;
-    let message = n
-        .status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|c| c.iter().find(|c| c.type_ == keys::CONDITION_GPU_READY))
-        .and_then(|c| c.message.clone())
-        .unwrap_or_default();
+    let message = gpu_ready_message(&n);
     say!("gpu-1 GpuReady message: {message}");
     assert!(
         message.contains("pod-restart-required") && message.contains("DevicePlugin: "),

@@ -58,15 +58,6 @@ async fn annotate(client: &Client, value: &str) {
         .expect("annotate");
 }
 
-fn gpu_ready_message(n: &Node) -> String {
-    n.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|c| c.iter().find(|c| c.type_ == keys::CONDITION_GPU_READY))
-        .and_then(|c| c.message.clone())
-        .unwrap_or_default()
-}
-
 async fn wait_for(client: &Client, what: &str, f: impl Fn(&Node) -> bool) -> Node {
     eventually(30, what, || async {
         let n = get_node(client, NODE).await;
