@@ -8,7 +8,10 @@
 //! in-cluster controller taints, labels and conditions a broken GPU node and
 //! releases it after repair while the real node is never written; failover on
 //! a deleted leader pod and on `kill -9` of its process, with no write sent
-//! twice; a rolling `helm upgrade` and `helm rollback`; `helm uninstall`
+//! twice; a rolling `helm upgrade` and `helm rollback`; a GPU operator
+//! driver-upgrade wave over four GPU nodes that never counts as not ready nor
+//! engages the brake, the taint held and released in the upgrade's order;
+//! `helm uninstall`
 //! leaving no node stranded; the probe DaemonSet on the real node; and the
 //! README's `kubectl get gnp` / `kubectl describe node`.
 //!
