@@ -8,7 +8,7 @@
 mod support;
 
 use gpuready::probe::publish::publish;
-use gpuready_api::keys::{self, health_reasons, lifecycle as lc};
+use gpuready_api::keys::{health_reasons, lifecycle as lc};
 use gpuready_api::probe::{EventKind, EventRecord, ProbeReport};
 use k8s_openapi::api::core::v1::Node;
 use kube::Client;
