@@ -8,8 +8,8 @@
 //! the `v1` type exists only under the `v1_37` feature, which would drop every
 //! older API server. The [`kube::Resource`] impl below is what kube's
 //! `Api<DeviceTaintRule>` needs, so no DynamicObject round-trip is involved.
-//! Unknown fields are ignored (`status`, `timeAdded`), so a newer server's
-//! object still parses.
+//! Unknown fields are ignored (`timeAdded`), so a newer server's object still
+//! parses; `status` is read (escalation) and never written.
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -28,7 +28,25 @@ pub struct DeviceTaintRule {
     pub metadata: ObjectMeta,
     #[serde(default)]
     pub spec: DeviceTaintRuleSpec,
+    /// Written by the API server's device taint eviction controller, never by
+    /// gpuready (so never sent): `EvictionInProgress`, and for effect `None`
+    /// what `NoExecute` would evict.
+    #[serde(default, skip_serializing)]
+    pub status: Option<DeviceTaintRuleStatus>,
 }
+
+/// `status` of a DeviceTaintRule (`resource.k8s.io/v1`, Kubernetes 1.37).
+#[derive(Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceTaintRuleStatus {
+    #[serde(default)]
+    pub conditions: Vec<k8s_openapi::apimachinery::pkg::apis::meta::v1::Condition>,
+}
+
+/// The condition the eviction controller keeps on a rule: `True` while pods
+/// wait to be evicted; its message counts the pods pending and evicted (for
+/// effect `None`, once per spec change, what `NoExecute` would evict).
+pub const CONDITION_EVICTION_IN_PROGRESS: &str = "EvictionInProgress";
 
 /// `spec` of a DeviceTaintRule.
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]

@@ -292,7 +292,7 @@ pub mod fabric {
 /// Outside Node conditions the External layer's presets read (docs/external.md
 /// names the document each comes from), and the External layer's reasons.
 pub mod external {
-    use crate::profile::BrokenWhen;
+    use crate::condition::BrokenWhen;
 
     /// Amazon EKS node monitoring agent (aws/eks-node-monitoring-agent,
     /// `docs/node-health-issues.adoc`; EKS user guide "Detect node health
@@ -333,6 +333,81 @@ pub mod external {
     pub const UNKNOWN: &str = "ExternalSignalUnknown";
     /// Unknown or NotReady (`whenMissing`): a named condition is not on the node.
     pub const MISSING: &str = "ExternalSignalMissing";
+}
+
+/// The node's lifecycle beside its layers (docs/operations.md, "Lifecycle"):
+/// the labels the NVIDIA GPU operator, its driver manager and mig-manager
+/// write while they change a node, the taints other readiness gates hold, the
+/// repair annotation an operator writes, and the reasons gpuready gives each.
+/// gpuready only reads these labels and taints; it never writes them.
+pub mod lifecycle {
+    /// k8s-operator-libs' upgrade controller (GPU operator v26.7.0): where a
+    /// node is in a driver upgrade, one of [`UPGRADE_STATES`].
+    pub const DRIVER_UPGRADE_STATE: &str = "nvidia.com/gpu-driver-upgrade-state";
+    /// The 12 values of [`DRIVER_UPGRADE_STATE`], in the order the upgrade
+    /// controller moves a node through them (`consts.go` of k8s-operator-libs).
+    pub const UPGRADE_STATES: [&str; 12] = [
+        UPGRADE_REQUIRED,
+        "cordon-required",
+        "wait-for-jobs-required",
+        "pod-deletion-required",
+        "drain-required",
+        "node-maintenance-required",
+        "post-maintenance-required",
+        "pod-restart-required",
+        "validation-required",
+        "uncordon-required",
+        UPGRADE_DONE,
+        UPGRADE_FAILED,
+    ];
+    /// Queued for an upgrade: "no actions are performed at this stage" (the
+    /// node still serves; the controller picks it when a slot of the wave frees).
+    pub const UPGRADE_REQUIRED: &str = "upgrade-required";
+    pub const UPGRADE_DONE: &str = "upgrade-done";
+    pub const UPGRADE_FAILED: &str = "upgrade-failed";
+    /// `nvidia.com/gpu.deploy.<operand>`: whether the GPU operator deploys an operand.
+    pub const DEPLOY_LABEL_PREFIX: &str = "nvidia.com/gpu.deploy.";
+    /// The driver manager evicted the operand for a driver upgrade.
+    pub const PAUSED_FOR_DRIVER_UPGRADE: &str = "paused-for-driver-upgrade";
+    /// mig-manager evicted the operand while it re-partitions the GPUs.
+    pub const PAUSED_FOR_MIG_CHANGE: &str = "paused-for-mig-change";
+    /// Values of `nvidia.com/mig.config.state` (mig-parted `reconfigure.go`).
+    pub const MIG_PENDING: &str = "pending";
+    pub const MIG_REBOOTING: &str = "rebooting";
+    pub const MIG_FAILED: &str = "failed";
+    /// NVIDIA NodeWright's startup taint (v0.18.0 and later), removed once
+    /// every runtime-required package is applied.
+    pub const NODEWRIGHT_TAINT: &str = "nodewright.nvidia.com";
+    /// The same taint under NodeWright's former name, Skyhook (still accepted).
+    pub const SKYHOOK_TAINT: &str = "skyhook.nvidia.com";
+    /// The prefix readiness controllers share (node-readiness-controller rules,
+    /// gpuready's own default): every key there that is not gpuready's belongs
+    /// to another gate.
+    pub const READINESS_TAINT_PREFIX: &str = "readiness.k8s.io/";
+    /// Written by an operator, never by gpuready: when the node's GPUs were
+    /// repaired, as an RFC 3339 time (every GPU) or a JSON object of GPU UUID
+    /// to RFC 3339 time. Faults recorded before it no longer count.
+    pub const ANNOTATION_REPAIRED_AT: &str = "gpuready.io/repaired-at";
+
+    /// GpuReady reason: a driver upgrade is taking the node through its steps.
+    pub const DRIVER_UPGRADE_IN_PROGRESS: &str = "DriverUpgradeInProgress";
+    /// GpuReady reason: the upgrade controller gave up (`upgrade-failed`).
+    pub const DRIVER_UPGRADE_FAILED: &str = "DriverUpgradeFailed";
+    /// GpuReady reason: mig-manager re-partitions the GPUs (`pending`, `rebooting`).
+    pub const MIG_RECONFIGURING: &str = "MigReconfiguring";
+    /// GpuReady reason: GPU operator operands are paused (`paused-for-*`)
+    /// without an upgrade or MIG state that explains it.
+    pub const OPERANDS_PAUSED: &str = "OperandsPaused";
+    /// GpuReady reason: maintenance lasted longer than `maintenance.deadlineSeconds`.
+    pub const MAINTENANCE_STUCK: &str = "MaintenanceStuck";
+    /// GpuReady reason: the GPU stack is ready, another readiness gate holds the node.
+    pub const WAITING_FOR_GATE: &str = "WaitingForGate";
+    /// Profile `Ready=True` reason while nodes are in maintenance (and none fails).
+    pub const NODES_IN_MAINTENANCE: &str = "NodesInMaintenance";
+    /// Profile `Ready=True` reason while nodes wait for other gates (and none fails).
+    pub const NODES_WAITING_FOR_GATE: &str = "NodesWaitingForGate";
+    /// Node Event: the repair annotation was refused (the note says why).
+    pub const EVENT_REPAIR_REFUSED: &str = "RepairRefused";
 }
 
 /// Reasons of the Health layer (and of [`CONDITION_PROBE_HEALTHY`]), judged on
@@ -376,6 +451,16 @@ pub mod health_reasons {
     pub const COMPUTE_CHECK_SKIPPED: &str = "ComputeCheckSkipped";
     /// The latest compute check ran on another stack or too long ago.
     pub const COMPUTE_CHECK_STALE: &str = "ComputeCheckStale";
+    /// NVML's GPU recovery action is GPU_RESET.
+    pub const GPU_RESET_REQUIRED: &str = "GpuResetRequired";
+    /// NVML's GPU recovery action is NODE_REBOOT.
+    pub const NODE_REBOOT_REQUIRED: &str = "NodeRebootRequired";
+    /// NVML's GPU recovery action is DRAIN_P2P (quiesce peer-to-peer traffic).
+    pub const DRAIN_REQUIRED: &str = "DrainRequired";
+    /// NVML's GPU recovery action is DRAIN_AND_RESET (reduced capacity).
+    pub const DRAIN_AND_RESET_REQUIRED: &str = "DrainAndResetRequired";
+    /// NVML's GPU recovery action is a value this gpuready does not know.
+    pub const RECOVERY_ACTION_REQUIRED: &str = "RecoveryActionRequired";
 }
 
 /// Reasons of the [`CONDITION_NFD_CRDS`] profile condition. True means the NFD

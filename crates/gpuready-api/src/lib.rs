@@ -1,6 +1,7 @@
 //! gpuready's API surface: the GpuNodeProfile custom resource, the keys gpuready
 //! writes onto Nodes, and CRD generation. No client, no I/O.
 
+pub mod condition;
 pub mod crd;
 pub mod device_taint_rule;
 pub mod dra;
@@ -14,8 +15,9 @@ pub mod validate;
 
 pub use layer::Layer;
 pub use profile::{
-    BrokenWhen, DeadlineStart, DeviceGating, DeviceTaintEffect, EvidenceMode, ExternalCondition,
-    ExternalPreset, ExternalSignals, FabricExpectation, Family, GpuExpectation, GpuNodeProfile,
-    GpuNodeProfileSpec, GpuNodeProfileStatus, MigExpectation, Mode, NotReadyDeadline, NotReadyNode,
-    ProbeExpectation, ProbePolicy, TaintEffect, TaintPolicy, TaintSpec, Workload,
+    BrokenWhen, DeadlineStart, DeviceEscalation, DeviceGating, DeviceTaintEffect, Escalation,
+    EvidenceMode, ExternalCondition, ExternalPreset, ExternalSignals, FabricExpectation, Family,
+    GpuExpectation, GpuNodeProfile, GpuNodeProfileSpec, GpuNodeProfileStatus, LifecycleNode,
+    MaintenanceRules, MigExpectation, Mode, NotReadyDeadline, NotReadyNode, ProbeExpectation,
+    ProbePolicy, TaintEffect, TaintPolicy, TaintSpec, Workload,
 };

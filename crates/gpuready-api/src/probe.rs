@@ -154,6 +154,50 @@ pub struct GpuState {
     /// trigger are in the report's `computeCheck`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute: Option<GpuCompute>,
+    /// v2 (optional, added with the lifecycle): what the driver says the GPU
+    /// needs, NVML field `NVML_FI_DEV_GET_GPU_RECOVERY_ACTION` (230). Absent
+    /// from probes that do not read it; `NotSupported` where the driver or
+    /// GPU does not answer it (a fact, not a failure).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub recovery_action: Option<RecoveryAction>,
+}
+
+/// NVML's GPU recovery action (`nvmlDeviceGpuRecoveryAction_t`), which
+/// supersedes the deprecated fields `NVML_FI_DEV_RESET_STATUS` (226) and
+/// `NVML_FI_DEV_DRAIN_AND_RESET_STATUS` (227).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub enum RecoveryAction {
+    /// 0: nothing to do.
+    None,
+    /// 1: a fault needs a GPU reset to clear.
+    GpuReset,
+    /// 2: the fault may have left the OS inconsistent: reboot the node.
+    NodeReboot,
+    /// 3: peer-to-peer traffic must be quiesced; NVML then names the next action.
+    DrainP2p,
+    /// 4: the GPU runs at reduced capacity; running work is safe, new work
+    /// should wait for a reset.
+    DrainAndReset,
+    /// The driver or GPU does not answer the field.
+    NotSupported,
+    /// A value this gpuready does not know (a newer driver): the probe lists
+    /// the number in the GPU's `errors`.
+    #[serde(other)]
+    Unknown,
+}
+
+impl RecoveryAction {
+    /// The action for NVML's value, `Unknown` for one this gpuready does not know.
+    pub fn from_nvml(value: u64) -> RecoveryAction {
+        match value {
+            0 => RecoveryAction::None,
+            1 => RecoveryAction::GpuReset,
+            2 => RecoveryAction::NodeReboot,
+            3 => RecoveryAction::DrainP2p,
+            4 => RecoveryAction::DrainAndReset,
+            _ => RecoveryAction::Unknown,
+        }
+    }
 }
 
 /// A device node and whether it exists (`/dev/nvidiactl`, `/dev/nvidia-uvm`,

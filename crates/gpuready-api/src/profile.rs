@@ -12,6 +12,7 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use crate::condition::BrokenWhen;
 use crate::keys;
 use crate::layer::Layer;
 
@@ -51,6 +52,18 @@ pub const MAX_NOT_READY_SUMMARY: usize = 20;
         name = "Status",
         type_ = "string",
         json_path = ".status.conditions[?(@.type==\"Ready\")].reason"
+    ),
+    printcolumn(
+        name = "Maintenance",
+        type_ = "integer",
+        priority = 1,
+        json_path = ".status.maintenanceNodes"
+    ),
+    printcolumn(
+        name = "Waiting",
+        type_ = "integer",
+        priority = 1,
+        json_path = ".status.waitingForGateNodes"
     ),
     printcolumn(
         name = "Product",
@@ -195,6 +208,21 @@ pub struct GpuNodeProfileSpec {
     /// labels and the DRA driver's MIG devices. Absent: not checked.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mig: Option<MigExpectation>,
+
+    /// How maintenance the GPU operator drives (driver upgrades, MIG changes,
+    /// paused operands) is judged: such a node stays gated under its own
+    /// reason and is counted apart from failures. Absent: maintenance may
+    /// last as long as it takes.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub maintenance: Option<MaintenanceRules>,
+
+    /// Which reasons take a bad GPU out harder: its DeviceTaintRule (device
+    /// gating) — or, without device gating, the node's taint — escalates to
+    /// `NoExecute`, evicting the pods that use it, after a dry run in which
+    /// the rule runs with effect `None` and the API server reports what
+    /// `NoExecute` would evict. Absent: nothing escalates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalation: Option<Escalation>,
 
     /// The Fabric layer: multi-node NVLink readiness (GB200/GB300-class
     /// systems): the NVLink clique label GFD writes, the probe's NVML fabric
@@ -343,21 +371,41 @@ pub struct ExternalCondition {
     pub broken_when: BrokenWhen,
 }
 
-/// The condition status that means broken.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub enum BrokenWhen {
-    #[default]
-    True,
-    False,
+/// Escalation of gpuready's taints to `NoExecute`.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct Escalation {
+    /// Reasons that escalate: a bad device's reason (`FatalXid`,
+    /// `GpuResetRequired`, `UncorrectableEccErrors`, …) or, for the node's
+    /// taint, the `GpuReady` reason (`FatalXid`, `DriverUpgradeFailed`, …).
+    #[schemars(length(min = 1, max = 16), inner(length(min = 1, max = 64)))]
+    #[x_kube(validation = Rule::new("self.all(r, r.matches('^[A-Z][A-Za-z0-9]*$'))").message("escalation.reasons must be reason names like FatalXid or GpuResetRequired"))]
+    #[x_kube(validation = Rule::new("self.all(r, self.exists_one(s, s == r))").message("escalation.reasons must not repeat a reason"))]
+    pub reasons: Vec<String>,
+
+    /// Seconds the escalation runs as a dry run first: the device's
+    /// escalation rule has effect `None` (the API server's status says what
+    /// `NoExecute` would evict), then `NoExecute`. For the node's taint,
+    /// seconds since `GpuReady` left True. Default 300.
+    #[serde(default = "default_dry_run_seconds")]
+    #[schemars(range(min = 10, max = 604800))]
+    pub dry_run_seconds: u32,
 }
 
-impl BrokenWhen {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BrokenWhen::True => "True",
-            BrokenWhen::False => "False",
-        }
-    }
+fn default_dry_run_seconds() -> u32 {
+    300
+}
+
+/// The profile's rules for nodes in maintenance.
+#[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
+#[serde(rename_all = "camelCase")]
+pub struct MaintenanceRules {
+    /// Seconds a node may stay in maintenance, counted from when its
+    /// `GpuReady` condition last left True; past it the node is a failure
+    /// (`MaintenanceStuck`). Absent: no limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 60, max = 2592000))]
+    pub deadline_seconds: Option<u32>,
 }
 
 /// Per-device gating: what gpuready's DeviceTaintRules look like.
@@ -833,6 +881,61 @@ pub struct GpuNodeProfileStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 20))]
     pub tainted_device_summary: Vec<TaintedDevices>,
+    /// Matched nodes in maintenance (a driver upgrade, a MIG change, paused
+    /// operands): gated, and counted neither ready nor not ready.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub maintenance_nodes: i32,
+    /// Matched nodes whose GPU stack is ready while another readiness gate
+    /// (a NodeWright or other `readiness.k8s.io/` taint, a cordon) holds them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub waiting_for_gate_nodes: i32,
+    /// Up to 20 nodes in maintenance (sorted by name), each with its reason
+    /// and the state it is in.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 20))]
+    pub maintenance_summary: Vec<LifecycleNode>,
+    /// Up to 20 nodes waiting for another gate (sorted by name), each with the gates.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 20))]
+    pub waiting_for_gate_summary: Vec<LifecycleNode>,
+    /// Up to 20 escalating devices (sorted by node and device): their dry
+    /// run, or the `NoExecute` eviction, as the API server reports it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 20))]
+    pub escalations: Vec<DeviceEscalation>,
+}
+
+/// One device's escalation to `NoExecute`.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DeviceEscalation {
+    pub node: String,
+    pub device: String,
+    /// Why the device is bad (`FatalXid`, …).
+    pub reason: String,
+    /// `None` during the dry run, `NoExecute` once escalated.
+    pub effect: String,
+    /// RFC 3339: when the dry run ends (or ended).
+    pub no_execute_at: String,
+    /// The escalation rule's `EvictionInProgress` condition as the API
+    /// server wrote it (`True`/`False` and its message): during the dry run
+    /// what `NoExecute` would evict, afterwards the pods pending eviction and
+    /// evicted. Absent until the server reports it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub eviction: Option<String>,
+}
+
+/// One node of a lifecycle summary.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct LifecycleNode {
+    /// Node name.
+    pub name: String,
+    /// `DriverUpgradeInProgress`, `MigReconfiguring`, `OperandsPaused` or `WaitingForGate`.
+    pub reason: String,
+    /// The upgrade or MIG state (`pod-restart-required`, `pending`), the
+    /// paused operands, or the gates that hold the node.
+    pub detail: String,
 }
 
 fn is_zero(n: &i32) -> bool {

@@ -524,6 +524,48 @@ impl GpuNodeProfileSpec {
                 format!("{} must be between 60 and 2592000 (30 days)", d.seconds),
             );
         }
+        if let Some(e) = &self.escalation {
+            if !(1..=16).contains(&e.reasons.len()) {
+                fail("escalation.reasons", "must list 1 to 16 reasons".to_owned());
+            }
+            for (i, r) in e.reasons.iter().enumerate() {
+                let mut chars = r.chars();
+                let named = r.len() <= 64
+                    && chars.next().is_some_and(|c| c.is_ascii_uppercase())
+                    && chars.all(|c| c.is_ascii_alphanumeric());
+                if !named {
+                    fail(
+                        "escalation.reasons",
+                        format!(
+                            "{r:?}: escalation.reasons must be reason names like FatalXid or GpuResetRequired"
+                        ),
+                    );
+                }
+                if e.reasons[..i].contains(r) {
+                    fail(
+                        "escalation.reasons",
+                        format!("{r:?}: escalation.reasons must not repeat a reason"),
+                    );
+                }
+            }
+            if !(10..=604_800).contains(&e.dry_run_seconds) {
+                fail(
+                    "escalation.dryRunSeconds",
+                    format!(
+                        "{} must be between 10 and 604800 (7 days)",
+                        e.dry_run_seconds
+                    ),
+                );
+            }
+        }
+        if let Some(d) = self.maintenance.as_ref().and_then(|m| m.deadline_seconds)
+            && !(60..=2_592_000).contains(&d)
+        {
+            fail(
+                "maintenance.deadlineSeconds",
+                format!("{d} must be between 60 and 2592000 (30 days)"),
+            );
+        }
         if let Some(n) = self.device_gating.as_ref().and_then(|g| g.min_ready_gpus)
             && !(1..=1024).contains(&n)
         {

@@ -12,8 +12,9 @@ use serde::Serialize;
 
 use crate::evaluate::evaluate;
 use crate::facts::NodeFacts;
+use crate::lifecycle::Lifecycle;
 use crate::plan::{self, NodeChanges, PlanOptions};
-use crate::report::{DeadlinePassed, LayerReport, LayerResult};
+use crate::report::{DeadlinePassed, LayerReport, LayerResult, NodeState};
 use crate::select::{Governance, govern};
 
 /// The labels profiles' selectors are matched against: the node's labels less
@@ -88,6 +89,16 @@ pub struct NodeAssessment {
     /// Devices gated by gpuready's DeviceTaintRules (`gpu-3 (FatalXid)`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tainted_devices: Vec<String>,
+    /// What a governed node counts as: `ready`, `notReady`, `maintenance`,
+    /// `waitingForGate` (`None` for a conflict or an ungoverned node).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<NodeState>,
+    /// Maintenance the node is in and the other readiness gates on it.
+    #[serde(skip_serializing_if = "Lifecycle::is_quiet")]
+    pub lifecycle: Lifecycle,
+    /// Devices whose DeviceTaintRule escalates to `NoExecute` (`escalation`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub escalations: Vec<gpuready_api::DeviceEscalation>,
 }
 
 /// The verdict on one node before any write is planned: which profile governs
@@ -103,7 +114,8 @@ pub struct Judgement<'a> {
 
 #[derive(Clone, Debug)]
 enum Basis<'a> {
-    Governed(&'a GpuNodeProfile, LayerReport),
+    // Boxed: the report (layers, lifecycle, devices) dwarfs the other variants.
+    Governed(&'a GpuNodeProfile, Box<LayerReport>),
     Conflict(Vec<String>),
     Ungoverned,
 }
@@ -138,8 +150,26 @@ pub fn judge<'a>(
                     observe: profile.spec.mode == gpuready_api::Mode::Observe,
                     layers: report.layers.clone(),
                     changes: NodeChanges::default(),
+                    state: Some(report.state()),
+                    lifecycle: report.lifecycle.clone(),
+                    escalations: report
+                        .devices
+                        .iter()
+                        .flat_map(|g| g.bad.iter())
+                        .filter_map(|b| {
+                            let e = b.escalation.as_ref()?;
+                            Some(gpuready_api::DeviceEscalation {
+                                node: facts.name.clone(),
+                                device: b.device.clone(),
+                                reason: b.reason.clone(),
+                                effect: e.effect.to_owned(),
+                                no_execute_at: e.no_execute_at.clone(),
+                                eviction: e.eviction.clone(),
+                            })
+                        })
+                        .collect(),
                 },
-                basis: Basis::Governed(profile, report),
+                basis: Basis::Governed(profile, Box::new(report)),
             }
         }
         Governance::Conflict(names) => {
@@ -168,6 +198,9 @@ pub fn judge<'a>(
                     recheck_after_seconds: None,
                     deadline_passed: None,
                     tainted_devices: vec![],
+                    state: None,
+                    lifecycle: Lifecycle::default(),
+                    escalations: vec![],
                 },
                 basis: Basis::Conflict(names),
             }
@@ -187,6 +220,9 @@ pub fn judge<'a>(
                 recheck_after_seconds: None,
                 deadline_passed: None,
                 tainted_devices: vec![],
+                state: None,
+                lifecycle: Lifecycle::default(),
+                escalations: vec![],
             },
             basis: Basis::Ungoverned,
         },

@@ -15,6 +15,7 @@ use gpuready_api::keys::{self, dra, health_reasons as hr};
 use gpuready_api::probe::{EventKind, ProbeReport};
 use gpuready_api::profile::{DEFAULT_FATAL_XIDS, ProbeExpectation};
 use gpuready_api::{GpuNodeProfileSpec, Mode};
+use jiff::Timestamp;
 use serde::Serialize;
 
 use crate::evidence::{DeviceKind, DraDevice, DraPool};
@@ -32,6 +33,25 @@ pub struct BadDevice {
     /// device taint gpuready writes.
     pub reason: String,
     pub message: String,
+    /// The profile escalates this reason: the escalation rule's state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub escalation: Option<EscalationState>,
+}
+
+/// A bad device's escalation to `NoExecute`: a second rule of gpuready's
+/// beside the device's own, effect `None` while its dry run lasts (counted
+/// from the rule's creationTimestamp, which the API server sets), then
+/// `NoExecute`. An `Observe` profile's stays `None`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct EscalationState {
+    /// The escalation rule's effect now: `None` or `NoExecute`.
+    pub effect: &'static str,
+    /// RFC 3339: when the dry run ends (or ended).
+    pub no_execute_at: String,
+    /// The rule's `EvictionInProgress` condition, `status: message`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub eviction: Option<String>,
 }
 
 /// The verdict over the devices of one node under device gating.
@@ -45,6 +65,9 @@ pub struct DeviceGatingReport {
     pub ready_gpus: usize,
     /// Below this many ready GPUs the node is tainted too.
     pub min_ready_gpus: usize,
+    /// Seconds until an escalation's dry run ends.
+    #[serde(skip)]
+    pub recheck_after_seconds: Option<u64>,
 }
 
 impl DeviceGatingReport {
@@ -80,6 +103,10 @@ fn bad_gpus_from_probe(
         let Some(uuid) = g.uuid.as_deref() else {
             continue;
         };
+        // The driver's own verdict first: it says what to do.
+        if let Some((reason, what)) = g.recovery_action.and_then(crate::recovery::finding) {
+            note(uuid, 0, reason, format!("recovery action {what}"));
+        }
         if let Some(n) = g.ecc.as_ref().and_then(|e| e.volatile_uncorrectable)
             && n > 0
         {
@@ -160,11 +187,56 @@ fn attribute_mismatch(spec: &GpuNodeProfileSpec, d: &DraDevice) -> Option<(&'sta
     None
 }
 
-/// The bad devices of a complete pool.
+/// The escalation of one bad device, when the profile escalates its reason.
+fn escalation(
+    spec: &GpuNodeProfileSpec,
+    bad: &BadDevice,
+    owned: &[DeviceTaintRule],
+    now: Timestamp,
+) -> Option<EscalationState> {
+    let rules = spec.escalation.as_ref()?;
+    if !rules.reasons.contains(&bad.reason) {
+        return None;
+    }
+    let name = escalation_rule_name(&bad.driver, &bad.pool, &bad.device);
+    let rule = owned
+        .iter()
+        .find(|r| device_taint_rule::is_owned(r) && r.metadata.name.as_deref() == Some(&name));
+    let dry_run = i64::from(rules.dry_run_seconds);
+    let start = rule
+        .and_then(|r| r.metadata.creation_timestamp.as_ref())
+        .map_or(now, |t| t.0);
+    let at = Timestamp::from_second(start.as_second().saturating_add(dry_run)).unwrap_or(start);
+    // Only a rule the API server holds can have run its dry run.
+    let escalated = spec.mode == Mode::Enforce && rule.is_some() && now >= at;
+    let eviction = rule
+        .and_then(|r| r.status.as_ref())
+        .and_then(|s| {
+            s.conditions
+                .iter()
+                .find(|c| c.type_ == device_taint_rule::CONDITION_EVICTION_IN_PROGRESS)
+        })
+        .map(|c| format!("{}: {}", c.status, c.message));
+    Some(EscalationState {
+        effect: if escalated { "NoExecute" } else { "None" },
+        no_execute_at: at.to_string(),
+        eviction,
+    })
+}
+
+/// The name of a device's escalation rule: its own rule's with `-noexecute`.
+pub fn escalation_rule_name(driver: &str, pool: &str, device: &str) -> String {
+    device_taint_rule::rule_name(driver, pool, &format!("{device}-noexecute"))
+}
+
+/// The bad devices of a complete pool; `owned` are gpuready's rules for the
+/// node (their age and status drive escalations), `now` the judgement's time.
 pub fn judge_devices(
     spec: &GpuNodeProfileSpec,
     pool: &DraPool,
     probe: Option<&ProbeReport>,
+    owned: &[DeviceTaintRule],
+    now: Timestamp,
 ) -> DeviceGatingReport {
     let by_gpu = probe
         .map(|r| bad_gpus_from_probe(spec, r))
@@ -184,15 +256,29 @@ pub fn judge_devices(
             None => attribute_mismatch(spec, d),
         };
         if let Some((reason, message)) = verdict {
-            bad.push(BadDevice {
+            let mut b = BadDevice {
                 driver: dra::DRIVER.to_owned(),
                 pool: d.pool.clone(),
                 device: d.name.clone(),
                 reason: reason.to_owned(),
                 message,
-            });
+                escalation: None,
+            };
+            b.escalation = escalation(spec, &b, owned, now);
+            bad.push(b);
         }
     }
+    let recheck_after_seconds = bad
+        .iter()
+        .filter_map(|b| b.escalation.as_ref())
+        .filter(|e| e.effect == "None" && spec.mode == Mode::Enforce)
+        .filter_map(|e| e.no_execute_at.parse::<Timestamp>().ok())
+        .map(|at| {
+            u64::try_from(at.as_second() - now.as_second())
+                .unwrap_or(0)
+                .max(1)
+        })
+        .min();
     bad.sort_by(|a, b| (&a.pool, &a.device).cmp(&(&b.pool, &b.device)));
     let names: BTreeSet<&str> = bad.iter().map(|b| b.device.as_str()).collect();
     let ready_gpus = pool.without(&names).physical_gpus(true);
@@ -206,6 +292,7 @@ pub fn judge_devices(
         bad,
         ready_gpus,
         min_ready_gpus: usize::try_from(min_ready_gpus).unwrap_or(usize::MAX),
+        recheck_after_seconds,
     }
 }
 
@@ -276,12 +363,22 @@ pub fn desired_rule(node: &str, bad: &BadDevice, spec: &GpuNodeProfileSpec) -> D
         (Mode::Observe, _) | (_, None) => "None",
         (Mode::Enforce, Some(g)) => g.effect.as_str(),
     };
+    let name = device_taint_rule::rule_name(&bad.driver, &bad.pool, &bad.device);
+    device_rule(node, bad, name, effect)
+}
+
+/// The escalation rule of a bad device: the same taint as its own rule, with
+/// the escalation's effect (`None` during the dry run, then `NoExecute`).
+pub fn escalation_rule(node: &str, bad: &BadDevice, e: &EscalationState) -> DeviceTaintRule {
+    let name = escalation_rule_name(&bad.driver, &bad.pool, &bad.device);
+    device_rule(node, bad, name, e.effect)
+}
+
+/// A rule of gpuready's named `name` tainting exactly `bad`'s device with its
+/// reason and `effect`.
+fn device_rule(node: &str, bad: &BadDevice, name: String, effect: &str) -> DeviceTaintRule {
     let mut metadata = device_taint_rule::owned_metadata(node, &bad.reason);
-    metadata.name = Some(device_taint_rule::rule_name(
-        &bad.driver,
-        &bad.pool,
-        &bad.device,
-    ));
+    metadata.name = Some(name);
     DeviceTaintRule {
         metadata,
         spec: DeviceTaintRuleSpec {
@@ -296,6 +393,7 @@ pub fn desired_rule(node: &str, bad: &BadDevice, spec: &GpuNodeProfileSpec) -> D
                 effect: effect.to_owned(),
             },
         },
+        status: None,
     }
 }
 
@@ -325,9 +423,11 @@ pub fn rule_changes(
         .map(|(g, spec)| {
             g.bad
                 .iter()
-                .map(|b| {
-                    let r = desired_rule(node, b, spec);
-                    (r.metadata.name.clone().unwrap_or_default(), (r, b))
+                .flat_map(|b| {
+                    let escalation = b.escalation.as_ref().map(|e| escalation_rule(node, b, e));
+                    std::iter::once(desired_rule(node, b, spec))
+                        .chain(escalation)
+                        .map(move |r| (r.metadata.name.clone().unwrap_or_default(), (r, b)))
                 })
                 .collect()
         })

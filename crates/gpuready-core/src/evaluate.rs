@@ -14,6 +14,7 @@ mod compatibility;
 mod deadline;
 mod device_plugin;
 mod driver;
+mod escalation;
 mod external;
 mod fabric;
 mod feature_discovery;
@@ -36,6 +37,24 @@ use crate::probe::ProbeEvidence;
 
 /// Judges a node against a profile at time `now`.
 pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) -> LayerReport {
+    // The operator's repair mark takes the faults recorded before it out of
+    // the report before anything judges it (the Health layer and the devices).
+    let report = match &facts.probe {
+        Some(ProbeEvidence::Report(r)) => Some(r.as_ref()),
+        _ => None,
+    };
+    let (repair, repaired) =
+        crate::repair::apply(facts.repaired_at.as_deref(), facts.created, now, report);
+    let repaired_facts;
+    let facts: &NodeFacts = match repaired {
+        Some(r) => {
+            repaired_facts = facts
+                .clone()
+                .with_probe(Some(ProbeEvidence::Report(Box::new(r))));
+            &repaired_facts
+        }
+        None => facts,
+    };
     let node = node::node_layer(facts);
     let node_ok = node.status == Status::Ready;
     let dra = uses_dra(spec, facts);
@@ -51,12 +70,12 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
     // layers judge the devices that stay in service. Only when the rules can
     // be written (read at all): otherwise the whole node is gated, as before.
     let devices = match (pool, &spec.device_gating, &facts.evidence.device_rules) {
-        (Some(p), Some(_), Some(_)) => {
+        (Some(p), Some(_), Some(owned)) => {
             let probe = match &facts.probe {
                 Some(ProbeEvidence::Report(r)) => Some(r.as_ref()),
                 _ => None,
             };
-            Some(crate::devices::judge_devices(spec, p, probe))
+            Some(crate::devices::judge_devices(spec, p, probe, owned, now))
         }
         _ => None,
     };
@@ -190,13 +209,26 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
             evidence: Source::Kubelet,
         },
     );
+    let mut lifecycle = crate::lifecycle::judge(spec, facts, now);
+    lifecycle.repair = repair;
+    let recheck = [
+        recheck,
+        lifecycle.recheck_after_seconds,
+        devices.as_ref().and_then(|d| d.recheck_after_seconds),
+    ]
+    .into_iter()
+    .flatten()
+    .min();
     let mut report = LayerReport {
         layers,
         recheck_after_seconds: recheck,
         deadline: None,
         devices,
+        lifecycle,
+        node_escalation: None,
     };
     deadline::apply_deadline(spec, facts, now, &mut report);
+    escalation::apply_node_escalation(spec, facts, now, &mut report);
     report
 }
 

@@ -85,6 +85,10 @@ pub struct NodeFacts {
     /// Empty ("not read") from [`NodeFacts::from_node`]; callers that read those
     /// sources attach them with [`NodeFacts::with_evidence`].
     pub evidence: Evidence,
+    /// `spec.unschedulable`: cordoned (never by gpuready: another gate).
+    pub unschedulable: bool,
+    /// The operator's repair annotation, as written (judged in `lifecycle`).
+    pub repaired_at: Option<String>,
 }
 
 /// Whether gpuready writes node conditions of this type: `GpuReady`, the
@@ -208,6 +212,14 @@ impl NodeFacts {
             },
             created: node.metadata.creation_timestamp.as_ref().map(|t| t.0),
             evidence: Evidence::default(),
+            unschedulable: node
+                .spec
+                .as_ref()
+                .and_then(|s| s.unschedulable)
+                .unwrap_or(false),
+            repaired_at: annotations
+                .and_then(|a| a.get(keys::lifecycle::ANNOTATION_REPAIRED_AT))
+                .cloned(),
             name,
             labels,
             probe: None,

@@ -4,12 +4,14 @@
 // Inputs, bottom up: values and tables, then what the Node, GFD, the
 // evidence beyond the Node and the probe report say.
 pub mod compat;
+mod duration;
 pub mod evidence;
 pub mod facts;
 pub mod field;
 pub mod gfd;
 pub mod probe;
 pub mod product;
+pub mod repair;
 pub mod version;
 pub mod write_step;
 
@@ -17,6 +19,8 @@ pub mod write_step;
 // per-layer verdicts (one file per layer under `evaluate`), the report's words.
 pub mod devices;
 pub mod evaluate;
+pub mod lifecycle;
+pub mod recovery;
 pub mod report;
 pub mod select;
 

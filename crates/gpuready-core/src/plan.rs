@@ -22,7 +22,7 @@ use serde::Serialize;
 
 use crate::devices::DeviceRuleChange;
 use crate::facts::NodeFacts;
-use crate::report::{LayerReport, Status};
+use crate::report::{LayerReport, NodeState, Status};
 
 /// Node conditions carry a human message; keep it readable in `kubectl describe`.
 const MAX_CONDITION_MESSAGE: usize = 1024;
@@ -228,26 +228,44 @@ fn current_taint_annotation(facts: &NodeFacts) -> Option<String> {
 /// The overall `GpuReady` condition for a report.
 pub fn gpu_ready_condition(profile: &str, report: &LayerReport) -> DesiredCondition {
     let type_ = keys::CONDITION_GPU_READY.to_owned();
-    if report.ready() {
-        return DesiredCondition {
-            type_,
-            status: "True".into(),
-            reason: reasons::READY.into(),
-            message: format!(
-                "every gating layer is Ready under GpuNodeProfile {profile}{}",
-                devices_note(report)
-            ),
-        };
+    let gates = &report.lifecycle.gates;
+    match report.state() {
+        NodeState::Ready => {
+            return DesiredCondition {
+                type_,
+                status: "True".into(),
+                reason: reasons::READY.into(),
+                message: format!(
+                    "every gating layer is Ready under GpuNodeProfile {profile}{}",
+                    trailing_notes(report)
+                ),
+            };
+        }
+        NodeState::WaitingForGate => {
+            return DesiredCondition {
+                type_,
+                status: "False".into(),
+                reason: keys::lifecycle::WAITING_FOR_GATE.into(),
+                message: format!(
+                    "every gating layer is Ready under GpuNodeProfile {profile}, but another readiness gate holds the node: {}; it takes no GPU work until that is gone (gpuready leaves other gates to their owners, and does not hold its own taint for them){}",
+                    gates.join("; "),
+                    trailing_notes(report)
+                ),
+            };
+        }
+        NodeState::NotReady | NodeState::Maintenance => {}
     }
+    let maintenance = report.lifecycle.maintenance.as_ref();
     let failures: Vec<_> = report.failures().collect();
-    let status = if failures.iter().any(|l| l.status == Status::NotReady) {
+    // Maintenance gates whatever the layers say: its status is False.
+    let status = if maintenance.is_some() || failures.iter().any(|l| l.status == Status::NotReady) {
         "False"
     } else {
         "Unknown"
     };
-    let mut reason = failures
-        .first()
-        .map(|l| l.reason.clone())
+    let mut reason = maintenance
+        .map(|m| m.reason.to_owned())
+        .or_else(|| failures.first().map(|l| l.reason.clone()))
         .unwrap_or_default();
     // Evidence from the Node object is implied; any other source is named so a
     // reader knows which object to inspect.
@@ -262,11 +280,39 @@ pub fn gpu_ready_condition(profile: &str, report: &LayerReport) -> DesiredCondit
         })
         .collect::<Vec<_>>()
         .join("; ");
+    // The layer that is down during maintenance still says what it sees,
+    // under the maintenance reason.
+    if let Some(m) = maintenance {
+        message = if message.is_empty() {
+            format!("{}; every gating layer is Ready", m.message)
+        } else {
+            format!("{}; {message}", m.message)
+        };
+    }
     if let Some(d) = &report.deadline {
         message = format!("{} ({reason}); {message}", d.describe());
         reason = reasons::NOT_READY_DEADLINE_EXCEEDED.to_owned();
     }
-    message.push_str(&devices_note(report));
+    if !gates.is_empty() {
+        message.push_str(&format!(
+            "; also held by another readiness gate: {}",
+            gates.join("; ")
+        ));
+    }
+    if let Some(e) = &report.node_escalation {
+        message.push_str(&if e.escalated {
+            format!(
+                "; the taint escalated to NoExecute at {} ({})",
+                e.at, e.reason
+            )
+        } else {
+            format!(
+                "; the taint escalates to NoExecute at {} ({})",
+                e.at, e.reason
+            )
+        });
+    }
+    message.push_str(&trailing_notes(report));
     DesiredCondition {
         type_,
         status: status.into(),
@@ -275,17 +321,52 @@ pub fn gpu_ready_condition(profile: &str, report: &LayerReport) -> DesiredCondit
     }
 }
 
+/// What every `GpuReady` message ends with: the devices gated by
+/// DeviceTaintRules and what the repair annotation did.
+fn trailing_notes(report: &LayerReport) -> String {
+    let repair = report
+        .lifecycle
+        .repair
+        .as_ref()
+        .and_then(|r| r.note())
+        .map(|n| format!("; {n}"))
+        .unwrap_or_default();
+    format!("{}{repair}", devices_note(report))
+}
+
 /// `; devices tainted by DeviceTaintRule: gpu-3 (FatalXid)` when device gating
 /// took devices out of service, so `kubectl describe node` names them.
 fn devices_note(report: &LayerReport) -> String {
     match &report.devices {
-        Some(g) if !g.bad.is_empty() => format!(
-            "; {} device(s) tainted by gpuready's DeviceTaintRules: {}; {} of at least {} GPU(s) ready",
-            g.bad.len(),
-            g.describe(),
-            g.ready_gpus,
-            g.min_ready_gpus
-        ),
+        Some(g) if !g.bad.is_empty() => {
+            let escalating: Vec<String> = g
+                .bad
+                .iter()
+                .filter_map(|b| {
+                    let e = b.escalation.as_ref()?;
+                    Some(if e.effect == "NoExecute" {
+                        format!("{} NoExecute since {}", b.device, e.no_execute_at)
+                    } else {
+                        format!(
+                            "{} dry run (effect None) until {}",
+                            b.device, e.no_execute_at
+                        )
+                    })
+                })
+                .collect();
+            format!(
+                "; {} device(s) tainted by gpuready's DeviceTaintRules: {}; {} of at least {} GPU(s) ready{}",
+                g.bad.len(),
+                g.describe(),
+                g.ready_gpus,
+                g.min_ready_gpus,
+                if escalating.is_empty() {
+                    String::new()
+                } else {
+                    format!("; escalating: {}", escalating.join(", "))
+                }
+            )
+        }
         _ => String::new(),
     }
 }
@@ -450,20 +531,35 @@ pub fn plan_governed(
     }
     let name = profile.name_any();
     let ready = report.ready();
+    // The taint follows the GPU stack (maintenance included), never another
+    // system's gate: holding it for a gate whose own pods must land on the
+    // node could leave both waiting on each other.
+    let gpu_ready = report.gpu_ready();
     let released = facts.owned.released_at.is_some();
 
     // Taint.
     let released_for_good = spec.taint_policy == TaintPolicy::UntilFirstReady && released;
-    let want_taint = !ready && !released_for_good;
+    let want_taint = !gpu_ready && !released_for_good;
     let taint = Taint {
         key: spec.taint.key.clone(),
         value: Some(spec.taint.value.clone()).filter(|v| !v.is_empty()),
         effect: spec.taint.effect.as_str().to_owned(),
         time_added: None,
     };
+    // Escalated (`spec.escalation`): the same taint with effect NoExecute. The
+    // profile's own effect still names the taint gpuready may replace, and the
+    // annotation the escalated one once written.
+    let escalated = report
+        .node_escalation
+        .as_ref()
+        .is_some_and(|e| e.escalated)
+        .then(|| Taint {
+            effect: "NoExecute".to_owned(),
+            ..taint.clone()
+        });
     let has_ours = facts.taints.iter().any(|t| is_ours(t, facts, Some(&taint)));
     let held = want_taint && !has_ours && opts.hold_new_taints;
-    let want = (want_taint && !held).then_some(&taint);
+    let want = (want_taint && !held).then(|| escalated.as_ref().unwrap_or(&taint));
     let taint_change = retaint(facts, Some(&taint), want);
     let mut annotations = BTreeMap::new();
     // The annotation names the taint gpuready holds after this change, including
@@ -475,7 +571,7 @@ pub fn plan_governed(
         current_taint_annotation(facts).as_ref(),
         &mut annotations,
     );
-    if spec.taint_policy == TaintPolicy::UntilFirstReady && ready && !released {
+    if spec.taint_policy == TaintPolicy::UntilFirstReady && gpu_ready && !released {
         annotations.insert(
             keys::ANNOTATION_RELEASED.to_owned(),
             Some(opts.now.to_string()),

@@ -5,8 +5,13 @@
 use gpuready_api::Layer;
 use serde::Serialize;
 
+// Below this module (the lifecycle's own words use it too); re-exported where
+// the layer judges have always found it.
+pub(crate) use crate::duration::human_seconds;
+
 use crate::devices::DeviceGatingReport;
 use crate::evidence::Source;
+use crate::lifecycle::Lifecycle;
 
 /// A layer's state.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -54,6 +59,51 @@ pub struct LayerReport {
     /// DeviceTaintRules for the node are then left as they are).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub devices: Option<DeviceGatingReport>,
+    /// Maintenance and other readiness gates (`lifecycle`): what the node's
+    /// lifecycle adds to the layers' verdict.
+    pub lifecycle: Lifecycle,
+    /// The node's taint escalates to `NoExecute` (`spec.escalation`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub node_escalation: Option<NodeEscalation>,
+}
+
+/// A failing node whose reason the profile escalates.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NodeEscalation {
+    /// The failing reason that escalates.
+    pub reason: String,
+    /// RFC 3339: when the taint turns (or turned) `NoExecute`.
+    pub at: String,
+    /// The taint is `NoExecute` now.
+    pub escalated: bool,
+}
+
+/// Where a governed node stands, all things judged: what profile status,
+/// metrics (`gpuready_nodes{state}`) and `check` count it as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum NodeState {
+    /// Every gating layer Ready, nothing else holds the node.
+    Ready,
+    /// A gating layer fails, or maintenance ended badly: a failure.
+    NotReady,
+    /// A driver upgrade, a MIG change or paused operands: gated, not failed.
+    Maintenance,
+    /// The GPU stack is ready; another readiness gate holds the node.
+    WaitingForGate,
+}
+
+impl NodeState {
+    /// The `state` label of `gpuready_nodes`.
+    pub fn metric_label(self) -> &'static str {
+        match self {
+            NodeState::Ready => "ready",
+            NodeState::NotReady => "not_ready",
+            NodeState::Maintenance => "maintenance",
+            NodeState::WaitingForGate => "waiting_for_gate",
+        }
+    }
 }
 
 /// A node past its not-ready deadline.
@@ -78,12 +128,36 @@ impl DeadlinePassed {
 }
 
 impl LayerReport {
-    /// Ready when every gating layer is Ready.
-    pub fn ready(&self) -> bool {
+    /// Every gating layer is Ready (what the layers alone say).
+    pub fn layers_ready(&self) -> bool {
         self.layers
             .iter()
             .filter(|l| l.gating)
             .all(|l| l.status == Status::Ready)
+    }
+
+    /// The GPU stack may serve: every gating layer Ready and no maintenance.
+    /// gpuready's taint follows this, and only this: another system's gate
+    /// never makes gpuready hold its own (which could wait on each other).
+    pub fn gpu_ready(&self) -> bool {
+        self.layers_ready() && self.lifecycle.maintenance.is_none()
+    }
+
+    /// Ready for GPU work: the GPU stack may serve and no other gate holds
+    /// the node. The `GpuReady` condition, the ready label and the counts follow this.
+    pub fn ready(&self) -> bool {
+        self.state() == NodeState::Ready
+    }
+
+    /// What the node counts as.
+    pub fn state(&self) -> NodeState {
+        match &self.lifecycle.maintenance {
+            Some(m) if m.failed => NodeState::NotReady,
+            Some(_) => NodeState::Maintenance,
+            None if !self.layers_ready() => NodeState::NotReady,
+            None if !self.lifecycle.gates.is_empty() => NodeState::WaitingForGate,
+            None => NodeState::Ready,
+        }
     }
 
     /// The first gating layer that is not Ready, bottom-up.
@@ -102,15 +176,5 @@ impl LayerReport {
 
     pub fn get(&self, layer: Layer) -> Option<&LayerResult> {
         self.layers.iter().find(|l| l.layer == layer)
-    }
-}
-
-/// A duration as the messages write it: `90s`, `5m`, `6h`, `2d`.
-pub(crate) fn human_seconds(s: i64) -> String {
-    match s {
-        s if s < 120 => format!("{s}s"),
-        s if s < 3600 || s % 3600 != 0 && s < 7200 => format!("{}m", s / 60),
-        s if s < 172_800 => format!("{}h", s / 3600),
-        s => format!("{}d", s / 86_400),
     }
 }

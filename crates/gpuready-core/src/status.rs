@@ -51,6 +51,20 @@ fn names_message(shown: &[String], total: usize) -> String {
     }
 }
 
+/// ` (gpu-1 DriverUpgradeInProgress pod-restart-required, …)` for a lifecycle
+/// map, empty when it is.
+fn lifecycle_names(m: &std::collections::BTreeMap<String, crate::tally::LifecycleEntry>) -> String {
+    if m.is_empty() {
+        return String::new();
+    }
+    let names: Vec<String> = m
+        .iter()
+        .take(MAX_NAMES_IN_MESSAGE)
+        .map(|(n, e)| format!("{n} {} {}", e.reason, e.detail))
+        .collect();
+    format!(" ({})", names_message(&names, m.len()))
+}
+
 /// Extra conditions the controller contributes (safety brake, NFD CRDs).
 #[derive(Clone, Debug, Default)]
 pub struct ExtraConditions {
@@ -122,6 +136,33 @@ pub fn status_from_tally(
             true,
             reasons::NO_NODES,
             format!("the nodeSelector of {profile_name} matches no node"),
+            generation,
+            now,
+        )
+    } else if tally.not_ready.is_empty()
+        && (!tally.maintenance.is_empty() || !tally.waiting_for_gate.is_empty())
+    {
+        // Maintenance is not failure, and a node another gate holds is not
+        // gpuready's to fail: nothing here needs a person (kstatus Current, a
+        // Flux health check passes through an upgrade wave); the reason and
+        // the counts tell.
+        let reason = if tally.maintenance.is_empty() {
+            keys::lifecycle::NODES_WAITING_FOR_GATE
+        } else {
+            keys::lifecycle::NODES_IN_MAINTENANCE
+        };
+        condition(
+            keys::CONDITION_READY,
+            true,
+            reason,
+            format!(
+                "no node fails: {} ready, {} in maintenance{}, {} waiting for another readiness gate{} (of {matched})",
+                tally.counts.ready,
+                tally.maintenance.len(),
+                lifecycle_names(&tally.maintenance),
+                tally.waiting_for_gate.len(),
+                lifecycle_names(&tally.waiting_for_gate),
+            ),
             generation,
             now,
         )
@@ -305,7 +346,34 @@ pub fn status_from_tally(
                 devices: devices.iter().take(64).cloned().collect(),
             })
             .collect(),
+        maintenance_nodes: i32::try_from(tally.maintenance.len()).unwrap_or(i32::MAX),
+        waiting_for_gate_nodes: i32::try_from(tally.waiting_for_gate.len()).unwrap_or(i32::MAX),
+        maintenance_summary: lifecycle_summary(&tally.maintenance),
+        waiting_for_gate_summary: lifecycle_summary(&tally.waiting_for_gate),
+        escalations: tally
+            .escalations
+            .values()
+            .flatten()
+            .take(MAX_NOT_READY_SUMMARY)
+            .map(|e| gpuready_api::DeviceEscalation {
+                eviction: e.eviction.as_ref().map(|m| m.chars().take(512).collect()),
+                ..e.clone()
+            })
+            .collect(),
     }
+}
+
+fn lifecycle_summary(
+    m: &std::collections::BTreeMap<String, crate::tally::LifecycleEntry>,
+) -> Vec<gpuready_api::LifecycleNode> {
+    m.iter()
+        .take(MAX_NOT_READY_SUMMARY)
+        .map(|(name, e)| gpuready_api::LifecycleNode {
+            name: name.clone(),
+            reason: e.reason.clone(),
+            detail: e.detail.chars().take(256).collect(),
+        })
+        .collect()
 }
 
 /// Why a profile the API server admitted breaks the CRD's rules (admitted by an

@@ -11,7 +11,7 @@ use gpuready_api::Layer;
 use serde::Serialize;
 
 use crate::assess::{GovernanceKind, NodeAssessment};
-use crate::report::Status;
+use crate::report::{NodeState, Status};
 
 /// Nodes by readiness: governed (ready or not ready), in conflict between
 /// profiles, or ungoverned. A conflict is neither ready nor governed.
@@ -20,25 +20,30 @@ use crate::report::Status;
 pub struct NodeCounts {
     pub governed: usize,
     pub ready: usize,
+    /// Governed nodes that fail (maintenance and other gates are not failures).
     pub not_ready: usize,
+    /// Governed nodes in maintenance (a driver upgrade, a MIG change).
+    pub maintenance: usize,
+    /// Governed nodes whose GPU stack is ready while another gate holds them.
+    pub waiting_for_gate: usize,
     pub conflicts: usize,
     pub ungoverned: usize,
 }
 
 impl NodeCounts {
-    /// Counts one node (`ready` matters only for a governed node).
-    pub fn add(&mut self, governance: GovernanceKind, ready: bool) {
-        self.each_slot(governance, ready, |n| *n += 1);
+    /// Counts one node (`state` matters only for a governed node).
+    pub fn add(&mut self, governance: GovernanceKind, state: NodeState) {
+        self.each_slot(governance, state, |n| *n += 1);
     }
 
     /// Undoes [`NodeCounts::add`] of the same node.
-    pub fn remove(&mut self, governance: GovernanceKind, ready: bool) {
-        self.each_slot(governance, ready, dec);
+    pub fn remove(&mut self, governance: GovernanceKind, state: NodeState) {
+        self.each_slot(governance, state, dec);
     }
 
     /// Counts one assessed node.
     pub fn add_assessment(&mut self, a: &NodeAssessment) {
-        self.add(a.governance, a.ready == Some(true));
+        self.add(a.governance, state_of(a));
     }
 
     /// The counts of a set of assessed nodes.
@@ -56,20 +61,31 @@ impl NodeCounts {
     }
 
     /// Applies `f` to every count the node is part of.
-    fn each_slot(&mut self, governance: GovernanceKind, ready: bool, f: fn(&mut usize)) {
-        match (governance, ready) {
-            (GovernanceKind::Ungoverned, _) => f(&mut self.ungoverned),
-            (GovernanceKind::Conflict, _) => f(&mut self.conflicts),
-            (GovernanceKind::Governed, true) => {
+    fn each_slot(&mut self, governance: GovernanceKind, state: NodeState, f: fn(&mut usize)) {
+        match governance {
+            GovernanceKind::Ungoverned => f(&mut self.ungoverned),
+            GovernanceKind::Conflict => f(&mut self.conflicts),
+            GovernanceKind::Governed => {
                 f(&mut self.governed);
-                f(&mut self.ready);
-            }
-            (GovernanceKind::Governed, false) => {
-                f(&mut self.governed);
-                f(&mut self.not_ready);
+                f(match state {
+                    NodeState::Ready => &mut self.ready,
+                    NodeState::NotReady => &mut self.not_ready,
+                    NodeState::Maintenance => &mut self.maintenance,
+                    NodeState::WaitingForGate => &mut self.waiting_for_gate,
+                });
             }
         }
     }
+}
+
+/// What an assessed node counts as; a node judged before states existed (or
+/// a conflict) by its readiness alone.
+fn state_of(a: &NodeAssessment) -> NodeState {
+    a.state.unwrap_or(if a.ready == Some(true) {
+        NodeState::Ready
+    } else {
+        NodeState::NotReady
+    })
 }
 
 /// One layer's verdict, as much of it as the aggregate reads.
@@ -89,6 +105,10 @@ pub struct NodeVerdict {
     /// The governing profile, or every profile of a conflict.
     pub profiles: Vec<String>,
     pub ready: bool,
+    /// What the node counts as (`NotReady` for a conflict).
+    pub state: NodeState,
+    /// For maintenance and other gates: the state or the gates (the summary's `detail`).
+    pub lifecycle_detail: String,
     /// Governed by a profile in Observe mode (gpuready only reports).
     pub observe: bool,
     /// Past the profile's deadline for becoming ready.
@@ -99,6 +119,8 @@ pub struct NodeVerdict {
     pub layers: Vec<LayerVerdict>,
     /// Devices gated by gpuready's DeviceTaintRules (`gpu-3 (FatalXid)`).
     pub tainted_devices: Vec<String>,
+    /// Devices whose rule escalates to `NoExecute`, with the server's report.
+    pub escalations: Vec<gpuready_api::DeviceEscalation>,
 }
 
 impl NodeVerdict {
@@ -113,6 +135,17 @@ impl NodeVerdict {
             governance: a.governance,
             profiles,
             ready: a.ready == Some(true),
+            state: state_of(a),
+            lifecycle_detail: match state_of(a) {
+                NodeState::Maintenance => a
+                    .lifecycle
+                    .maintenance
+                    .as_ref()
+                    .map(|m| m.detail.clone())
+                    .unwrap_or_default(),
+                NodeState::WaitingForGate => a.lifecycle.gates.join("; "),
+                NodeState::Ready | NodeState::NotReady => String::new(),
+            },
             observe: a.observe,
             past_deadline: a.deadline_passed.is_some(),
             reason: a.reason.clone(),
@@ -136,6 +169,7 @@ impl NodeVerdict {
                 })
                 .collect(),
             tainted_devices: a.tainted_devices.clone(),
+            escalations: a.escalations.clone(),
         })
     }
 }
@@ -145,6 +179,17 @@ impl NodeVerdict {
 pub struct NotReadyEntry {
     pub reason: String,
     pub layer: String,
+}
+
+/// A node in maintenance or waiting for another gate, as the profile status lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LifecycleEntry {
+    pub reason: String,
+    /// The first gating layer that is not Ready (the maintenance reason when
+    /// every layer is, as at `uncordon-required`), as `NotReadyEntry` has it.
+    pub layer: String,
+    /// The upgrade or MIG state, the paused operands, or the gates.
+    pub detail: String,
 }
 
 /// The failures of one layer among a profile's nodes.
@@ -165,8 +210,13 @@ pub struct LayerTally {
 pub struct ProfileTally {
     /// Matched nodes (governed, ready or not, and conflicts) by readiness.
     pub counts: NodeCounts,
-    /// Every matched node that is not ready (conflicts included), in name order.
+    /// Every matched node that is not ready (conflicts included), in name
+    /// order; maintenance and other gates are not in it (they are not failures).
     pub not_ready: BTreeMap<String, NotReadyEntry>,
+    /// Nodes in maintenance, in name order.
+    pub maintenance: BTreeMap<String, LifecycleEntry>,
+    /// Nodes whose GPU stack is ready while another gate holds them, in name order.
+    pub waiting_for_gate: BTreeMap<String, LifecycleEntry>,
     /// Of `not_ready`, those governed in Observe mode.
     pub not_ready_observed: usize,
     /// Nodes past the profile's deadline.
@@ -175,6 +225,8 @@ pub struct ProfileTally {
     pub layers: BTreeMap<Layer, LayerTally>,
     /// Node → its devices gated by gpuready's DeviceTaintRules, in name order.
     pub tainted_devices: BTreeMap<String, Vec<String>>,
+    /// Node → its escalating devices, in name order.
+    pub escalations: BTreeMap<String, Vec<gpuready_api::DeviceEscalation>>,
 }
 
 impl ProfileTally {
@@ -190,10 +242,14 @@ fn dec(n: &mut usize) {
 
 impl ProfileTally {
     pub fn add(&mut self, node: &str, v: &NodeVerdict) {
-        self.counts.add(v.governance, v.ready);
+        self.counts.add(v.governance, v.state);
         if !v.tainted_devices.is_empty() {
             self.tainted_devices
                 .insert(node.to_owned(), v.tainted_devices.clone());
+        }
+        if !v.escalations.is_empty() {
+            self.escalations
+                .insert(node.to_owned(), v.escalations.clone());
         }
         if v.past_deadline {
             self.past_deadline += 1;
@@ -201,7 +257,21 @@ impl ProfileTally {
         if v.governance == GovernanceKind::Conflict {
             self.conflicts.insert(node.to_owned());
         }
-        if !v.ready {
+        let entry = || LifecycleEntry {
+            reason: v.reason.clone(),
+            layer: v.summary_layer.clone(),
+            detail: v.lifecycle_detail.clone(),
+        };
+        match (v.governance, v.state) {
+            (GovernanceKind::Governed, NodeState::Maintenance) => {
+                self.maintenance.insert(node.to_owned(), entry());
+            }
+            (GovernanceKind::Governed, NodeState::WaitingForGate) => {
+                self.waiting_for_gate.insert(node.to_owned(), entry());
+            }
+            _ => {}
+        }
+        if self.fails(v) {
             if v.observe {
                 self.not_ready_observed += 1;
             }
@@ -226,15 +296,18 @@ impl ProfileTally {
 
     /// Undoes [`ProfileTally::add`] of the same verdict.
     pub fn remove(&mut self, node: &str, v: &NodeVerdict) {
-        self.counts.remove(v.governance, v.ready);
+        self.counts.remove(v.governance, v.state);
         self.tainted_devices.remove(node);
+        self.escalations.remove(node);
+        self.maintenance.remove(node);
+        self.waiting_for_gate.remove(node);
         if v.past_deadline {
             dec(&mut self.past_deadline);
         }
         if v.governance == GovernanceKind::Conflict {
             self.conflicts.remove(node);
         }
-        if !v.ready {
+        if self.fails(v) {
             if v.observe {
                 dec(&mut self.not_ready_observed);
             }
@@ -256,6 +329,12 @@ impl ProfileTally {
                 }
             }
         }
+    }
+
+    /// Whether the node is one of the profile's failures: not ready, and
+    /// neither in maintenance nor waiting for another gate (a conflict is).
+    fn fails(&self, v: &NodeVerdict) -> bool {
+        v.governance == GovernanceKind::Conflict || v.state == NodeState::NotReady
     }
 
     /// Nodes governed by the profile or in conflict involving it.
@@ -347,11 +426,18 @@ mod tests {
             },
             profiles: profiles.iter().map(|p| (*p).to_owned()).collect(),
             ready,
+            state: if ready {
+                NodeState::Ready
+            } else {
+                NodeState::NotReady
+            },
+            lifecycle_detail: String::new(),
             observe: false,
             past_deadline: false,
             reason: if ready { "Ready" } else { "DriverTooOld" }.into(),
             summary_layer: "Driver".into(),
             tainted_devices: vec![],
+            escalations: vec![],
             layers: vec![LayerVerdict {
                 layer: Layer::Driver,
                 status: if layer_reason.is_some() {
@@ -367,22 +453,30 @@ mod tests {
     #[test]
     fn node_counts_put_each_node_in_one_state_and_undo_cleanly() {
         let mut c = NodeCounts::default();
-        c.add(GovernanceKind::Governed, true);
-        c.add(GovernanceKind::Governed, false);
-        c.add(GovernanceKind::Conflict, false);
-        c.add(GovernanceKind::Ungoverned, false);
+        c.add(GovernanceKind::Governed, NodeState::Ready);
+        c.add(GovernanceKind::Governed, NodeState::NotReady);
+        c.add(GovernanceKind::Governed, NodeState::Maintenance);
+        c.add(GovernanceKind::Governed, NodeState::WaitingForGate);
+        c.add(GovernanceKind::Conflict, NodeState::NotReady);
+        c.add(GovernanceKind::Ungoverned, NodeState::NotReady);
         let want = NodeCounts {
-            governed: 2,
+            governed: 4,
             ready: 1,
             not_ready: 1,
+            maintenance: 1,
+            waiting_for_gate: 1,
             conflicts: 1,
             ungoverned: 1,
         };
         assert_eq!(c, want);
-        assert_eq!(c.matched(), 3);
-        c.remove(GovernanceKind::Governed, false);
-        c.remove(GovernanceKind::Conflict, false);
-        assert_eq!((c.governed, c.not_ready, c.conflicts), (1, 0, 0));
+        assert_eq!(c.matched(), 5);
+        c.remove(GovernanceKind::Governed, NodeState::NotReady);
+        c.remove(GovernanceKind::Governed, NodeState::Maintenance);
+        c.remove(GovernanceKind::Conflict, NodeState::NotReady);
+        assert_eq!(
+            (c.governed, c.not_ready, c.maintenance, c.conflicts),
+            (2, 0, 0, 0)
+        );
     }
 
     #[test]

@@ -18,13 +18,7 @@ const H200_REAL_EVENTS: &str = include_str!("fixtures/probe/h200-report-events.j
 
 /// The H200 node as GFD labels it (values of a real GFD v0.20.0 capture on that GPU).
 fn h200_node() -> NodeBuilder {
-    NodeBuilder::gpu("h200-a")
-        .label(nvidia::GPU_PRODUCT, "NVIDIA-H200")
-        .label(nvidia::GPU_MEMORY, "143771")
-        .label(nvidia::GPU_FAMILY, "hopper")
-        .compute(9, 0)
-        .driver("580.159.04")
-        .cuda_runtime("13.0")
+    NodeBuilder::h200("h200-a")
 }
 
 /// The nvidia-smi H200 report, refreshed 30 s before `NOW`.
@@ -336,7 +330,12 @@ fn fatal_and_benign_xids() {
     off_bus.events.records.push(xid(79, 1));
     judge_with("", &node, &off_bus)
         .expect(Layer::Health, Status::NotReady, r::FATAL_XID)
-        .mentions(&["XID 79 ×1", "fallen off the bus", "restart the probe pod"]);
+        .mentions(&[
+            "XID 79 ×1",
+            "fallen off the bus",
+            "gpuready.io/repaired-at",
+            "restart the probe pod",
+        ]);
 
     // XID 31 (page fault) and 13 (graphics exception) follow the workload.
     let mut app = h200_report();

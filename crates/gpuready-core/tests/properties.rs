@@ -342,6 +342,8 @@ prop_compose! {
             mig: None,
             fabric: None,
             external: None,
+            maintenance: None,
+            escalation: None,
         }
     }
 }
@@ -398,6 +400,8 @@ proptest! {
     }
 
     /// (b) ready() holds exactly when every gating layer is Ready; the assessment agrees.
+    /// (The generated nodes carry no maintenance label and no other gate:
+    /// tests/lifecycle.rs judges those.)
     #[test]
     fn ready_iff_every_gating_layer_is_ready(node in node(), spec in profile_spec()) {
         let facts = NodeFacts::from_node(&node);

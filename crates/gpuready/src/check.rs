@@ -12,6 +12,7 @@ use gpuready_api::dra::ResourceSlice;
 use gpuready_api::nfd::NodeFeature;
 use gpuready_core::evidence::EvidenceIndex;
 use gpuready_core::probe::{Carriers, ProbeEvidence};
+use gpuready_core::report::NodeState;
 use gpuready_core::tally::NodeCounts;
 use gpuready_core::{GovernanceKind, NodeAssessment, NodeFacts, PlanOptions, assess};
 use jiff::Timestamp;
@@ -370,9 +371,11 @@ pub struct CheckReport {
 pub type Summary = NodeCounts;
 
 impl CheckReport {
-    /// 0 when every governed node is ready, 1 otherwise.
+    /// 0 when every governed node is ready, 1 otherwise (a node in
+    /// maintenance or held by another gate takes no GPU work either).
     pub fn exit_code(&self) -> u8 {
-        u8::from(self.summary.not_ready > 0 || self.summary.conflicts > 0)
+        let m = &self.summary;
+        u8::from(m.not_ready > 0 || m.maintenance > 0 || m.waiting_for_gate > 0 || m.conflicts > 0)
     }
 }
 
@@ -681,10 +684,11 @@ fn render_table(report: &CheckReport, s: &mut dyn std::io::Write) -> std::io::Re
                 )?;
             }
             GovernanceKind::Governed => {
-                let verdict = if n.ready == Some(true) {
-                    "READY"
-                } else {
-                    "NOT READY"
+                let verdict = match n.state {
+                    Some(NodeState::Ready) => "READY",
+                    Some(NodeState::Maintenance) => "IN MAINTENANCE",
+                    Some(NodeState::WaitingForGate) => "WAITING FOR GATE",
+                    Some(NodeState::NotReady) | None => "NOT READY",
                 };
                 let observe = if n.observe {
                     " (Observe mode: no writes)"
@@ -724,6 +728,35 @@ fn render_table(report: &CheckReport, s: &mut dyn std::io::Write) -> std::io::Re
                 if let Some(d) = &n.deadline_passed {
                     writeln!(s, "  deadline: {}", printable(&d.describe()))?;
                 }
+                if let Some(m) = &n.lifecycle.maintenance {
+                    writeln!(
+                        s,
+                        "  maintenance: {} ({}): {}",
+                        m.reason,
+                        printable(&m.detail),
+                        printable(&m.message)
+                    )?;
+                }
+                for g in &n.lifecycle.gates {
+                    writeln!(s, "  other gate: {}", printable(g))?;
+                }
+                if let Some(note) = n.lifecycle.repair.as_ref().and_then(|r| r.note()) {
+                    writeln!(s, "  repair: {}", printable(&note))?;
+                }
+                for e in &n.escalations {
+                    writeln!(
+                        s,
+                        "  escalation: {} ({}) effect {}, NoExecute at {}{}",
+                        printable(&e.device),
+                        printable(&e.reason),
+                        e.effect,
+                        e.no_execute_at,
+                        e.eviction
+                            .as_deref()
+                            .map(|v| format!("; eviction: {}", printable(v)))
+                            .unwrap_or_default()
+                    )?;
+                }
             }
         }
         let changes = describe_changes(n);
@@ -734,7 +767,22 @@ fn render_table(report: &CheckReport, s: &mut dyn std::io::Write) -> std::io::Re
     let m = &report.summary;
     writeln!(
         s,
-        "\n{} governed node(s): {} ready, {} not ready; {} conflict(s); {} ungoverned (as of {})",
-        m.governed, m.ready, m.not_ready, m.conflicts, m.ungoverned, report.now
+        "\n{} governed node(s): {} ready, {} not ready{}{}; {} conflict(s); {} ungoverned (as of {})",
+        m.governed,
+        m.ready,
+        m.not_ready,
+        if m.maintenance > 0 {
+            format!(", {} in maintenance", m.maintenance)
+        } else {
+            String::new()
+        },
+        if m.waiting_for_gate > 0 {
+            format!(", {} waiting for another gate", m.waiting_for_gate)
+        } else {
+            String::new()
+        },
+        m.conflicts,
+        m.ungoverned,
+        report.now
     )
 }

@@ -368,6 +368,7 @@ async fn service_account_may_write_only_what_gpuready_owns() {
             t
         })
         .collect();
+    let no_execute_again = no_execute.clone();
     let sa_nodes: Api<Node> = Api::all(sa.clone());
     let sa_crds: Api<CustomResourceDefinition> = Api::all(sa.clone());
     let nf = "nodefeatures.nfd.k8s-sigs.io";
@@ -556,6 +557,27 @@ async fn service_account_may_write_only_what_gpuready_owns() {
     println!(
         "ServiceAccount writes beyond its fields refused: {refused}; refused or dropped by the server itself: {by_server:?}"
     );
+
+    // Needed: once the profile escalates (`spec.escalation`), its taint may
+    // turn NoExecute — the one change of effect the policy lets through.
+    let mut escalating = late_profile();
+    escalating["spec"]["escalation"] = json!({ "reasons": ["FatalXid"] });
+    apply_profile_json(&admin, escalating).await;
+    let escalate = json!({
+        "metadata": { "annotations": { "gpuready.io/taint": "example.org/gpu-not-ready:NoExecute" } },
+        "spec": { "taints": no_execute_again },
+    });
+    eventually(30, "the escalated taint passes the policy", || async {
+        sa_nodes
+            .patch(
+                "gpu-1",
+                &PatchParams::default(),
+                &Patch::Merge(escalate.clone()),
+            )
+            .await
+            .ok()
+    })
+    .await;
 
     // Needed: its own condition type passes beside the foreign one.
     sa_nodes

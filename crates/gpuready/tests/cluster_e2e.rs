@@ -8,7 +8,10 @@
 //! in-cluster controller taints, labels and conditions a broken GPU node and
 //! releases it after repair while the real node is never written; failover on
 //! a deleted leader pod and on `kill -9` of its process, with no write sent
-//! twice; a rolling `helm upgrade` and `helm rollback`; `helm uninstall`
+//! twice; a rolling `helm upgrade` and `helm rollback`; a GPU operator
+//! driver-upgrade wave over four GPU nodes that never counts as not ready nor
+//! engages the brake, the taint held and released in the upgrade's order;
+//! `helm uninstall`
 //! leaving no node stranded; the probe DaemonSet on the real node; and the
 //! README's `kubectl get gnp` / `kubectl describe node`.
 //!
@@ -313,6 +316,9 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
     let history = c.must_helm(&["history", RELEASE, "-n", NS]).await;
     say!("{history}");
 
+    // ---- a GPU operator driver-upgrade wave over four GPU nodes
+    upgrade_wave(c, beat).await;
+
     // ---- the README's views
     let gnp = c.must_kubectl(&["get", "gnp"], None).await;
     say!("kubectl get gnp:\n{gnp}");
@@ -414,6 +420,132 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
 }
 
 // ---------------------------------------------------------------- steps
+
+/// A driver-upgrade wave as the GPU operator runs one, against the
+/// in-cluster controller: every node queued (`upgrade-required`), then three
+/// at a time (`maxParallelUpgrades: 3`, 75 % of the pool: a burst the safety
+/// brake would stop, were maintenance counted as failure) and the fourth,
+/// each through every state with the evidence it shows — cordoned from
+/// `cordon-required` to `validation-required`, the device plugin paused and
+/// allocatable 0 at `pod-restart-required`. At every step: the nodes'
+/// reasons, the leader's `not_ready` count 0 (the not-ready alert's
+/// expression), the brake off, gpuready's taint on from the cordon to
+/// `upgrade-done`.
+async fn upgrade_wave(c: &Cluster, beat: &Heartbeat) {
+    use gpuready_api::keys::lifecycle as lc;
+    let t = Instant::now();
+    for name in ["gpu-c", "gpu-d"] {
+        fake_gpu_node(c, beat, name, true).await;
+    }
+    let nodes = ["gpu-a", "gpu-b", "gpu-c", "gpu-d"];
+    for n in nodes {
+        wait_gated(&c.client, n, false, WAIT).await;
+    }
+    let api: Api<Node> = Api::all(c.client.clone());
+    let step = |name: &'static str, state: &'static str| {
+        let api = api.clone();
+        async move {
+            let cordoned = !matches!(
+                state,
+                "upgrade-required" | "uncordon-required" | "upgrade-done"
+            );
+            let paused = if state == "pod-restart-required" {
+                lc::PAUSED_FOR_DRIVER_UPGRADE
+            } else {
+                "true"
+            };
+            api.patch(
+                name,
+                &PatchParams::default(),
+                &Patch::Merge(&json!({
+                    "metadata": { "labels": {
+                        lc::DRIVER_UPGRADE_STATE: state,
+                        "nvidia.com/gpu.deploy.device-plugin": paused,
+                    } },
+                    "spec": { "unschedulable": if cordoned { json!(true) } else { Value::Null } },
+                })),
+            )
+            .await
+            .unwrap_or_else(|e| panic!("{name} to {state}: {e}"));
+            set_allocatable(c, name, u32::from(state != "pod-restart-required")).await;
+        }
+    };
+    for n in nodes {
+        step(n, "upgrade-required").await;
+    }
+    let pods = pod_names(c).await;
+    for wave in [&nodes[..3], &nodes[3..]] {
+        // Every state in the upgrade controller's order, upgrade-failed aside.
+        for state in lc::UPGRADE_STATES
+            .into_iter()
+            .filter(|s| *s != lc::UPGRADE_FAILED)
+        {
+            for n in wave {
+                step(n, state).await;
+            }
+            let in_service = matches!(state, "upgrade-required" | "upgrade-done");
+            let (status, reason) = if in_service {
+                ("True", "Ready")
+            } else {
+                ("False", lc::DRIVER_UPGRADE_IN_PROGRESS)
+            };
+            for n in wave {
+                eventually(
+                    WAIT,
+                    &format!("{n} at {state}: GpuReady {reason}"),
+                    || async {
+                        let node = get_node(&c.client, n).await;
+                        (gpu_ready(&node) == Some((status.into(), reason.into()))
+                            && gated(&node) != in_service)
+                            .then_some(())
+                    },
+                )
+                .await;
+            }
+            let maintenance = if in_service { 0 } else { wave.len() };
+            let leader = wait_single_leader(c, &pods).await;
+            let (not_ready, in_maintenance, brake) =
+                eventually(WAIT, &format!("the leader's counts at {state}"), || async {
+                    let m = pod_metrics(c, &leader).await?;
+                    let series = |s: &str| {
+                        sample(
+                            &m,
+                            &format!("gpuready_nodes{{profile=\"rtx3090\",state=\"{s}\"}}"),
+                        )
+                    };
+                    let got = (
+                        series("not_ready")?,
+                        series("maintenance")?,
+                        sample(&m, "gpuready_safety_brake_engaged{profile=\"rtx3090\"}")?,
+                    );
+                    (got.1 == maintenance as f64).then_some(got)
+                })
+                .await;
+            let counts = get_profile(&c.client, "rtx3090")
+                .await
+                .status
+                .map(|s| (s.ready_nodes, s.not_ready_nodes, s.maintenance_nodes));
+            say!(
+                "wave {:?} {state:<26} GpuReady {status} {reason:<23} taint {:<5} | metrics not_ready {not_ready} maintenance {in_maintenance} brake {brake} | profile (ready, notReady, maintenance) {counts:?}",
+                wave,
+                !in_service
+            );
+            assert_eq!(not_ready, 0.0, "no alert-worthy not-ready count at {state}");
+            assert_eq!(brake, 0.0, "the brake untouched at {state}");
+        }
+    }
+    let gnp = c.must_kubectl(&["get", "gnp", "-o", "wide"], None).await;
+    say!(
+        "after the wave ({:.1}s), kubectl get gnp -o wide:\n{gnp}",
+        since(t)
+    );
+    for n in ["gpu-c", "gpu-d"] {
+        beat.forget(n);
+        api.delete(n, &Default::default())
+            .await
+            .unwrap_or_else(|e| panic!("deleting {n}: {e}"));
+    }
+}
 
 async fn pod_names(c: &Cluster) -> Vec<String> {
     let out = c

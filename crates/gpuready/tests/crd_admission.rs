@@ -125,7 +125,8 @@ async fn kubectl_get_shows_the_printer_columns() {
         );
     }
 
-    // Product is priority 1: only in the wide output.
+    // Maintenance, Waiting (for another gate) and Product are priority 1:
+    // only in the wide output.
     let mut cmd = env.kubectl();
     cmd.args(["get", "gnp", &name, "-o", "wide"]);
     let Out {
@@ -136,7 +137,9 @@ async fn kubectl_get_shows_the_printer_columns() {
     } = run(cmd, None).await;
     assert!(ok, "{err}");
     assert!(
-        out.lines().next().is_some_and(|h| h.contains("PRODUCT")),
+        out.lines().next().is_some_and(|h| h.contains("MAINTENANCE")
+            && h.contains("WAITING")
+            && h.contains("PRODUCT")),
         "{out}"
     );
     assert!(out.contains("NVIDIA-A100-*"), "{out}");
@@ -869,6 +872,94 @@ fn bad_cases() -> Vec<Bad> {
             ],
         ),
         b(
+            ("spec.maintenance.deadlineSeconds", "minimum"),
+            "a maintenance deadline shorter than a minute",
+            spec_with(json!({ "maintenance": { "deadlineSeconds": 59 } })),
+            &[
+                "spec.maintenance.deadlineSeconds",
+                "should be greater than or equal to 60",
+            ],
+        ),
+        b(
+            ("spec.maintenance.deadlineSeconds", "maximum"),
+            "a maintenance deadline over 30 days",
+            spec_with(json!({ "maintenance": { "deadlineSeconds": 2592001 } })),
+            &[
+                "spec.maintenance.deadlineSeconds",
+                "should be less than or equal to 2592000",
+            ],
+        ),
+        b(
+            ("spec.escalation", "required:reasons"),
+            "an escalation without reasons",
+            spec_with(json!({ "escalation": { "dryRunSeconds": 60 } })),
+            &["spec.escalation.reasons: Required value"],
+        ),
+        b(
+            ("spec.escalation.reasons", "minItems"),
+            "an escalation of no reason",
+            spec_with(json!({ "escalation": { "reasons": [] } })),
+            &["spec.escalation.reasons", "should have at least 1 items"],
+        ),
+        b(
+            ("spec.escalation.reasons", "maxItems"),
+            "17 escalating reasons",
+            spec_with(
+                json!({ "escalation": { "reasons": (0..17).map(|i| format!("Reason{i}")).collect::<Vec<_>>() } }),
+            ),
+            &["spec.escalation.reasons", "must have at most 16 items"],
+        ),
+        b(
+            ("spec.escalation.reasons", "rule"),
+            "an escalating reason that is no reason name",
+            spec_with(json!({ "escalation": { "reasons": ["fatal-xid"] } })),
+            &["escalation.reasons must be reason names like FatalXid"],
+        ),
+        b(
+            ("spec.escalation.reasons", "rule"),
+            "an escalating reason twice",
+            spec_with(json!({ "escalation": { "reasons": ["FatalXid", "FatalXid"] } })),
+            &["escalation.reasons must not repeat a reason"],
+        ),
+        b(
+            ("spec.escalation.reasons[]", "minLength"),
+            "an empty escalating reason",
+            spec_with(json!({ "escalation": { "reasons": [""] } })),
+            &[
+                "spec.escalation.reasons[0]",
+                "should be at least 1 chars long",
+            ],
+        ),
+        b(
+            ("spec.escalation.reasons[]", "maxLength"),
+            "an escalating reason longer than 64",
+            spec_with(json!({ "escalation": { "reasons": [format!("A{}", "b".repeat(64))] } })),
+            &[
+                "spec.escalation.reasons[0]",
+                "may not be more than 64 bytes",
+            ],
+        ),
+        b(
+            ("spec.escalation.dryRunSeconds", "minimum"),
+            "an escalation with a dry run under 10 s",
+            spec_with(json!({ "escalation": { "reasons": ["FatalXid"], "dryRunSeconds": 9 } })),
+            &[
+                "spec.escalation.dryRunSeconds",
+                "should be greater than or equal to 10",
+            ],
+        ),
+        b(
+            ("spec.escalation.dryRunSeconds", "maximum"),
+            "an escalation with a dry run over 7 days",
+            spec_with(
+                json!({ "escalation": { "reasons": ["FatalXid"], "dryRunSeconds": 604801 } }),
+            ),
+            &[
+                "spec.escalation.dryRunSeconds",
+                "should be less than or equal to 604800",
+            ],
+        ),
+        b(
             ("spec.taintPolicy", "enum"),
             "unknown taint policy",
             spec_with(json!({ "taintPolicy": "Once" })),
@@ -1534,6 +1625,27 @@ fn every_schema_rule_has_a_bad_profile() {
         "status.taintedDeviceSummary[].devices".into(),
         "maxItems".into(),
     ));
+    // The lifecycle summaries and escalations are bounded the same way
+    // (written by gpuready only).
+    for (list, fields) in [
+        (
+            "status.maintenanceSummary",
+            &["name", "reason", "detail"][..],
+        ),
+        (
+            "status.waitingForGateSummary",
+            &["name", "reason", "detail"][..],
+        ),
+        (
+            "status.escalations",
+            &["node", "device", "reason", "effect", "noExecuteAt"][..],
+        ),
+    ] {
+        covered.insert((list.into(), "maxItems".into()));
+        for f in fields {
+            covered.insert((format!("{list}[]"), format!("required:{f}")));
+        }
+    }
     let missing: Vec<_> = rules.difference(&covered).collect();
     assert!(
         missing.is_empty(),

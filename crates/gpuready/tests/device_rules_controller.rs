@@ -48,15 +48,6 @@ async fn our_rules(client: &Client) -> Vec<(String, String, String)> {
     out
 }
 
-fn gpu_ready_message(n: &Node) -> String {
-    n.status
-        .as_ref()
-        .and_then(|s| s.conditions.as_ref())
-        .and_then(|c| c.iter().find(|c| c.type_ == keys::CONDITION_GPU_READY))
-        .and_then(|c| c.message.clone())
-        .unwrap_or_default()
-}
-
 #[tokio::test]
 async fn device_taint_rules_follow_probe_reports_and_slices() {
     let env = env_with_crd().await;
@@ -576,4 +567,116 @@ async fn gpuready_release_deletes_only_its_own_device_rules() {
         .collect();
     left.sort();
     assert_eq!(left, ["gpuready-h200-8-gpu-6", "maintenance-h200-8-gpu-1"]);
+}
+
+/// Escalation: a fatal XID's device rule gets a second rule beside it, first
+/// a dry run with effect `None`, whose status the API server writes (here the
+/// test writes what kube-controller-manager's device taint eviction
+/// controller writes: the test control plane runs none), read into profile
+/// status; after `dryRunSeconds` it turns `NoExecute`. The operator's repair
+/// mark then clears the fault and both rules go.
+#[tokio::test]
+async fn a_fatal_xid_escalates_to_no_execute_after_a_dry_run_and_a_repair_clears_it() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    let ns = env.create_namespace("gpuready").await.expect("namespace");
+    let node = "h200-esc";
+    dra_only_node(&client, node, "esc").await;
+    let slice = eight_gpu_slice(node);
+    put_slice(&client, &slice).await;
+    apply_profile(
+        &client,
+        &h200_profile(
+            "esc",
+            "esc",
+            "  deviceGating: {minReadyGpus: 7}\n  escalation: {reasons: [FatalXid], dryRunSeconds: 10}",
+        ),
+    )
+    .await;
+    let run = start_controller(&env, run_args(&[&format!("--probe-namespace={ns}")]));
+    publish(&client, &ns, node, &h200_report(node, &slice, &["gpu-3"]))
+        .await
+        .expect("publish");
+    let dry_run = ("gpu-3".to_owned(), "FatalXid".to_owned(), "None".to_owned());
+    let own = (
+        "gpu-3".to_owned(),
+        "FatalXid".to_owned(),
+        "NoSchedule".to_owned(),
+    );
+    eventually(60, "the device rule and its dry run", || async {
+        (our_rules(&client).await == [own.clone(), dry_run.clone()]).then_some(())
+    })
+    .await;
+    let name = "gpuready-h200-esc-gpu-3-noexecute";
+    rules_api(&client)
+        .patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({ "status": { "conditions": [{
+                "type": "EvictionInProgress", "status": "False", "reason": "NoEffect",
+                "message": "1 pod would be evicted if the effect was NoExecute",
+                "lastTransitionTime": jiff::Timestamp::now().to_string(),
+            }] } })),
+        )
+        .await
+        .expect("the eviction controller's status");
+    // The first escalation in the profile's status, once it has `effect`
+    // and the eviction controller's report.
+    let escalation = |effect: &'static str| {
+        let client = client.clone();
+        async move {
+            eventually(30, &format!("{effect} in profile status"), || async {
+                let s = Api::<gpuready_api::GpuNodeProfile>::all(client.clone())
+                    .get("esc")
+                    .await
+                    .ok()?
+                    .status?;
+                s.escalations
+                    .first()
+                    .filter(|e| e.effect == effect && e.eviction.is_some())
+                    .cloned()
+            })
+            .await
+        }
+    };
+    let dry = escalation("None").await;
+    say!("escalation dry run in profile status: {dry:?}");
+    assert_eq!(
+        dry.eviction.as_deref(),
+        Some("False: 1 pod would be evicted if the effect was NoExecute")
+    );
+    let escalated = (
+        "gpu-3".to_owned(),
+        "FatalXid".to_owned(),
+        "NoExecute".to_owned(),
+    );
+    eventually(60, "NoExecute once the dry run ends", || async {
+        (our_rules(&client).await == [escalated.clone(), own.clone()]).then_some(())
+    })
+    .await;
+    let s = escalation("NoExecute").await;
+    say!("escalated: {s:?}");
+    let n = get_node(&client, node).await;
+    assert!(!gated(&n), "seven good GPUs stay in service");
+    assert!(
+        gpu_ready_message(&n).contains("gpu-3 NoExecute since"),
+        "{}",
+        gpu_ready_message(&n)
+    );
+    // Repaired: the XID no longer counts, both rules go.
+    Api::<Node>::all(client.clone())
+        .patch(
+            node,
+            &PatchParams::default(),
+            &Patch::Merge(&json!({ "metadata": { "annotations": {
+                keys::lifecycle::ANNOTATION_REPAIRED_AT: jiff::Timestamp::now().to_string(),
+            } } })),
+        )
+        .await
+        .expect("annotate");
+    eventually(60, "both rules deleted after the repair", || async {
+        our_rules(&client).await.is_empty().then_some(())
+    })
+    .await;
+    run.stop().await.expect("clean stop");
 }

@@ -20,7 +20,9 @@ pub(super) fn apply_deadline(
     let Some(d) = &spec.not_ready_deadline else {
         return;
     };
-    if report.ready() {
+    // Only failures run against the deadline: maintenance has a deadline of
+    // its own, and a node another gate holds is not gpuready's to call late.
+    if report.state() != crate::report::NodeState::NotReady {
         return;
     }
     let gpu_ready = facts

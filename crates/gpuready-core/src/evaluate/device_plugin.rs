@@ -409,11 +409,24 @@ fn dra_device_layer(
                 );
             }
             if published >= want {
+                let taints = p.blocking_taints();
+                // The driver's XID taints are sticky (its plugin clears them on
+                // restart only; removing them is an open issue of the driver,
+                // #1455): say so, since neither gpuready nor the repair
+                // annotation touches them.
+                let sticky = if taints.iter().any(|t| t.contains(dra::TAINT_XID)) {
+                    format!(
+                        "; the DRA driver's {} taints are sticky: they stay until its kubelet plugin on the node restarts (gpuready never edits them, and the repair annotation does not clear them): after the repair, restart that plugin",
+                        dra::TAINT_XID
+                    )
+                } else {
+                    String::new()
+                };
                 not_ready(
                     reasons::DEVICES_TAINTED,
                     format!(
-                        "{usable} of {published} GPU(s) usable, {want} needed: device taints {}",
-                        p.blocking_taints().join(", ")
+                        "{usable} of {published} GPU(s) usable, {want} needed: device taints {}{sticky}",
+                        taints.join(", ")
                     ),
                 )
             } else {

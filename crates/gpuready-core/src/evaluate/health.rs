@@ -5,7 +5,9 @@
 use gpuready_api::GpuNodeProfileSpec;
 use gpuready_api::keys::health_reasons as r;
 use gpuready_api::keys::nvidia;
-use gpuready_api::probe::{ComputeOutcome, ComputeStack, EventKind, FabricPhase, ProbeReport};
+use gpuready_api::probe::{
+    ComputeOutcome, ComputeStack, EventKind, FabricPhase, ProbeReport, RecoveryAction,
+};
 use gpuready_api::profile::{ComputeCheckRules, DEFAULT_FATAL_XIDS, ProbeExpectation, ProbePolicy};
 use jiff::Timestamp;
 
@@ -166,15 +168,17 @@ mod rank {
     pub const DEVICE_NODE: u8 = 1;
     pub const FABRIC: u8 = 2;
     pub const CUDA_INIT: u8 = 3;
-    pub const ECC: u8 = 4;
-    pub const REMAP_FAILED: u8 = 5;
-    pub const REMAP_PENDING: u8 = 6;
-    pub const FATAL_XID: u8 = 7;
-    pub const COMPUTE_MISMATCH: u8 = 8;
-    pub const COMPUTE_FAILED: u8 = 9;
-    pub const LABELS: u8 = 10;
-    pub const COMPUTE_STALE: u8 = 11;
-    pub const COMPUTE_SKIPPED: u8 = 12;
+    /// The driver's own verdict on what a GPU needs says what to do best.
+    pub const RECOVERY_ACTION: u8 = 4;
+    pub const ECC: u8 = 5;
+    pub const REMAP_FAILED: u8 = 6;
+    pub const REMAP_PENDING: u8 = 7;
+    pub const FATAL_XID: u8 = 8;
+    pub const COMPUTE_MISMATCH: u8 = 9;
+    pub const COMPUTE_FAILED: u8 = 10;
+    pub const LABELS: u8 = 11;
+    pub const COMPUTE_STALE: u8 = 12;
+    pub const COMPUTE_SKIPPED: u8 = 13;
 }
 
 fn judge_report(
@@ -271,6 +275,13 @@ fn judge_report(
 
     for gpu in &report.gpus {
         let id = gpu_id(gpu);
+        if let Some((reason, what)) = gpu.recovery_action.and_then(crate::recovery::finding) {
+            add(
+                rank::RECOVERY_ACTION,
+                reason,
+                format!("{id}: the driver's recovery action is {what}"),
+            );
+        }
         if let Some(ecc) = &gpu.ecc
             && let Some(n) = ecc.volatile_uncorrectable
             && n > 0
@@ -331,7 +342,7 @@ fn judge_report(
                 rank::FATAL_XID,
                 r::FATAL_XID,
                 format!(
-                    "{}: XID {x} ×{} (first {}, last {}): {}; after fixing it, restart the probe pod to clear the record",
+                    "{}: XID {x} ×{} (first {}, last {}): {}; after fixing it, mark the repair on the Node (annotation gpuready.io/repaired-at, an RFC 3339 time) or restart the probe pod to clear the record",
                     e.gpu,
                     e.count,
                     e.first_seen,
@@ -869,6 +880,20 @@ fn healthy_message(report: &ProbeReport, other_xids: &[String]) -> String {
     }
     if !other_xids.is_empty() {
         msg.push_str(&format!("; non-fatal XIDs seen: {}", other_xids.join(", ")));
+    }
+    // The recovery action, where the probe read it: none needed, or a driver
+    // that does not answer (then sticky faults rest on XIDs alone).
+    let actions: Vec<RecoveryAction> = report
+        .gpus
+        .iter()
+        .filter_map(|g| g.recovery_action)
+        .collect();
+    if !actions.is_empty() {
+        if actions.iter().all(|a| *a == RecoveryAction::None) {
+            msg.push_str("; NVML recovery action: none needed");
+        } else if actions.contains(&RecoveryAction::NotSupported) {
+            msg.push_str("; NVML recovery action: not supported by this driver or GPU");
+        }
     }
     msg
 }

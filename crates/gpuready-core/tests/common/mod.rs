@@ -96,6 +96,18 @@ impl NodeBuilder {
             .gpus(1, 1)
     }
 
+    /// The H200 as GFD labels it (values of a real GFD v0.20.0 capture on
+    /// that GPU): 143771 MiB, Hopper 9.0, driver 580.159.04, CUDA 13.0.
+    pub fn h200(name: &str) -> Self {
+        NodeBuilder::gpu(name)
+            .label(nvidia::GPU_PRODUCT, "NVIDIA-H200")
+            .label(nvidia::GPU_MEMORY, "143771")
+            .label(nvidia::GPU_FAMILY, "hopper")
+            .compute(9, 0)
+            .driver("580.159.04")
+            .cuda_runtime("13.0")
+    }
+
     /// GTX 1070 8 GB, Pascal 6.1, on the R580 branch (580.95.05, CUDA 13.0).
     pub fn gtx1070(name: &str) -> Self {
         NodeBuilder::gpu(name)
@@ -337,6 +349,23 @@ impl NodeBuilder {
             .taints
             .get_or_insert_with(Vec::new)
             .push(taint(key, value, effect));
+        self
+    }
+
+    /// `spec.unschedulable` set or cleared (a cordon).
+    pub fn cordoned(mut self, on: bool) -> Self {
+        self.node
+            .spec
+            .get_or_insert_with(NodeSpec::default)
+            .unschedulable = on.then_some(true);
+        self
+    }
+
+    /// The node's taints with this key removed.
+    pub fn untaint(mut self, key: &str) -> Self {
+        if let Some(ts) = self.node.spec.as_mut().and_then(|s| s.taints.as_mut()) {
+            ts.retain(|t| t.key != key);
+        }
         self
     }
 

@@ -15,6 +15,7 @@ use std::sync::Mutex;
 
 use gpuready_api::keys;
 use gpuready_core::brake::{BrakeConfig, BrakeState};
+use gpuready_core::report::NodeState;
 use gpuready_core::{GovernanceKind, NodeAssessment, NodeFacts};
 use jiff::Timestamp;
 
@@ -66,7 +67,9 @@ impl Brakes {
             return;
         };
         let b = brakes.entry(profile.clone()).or_default();
-        if a.ready == Some(true) {
+        // Only failures are turns: a node going into maintenance (an upgrade
+        // wave) or held by another gate (a cordon) never engages the brake.
+        if a.state != Some(NodeState::NotReady) {
             b.forget(&facts.name);
         } else if facts.labels.get(keys::LABEL_READY).map(String::as_str) == Some("true") {
             b.turn(&self.cfg, &facts.name, matched(profile), now);

@@ -171,6 +171,8 @@ pub struct CachedNode {
     /// gpuready's server-side apply entry, only on nodes written before 0.2.
     managed_fields: Option<Box<[ManagedFieldsEntry]>>,
     taints: Option<Box<[CachedTaint]>>,
+    /// `spec.unschedulable` (a cordon: another readiness gate).
+    unschedulable: Option<bool>,
     /// Extended resources only (keys with '/').
     capacity: PackedMap,
     allocatable: PackedMap,
@@ -227,6 +229,7 @@ impl CachedNode {
                     })
                     .collect()
             }),
+            unschedulable: spec.unschedulable,
             capacity: quantities(status.capacity),
             allocatable: quantities(status.allocatable),
             conditions: status
@@ -269,6 +272,7 @@ impl CachedNode {
                         })
                         .collect()
                 }),
+                unschedulable: self.unschedulable,
                 ..NodeSpec::default()
             }),
             status: Some(NodeStatus {

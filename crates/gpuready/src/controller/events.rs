@@ -181,3 +181,46 @@ pub async fn publish_deadline(ctx: &Context, node: &Node, facts: &NodeFacts, a: 
     };
     publish_node_event(ctx, node, &ev, "not-ready deadline").await;
 }
+
+/// A Warning Event on the node when gpuready first refuses its repair
+/// annotation (a time in the future, before the node existed, or unreadable):
+/// the written `GpuReady` message gains the refusal, the old one lacked it.
+/// The refused annotation changes nothing; the Event says so once.
+pub async fn publish_repair_refusal(
+    ctx: &Context,
+    node: &Node,
+    facts: &NodeFacts,
+    a: &NodeAssessment,
+) {
+    let Some(note) = a
+        .lifecycle
+        .repair
+        .as_ref()
+        .filter(|r| r.refused.is_some())
+        .and_then(|r| r.note())
+    else {
+        return;
+    };
+    let has = |m: Option<&String>| m.is_some_and(|m| m.contains(&note));
+    let was = facts
+        .gpu_conditions
+        .iter()
+        .find(|c| c.type_ == keys::CONDITION_GPU_READY)
+        .is_some_and(|c| has(c.message.as_ref()));
+    let now = a.changes.conditions.as_ref().is_some_and(|cs| {
+        cs.set
+            .iter()
+            .any(|c| c.type_ == keys::CONDITION_GPU_READY && has(c.message.as_ref()))
+    });
+    if was || !now {
+        return;
+    }
+    let ev = Event {
+        type_: EventType::Warning,
+        reason: keys::lifecycle::EVENT_REPAIR_REFUSED.into(),
+        note: Some(note.chars().take(1000).collect()),
+        action: "Evaluate".into(),
+        secondary: None,
+    };
+    publish_node_event(ctx, node, &ev, "repair refusal").await;
+}

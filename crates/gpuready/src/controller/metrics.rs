@@ -143,7 +143,7 @@ impl Default for Metrics {
         };
         registry.register(
             "nodes",
-            "Matched nodes by profile and state (ready, not_ready, conflict, past_deadline: not ready past the profile's notReadyDeadline)",
+            "Matched nodes by profile and state (ready; not_ready: failures only; maintenance: a driver upgrade, MIG change or paused operands; waiting_for_gate: GPU stack ready, another readiness gate holds the node; conflict; past_deadline: not ready past the profile's notReadyDeadline)",
             m.nodes.clone(),
         );
         registry.register(
@@ -208,7 +208,7 @@ impl Default for Metrics {
         );
         registry.register(
             "node_not_ready",
-            "1 for each matched node that is not ready, by profile, node, the profile's mode, state (not_ready, conflict) and the verdict's layer and reason",
+            "1 for each matched node that is gated, by profile, node, the profile's mode, state (not_ready, conflict, maintenance, waiting_for_gate) and the verdict's layer and reason",
             m.node_not_ready.clone(),
         );
         registry.register(

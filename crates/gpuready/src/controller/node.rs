@@ -27,7 +27,9 @@ use super::cached::CachedNode;
 use super::context::Context;
 use super::device_rules;
 use super::error::{Error, is_conflict};
-use super::events::{publish_deadline, publish_refusal, publish_transition};
+use super::events::{
+    publish_deadline, publish_refusal, publish_repair_refusal, publish_transition,
+};
 use super::metrics::Kind;
 use super::prune::prune_node;
 use super::verdicts::profiles_with_selectors;
@@ -172,6 +174,7 @@ async fn reconcile_inner(cached: Arc<CachedNode>, ctx: &Context) -> Result<Actio
                     if !rest_deferred {
                         publish_transition(ctx, &node, &facts, &assessment).await;
                         publish_deadline(ctx, &node, &facts, &assessment).await;
+                        publish_repair_refusal(ctx, &node, &facts, &assessment).await;
                     }
                 }
                 debug!(ready = ?assessment.ready, reason = %assessment.reason, wrote, "reconciled");

@@ -24,9 +24,8 @@ pub(crate) const KUBELET_READY: &str = "Ready";
 /// annotations and managedFields, owner references and the rest of the spec
 /// are dropped before the node enters the cache: memory follows what gpuready
 /// reads, not what kubelet and other controllers write. The cache then holds the
-/// rest packed (`CachedNode::from_node`), without `unschedulable`, which the
-/// engine does not read; the 409 re-read and cache-behind paths use the pruned
-/// `Node` as it is.
+/// rest packed (`CachedNode::from_node`); the 409 re-read and cache-behind
+/// paths use the pruned `Node` as it is.
 pub fn prune_node(node: &mut Node) {
     let meta = &mut node.metadata;
     if let Some(mf) = meta.managed_fields.as_mut() {
@@ -91,6 +90,8 @@ pub fn node_relevance(node: &Node) -> Option<u64> {
         for t in spec.taints.iter().flatten() {
             (&t.key, &t.value, &t.effect).hash(&mut h);
         }
+        // A cordon is another readiness gate (WaitingForGate).
+        spec.unschedulable.unwrap_or(false).hash(&mut h);
     }
     if let Some(status) = &node.status {
         for (k, v) in status

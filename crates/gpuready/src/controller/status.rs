@@ -12,6 +12,7 @@ use std::time::Duration;
 use gpuready_api::keys::{self, event_reasons};
 use gpuready_api::{GpuNodeProfile, GpuNodeProfileStatus, Layer, Mode};
 use gpuready_core::nfd_crds::NfdCrdCondition;
+use gpuready_core::report::NodeState;
 use gpuready_core::status::{ExtraConditions, status_from_tally};
 use gpuready_core::tally::{NodeVerdict, ProfileTally, Tally};
 use jiff::Timestamp;
@@ -250,7 +251,7 @@ async fn update_profile(
         // about them changed, so nothing else would reconcile them. This is
         // the only place a brake is released (a turn can only engage it), so
         // every release re-queues them.
-        for n in t.not_ready.keys() {
+        for n in t.not_ready.keys().chain(t.maintenance.keys()) {
             let _ = ctx.requeue.send(ObjectRef::new(n));
         }
     }
@@ -335,6 +336,14 @@ fn record_metrics(ctx: &Context, profile: &str, t: &ProfileTally, engaged: bool)
         .set(gauge(t.counts.not_ready));
     ctx.metrics
         .nodes
+        .get_or_create(&state(NodeState::Maintenance.metric_label()))
+        .set(gauge(t.counts.maintenance));
+    ctx.metrics
+        .nodes
+        .get_or_create(&state(NodeState::WaitingForGate.metric_label()))
+        .set(gauge(t.counts.waiting_for_gate));
+    ctx.metrics
+        .nodes
         .get_or_create(&state("conflict"))
         .set(gauge(t.counts.conflicts));
     ctx.metrics
@@ -371,24 +380,35 @@ fn node_series(profile: &str, mode: Mode, t: &ProfileTally) -> NodeSeries {
         Mode::Enforce => "Enforce",
         Mode::Observe => "Observe",
     };
-    let not_ready = t
-        .not_ready
+    // One series a gated node, in the states of `gpuready_nodes`: the chart's
+    // not-ready alert reads "not_ready" only, GpuReadyMaintenanceTooLong reads
+    // "maintenance"; a node waiting for another gate is neither.
+    let failing = t.not_ready.iter().map(|(node, e)| {
+        let state = if t.conflicts.contains(node) {
+            "conflict"
+        } else {
+            "not_ready"
+        };
+        (node, state, &e.layer, &e.reason)
+    });
+    let in_maintenance = t
+        .maintenance
         .iter()
-        .map(|(node, e)| NodeNotReady {
+        .map(|(node, e)| (node, "maintenance", &e.layer, &e.reason));
+    let waiting = t
+        .waiting_for_gate
+        .iter()
+        .map(|(node, e)| (node, "waiting_for_gate", &e.layer, &e.reason));
+    let not_ready = failing
+        .chain(in_maintenance)
+        .chain(waiting)
+        .map(|(node, state, layer, reason)| NodeNotReady {
             profile: profile.to_owned(),
             node: node.clone(),
             mode: mode.to_owned(),
-            // The states of `gpuready_nodes`. The lifecycle's maintenance
-            // state (issue 30) belongs here as "maintenance": the chart's
-            // not-ready alert leaves it out, GpuReadyMaintenanceTooLong reads it.
-            state: if t.conflicts.contains(node) {
-                "conflict"
-            } else {
-                "not_ready"
-            }
-            .to_owned(),
-            layer: e.layer.clone(),
-            reason: e.reason.clone(),
+            state: state.to_owned(),
+            layer: layer.clone(),
+            reason: reason.clone(),
         })
         .collect();
     let layers = t

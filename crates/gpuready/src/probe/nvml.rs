@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 
 use gpuready_api::probe::{
     EccState, EventKind, EventLog, EventRecord, FabricPhase, FabricState, GpuState,
-    MAX_EVENT_RECORDS, NvmlState, RetiredPages, RowRemapping,
+    MAX_EVENT_RECORDS, NvmlState, RecoveryAction, RetiredPages, RowRemapping,
 };
 use nvml_wrapper::Nvml;
 use nvml_wrapper::bitmasks::device::ThrottleReasons;
@@ -195,6 +195,7 @@ fn gpu(nvml: &Nvml, index: u32) -> (GpuState, Option<u32>) {
         }
         .to_owned()
     });
+    let recovery_action = Some(recovery_action(&device, e));
     let minor = keep(e, "minorNumber", device.minor_number());
     let state = GpuState {
         index,
@@ -214,8 +215,49 @@ fn gpu(nvml: &Nvml, index: u32) -> (GpuState, Option<u32>) {
         compute_processes,
         compute_mode,
         compute: None,
+        recovery_action,
     };
     (state, minor)
+}
+
+/// NVML field `NVML_FI_DEV_GET_GPU_RECOVERY_ACTION` (`nvml.h`; nvml-wrapper-sys
+/// 0.10 predates it). Read as a field value: no `unsafe`.
+const FI_GPU_RECOVERY_ACTION: u32 = 230;
+
+/// What the driver says the GPU needs. "Not supported" (older drivers, some
+/// GPUs) is reported as such; another failure is a query error.
+fn recovery_action(device: &nvml_wrapper::Device<'_>, errors: &mut Vec<String>) -> RecoveryAction {
+    let sample = device
+        .field_values_for(&[FieldId(FI_GPU_RECOVERY_ACTION)])
+        .map(|mut v| v.pop());
+    match sample.map(|s| s.map(|s| s.and_then(|s| s.value))) {
+        Ok(Some(Ok(v))) => match sample_u64(&v) {
+            Some(n) => {
+                let action = RecoveryAction::from_nvml(n);
+                if action == RecoveryAction::Unknown {
+                    errors.push(format!(
+                        "recoveryAction: NVML value {n} is not one this gpuready knows"
+                    ));
+                }
+                action
+            }
+            None => {
+                errors.push(format!("recoveryAction: unexpected value type {v:?}"));
+                RecoveryAction::Unknown
+            }
+        },
+        Ok(Some(Err(NvmlError::NotSupported))) | Err(NvmlError::NotSupported) => {
+            RecoveryAction::NotSupported
+        }
+        Ok(Some(Err(e))) | Err(e) => {
+            errors.push(format!("recoveryAction: {e}"));
+            RecoveryAction::Unknown
+        }
+        Ok(None) => {
+            errors.push("recoveryAction: NVML returned no value".into());
+            RecoveryAction::Unknown
+        }
+    }
 }
 
 /// NVSwitch fabric state (`nvmlDeviceGetGpuFabricInfo`): `None` where the GPU

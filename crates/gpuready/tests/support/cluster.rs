@@ -381,4 +381,11 @@ impl Heartbeat {
             n.push(node.to_owned());
         }
     }
+
+    /// Stops the heartbeat of a node (before the test deletes it).
+    pub fn forget(&self, node: &str) {
+        if let Ok(mut n) = self.nodes.lock() {
+            n.retain(|x| x != node);
+        }
+    }
 }

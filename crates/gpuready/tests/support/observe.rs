@@ -70,6 +70,16 @@ pub fn gpu_ready(node: &Node) -> Option<(String, String)> {
         .map(|c| (c.status.clone(), c.reason.clone().unwrap_or_default()))
 }
 
+/// The message of the node's `GpuReady` condition (empty when it has none).
+pub fn gpu_ready_message(node: &Node) -> String {
+    node.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .and_then(|c| c.iter().find(|c| c.type_ == "GpuReady"))
+        .and_then(|c| c.message.clone())
+        .unwrap_or_default()
+}
+
 /// Every label, annotation, taint and node condition gpuready could have left.
 pub fn gpuready_traces(node: &Node) -> Vec<String> {
     let mut out: Vec<String> = node

@@ -1,0 +1,289 @@
+//! The node's lifecycle beside its layers: maintenance the GPU operator drives
+//! (a driver upgrade, a MIG change, paused operands), its bad ends, and the
+//! readiness gates other systems hold on the node. Maintenance is not failure:
+//! such a node stays gated under its own reason and is counted apart, so an
+//! upgrade wave pages no one and trips no brake. Pure: labels, taints and the
+//! `GpuReady` condition are inputs, time is an input.
+
+use gpuready_api::GpuNodeProfileSpec;
+use gpuready_api::keys::{self, lifecycle as lc, nvidia, reasons};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Taint;
+use serde::Serialize;
+
+use crate::facts::NodeFacts;
+use crate::repair::RepairOutcome;
+
+/// Maintenance, or the way it ended badly.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Maintenance {
+    /// `DriverUpgradeInProgress`, `MigReconfiguring`, `OperandsPaused`; or,
+    /// when `failed`, `DriverUpgradeFailed`, `MigConfigFailed`, `MaintenanceStuck`.
+    pub reason: &'static str,
+    /// Ended badly or lasted too long: a failure like any other.
+    pub failed: bool,
+    /// The state the node is in (`pod-restart-required`, `pending`) or the
+    /// paused operands: what the profile's summary shows.
+    pub detail: String,
+    pub message: String,
+}
+
+/// What the node's lifecycle adds to its layers' verdict.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Lifecycle {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub maintenance: Option<Maintenance>,
+    /// Other readiness gates on the node, each as `key=value:Effect (owner)`
+    /// or the cordon; gpuready never touches them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<String>,
+    /// The operator's repair annotation and what it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repair: Option<RepairOutcome>,
+    /// Seconds until a maintenance deadline passes.
+    #[serde(skip)]
+    pub recheck_after_seconds: Option<u64>,
+}
+
+impl Lifecycle {
+    /// No maintenance and no other gate: nothing to report.
+    pub fn is_quiet(&self) -> bool {
+        self.maintenance.is_none() && self.gates.is_empty() && self.repair.is_none()
+    }
+}
+
+/// Steps of a driver upgrade that take the node out of service: from the
+/// cordon to the uncordon. `upgrade-required` only queues the node, and
+/// `upgrade-done` has it back; values the controller may add later are not
+/// read as maintenance (the layers judge the node as they find it).
+fn upgrade_step(state: &str) -> Option<usize> {
+    let steps = &lc::UPGRADE_STATES[1..10];
+    steps.iter().position(|s| *s == state)
+}
+
+/// The node's lifecycle under `spec` at `now`.
+pub fn judge(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) -> Lifecycle {
+    let mut out = Lifecycle {
+        maintenance: maintenance(facts),
+        gates: gates(spec, facts, upgrade_owns_cordon(facts)),
+        repair: None,
+        recheck_after_seconds: None,
+    };
+    if let Some(m) = &out.maintenance
+        && !m.failed
+        && let Some(limit) = spec.maintenance.as_ref().and_then(|r| r.deadline_seconds)
+    {
+        let since = maintenance_since(facts, now);
+        let left = since.as_second() + i64::from(limit) - now.as_second();
+        if left > 0 {
+            out.recheck_after_seconds = Some(u64::try_from(left).unwrap_or(u64::MAX));
+        } else {
+            let stuck = Maintenance {
+                reason: lc::MAINTENANCE_STUCK,
+                failed: true,
+                detail: m.detail.clone(),
+                message: format!(
+                    "in maintenance for longer than the {} deadline (counting since {since}, when GpuReady left True): {}; look at the GPU operator's upgrade controller or mig-manager (its pod log and Events on the node)",
+                    crate::duration::human_seconds(i64::from(limit)),
+                    m.message
+                ),
+            };
+            out.maintenance = Some(stuck);
+        }
+    }
+    out
+}
+
+/// When the maintenance started, as far as durable state tells: the `GpuReady`
+/// condition's last transition while it is not True; a node still True (or
+/// never judged) enters it now.
+fn maintenance_since(facts: &NodeFacts, now: Timestamp) -> Timestamp {
+    facts
+        .gpu_conditions
+        .iter()
+        .find(|c| c.type_ == keys::CONDITION_GPU_READY && c.status != "True")
+        .and_then(|c| c.last_transition_time.as_ref())
+        .map_or(now, |t| t.0)
+}
+
+fn maintenance(facts: &NodeFacts) -> Option<Maintenance> {
+    let label = |k: &str| facts.labels.get(k).map(String::as_str);
+    let upgrade = label(lc::DRIVER_UPGRADE_STATE);
+    let mig = label(nvidia::MIG_CONFIG_STATE);
+    let paused = paused_operands(facts);
+    // Bad ends first: they are failures whatever else is going on.
+    if upgrade == Some(lc::UPGRADE_FAILED) {
+        return Some(Maintenance {
+            reason: lc::DRIVER_UPGRADE_FAILED,
+            failed: true,
+            detail: lc::UPGRADE_FAILED.to_owned(),
+            message: format!(
+                "the GPU operator's driver upgrade failed on this node ({}={}): read the driver pod's log and the upgrade controller's Events on the node, fix the cause, then let the controller retry (it moves the node back to {})",
+                lc::DRIVER_UPGRADE_STATE,
+                lc::UPGRADE_FAILED,
+                lc::UPGRADE_REQUIRED
+            ),
+        });
+    }
+    if mig == Some(lc::MIG_FAILED) {
+        return Some(Maintenance {
+            reason: reasons::MIG_CONFIG_FAILED,
+            failed: true,
+            detail: lc::MIG_FAILED.to_owned(),
+            message: format!(
+                "mig-manager could not apply the MIG configuration {} ({}={}): read the nvidia-mig-manager pod's log on the node, fix the configuration or free the GPUs, and set {} again",
+                label(nvidia::MIG_CONFIG).unwrap_or("(none)"),
+                nvidia::MIG_CONFIG_STATE,
+                lc::MIG_FAILED,
+                nvidia::MIG_CONFIG
+            ),
+        });
+    }
+    if let Some(state) = upgrade
+        && let Some(i) = upgrade_step(state)
+    {
+        return Some(Maintenance {
+            reason: lc::DRIVER_UPGRADE_IN_PROGRESS,
+            failed: false,
+            detail: state.to_owned(),
+            message: format!(
+                "the GPU operator is upgrading the driver ({}={state}, step {} of 9 from cordon to uncordon{}): maintenance, not a failure; gpuready keeps the node gated until the upgrade is done and every layer is Ready",
+                lc::DRIVER_UPGRADE_STATE,
+                i + 1,
+                paused_note(&paused)
+            ),
+        });
+    }
+    if let Some(state @ (lc::MIG_PENDING | lc::MIG_REBOOTING)) = mig {
+        return Some(Maintenance {
+            reason: lc::MIG_RECONFIGURING,
+            failed: false,
+            detail: state.to_owned(),
+            message: format!(
+                "mig-manager is re-partitioning the GPUs to {} ({}={state}{}{}): maintenance, not a failure; gpuready keeps the node gated until the state is success and every layer is Ready",
+                label(nvidia::MIG_CONFIG).unwrap_or("(no nvidia.com/mig.config)"),
+                nvidia::MIG_CONFIG_STATE,
+                if state == lc::MIG_REBOOTING {
+                    ", the node reboots to apply it"
+                } else {
+                    ""
+                },
+                paused_note(&paused)
+            ),
+        });
+    }
+    if !paused.is_empty() {
+        return Some(Maintenance {
+            reason: lc::OPERANDS_PAUSED,
+            failed: false,
+            detail: paused.join(", "),
+            message: format!(
+                "GPU operator operands are paused ({}) while no upgrade or MIG state explains it: the driver manager or mig-manager paused them and has not restored them yet; if it stays, look at those pods' logs",
+                paused.join(", ")
+            ),
+        });
+    }
+    None
+}
+
+/// The upgrade controller cordons the node from cordon-required on and keeps
+/// it cordoned when the upgrade fails: that cordon is part of the
+/// maintenance, not another gate.
+fn upgrade_owns_cordon(facts: &NodeFacts) -> bool {
+    facts
+        .labels
+        .get(lc::DRIVER_UPGRADE_STATE)
+        .is_some_and(|s| upgrade_step(s).is_some() || s == lc::UPGRADE_FAILED)
+}
+
+/// `device-plugin=paused-for-driver-upgrade`, … for every paused operand.
+fn paused_operands(facts: &NodeFacts) -> Vec<String> {
+    facts
+        .labels
+        .iter()
+        .filter_map(|(k, v)| {
+            let operand = k.strip_prefix(lc::DEPLOY_LABEL_PREFIX)?;
+            (v == lc::PAUSED_FOR_DRIVER_UPGRADE || v == lc::PAUSED_FOR_MIG_CHANGE)
+                .then(|| format!("{operand}={v}"))
+        })
+        .collect()
+}
+
+fn paused_note(paused: &[String]) -> String {
+    if paused.is_empty() {
+        String::new()
+    } else {
+        format!("; paused: {}", paused.join(", "))
+    }
+}
+
+/// Readiness gates other systems hold: NodeWright's startup taint (and its
+/// Skyhook name), any `readiness.k8s.io/` taint that is not gpuready's, and a
+/// cordon — gpuready never cordons, so every cordon is someone else's (the
+/// upgrade controller's is its maintenance: `upgrade_cordon`). Only effects
+/// that keep pods off count (`PreferNoSchedule` does not).
+fn gates(spec: &GpuNodeProfileSpec, facts: &NodeFacts, upgrade_cordon: bool) -> Vec<String> {
+    // gpuready's own keys, whichever profile or release set them: the
+    // profile's, the one its annotation records, the default's.
+    let ours = |key: &str| {
+        key == spec.taint.key
+            || key == keys::DEFAULT_TAINT_KEY
+            || keys::PREVIOUS_DEFAULT_TAINT_KEYS.contains(&key)
+            || facts.owned.taint.as_ref().is_some_and(|(k, _)| k == key)
+    };
+    let mut out: Vec<String> = facts
+        .taints
+        .iter()
+        .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
+        .filter_map(|t| {
+            let owner = match t.key.as_str() {
+                lc::NODEWRIGHT_TAINT => "NVIDIA NodeWright node tuning",
+                lc::SKYHOOK_TAINT => "NVIDIA NodeWright node tuning, former Skyhook key",
+                k if k.starts_with(lc::READINESS_TAINT_PREFIX) && !ours(k) => {
+                    "another readiness controller"
+                }
+                _ => return None,
+            };
+            Some(format!("{} ({owner})", describe_taint(t)))
+        })
+        .collect();
+    if facts.unschedulable && !upgrade_cordon {
+        out.push("spec.unschedulable (cordoned by an admin or another controller)".to_owned());
+    }
+    out
+}
+
+/// `key=value:Effect`, or `key:Effect` without a value.
+pub fn describe_taint(t: &Taint) -> String {
+    match t.value.as_deref() {
+        Some(v) if !v.is_empty() => format!("{}={v}:{}", t.key, t.effect),
+        _ => format!("{}:{}", t.key, t.effect),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_steps_between_cordon_and_uncordon_are_maintenance() {
+        let steps: Vec<&str> = lc::UPGRADE_STATES
+            .iter()
+            .copied()
+            .filter(|s| upgrade_step(s).is_some())
+            .collect();
+        assert_eq!(steps.len(), 9);
+        assert_eq!(steps.first(), Some(&"cordon-required"));
+        assert_eq!(steps.last(), Some(&"uncordon-required"));
+        for s in [
+            lc::UPGRADE_REQUIRED,
+            lc::UPGRADE_DONE,
+            lc::UPGRADE_FAILED,
+            "",
+        ] {
+            assert_eq!(upgrade_step(s), None, "{s}");
+        }
+    }
+}
