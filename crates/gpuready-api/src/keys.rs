@@ -52,6 +52,16 @@ pub const ANNOTATION_RELEASED: &str = "gpuready.io/released-at";
 /// remediation systems. gpuready itself never deletes, drains or cordons.
 pub const LABEL_DEADLINE_EXCEEDED: &str = "gpuready.io/not-ready-deadline-exceeded";
 
+/// Every label key gpuready writes on a Node, by exact name (never by prefix:
+/// other `gpuready.io/` keys on a node are not gpuready's). The chart's
+/// admission policy lists the same keys (the chart test keeps them equal).
+pub const NODE_LABELS_WRITTEN: &[&str] = &[LABEL_DEADLINE_EXCEEDED, LABEL_PROFILE, LABEL_READY];
+
+/// Every annotation key gpuready writes on a Node, by exact name (an
+/// operator's `gpuready.io/repaired-at` is read, never written).
+pub const NODE_ANNOTATIONS_WRITTEN: &[&str] =
+    &[ANNOTATION_LABELS, ANNOTATION_RELEASED, ANNOTATION_TAINT];
+
 /// Node condition carrying the overall verdict.
 pub const CONDITION_GPU_READY: &str = "GpuReady";
 /// Prefix of the optional per-layer node conditions (`GpuReadyDriver`, ...).

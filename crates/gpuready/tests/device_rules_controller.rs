@@ -549,7 +549,7 @@ async fn the_charts_service_account_gates_devices_and_nothing_more() {
             .map(drop),
     );
     let mut other_key = mine.clone();
-    other_key.metadata = gpuready_api::device_taint_rule::owned_metadata(node, "FatalXid");
+    other_key.metadata = gpuready_api::device_taint_rule::owned_metadata(node, "sa", "FatalXid");
     other_key.metadata.name = Some("gpuready-sa-gpu-6".into());
     refused(
         "create an own-looking rule with another taint key",
@@ -628,7 +628,8 @@ async fn gpuready_release_deletes_only_its_own_device_rules() {
         }))
         .expect("rule");
         if owned {
-            let mut meta = gpuready_api::device_taint_rule::owned_metadata("h200-8", "FatalXid");
+            let mut meta =
+                gpuready_api::device_taint_rule::owned_metadata("h200-8", "h200", "FatalXid");
             meta.name = Some(name.to_owned());
             r.metadata = meta;
         }
