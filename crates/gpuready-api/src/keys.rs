@@ -130,6 +130,13 @@ pub const AUTOSCALER_TAINT_PREFIXES: &[&str] = &[
 /// Reason of the profile's `Ready`/`Stalled` conditions while the API server
 /// refuses gpuready's writes to some of its nodes.
 pub const REASON_WRITES_REFUSED: &str = "WritesRefused";
+/// How a node's `GpuReady` message says the API server refused gpuready's
+/// taint (an admission policy, RBAC): the node is not gated as its verdict
+/// says. `gpuready check` counts the nodes whose condition says so.
+pub const TAINT_REFUSED: &str = "the API server refused gpuready's taint";
+/// How a node's `GpuReady` message says the API server refused another of
+/// gpuready's writes to it (a label, an annotation).
+pub const WRITE_REFUSED: &str = "the API server refused gpuready's write to this node";
 
 /// Reason of the profile's `Ready`/`Stalled` conditions when the profile breaks a
 /// rule the API server should have enforced (admitted by an older CRD, say).

@@ -364,15 +364,25 @@ pub struct CheckReport {
     pub now: String,
     pub nodes: Vec<NodeAssessment>,
     pub summary: Summary,
+    /// Governed nodes whose taint is still to be written although the API
+    /// server refused it last time (their `GpuReady` condition says so): they
+    /// are not gated as their verdict says.
+    #[serde(rename = "taintRefused", skip_serializing_if = "Vec::is_empty")]
+    pub taint_refused: Vec<String>,
 }
 
 /// The report's summary: the same counting as profile status and metrics.
 pub type Summary = NodeCounts;
 
 impl CheckReport {
-    /// 0 when every governed node is ready, 1 otherwise.
+    /// 0 when every governed node is ready and gated as it should be, 1
+    /// otherwise.
     pub fn exit_code(&self) -> u8 {
-        u8::from(self.summary.not_ready > 0 || self.summary.conflicts > 0)
+        u8::from(
+            self.summary.not_ready > 0
+                || self.summary.conflicts > 0
+                || !self.taint_refused.is_empty(),
+        )
     }
 }
 
@@ -423,8 +433,10 @@ pub fn judge(
         hold_new_taints: false,
     };
     let mut out: Vec<NodeAssessment> = Vec::new();
+    let mut taint_refused = Vec::new();
     feed(&mut |n| {
         let facts = NodeFacts::from_node(n);
+        let refused_before = taint_refused_before(&facts);
         let rules = extra.device_rules.as_ref().map(|all| {
             all.iter()
                 .filter(|r| {
@@ -440,19 +452,37 @@ pub fn judge(
             Some(p) => Some(p.clone()),
             None => extra.carriers.evidence_for(&facts.name),
         };
-        out.push(assess(
+        let a = assess(
             &facts.with_evidence(evidence).with_probe(probe),
             &pairs,
             &opts,
-        ));
+        );
+        if refused_before && a.changes.taint.is_some() {
+            taint_refused.push(a.name.clone());
+        }
+        out.push(a);
     })?;
     out.shrink_to_fit();
     out.sort_by(|a, b| a.name.cmp(&b.name));
+    taint_refused.sort();
     let summary = NodeCounts::of(&out);
     Ok(CheckReport {
         now: now.to_string(),
         nodes: out,
         summary,
+        taint_refused,
+    })
+}
+
+/// Whether the node's `GpuReady` condition says the API server refused
+/// gpuready's taint (the controller writes it so when the taint alone is
+/// refused).
+fn taint_refused_before(facts: &NodeFacts) -> bool {
+    facts.gpu_conditions.iter().any(|c| {
+        c.type_ == gpuready_api::keys::CONDITION_GPU_READY
+            && c.message
+                .as_deref()
+                .is_some_and(|m| m.contains(gpuready_api::keys::TAINT_REFUSED))
     })
 }
 
@@ -732,6 +762,15 @@ fn render_table(report: &CheckReport, s: &mut dyn std::io::Write) -> std::io::Re
         }
     }
     let m = &report.summary;
+    if !report.taint_refused.is_empty() {
+        writeln!(
+            s,
+            "\n{} node(s) not gated as their verdict says: {} last time ({}); see their GpuReady condition",
+            report.taint_refused.len(),
+            gpuready_api::keys::TAINT_REFUSED,
+            printable(&report.taint_refused.join(", "))
+        )?;
+    }
     writeln!(
         s,
         "\n{} governed node(s): {} ready, {} not ready; {} conflict(s); {} ungoverned (as of {})",

@@ -25,6 +25,13 @@ pub struct Profile {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ProfileWrite {
+    pub profile: String,
+    /// `taint` (the node is not gated as its verdict says) or `other`.
+    pub write: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct Kind {
     pub kind: String,
 }
@@ -65,6 +72,9 @@ pub struct Metrics {
     pub device_taint_rules: Gauge,
     /// Devices gated by DeviceTaintRules, per profile (from the verdicts).
     pub tainted_devices: Family<Profile, Gauge>,
+    /// Nodes whose last write the API server refused, by profile and by what
+    /// it refused (`taint`, `other`).
+    pub write_refused_nodes: Family<ProfileWrite, Gauge>,
 }
 
 impl Default for Metrics {
@@ -84,6 +94,7 @@ impl Default for Metrics {
             nfd_crds: Family::default(),
             device_taint_rules: Gauge::default(),
             tainted_devices: Family::default(),
+            write_refused_nodes: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -150,6 +161,11 @@ impl Default for Metrics {
             "tainted_devices",
             "Devices a profile's nodes have gated by gpuready's DeviceTaintRules",
             m.tainted_devices.clone(),
+        );
+        registry.register(
+            "write_refused_nodes",
+            "Nodes whose last write the API server refused (an admission policy, RBAC), by profile and write: taint (the node is not gated as its verdict says) or other (a label or annotation)",
+            m.write_refused_nodes.clone(),
         );
         Metrics { registry, ..m }
     }

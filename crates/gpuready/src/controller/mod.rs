@@ -538,7 +538,7 @@ fn error_policy(node: Arc<CachedNode>, err: &Error, ctx: Arc<Context>) -> Action
     let name = node.name_any();
     let mut delay = ctx.errors.failed(&name);
     if matches!(err, Error::Kube(kube::Error::Api(s)) if s.code == 403)
-        || matches!(err, Error::Refused(..))
+        || matches!(err, Error::Refused { .. })
     {
         // Missing RBAC is not fixed by retrying soon.
         delay = delay.max(Duration::from_secs(60));

@@ -27,7 +27,8 @@ use tracing::{debug, info, warn};
 
 use super::config::NfdCrdMode;
 use super::context::Context;
-use super::metrics::{Profile, ProfileLayer, ProfileState};
+use super::error::RefusedWrite;
+use super::metrics::{Profile, ProfileLayer, ProfileState, ProfileWrite};
 use super::status_input::StatusInput;
 use super::verdicts::{profiles_with_selectors, verdict_of};
 
@@ -213,6 +214,7 @@ async fn pass(ctx: &Context, tally: &Tally, dirty: &Dirty, nfd: Option<&NfdCrdCo
         ctx.metrics.nodes.clear();
         ctx.metrics.layer_ready.clear();
         ctx.metrics.brake.clear();
+        ctx.metrics.write_refused_nodes.clear();
     }
     let api: Api<GpuNodeProfile> = Api::all(ctx.client.clone());
     let empty = ProfileTally::default();
@@ -276,15 +278,27 @@ async fn update_profile(
         ),
         None => new,
     };
-    let new = match ctx
+    let refused = ctx
         .refused
-        .of_profile(&name, |n| ctx.nodes.get(&ObjectRef::new(n)).is_some())
-    {
-        Some((count, node, why)) => gpuready_core::status::mark_refused(
+        .of_profile(&name, |n| ctx.nodes.get(&ObjectRef::new(n)).is_some());
+    for (write, n) in [
+        (RefusedWrite::Taint, refused.as_ref().map_or(0, |r| r.taint)),
+        (RefusedWrite::Other, refused.as_ref().map_or(0, |r| r.other)),
+    ] {
+        ctx.metrics
+            .write_refused_nodes
+            .get_or_create(&ProfileWrite {
+                profile: name.clone(),
+                write: write.as_str().to_owned(),
+            })
+            .set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+    let new = match refused {
+        Some(r) => gpuready_core::status::mark_refused(
             new,
-            count,
-            &node,
-            &why,
+            r.taint + r.other,
+            &r.first,
+            &r.why,
             profile.metadata.generation,
             profile.status.as_ref(),
             now,
