@@ -571,6 +571,11 @@ async fn the_charts_service_account_gates_devices_and_nothing_more() {
     let refused_by = |what: &str, by: &str, r: Result<(), kube::Error>| match r {
         Err(kube::Error::Api(e))
             if e.code == 403 && by == "RBAC" && e.message.contains("cannot") => {}
+        // The API server's own validation, before any policy.
+        Err(kube::Error::Api(e))
+            if e.code == 422
+                && by == "validation"
+                && !e.message.contains("ValidatingAdmissionPolicy") => {}
         Err(kube::Error::Api(e))
             if matches!(e.code, 403 | 422)
                 && e.message
@@ -655,6 +660,154 @@ async fn the_charts_service_account_gates_devices_and_nothing_more() {
     assert!(
         rules_api(&admin).get("admins-rule").await.is_ok(),
         "the admin's rule is still there"
+    );
+
+    // Issue 32, item 4: a rule is bound to one device, for a profile that
+    // gates devices, with the effect that profile declares. `sa` now declares
+    // NoExecute; `ns` NoSchedule; `plain` no device gating; `watch` observes.
+    for (name, pool, extra) in [
+        ("plain", "p-plain", ""),
+        ("ns", "p-ns", "  deviceGating: {minReadyGpus: 1}"),
+        (
+            "watch",
+            "p-watch",
+            "  mode: Observe\n  deviceGating: {minReadyGpus: 1}",
+        ),
+    ] {
+        apply_profile(&admin, &profile(name, pool, extra)).await;
+    }
+    let dry = PostParams {
+        dry_run: true,
+        ..PostParams::default()
+    };
+    let selector = |rule: &mut DeviceTaintRule, sel: Value| {
+        rule.spec.device_selector = serde_json::from_value(sel).expect("selector");
+    };
+    let shape = |profile: &str, effect: &str, sel: Option<Value>| {
+        let mut r = own_looking_rule(node, profile, "gpu-5", effect);
+        if let Some(sel) = sel {
+            selector(&mut r, sel);
+        }
+        r
+    };
+    let mut unclaimed = own_looking_rule(node, "sa", "gpu-5", "NoExecute");
+    if let Some(l) = unclaimed.metadata.labels.as_mut() {
+        l.remove(keys::LABEL_PROFILE);
+    }
+    let forbidden: Vec<(&str, &str, DeviceTaintRule)> = vec![
+        (
+            "no device selector, NoExecute: every device of the cluster",
+            "gpuready-writes",
+            shape("sa", "NoExecute", Some(Value::Null)),
+        ),
+        (
+            "a driver only: every device of the driver",
+            "gpuready-writes",
+            shape(
+                "sa",
+                "NoExecute",
+                Some(json!({ "driver": "gpu.nvidia.com" })),
+            ),
+        ),
+        (
+            "a driver and a pool: a whole node",
+            "gpuready-writes",
+            shape(
+                "sa",
+                "NoExecute",
+                Some(json!({ "driver": "gpu.nvidia.com", "pool": node })),
+            ),
+        ),
+        (
+            "a pool and a device of any driver",
+            "gpuready-writes",
+            shape(
+                "sa",
+                "NoExecute",
+                Some(json!({ "pool": node, "device": "gpu-5" })),
+            ),
+        ),
+        (
+            "another driver's device",
+            "gpuready-writes",
+            shape(
+                "sa",
+                "NoExecute",
+                Some(json!({ "driver": "gpu.example.com", "pool": node, "device": "gpu-5" })),
+            ),
+        ),
+        (
+            "an empty device name",
+            "validation",
+            shape(
+                "sa",
+                "NoExecute",
+                Some(json!({ "driver": "gpu.nvidia.com", "pool": node, "device": "" })),
+            ),
+        ),
+        ("no profile label", "gpuready-writes", unclaimed),
+        (
+            "for a profile without deviceGating",
+            "gpuready-profile-writes",
+            shape("plain", "NoSchedule", None),
+        ),
+        (
+            "NoExecute for a profile that declares NoSchedule",
+            "gpuready-profile-writes",
+            shape("ns", "NoExecute", None),
+        ),
+        (
+            "NoSchedule for a profile that only observes",
+            "gpuready-profile-writes",
+            shape("watch", "NoSchedule", None),
+        ),
+    ];
+    let total = forbidden.len();
+    for (what, by, rule) in forbidden {
+        refused_by(what, by, rules_api(&sa).create(&dry, &rule).await.map(drop));
+    }
+    for (what, rule) in [
+        (
+            "NoExecute, one device, for `sa` (declares NoExecute)",
+            shape("sa", "NoExecute", None),
+        ),
+        (
+            "NoSchedule, one device, for `ns`",
+            shape("ns", "NoSchedule", None),
+        ),
+        (
+            "None, one device, for `watch` (Observe)",
+            shape("watch", "None", None),
+        ),
+    ] {
+        rules_api(&sa)
+            .create(&dry, &rule)
+            .await
+            .unwrap_or_else(|e| panic!("{what}: {e}"));
+    }
+    // A rule of gpuready's, changed to lose its selector: refused on update too.
+    let own = rules_api(&sa)
+        .create(&PostParams::default(), &shape("ns", "NoSchedule", None))
+        .await
+        .expect("a rule for ns");
+    let mut widened = own.clone();
+    widened.spec.device_selector = None;
+    refused_by(
+        "update gpuready's rule to select every device",
+        "gpuready-writes",
+        rules_api(&sa)
+            .replace(&own.name_any(), &PostParams::default(), &widened)
+            .await
+            .map(drop),
+    );
+    let ghost = rules_api(&sa)
+        .create(&dry, &own_looking_rule(node, "ghost", "gpu-6", "NoExecute"))
+        .await;
+    println!(
+        "DeviceTaintRule shapes beyond one device of a gating profile: {} of {} refused; 3 of 3 needed shapes admitted; within the ceiling: NoExecute on one device for a profile that does not exist: {}",
+        total + 1,
+        total + 1,
+        if ghost.is_ok() { "admitted" } else { "refused" }
     );
 }
 
