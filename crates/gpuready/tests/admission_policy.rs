@@ -26,6 +26,7 @@ use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use support::*;
@@ -1256,4 +1257,137 @@ async fn no_admin_write_is_refused_across_api_server_restarts() {
         admitted, 0,
         "the ceiling let the ServiceAccount's NoExecute through"
     );
+}
+
+/// Issue 32, item 3: the policy admits the NFD CRDs only as released — no
+/// `x-kubernetes-preserve-unknown-fields` anywhere (no release has one; the
+/// old check read the key as `x__dash__…`, a name only typed CEL knows, and
+/// never fired). Each shape is sent as gpuready sends the CRDs (server-side
+/// apply, field manager `gpuready`, forced), dry run; the carried set and an
+/// upgrade from an older release pass.
+#[tokio::test]
+async fn nfd_crds_are_admitted_only_as_released() {
+    let env = TestEnv::shared().await.expect("test control plane");
+    let admin = env.client().expect("client");
+    install_policy(env, LATE_VALUES).await;
+    install_crds(env, "deploy/crds/nfd-crds.yaml", "nfd").await;
+    let sa = env
+        .client_as_service_account(NS, RELEASE)
+        .expect("SA client");
+    create_node_with_status(&admin, "nfd-0").await;
+    wait_active(&admin, &sa, "nfd-0").await;
+    let carried = read_crds(&repo_root().join("deploy/crds/nfd-crds.yaml"));
+    let rule = carried
+        .iter()
+        .find(|c| c.name_any() == "nodefeaturerules.nfd.k8s-sigs.io")
+        .expect("NodeFeatureRule");
+    let sa_crds: Api<CustomResourceDefinition> = Api::all(sa.clone());
+    let apply = |crd: Value| {
+        let api = sa_crds.clone();
+        async move {
+            let name = crd["metadata"]["name"].as_str().expect("name").to_owned();
+            api.patch(
+                &name,
+                &PatchParams::apply(keys::FIELD_MANAGER).force().dry_run(),
+                &Patch::Apply(&crd),
+            )
+            .await
+            .map(drop)
+        }
+    };
+    let base = serde_json::to_value(rule).expect("json");
+    let schema = "/spec/versions/0/schema/openAPIV3Schema";
+    let with = |path: &str, key: &str, value: Value| {
+        let mut c = base.clone();
+        c.pointer_mut(&format!("{schema}{path}"))
+            .and_then(Value::as_object_mut)
+            .unwrap_or_else(|| panic!("{path} in the schema"))
+            .insert(key.to_owned(), value);
+        c
+    };
+    // 18 levels of `properties`: deeper than the policy looks (16).
+    let mut deep = base.clone();
+    let mut level = deep
+        .pointer_mut(&format!("{schema}/properties/spec"))
+        .expect("spec")
+        .clone();
+    let mut nested = json!({ "type": "string" });
+    for _ in 0..18 {
+        nested = json!({ "type": "object", "properties": { "x": nested } });
+    }
+    level["properties"]["deep"] = nested;
+    *deep
+        .pointer_mut(&format!("{schema}/properties/spec"))
+        .expect("spec") = level;
+    let shapes: Vec<(&str, Value)> = vec![
+        (
+            "x-kubernetes-preserve-unknown-fields on spec",
+            with(
+                "/properties/spec",
+                "x-kubernetes-preserve-unknown-fields",
+                json!(true),
+            ),
+        ),
+        (
+            "x-kubernetes-preserve-unknown-fields at the root, properties kept",
+            with("", "x-kubernetes-preserve-unknown-fields", json!(true)),
+        ),
+        (
+            "x-kubernetes-preserve-unknown-fields deep down (spec.rules[].labels)",
+            with(
+                "/properties/spec/properties/rules/items/properties/labels",
+                "x-kubernetes-preserve-unknown-fields",
+                json!(true),
+            ),
+        ),
+        ("x-kubernetes-embedded-resource on spec", {
+            let mut c = with(
+                "/properties/spec",
+                "x-kubernetes-embedded-resource",
+                json!(true),
+            );
+            c.pointer_mut(&format!("{schema}/properties/spec"))
+                .and_then(Value::as_object_mut)
+                .expect("spec")
+                .insert("x-kubernetes-preserve-unknown-fields".into(), json!(true));
+            c
+        }),
+        (
+            "a combinator (anyOf) on spec",
+            with(
+                "/properties/spec",
+                "anyOf",
+                json!([{ "required": ["rules"] }, { "required": ["x"] }]),
+            ),
+        ),
+        ("a schema 18 levels deep", deep),
+    ];
+    let mut failures = Vec::new();
+    for (what, crd) in &shapes {
+        match apply(crd.clone()).await {
+            Err(kube::Error::Api(e))
+                if e.message
+                    .contains("ValidatingAdmissionPolicy 'gpuready-writes'") => {}
+            other => failures.push(format!(
+                "{what}: expected the policy's refusal, got {other:?}"
+            )),
+        }
+    }
+    // Needed: the carried set as gpuready applies it.
+    for crd in &carried {
+        if let Err(e) = apply(serde_json::to_value(crd).expect("json")).await {
+            failures.push(format!("the carried {}: {e}", crd.name_any()));
+        }
+    }
+    println!(
+        "NFD CRD shapes beyond the release refused: {} of {}; the carried set admitted: {}",
+        shapes.len()
+            - failures
+                .iter()
+                .filter(|f| !f.starts_with("the carried"))
+                .count(),
+        shapes.len(),
+        !failures.iter().any(|f| f.starts_with("the carried"))
+    );
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
