@@ -19,7 +19,10 @@ use kube::core::Selector;
 use serde::Serialize;
 
 use crate::cluster::{ClusterArgs, ClusterError, describe_request_error};
+
+mod spill;
 use crate::input::{self, InputError};
+pub use spill::{Checked, SpillError, check_files_to};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Output {
@@ -409,6 +412,36 @@ pub fn judge(
     now: Timestamp,
     feed: impl FnOnce(&mut dyn FnMut(&k8s_openapi::api::core::v1::Node)) -> Result<(), InputError>,
 ) -> Result<CheckReport, InputError> {
+    let mut out: Vec<NodeAssessment> = Vec::new();
+    let mut taint_refused = Vec::new();
+    judge_each(profiles, extra, now, feed, |a, refused| {
+        if refused {
+            taint_refused.push(a.name.clone());
+        }
+        out.push(a);
+    })?;
+    out.shrink_to_fit();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    taint_refused.sort();
+    let summary = NodeCounts::of(&out);
+    Ok(CheckReport {
+        now: now.to_string(),
+        nodes: out,
+        summary,
+        taint_refused,
+    })
+}
+
+/// Judges every node `feed` hands over and hands each assessment to `each`,
+/// with whether the node's taint was refused last time and is still to be
+/// written (see [`CheckReport::taint_refused`]). Keeps nothing itself.
+pub(crate) fn judge_each(
+    profiles: &[GpuNodeProfile],
+    extra: &ExtraEvidence,
+    now: Timestamp,
+    feed: impl FnOnce(&mut dyn FnMut(&k8s_openapi::api::core::v1::Node)) -> Result<(), InputError>,
+    mut each: impl FnMut(NodeAssessment, bool),
+) -> Result<(), InputError> {
     let index = EvidenceIndex::new(
         extra.resource_slices.as_deref(),
         extra.node_features.as_deref(),
@@ -432,8 +465,6 @@ pub fn judge(
         heartbeat_seconds: 0,
         hold_new_taints: false,
     };
-    let mut out: Vec<NodeAssessment> = Vec::new();
-    let mut taint_refused = Vec::new();
     feed(&mut |n| {
         let facts = NodeFacts::from_node(n);
         let refused_before = taint_refused_before(&facts);
@@ -457,20 +488,8 @@ pub fn judge(
             &pairs,
             &opts,
         );
-        if refused_before && a.changes.taint.is_some() {
-            taint_refused.push(a.name.clone());
-        }
-        out.push(a);
-    })?;
-    out.shrink_to_fit();
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    taint_refused.sort();
-    let summary = NodeCounts::of(&out);
-    Ok(CheckReport {
-        now: now.to_string(),
-        nodes: out,
-        summary,
-        taint_refused,
+        let refused = refused_before && a.changes.taint.is_some();
+        each(a, refused);
     })
 }
 
@@ -653,21 +672,50 @@ fn describe_changes(a: &NodeAssessment) -> Vec<String> {
 }
 
 fn render_table(report: &CheckReport, s: &mut dyn std::io::Write) -> std::io::Result<()> {
-    let w_node = report
-        .nodes
+    let rows: Vec<TableRow<'_>> = report.nodes.iter().map(TableRow::of).collect();
+    table_head(&rows, s)?;
+    for n in &report.nodes {
+        node_details(n, s)?;
+    }
+    table_foot(&report.summary, &report.taint_refused, &report.now, s)
+}
+
+/// A node's row in the table's first part.
+pub(crate) struct TableRow<'a> {
+    pub name: &'a str,
+    /// The PROFILE column: the profile, `(conflict)` or `(none)`.
+    pub profile: &'a str,
+    pub ready: Option<bool>,
+    pub reason: &'a str,
+}
+
+impl<'a> TableRow<'a> {
+    pub fn of(n: &'a NodeAssessment) -> TableRow<'a> {
+        TableRow {
+            name: &n.name,
+            profile: match n.governance {
+                GovernanceKind::Conflict => "(conflict)",
+                GovernanceKind::Ungoverned => "(none)",
+                GovernanceKind::Governed => n.profile.as_deref().unwrap_or("-"),
+            },
+            ready: n.ready,
+            reason: &n.reason,
+        }
+    }
+}
+
+/// The table's header and one row per node, columns as wide as the widest
+/// name and profile.
+pub(crate) fn table_head(rows: &[TableRow<'_>], s: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let w_node = rows
         .iter()
-        .map(|n| printable(&n.name).chars().count())
+        .map(|r| printable(r.name).chars().count())
         .max()
         .unwrap_or(4)
         .max(4);
-    let w_prof = report
-        .nodes
+    let w_prof = rows
         .iter()
-        .map(|n| {
-            n.profile
-                .as_deref()
-                .map_or(1, |p| printable(p).chars().count())
-        })
+        .map(|r| printable(r.profile).chars().count())
         .max()
         .unwrap_or(7)
         .max(7);
@@ -676,104 +724,112 @@ fn render_table(report: &CheckReport, s: &mut dyn std::io::Write) -> std::io::Re
         "{:w_node$}  {:w_prof$}  READY  REASON",
         "NODE", "PROFILE"
     )?;
-    for n in &report.nodes {
-        let profile = match n.governance {
-            GovernanceKind::Conflict => "(conflict)",
-            GovernanceKind::Ungoverned => "(none)",
-            GovernanceKind::Governed => n.profile.as_deref().unwrap_or("-"),
-        };
+    for r in rows {
         writeln!(
             s,
             "{:w_node$}  {:w_prof$}  {:5}  {}",
-            printable(&n.name),
-            printable(profile),
-            yes_no(n.ready),
-            printable(&n.reason)
+            printable(r.name),
+            printable(r.profile),
+            yes_no(r.ready),
+            printable(r.reason)
         )?;
     }
-    for n in &report.nodes {
-        writeln!(s)?;
-        match n.governance {
-            GovernanceKind::Ungoverned => {
-                writeln!(
-                    s,
-                    "{}: ungoverned — {}",
-                    printable(&n.name),
-                    printable(&n.message)
-                )?;
-            }
-            GovernanceKind::Conflict => {
-                writeln!(
-                    s,
-                    "{}: CONFLICT — {}",
-                    printable(&n.name),
-                    printable(&n.message)
-                )?;
-            }
-            GovernanceKind::Governed => {
-                let verdict = if n.ready == Some(true) {
-                    "READY"
-                } else {
-                    "NOT READY"
-                };
-                let observe = if n.observe {
-                    " (Observe mode: no writes)"
-                } else {
-                    ""
-                };
-                writeln!(
-                    s,
-                    "{}: {verdict} under GpuNodeProfile {}{observe}",
-                    printable(&n.name),
-                    printable(n.profile.as_deref().unwrap_or("-"))
-                )?;
-                let w_reason = n
-                    .layers
-                    .iter()
-                    .map(|l| printable(&l.reason).chars().count())
-                    .max()
-                    .unwrap_or(6)
-                    .max(6);
-                writeln!(
-                    s,
-                    "  {:16}  {:8}  {:w_reason$}  {:16}  MESSAGE",
-                    "LAYER", "STATUS", "REASON", "EVIDENCE"
-                )?;
-                for l in &n.layers {
-                    let gate = if l.gating { "" } else { " (not gating)" };
-                    writeln!(
-                        s,
-                        "  {:16}  {:8}  {:w_reason$}  {:16}  {}{gate}",
-                        l.layer.as_str(),
-                        l.status.as_str(),
-                        printable(&l.reason),
-                        l.evidence.as_str(),
-                        printable(&l.message)
-                    )?;
-                }
-                if let Some(d) = &n.deadline_passed {
-                    writeln!(s, "  deadline: {}", printable(&d.describe()))?;
-                }
-            }
+    Ok(())
+}
+
+/// One node's part of the table's second part: its verdict, layers and what
+/// gpuready would change.
+pub(crate) fn node_details(n: &NodeAssessment, s: &mut dyn std::io::Write) -> std::io::Result<()> {
+    writeln!(s)?;
+    match n.governance {
+        GovernanceKind::Ungoverned => {
+            writeln!(
+                s,
+                "{}: ungoverned — {}",
+                printable(&n.name),
+                printable(&n.message)
+            )?;
         }
-        let changes = describe_changes(n);
-        if !changes.is_empty() {
-            writeln!(s, "  would: {}", printable(&changes.join("; ")))?;
+        GovernanceKind::Conflict => {
+            writeln!(
+                s,
+                "{}: CONFLICT — {}",
+                printable(&n.name),
+                printable(&n.message)
+            )?;
+        }
+        GovernanceKind::Governed => {
+            let verdict = if n.ready == Some(true) {
+                "READY"
+            } else {
+                "NOT READY"
+            };
+            let observe = if n.observe {
+                " (Observe mode: no writes)"
+            } else {
+                ""
+            };
+            writeln!(
+                s,
+                "{}: {verdict} under GpuNodeProfile {}{observe}",
+                printable(&n.name),
+                printable(n.profile.as_deref().unwrap_or("-"))
+            )?;
+            let w_reason = n
+                .layers
+                .iter()
+                .map(|l| printable(&l.reason).chars().count())
+                .max()
+                .unwrap_or(6)
+                .max(6);
+            writeln!(
+                s,
+                "  {:16}  {:8}  {:w_reason$}  {:16}  MESSAGE",
+                "LAYER", "STATUS", "REASON", "EVIDENCE"
+            )?;
+            for l in &n.layers {
+                let gate = if l.gating { "" } else { " (not gating)" };
+                writeln!(
+                    s,
+                    "  {:16}  {:8}  {:w_reason$}  {:16}  {}{gate}",
+                    l.layer.as_str(),
+                    l.status.as_str(),
+                    printable(&l.reason),
+                    l.evidence.as_str(),
+                    printable(&l.message)
+                )?;
+            }
+            if let Some(d) = &n.deadline_passed {
+                writeln!(s, "  deadline: {}", printable(&d.describe()))?;
+            }
         }
     }
-    let m = &report.summary;
-    if !report.taint_refused.is_empty() {
+    let changes = describe_changes(n);
+    if !changes.is_empty() {
+        writeln!(s, "  would: {}", printable(&changes.join("; ")))?;
+    }
+    Ok(())
+}
+
+/// The table's last lines: nodes whose taint was refused, and the counts.
+pub(crate) fn table_foot(
+    m: &Summary,
+    taint_refused: &[String],
+    now: &str,
+    s: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    if !taint_refused.is_empty() {
         writeln!(
             s,
             "\n{} node(s) not gated as their verdict says: {} last time ({}); see their GpuReady condition",
-            report.taint_refused.len(),
+            taint_refused.len(),
             gpuready_api::keys::TAINT_REFUSED,
-            printable(&report.taint_refused.join(", "))
+            printable(&taint_refused.join(", "))
         )?;
     }
     writeln!(
         s,
-        "\n{} governed node(s): {} ready, {} not ready; {} conflict(s); {} ungoverned (as of {})",
-        m.governed, m.ready, m.not_ready, m.conflicts, m.ungoverned, report.now
+        "\n{} governed node(s): {} ready, {} not ready; {} conflict(s); {} ungoverned (as of {now})",
+        m.governed, m.ready, m.not_ready, m.conflicts, m.ungoverned
     )
 }

@@ -68,10 +68,12 @@ pub struct Context {
     pub refused: Refused,
 }
 
-/// Node → (profile, the API server's reason, what it refused) for writes the
-/// server refused.
+/// One refused node: its profile, the API server's reason, what it refused.
+type RefusedEntry = (String, String, RefusedWrite);
+
+/// Node → its [`RefusedEntry`], for writes the server refused.
 #[derive(Clone, Default)]
-pub struct Refused(Arc<Mutex<HashMap<String, (String, String, RefusedWrite)>>>);
+pub struct Refused(Arc<Mutex<HashMap<String, RefusedEntry>>>);
 
 /// One profile's refused nodes: how many, by what was refused, and the first
 /// one (by name) with its reason.
