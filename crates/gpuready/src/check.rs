@@ -19,10 +19,11 @@ use kube::core::Selector;
 use serde::Serialize;
 
 use crate::cluster::{ClusterArgs, ClusterError, describe_request_error};
-
-mod spill;
 use crate::input::{self, InputError};
-pub use spill::{Checked, SpillError, check_files_to};
+
+/// The offline check that spills its report as it judges (what `main` runs
+/// for `--nodes`); it builds on this module, never the other way round.
+pub mod spill;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Output {

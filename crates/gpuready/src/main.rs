@@ -229,24 +229,25 @@ fn run_check(args: &check::CheckArgs) -> ExitCode {
 /// node's part spilled to a temporary file), so memory holds a small row per
 /// node, not its assessment.
 fn run_check_files(args: &check::CheckArgs) -> ExitCode {
-    let checked = match check::check_files_to(args, args.output, &mut std::io::stdout().lock()) {
-        Ok((checked, written)) => {
-            match written {
-                Ok(()) => {}
-                // A closed pipe (`| head`) is the reader's choice, not an error.
-                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-                Err(e) => {
-                    eprintln!("error: rendering the report: {e}");
-                    return ExitCode::from(2);
+    let checked =
+        match check::spill::check_files_to(args, args.output, &mut std::io::stdout().lock()) {
+            Ok((checked, written)) => {
+                match written {
+                    Ok(()) => {}
+                    // A closed pipe (`| head`) is the reader's choice, not an error.
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                    Err(e) => {
+                        eprintln!("error: rendering the report: {e}");
+                        return ExitCode::from(2);
+                    }
                 }
+                checked
             }
-            checked
-        }
-        Err(e) => {
-            eprintln!("error: {e}");
-            return ExitCode::from(2);
-        }
-    };
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        };
     if checked.summary.governed + checked.summary.conflicts == 0 {
         eprintln!(
             "warning: no GpuNodeProfile selects any of these nodes; check the profiles' nodeSelector"
