@@ -135,8 +135,8 @@ of this chart sets, and extraReadinessTaintKeys. One key per line, sorted, uniqu
 {{/*
 CEL over the key KEY: whether a GpuNodeProfile may name it as `taint.key`. The
 very rule the CRD puts on `taint.key` (generated from keys.rs: reserved domains,
-autoscaler prefixes), so the policy lets gpuready write every taint key a
-profile can ask for and no other; tests/admission_policy.rs keeps the two equal.
+autoscaler prefixes): a key the chart's values list is written only if a
+profile could name it too. tests/admission_policy.rs keeps the two equal.
 */}}
 {{- define "gpuready.cel.profileTaintKey" -}}
 (!KEY.matches('^([^/]*\\.)?(kubernetes\\.io|k8s\\.io|x-k8s\\.io|nvidia\\.com|karpenter\\.sh|karpenter\\.k8s\\.aws|azure\\.com|cloud\\.google\\.com|gke\\.io|amazonaws\\.com|oraclecloud\\.com)/') || KEY.startsWith('readiness.k8s.io/') || KEY.startsWith('startup-taint.cluster-autoscaler.kubernetes.io/') || KEY.startsWith('ignore-taint.cluster-autoscaler.kubernetes.io/'))
@@ -157,4 +157,71 @@ keeps the list equal to what the engine writes).
 */}}
 {{- define "gpuready.conditionTypes" -}}
 'GpuReady', 'GpuReadyProbe', 'GpuReadyNode', 'GpuReadyHardware', 'GpuReadyDriver', 'GpuReadyDevicePlugin', 'GpuReadyFeatureDiscovery', 'GpuReadyProfile', 'GpuReadyCompatibility', 'GpuReadyHealth', 'GpuReadyFabric', 'GpuReadyExternal'
+{{- end }}
+
+{{/*
+The node label and annotation keys gpuready writes, by exact name, never by
+prefix (keys.rs NODE_LABELS_WRITTEN / NODE_ANNOTATIONS_WRITTEN; the chart test
+keeps them equal). Other gpuready.io/ keys on a node are not gpuready's to
+write: an operator's gpuready.io/repaired-at, an admin's gpuready.io/ taint.
+*/}}
+{{- define "gpuready.nodeLabelsWritten" -}}
+'gpuready.io/not-ready-deadline-exceeded', 'gpuready.io/profile', 'gpuready.io/ready'
+{{- end }}
+{{- define "gpuready.nodeAnnotationsWritten" -}}
+'gpuready.io/labels', 'gpuready.io/released-at', 'gpuready.io/taint'
+{{- end }}
+
+{{/*
+Taint keys gpuready's ServiceAccount may add with effect NoExecute (evicting
+pods): those of the chart's profiles that declare it or escalate (issue 30's
+`escalation`), and
+admissionPolicy.noExecuteTaintKeys. One key per line, sorted, unique.
+*/}}
+{{- define "gpuready.noExecuteTaintKeys" -}}
+{{- $keys := list }}
+{{- range $name, $spec := .Values.profiles }}
+{{- with $spec }}{{ if or (eq (toString (dig "taint" "effect" "" .)) "NoExecute") .escalation }}
+{{- $keys = append $keys (dig "taint" "key" "readiness.k8s.io/gpuready-not-ready" .) }}
+{{- end }}{{ end }}
+{{- end }}
+{{- $keys = concat $keys .Values.admissionPolicy.noExecuteTaintKeys }}
+{{- range $keys | uniq | sortAlpha }}
+{{ . }}
+{{- end }}
+{{- end }}
+
+{{/*
+readyLabels keys gpuready's ServiceAccount may set: those of the chart's
+profiles and admissionPolicy.extraLabelKeys. One key per line, sorted, unique.
+*/}}
+{{- define "gpuready.readyLabelKeys" -}}
+{{- $keys := list }}
+{{- range $name, $spec := .Values.profiles }}
+{{- with $spec }}{{ with .readyLabels }}
+{{- $keys = concat $keys (keys .) }}
+{{- end }}{{ end }}
+{{- end }}
+{{- $keys = concat $keys .Values.admissionPolicy.extraLabelKeys }}
+{{- range $keys | uniq | sortAlpha }}
+{{ . }}
+{{- end }}
+{{- end }}
+
+{{/*
+CEL over the schema S (a JSONSchemaProps of a CRD version, read as a map):
+true when neither S nor anything below it, to DEPTH levels of properties,
+items and additionalProperties, preserves unknown fields or embeds a resource,
+uses a combinator (allOf/anyOf/oneOf/not: NFD's releases use none) or an array
+of item schemas, and nothing lies deeper. CEL has no recursion, so the levels
+are unrolled here; the children of each level are one list, so the text grows
+linearly with DEPTH. Dashed keys are read by index: `x__dash__…` names a
+field only in typed (CRD-schema) CEL, never in a map like this one.
+*/}}
+{{- define "gpuready.cel.closedSchema" -}}
+{{- $s := .s }}{{ $d := int .d -}}
+(!{{ $s }}[?'x-kubernetes-preserve-unknown-fields'].orValue(false) && !{{ $s }}[?'x-kubernetes-embedded-resource'].orValue(false) && ['allOf', 'anyOf', 'oneOf', 'not'].all(c, !(c in {{ $s }})) && (!has({{ $s }}.items) || type({{ $s }}.items) == map) &&
+{{- if eq $d 0 }} !has({{ $s }}.properties) && !has({{ $s }}.items) && (!has({{ $s }}.additionalProperties) || type({{ $s }}.additionalProperties) == bool))
+{{- else }} ({{ $s }}.?properties.orValue({}).map(k, {{ $s }}.properties[k]) + (has({{ $s }}.items) ? [{{ $s }}.items] : []) + (has({{ $s }}.additionalProperties) && type({{ $s }}.additionalProperties) == map ? [{{ $s }}.additionalProperties] : [])).all(s{{ $d }}, {{ include "gpuready.cel.closedSchema" (dict "s" (printf "s%d" $d) "d" (sub $d 1)) }}))
+{{- end }}
 {{- end }}

@@ -153,13 +153,18 @@ pub fn rule_name(driver: &str, pool: &str, device: &str) -> String {
     format!("{head}-{h:016x}")
 }
 
-/// The labels and annotations every rule gpuready writes carries.
-pub fn owned_metadata(node: &str, reason: &str) -> ObjectMeta {
+/// The labels and annotations every rule gpuready writes carries: its
+/// ownership label, and the profile it gates for (`gpuready.io/profile`),
+/// which the chart's admission policy holds the rule's effect to.
+pub fn owned_metadata(node: &str, profile: &str, reason: &str) -> ObjectMeta {
     ObjectMeta {
-        labels: Some(BTreeMap::from([(
-            keys::device_rules::LABEL_OWNED.to_owned(),
-            keys::device_rules::LABEL_OWNED_VALUE.to_owned(),
-        )])),
+        labels: Some(BTreeMap::from([
+            (
+                keys::device_rules::LABEL_OWNED.to_owned(),
+                keys::device_rules::LABEL_OWNED_VALUE.to_owned(),
+            ),
+            (keys::LABEL_PROFILE.to_owned(), profile.to_owned()),
+        ])),
         annotations: Some(BTreeMap::from([
             (
                 keys::device_rules::ANNOTATION_NODE.to_owned(),
@@ -195,7 +200,7 @@ mod tests {
     #[test]
     fn ownership_needs_prefix_and_label() {
         let mut r = DeviceTaintRule {
-            metadata: owned_metadata("n", "FatalXid"),
+            metadata: owned_metadata("n", "p", "FatalXid"),
             ..DeviceTaintRule::default()
         };
         r.metadata.name = Some("gpuready-n-gpu-0".into());

@@ -52,6 +52,16 @@ pub const ANNOTATION_RELEASED: &str = "gpuready.io/released-at";
 /// remediation systems. gpuready itself never deletes, drains or cordons.
 pub const LABEL_DEADLINE_EXCEEDED: &str = "gpuready.io/not-ready-deadline-exceeded";
 
+/// Every label key gpuready writes on a Node, by exact name (never by prefix:
+/// other `gpuready.io/` keys on a node are not gpuready's). The chart's
+/// admission policy lists the same keys (the chart test keeps them equal).
+pub const NODE_LABELS_WRITTEN: &[&str] = &[LABEL_DEADLINE_EXCEEDED, LABEL_PROFILE, LABEL_READY];
+
+/// Every annotation key gpuready writes on a Node, by exact name (an
+/// operator's `gpuready.io/repaired-at` is read, never written).
+pub const NODE_ANNOTATIONS_WRITTEN: &[&str] =
+    &[ANNOTATION_LABELS, ANNOTATION_RELEASED, ANNOTATION_TAINT];
+
 /// Node condition carrying the overall verdict.
 pub const CONDITION_GPU_READY: &str = "GpuReady";
 /// Prefix of the optional per-layer node conditions (`GpuReadyDriver`, ...).
@@ -120,6 +130,13 @@ pub const AUTOSCALER_TAINT_PREFIXES: &[&str] = &[
 /// Reason of the profile's `Ready`/`Stalled` conditions while the API server
 /// refuses gpuready's writes to some of its nodes.
 pub const REASON_WRITES_REFUSED: &str = "WritesRefused";
+/// How a node's `GpuReady` message says the API server refused gpuready's
+/// taint (an admission policy, RBAC): the node is not gated as its verdict
+/// says. `gpuready check` counts the nodes whose condition says so.
+pub const TAINT_REFUSED: &str = "the API server refused gpuready's taint";
+/// How a node's `GpuReady` message says the API server refused another of
+/// gpuready's writes to it (a label, an annotation).
+pub const WRITE_REFUSED: &str = "the API server refused gpuready's write to this node";
 
 /// Reason of the profile's `Ready`/`Stalled` conditions when the profile breaks a
 /// rule the API server should have enforced (admitted by an older CRD, say).

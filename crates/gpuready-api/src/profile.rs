@@ -663,6 +663,10 @@ pub struct GpuExpectation {
     #[x_kube(validation = Rule::new("self.all(p, p.size() >= 1 && p.size() <= 128)").message("each product must be 1 to 128 characters"))]
     #[x_kube(validation = Rule::new("self.all(p, !p.contains('**') && p.matches('^([^\\\\[\\\\]]|\\\\[(![^\\\\[\\\\]]+|[^!\\\\[\\\\]][^\\\\[\\\\]]*)\\\\])*$'))").message("products must be valid patterns: *, ? and [...] classes, each [ closed by ], no **"))]
     #[x_kube(validation = Rule::new("self.all(p, p == '*' || p.matches('[^*?]'))").message("products must name something: a pattern of only ? and * matches every short name (use * alone for any product)"))]
+    // A class range between letters or digits that runs high to low (`z-a`)
+    // matches nothing: every such pair, spelled out (CEL cannot compare
+    // characters; validate.rs checks the same by code point).
+    #[x_kube(validation = Rule::new("self.all(p, !p.matches('\\\\[[^\\\\]]*([a-z]-[0-9A-Z]|[A-Z]-[0-9]|1-0|2-[0-1]|3-[0-2]|4-[0-3]|5-[0-4]|6-[0-5]|7-[0-6]|8-[0-7]|9-[0-8]|B-A|C-[A-B]|D-[A-C]|E-[A-D]|F-[A-E]|G-[A-F]|H-[A-G]|I-[A-H]|J-[A-I]|K-[A-J]|L-[A-K]|M-[A-L]|N-[A-M]|O-[A-N]|P-[A-O]|Q-[A-P]|R-[A-Q]|S-[A-R]|T-[A-S]|U-[A-T]|V-[A-U]|W-[A-V]|X-[A-W]|Y-[A-X]|Z-[A-Y]|b-a|c-[a-b]|d-[a-c]|e-[a-d]|f-[a-e]|g-[a-f]|h-[a-g]|i-[a-h]|j-[a-i]|k-[a-j]|l-[a-k]|m-[a-l]|n-[a-m]|o-[a-n]|p-[a-o]|q-[a-p]|r-[a-q]|s-[a-r]|t-[a-s]|u-[a-t]|v-[a-u]|w-[a-v]|x-[a-w]|y-[a-x]|z-[a-y])'))").message("products must not hold a range that matches nothing: a range between letters or digits runs low to high ([a-z], not [z-a])"))]
     pub products: Vec<String>,
 
     /// Minimum `nvidia.com/gpu.memory`, in MiB (e.g. 24576 for a 24 GiB card).
@@ -679,11 +683,13 @@ pub struct GpuExpectation {
     /// Allowed architecture families. Empty: any.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 12))]
+    #[x_kube(validation = Rule::new("self.all(f, self.exists_one(g, g == f))").message("gpu.families must list each family once"))]
     pub families: Vec<Family>,
 
     /// Families that must not be used (e.g. `maxwell` for a fleet moving to CUDA 13).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 12))]
+    #[x_kube(validation = Rule::new("self.all(f, self.exists_one(g, g == f))").message("gpu.excludedFamilies must list each family once"))]
     pub excluded_families: Vec<Family>,
 
     /// GPUs per node: at least this many in `nvidia.com/gpu.count` and allocatable.

@@ -96,7 +96,7 @@ pub fn is_product_pattern(p: &str) -> bool {
                         Some(ch) => class.push(ch),
                     }
                 }
-                if class.is_empty() || class == "!" {
+                if class.is_empty() || class == "!" || has_descending_range(&class) {
                     return false;
                 }
             }
@@ -104,6 +104,23 @@ pub fn is_product_pattern(p: &str) -> bool {
         }
     }
     glob::Pattern::new(p).is_ok()
+}
+
+/// The letters and digits in code-point order: a class range between two of
+/// them runs low to high when the first comes first here.
+const RANGE_ORDER: &str = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
+
+/// Whether a class body (between `[` and `]`) holds a range between letters or
+/// digits that runs high to low (`z-a`): it matches no character, so the
+/// pattern could never match a product (issue 32 found `[z-a]` admitted). Any
+/// letter or digit, `-`, then a lower one, at any place in the class — the
+/// CRD's rule spells out the same pairs.
+fn has_descending_range(class: &str) -> bool {
+    let rank = |c: char| RANGE_ORDER.find(c);
+    let chars: Vec<char> = class.chars().collect();
+    chars
+        .windows(3)
+        .any(|w| w[1] == '-' && matches!((rank(w[0]), rank(w[2])), (Some(a), Some(b)) if a > b))
 }
 
 fn is_dns_subdomain(s: &str) -> bool {
@@ -363,7 +380,7 @@ impl GpuNodeProfileSpec {
                 fail(
                     "gpu.products",
                     format!(
-                        "{p:?} is not a valid pattern: use *, ? and [...] classes (each [ closed by ], no **)"
+                        "{p:?} is not a valid pattern: use *, ? and [...] classes (each [ closed by ], no **, a range between letters or digits low to high: [a-z], not [z-a])"
                     ),
                 );
             }
@@ -381,6 +398,21 @@ impl GpuNodeProfileSpec {
                 "gpu.families",
                 format!("{} entries: at most 12", gpu.families.len()),
             );
+        }
+        for (field, list) in [
+            ("gpu.families", &gpu.families),
+            ("gpu.excludedFamilies", &gpu.excluded_families),
+        ] {
+            if let Some((i, f)) = list
+                .iter()
+                .enumerate()
+                .find(|(i, f)| list[..*i].contains(f))
+            {
+                fail(
+                    field,
+                    format!("{f} is listed twice (entry {i}): list each family once"),
+                );
+            }
         }
         if gpu.excluded_families.len() > 12 {
             fail(
@@ -1096,7 +1128,17 @@ mod tests {
         for ok in ["NVIDIA-*", "A?", "RTX-[34]0[0-9]0", "[!a]x", "*"] {
             assert!(is_product_pattern(ok), "{ok}");
         }
-        for bad in ["[RTX", "NVIDIA-**", "a]", "[]", "[!]", "[[a]"] {
+        for bad in [
+            "[RTX",
+            "NVIDIA-**",
+            "a]",
+            "[]",
+            "[!]",
+            "[[a]",
+            "[z-a]",
+            "RTX-[9-0]0",
+            "[!Z-A]",
+        ] {
             assert!(!is_product_pattern(bad), "{bad}");
         }
     }

@@ -357,27 +357,43 @@ pub struct DeviceRuleChange {
     pub uid: Option<String>,
 }
 
-/// The rule gpuready wants for one bad device.
-pub fn desired_rule(node: &str, bad: &BadDevice, spec: &GpuNodeProfileSpec) -> DeviceTaintRule {
+/// The rule gpuready wants for one bad device, written for `profile`.
+pub fn desired_rule(
+    node: &str,
+    profile: &str,
+    bad: &BadDevice,
+    spec: &GpuNodeProfileSpec,
+) -> DeviceTaintRule {
     let effect = match (spec.mode, &spec.device_gating) {
         (Mode::Observe, _) | (_, None) => "None",
         (Mode::Enforce, Some(g)) => g.effect.as_str(),
     };
     let name = device_taint_rule::rule_name(&bad.driver, &bad.pool, &bad.device);
-    device_rule(node, bad, name, effect)
+    device_rule(node, profile, bad, name, effect)
 }
 
 /// The escalation rule of a bad device: the same taint as its own rule, with
 /// the escalation's effect (`None` during the dry run, then `NoExecute`).
-pub fn escalation_rule(node: &str, bad: &BadDevice, e: &EscalationState) -> DeviceTaintRule {
+pub fn escalation_rule(
+    node: &str,
+    profile: &str,
+    bad: &BadDevice,
+    e: &EscalationState,
+) -> DeviceTaintRule {
     let name = escalation_rule_name(&bad.driver, &bad.pool, &bad.device);
-    device_rule(node, bad, name, e.effect)
+    device_rule(node, profile, bad, name, e.effect)
 }
 
-/// A rule of gpuready's named `name` tainting exactly `bad`'s device with its
-/// reason and `effect`.
-fn device_rule(node: &str, bad: &BadDevice, name: String, effect: &str) -> DeviceTaintRule {
-    let mut metadata = device_taint_rule::owned_metadata(node, &bad.reason);
+/// A rule of gpuready's named `name`, for `profile`, tainting exactly `bad`'s
+/// device with its reason and `effect`.
+fn device_rule(
+    node: &str,
+    profile: &str,
+    bad: &BadDevice,
+    name: String,
+    effect: &str,
+) -> DeviceTaintRule {
+    let mut metadata = device_taint_rule::owned_metadata(node, profile, &bad.reason);
     metadata.name = Some(name);
     DeviceTaintRule {
         metadata,
@@ -406,26 +422,37 @@ fn same(current: &DeviceTaintRule, want: &DeviceTaintRule) -> bool {
             .as_ref()
             .and_then(|a| a.get(k).cloned())
     };
+    let profile = |r: &DeviceTaintRule| {
+        r.metadata
+            .labels
+            .as_ref()
+            .and_then(|l| l.get(keys::LABEL_PROFILE).cloned())
+    };
     current.spec == want.spec
+        && profile(current) == profile(want)
         && ann(current, keys::device_rules::ANNOTATION_NODE)
             == ann(want, keys::device_rules::ANNOTATION_NODE)
         && ann(current, keys::device_rules::ANNOTATION_REASON)
             == ann(want, keys::device_rules::ANNOTATION_REASON)
 }
 
-/// The changes that bring the node's owned rules to `want` (`None`: delete all).
+/// The changes that bring the node's owned rules to `want`, the gating
+/// report with the governing profile's name and spec (`None`: delete all).
 pub fn rule_changes(
     node: &str,
     owned: &[DeviceTaintRule],
-    want: Option<(&DeviceGatingReport, &GpuNodeProfileSpec)>,
+    want: Option<(&DeviceGatingReport, &str, &GpuNodeProfileSpec)>,
 ) -> Vec<DeviceRuleChange> {
     let desired: BTreeMap<String, (DeviceTaintRule, &BadDevice)> = want
-        .map(|(g, spec)| {
+        .map(|(g, profile, spec)| {
             g.bad
                 .iter()
                 .flat_map(|b| {
-                    let escalation = b.escalation.as_ref().map(|e| escalation_rule(node, b, e));
-                    std::iter::once(desired_rule(node, b, spec))
+                    let escalation = b
+                        .escalation
+                        .as_ref()
+                        .map(|e| escalation_rule(node, profile, b, e));
+                    std::iter::once(desired_rule(node, profile, b, spec))
                         .chain(escalation)
                         .map(move |r| (r.metadata.name.clone().unwrap_or_default(), (r, b)))
                 })

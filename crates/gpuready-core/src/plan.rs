@@ -376,6 +376,7 @@ fn devices_note(report: &LayerReport) -> String {
 /// the profile does not gate devices (any rule gpuready holds goes); the rules
 /// as they are while the pool cannot be judged (being republished).
 fn plan_device_rules(
+    profile: &str,
     spec: &gpuready_api::GpuNodeProfileSpec,
     facts: &NodeFacts,
     report: &LayerReport,
@@ -385,7 +386,9 @@ fn plan_device_rules(
     };
     match (&spec.device_gating, &report.devices) {
         (None, _) => crate::devices::rule_changes(&facts.name, owned, None),
-        (Some(_), Some(g)) => crate::devices::rule_changes(&facts.name, owned, Some((g, spec))),
+        (Some(_), Some(g)) => {
+            crate::devices::rule_changes(&facts.name, owned, Some((g, profile, spec)))
+        }
         (Some(_), None) => vec![],
     }
 }
@@ -491,8 +494,18 @@ fn plan_labels(
             foreign.push(k);
             continue;
         }
-        if present != Some(&v) {
-            changes.insert(k.clone(), Some(v));
+        match present {
+            Some(p) if *p == v => {}
+            // A readyLabels value that changed (the profile was edited) is
+            // removed now and set on the next pass: the chart's admission
+            // policy never lets gpuready overwrite a value, so that an admin's
+            // value can never be taken over (docs/hardening.md).
+            Some(_) if !keys::NODE_LABELS_WRITTEN.contains(&k.as_str()) => {
+                changes.insert(k.clone(), None);
+            }
+            _ => {
+                changes.insert(k.clone(), Some(v));
+            }
         }
         owned_after.insert(k);
     }
@@ -520,7 +533,7 @@ pub fn plan_governed(
     opts: &PlanOptions,
 ) -> NodeChanges {
     let spec = &profile.spec;
-    let device_taint_rules = plan_device_rules(spec, facts, report);
+    let device_taint_rules = plan_device_rules(&profile.name_any(), spec, facts, report);
     if spec.mode == Mode::Observe {
         // Zero node writes; device rules only with effect None (reported by the
         // API server as what NoExecute would do, with no effect on pods).

@@ -390,9 +390,13 @@ pub fn profile_problem(profile: &gpuready_api::GpuNodeProfile) -> Option<String>
 
 /// Why a profile's selector depends on what gpuready writes: it reads a key
 /// another profile's `readyLabels` sets (admission sees one profile at a time
-/// and cannot refuse it). gpuready ignores the labels it wrote when it selects
-/// ([`crate::assess::selectable_labels`]), so no write loop follows; this names
-/// the mistake on the profile. `None` when the selector is independent.
+/// and cannot refuse it), on nodes that profile may govern. gpuready ignores
+/// the labels it wrote when it selects ([`crate::assess::selectable_labels`]),
+/// so no write loop follows; this names the mistake on the profile. `None`
+/// when the selector is independent — or when the two profiles can never
+/// select the same node ([`crate::select::provably_disjoint`]): then the label
+/// it reads is never one gpuready wrote there, and the profile works as
+/// written (issue 32 found such a profile reported Stalled).
 pub fn selector_feedback(
     profile: &gpuready_api::GpuNodeProfile,
     profiles: &[std::sync::Arc<gpuready_api::GpuNodeProfile>],
@@ -402,6 +406,7 @@ pub fn selector_feedback(
         profiles
             .iter()
             .filter(|o| o.metadata.name.as_deref() != Some(name))
+            .filter(|o| !crate::select::provably_disjoint(profile, o))
             .find(|o| o.spec.ready_labels.contains_key(key))
             .map(|o| {
                 format!(
@@ -527,6 +532,39 @@ mod invalid_tests {
             "{why}"
         );
         assert_eq!(selector_feedback(&gold, &all), None);
+        // Issue 32: a profile that reads the label only on nodes the setter
+        // can never govern works as written: not reported.
+        for (name, selector) in [
+            (
+                "pool-b",
+                serde_json::json!({ "matchLabels": { "pool": "b", "example.com/tier": "gold" } }),
+            ),
+            (
+                "not-a",
+                serde_json::json!({ "matchExpressions": [
+                { "key": "pool", "operator": "NotIn", "values": ["a"] },
+                { "key": "example.com/tier", "operator": "Exists" }] }),
+            ),
+            (
+                "no-pool",
+                serde_json::json!({ "matchExpressions": [
+                { "key": "pool", "operator": "DoesNotExist" },
+                { "key": "example.com/tier", "operator": "In", "values": ["gold"] }] }),
+            ),
+        ] {
+            let p = profile(name, serde_json::json!({ "nodeSelector": selector }));
+            let all = vec![gold.clone(), p.clone()];
+            assert_eq!(selector_feedback(&p, &all), None, "{name}");
+        }
+        // ... but one that may meet the setter's nodes is.
+        let overlapping = profile(
+            "pool-in",
+            serde_json::json!({ "nodeSelector": { "matchExpressions": [
+                { "key": "pool", "operator": "In", "values": ["a", "b"] },
+                { "key": "example.com/tier", "operator": "NotIn", "values": ["gold"] }] } }),
+        );
+        let all = vec![gold.clone(), overlapping.clone()];
+        assert!(selector_feedback(&overlapping, &all).is_some());
     }
 
     #[test]

@@ -22,6 +22,10 @@ use serde::Serialize;
 use crate::cluster::{ClusterArgs, ClusterError, describe_request_error};
 use crate::input::{self, InputError};
 
+/// The offline check that spills its report as it judges (what `main` runs
+/// for `--nodes`); it builds on this module, never the other way round.
+pub mod spill;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Output {
     Table,
@@ -365,17 +369,29 @@ pub struct CheckReport {
     pub now: String,
     pub nodes: Vec<NodeAssessment>,
     pub summary: Summary,
+    /// Governed nodes whose taint is still to be written although the API
+    /// server refused it last time (their `GpuReady` condition says so): they
+    /// are not gated as their verdict says.
+    #[serde(rename = "taintRefused", skip_serializing_if = "Vec::is_empty")]
+    pub taint_refused: Vec<String>,
 }
 
 /// The report's summary: the same counting as profile status and metrics.
 pub type Summary = NodeCounts;
 
 impl CheckReport {
-    /// 0 when every governed node is ready, 1 otherwise (a node in
-    /// maintenance or held by another gate takes no GPU work either).
+    /// 0 when every governed node is ready and gated as it should be, 1
+    /// otherwise (a node in maintenance or held by another gate takes no GPU
+    /// work either).
     pub fn exit_code(&self) -> u8 {
         let m = &self.summary;
-        u8::from(m.not_ready > 0 || m.maintenance > 0 || m.waiting_for_gate > 0 || m.conflicts > 0)
+        u8::from(
+            m.not_ready > 0
+                || m.maintenance > 0
+                || m.waiting_for_gate > 0
+                || m.conflicts > 0
+                || !self.taint_refused.is_empty(),
+        )
     }
 }
 
@@ -402,6 +418,36 @@ pub fn judge(
     now: Timestamp,
     feed: impl FnOnce(&mut dyn FnMut(&k8s_openapi::api::core::v1::Node)) -> Result<(), InputError>,
 ) -> Result<CheckReport, InputError> {
+    let mut out: Vec<NodeAssessment> = Vec::new();
+    let mut taint_refused = Vec::new();
+    judge_each(profiles, extra, now, feed, |a, refused| {
+        if refused {
+            taint_refused.push(a.name.clone());
+        }
+        out.push(a);
+    })?;
+    out.shrink_to_fit();
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    taint_refused.sort();
+    let summary = NodeCounts::of(&out);
+    Ok(CheckReport {
+        now: now.to_string(),
+        nodes: out,
+        summary,
+        taint_refused,
+    })
+}
+
+/// Judges every node `feed` hands over and hands each assessment to `each`,
+/// with whether the node's taint was refused last time and is still to be
+/// written (see [`CheckReport::taint_refused`]). Keeps nothing itself.
+pub(crate) fn judge_each(
+    profiles: &[GpuNodeProfile],
+    extra: &ExtraEvidence,
+    now: Timestamp,
+    feed: impl FnOnce(&mut dyn FnMut(&k8s_openapi::api::core::v1::Node)) -> Result<(), InputError>,
+    mut each: impl FnMut(NodeAssessment, bool),
+) -> Result<(), InputError> {
     let index = EvidenceIndex::new(
         extra.resource_slices.as_deref(),
         extra.node_features.as_deref(),
@@ -425,9 +471,9 @@ pub fn judge(
         heartbeat_seconds: 0,
         hold_new_taints: false,
     };
-    let mut out: Vec<NodeAssessment> = Vec::new();
     feed(&mut |n| {
         let facts = NodeFacts::from_node(n);
+        let refused_before = taint_refused_before(&facts);
         let rules = extra.device_rules.as_ref().map(|all| {
             all.iter()
                 .filter(|r| {
@@ -443,19 +489,25 @@ pub fn judge(
             Some(p) => Some(p.clone()),
             None => extra.carriers.evidence_for(&facts.name),
         };
-        out.push(assess(
+        let a = assess(
             &facts.with_evidence(evidence).with_probe(probe),
             &pairs,
             &opts,
-        ));
-    })?;
-    out.shrink_to_fit();
-    out.sort_by(|a, b| a.name.cmp(&b.name));
-    let summary = NodeCounts::of(&out);
-    Ok(CheckReport {
-        now: now.to_string(),
-        nodes: out,
-        summary,
+        );
+        let refused = refused_before && a.changes.taint.is_some();
+        each(a, refused);
+    })
+}
+
+/// Whether the node's `GpuReady` condition says the API server refused
+/// gpuready's taint (the controller writes it so when the taint alone is
+/// refused).
+fn taint_refused_before(facts: &NodeFacts) -> bool {
+    facts.gpu_conditions.iter().any(|c| {
+        c.type_ == gpuready_api::keys::CONDITION_GPU_READY
+            && c.message
+                .as_deref()
+                .is_some_and(|m| m.contains(gpuready_api::keys::TAINT_REFUSED))
     })
 }
 
@@ -626,21 +678,50 @@ fn describe_changes(a: &NodeAssessment) -> Vec<String> {
 }
 
 fn render_table(report: &CheckReport, s: &mut dyn std::io::Write) -> std::io::Result<()> {
-    let w_node = report
-        .nodes
+    let rows: Vec<TableRow<'_>> = report.nodes.iter().map(TableRow::of).collect();
+    table_head(&rows, s)?;
+    for n in &report.nodes {
+        node_details(n, s)?;
+    }
+    table_foot(&report.summary, &report.taint_refused, &report.now, s)
+}
+
+/// A node's row in the table's first part.
+pub(crate) struct TableRow<'a> {
+    pub name: &'a str,
+    /// The PROFILE column: the profile, `(conflict)` or `(none)`.
+    pub profile: &'a str,
+    pub ready: Option<bool>,
+    pub reason: &'a str,
+}
+
+impl<'a> TableRow<'a> {
+    pub fn of(n: &'a NodeAssessment) -> TableRow<'a> {
+        TableRow {
+            name: &n.name,
+            profile: match n.governance {
+                GovernanceKind::Conflict => "(conflict)",
+                GovernanceKind::Ungoverned => "(none)",
+                GovernanceKind::Governed => n.profile.as_deref().unwrap_or("-"),
+            },
+            ready: n.ready,
+            reason: &n.reason,
+        }
+    }
+}
+
+/// The table's header and one row per node, columns as wide as the widest
+/// name and profile.
+pub(crate) fn table_head(rows: &[TableRow<'_>], s: &mut dyn std::io::Write) -> std::io::Result<()> {
+    let w_node = rows
         .iter()
-        .map(|n| printable(&n.name).chars().count())
+        .map(|r| printable(r.name).chars().count())
         .max()
         .unwrap_or(4)
         .max(4);
-    let w_prof = report
-        .nodes
+    let w_prof = rows
         .iter()
-        .map(|n| {
-            n.profile
-                .as_deref()
-                .map_or(1, |p| printable(p).chars().count())
-        })
+        .map(|r| printable(r.profile).chars().count())
         .max()
         .unwrap_or(7)
         .max(7);
@@ -649,125 +730,142 @@ fn render_table(report: &CheckReport, s: &mut dyn std::io::Write) -> std::io::Re
         "{:w_node$}  {:w_prof$}  READY  REASON",
         "NODE", "PROFILE"
     )?;
-    for n in &report.nodes {
-        let profile = match n.governance {
-            GovernanceKind::Conflict => "(conflict)",
-            GovernanceKind::Ungoverned => "(none)",
-            GovernanceKind::Governed => n.profile.as_deref().unwrap_or("-"),
-        };
+    for r in rows {
         writeln!(
             s,
             "{:w_node$}  {:w_prof$}  {:5}  {}",
-            printable(&n.name),
-            printable(profile),
-            yes_no(n.ready),
-            printable(&n.reason)
+            printable(r.name),
+            printable(r.profile),
+            yes_no(r.ready),
+            printable(r.reason)
         )?;
     }
-    for n in &report.nodes {
-        writeln!(s)?;
-        match n.governance {
-            GovernanceKind::Ungoverned => {
-                writeln!(
-                    s,
-                    "{}: ungoverned — {}",
-                    printable(&n.name),
-                    printable(&n.message)
-                )?;
-            }
-            GovernanceKind::Conflict => {
-                writeln!(
-                    s,
-                    "{}: CONFLICT — {}",
-                    printable(&n.name),
-                    printable(&n.message)
-                )?;
-            }
-            GovernanceKind::Governed => {
-                let verdict = match n.state {
-                    Some(NodeState::Ready) => "READY",
-                    Some(NodeState::Maintenance) => "IN MAINTENANCE",
-                    Some(NodeState::WaitingForGate) => "WAITING FOR GATE",
-                    Some(NodeState::NotReady) | None => "NOT READY",
-                };
-                let observe = if n.observe {
-                    " (Observe mode: no writes)"
-                } else {
-                    ""
-                };
-                writeln!(
-                    s,
-                    "{}: {verdict} under GpuNodeProfile {}{observe}",
-                    printable(&n.name),
-                    printable(n.profile.as_deref().unwrap_or("-"))
-                )?;
-                let w_reason = n
-                    .layers
-                    .iter()
-                    .map(|l| printable(&l.reason).chars().count())
-                    .max()
-                    .unwrap_or(6)
-                    .max(6);
-                writeln!(
-                    s,
-                    "  {:16}  {:8}  {:w_reason$}  {:16}  MESSAGE",
-                    "LAYER", "STATUS", "REASON", "EVIDENCE"
-                )?;
-                for l in &n.layers {
-                    let gate = if l.gating { "" } else { " (not gating)" };
-                    writeln!(
-                        s,
-                        "  {:16}  {:8}  {:w_reason$}  {:16}  {}{gate}",
-                        l.layer.as_str(),
-                        l.status.as_str(),
-                        printable(&l.reason),
-                        l.evidence.as_str(),
-                        printable(&l.message)
-                    )?;
-                }
-                if let Some(d) = &n.deadline_passed {
-                    writeln!(s, "  deadline: {}", printable(&d.describe()))?;
-                }
-                if let Some(m) = &n.lifecycle.maintenance {
-                    writeln!(
-                        s,
-                        "  maintenance: {} ({}): {}",
-                        m.reason,
-                        printable(&m.detail),
-                        printable(&m.message)
-                    )?;
-                }
-                for g in &n.lifecycle.gates {
-                    writeln!(s, "  other gate: {}", printable(g))?;
-                }
-                if let Some(note) = n.lifecycle.repair.as_ref().and_then(|r| r.note()) {
-                    writeln!(s, "  repair: {}", printable(&note))?;
-                }
-                for e in &n.escalations {
-                    writeln!(
-                        s,
-                        "  escalation: {} ({}) effect {}, NoExecute at {}{}",
-                        printable(&e.device),
-                        printable(&e.reason),
-                        e.effect,
-                        e.no_execute_at,
-                        e.eviction
-                            .as_deref()
-                            .map(|v| format!("; eviction: {}", printable(v)))
-                            .unwrap_or_default()
-                    )?;
-                }
-            }
+    Ok(())
+}
+
+/// One node's part of the table's second part: its verdict, layers and what
+/// gpuready would change.
+pub(crate) fn node_details(n: &NodeAssessment, s: &mut dyn std::io::Write) -> std::io::Result<()> {
+    writeln!(s)?;
+    match n.governance {
+        GovernanceKind::Ungoverned => {
+            writeln!(
+                s,
+                "{}: ungoverned — {}",
+                printable(&n.name),
+                printable(&n.message)
+            )?;
         }
-        let changes = describe_changes(n);
-        if !changes.is_empty() {
-            writeln!(s, "  would: {}", printable(&changes.join("; ")))?;
+        GovernanceKind::Conflict => {
+            writeln!(
+                s,
+                "{}: CONFLICT — {}",
+                printable(&n.name),
+                printable(&n.message)
+            )?;
+        }
+        GovernanceKind::Governed => {
+            let verdict = match n.state {
+                Some(NodeState::Ready) => "READY",
+                Some(NodeState::Maintenance) => "IN MAINTENANCE",
+                Some(NodeState::WaitingForGate) => "WAITING FOR GATE",
+                Some(NodeState::NotReady) | None => "NOT READY",
+            };
+            let observe = if n.observe {
+                " (Observe mode: no writes)"
+            } else {
+                ""
+            };
+            writeln!(
+                s,
+                "{}: {verdict} under GpuNodeProfile {}{observe}",
+                printable(&n.name),
+                printable(n.profile.as_deref().unwrap_or("-"))
+            )?;
+            let w_reason = n
+                .layers
+                .iter()
+                .map(|l| printable(&l.reason).chars().count())
+                .max()
+                .unwrap_or(6)
+                .max(6);
+            writeln!(
+                s,
+                "  {:16}  {:8}  {:w_reason$}  {:16}  MESSAGE",
+                "LAYER", "STATUS", "REASON", "EVIDENCE"
+            )?;
+            for l in &n.layers {
+                let gate = if l.gating { "" } else { " (not gating)" };
+                writeln!(
+                    s,
+                    "  {:16}  {:8}  {:w_reason$}  {:16}  {}{gate}",
+                    l.layer.as_str(),
+                    l.status.as_str(),
+                    printable(&l.reason),
+                    l.evidence.as_str(),
+                    printable(&l.message)
+                )?;
+            }
+            if let Some(d) = &n.deadline_passed {
+                writeln!(s, "  deadline: {}", printable(&d.describe()))?;
+            }
+            if let Some(m) = &n.lifecycle.maintenance {
+                writeln!(
+                    s,
+                    "  maintenance: {} ({}): {}",
+                    m.reason,
+                    printable(&m.detail),
+                    printable(&m.message)
+                )?;
+            }
+            for g in &n.lifecycle.gates {
+                writeln!(s, "  other gate: {}", printable(g))?;
+            }
+            if let Some(note) = n.lifecycle.repair.as_ref().and_then(|r| r.note()) {
+                writeln!(s, "  repair: {}", printable(&note))?;
+            }
+            for e in &n.escalations {
+                writeln!(
+                    s,
+                    "  escalation: {} ({}) effect {}, NoExecute at {}{}",
+                    printable(&e.device),
+                    printable(&e.reason),
+                    e.effect,
+                    e.no_execute_at,
+                    e.eviction
+                        .as_deref()
+                        .map(|v| format!("; eviction: {}", printable(v)))
+                        .unwrap_or_default()
+                )?;
+            }
         }
     }
-    let m = &report.summary;
+    let changes = describe_changes(n);
+    if !changes.is_empty() {
+        writeln!(s, "  would: {}", printable(&changes.join("; ")))?;
+    }
+    Ok(())
+}
+
+/// The table's last lines: nodes whose taint was refused, and the counts.
+pub(crate) fn table_foot(
+    m: &Summary,
+    taint_refused: &[String],
+    now: &str,
+    s: &mut dyn std::io::Write,
+) -> std::io::Result<()> {
+    if !taint_refused.is_empty() {
+        writeln!(
+            s,
+            "\n{} node(s) not gated as their verdict says: {} last time ({}); see their GpuReady condition",
+            taint_refused.len(),
+            gpuready_api::keys::TAINT_REFUSED,
+            printable(&taint_refused.join(", "))
+        )?;
+    }
     writeln!(
         s,
-        "\n{} governed node(s): {} ready, {} not ready{}{}; {} conflict(s); {} ungoverned (as of {})",
+        "\n{} governed node(s): {} ready, {} not ready{}{}; {} conflict(s); {} ungoverned (as of {now})",
         m.governed,
         m.ready,
         m.not_ready,
@@ -782,7 +880,6 @@ fn render_table(report: &CheckReport, s: &mut dyn std::io::Write) -> std::io::Re
             String::new()
         },
         m.conflicts,
-        m.ungoverned,
-        report.now
+        m.ungoverned
     )
 }

@@ -190,15 +190,16 @@ async fn shutdown_on_signal(stop: CancellationToken) {
 }
 
 fn run_check(args: &check::CheckArgs) -> ExitCode {
-    let report = if args.nodes.is_empty() {
+    if !args.nodes.is_empty() {
+        return run_check_files(args);
+    }
+    let report = {
         let Some(runtime) = gpuready::one_shot_runtime() else {
             return ExitCode::from(2);
         };
         runtime
             .block_on(check::check_live(args))
             .map_err(|e| e.to_string())
-    } else {
-        check::check_files(args).map_err(|e| e.to_string())
     };
     let report = match report {
         Ok(r) => r,
@@ -222,6 +223,37 @@ fn run_check(args: &check::CheckArgs) -> ExitCode {
         );
     }
     ExitCode::from(report.exit_code())
+}
+
+/// An offline check: the report is written as the nodes are judged (each
+/// node's part spilled to a temporary file), so memory holds a small row per
+/// node, not its assessment.
+fn run_check_files(args: &check::CheckArgs) -> ExitCode {
+    let checked =
+        match check::spill::check_files_to(args, args.output, &mut std::io::stdout().lock()) {
+            Ok((checked, written)) => {
+                match written {
+                    Ok(()) => {}
+                    // A closed pipe (`| head`) is the reader's choice, not an error.
+                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+                    Err(e) => {
+                        eprintln!("error: rendering the report: {e}");
+                        return ExitCode::from(2);
+                    }
+                }
+                checked
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                return ExitCode::from(2);
+            }
+        };
+    if checked.summary.governed + checked.summary.conflicts == 0 {
+        eprintln!(
+            "warning: no GpuNodeProfile selects any of these nodes; check the profiles' nodeSelector"
+        );
+    }
+    ExitCode::from(checked.exit_code())
 }
 
 fn run_crd(write: bool) -> ExitCode {

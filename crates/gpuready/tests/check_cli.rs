@@ -968,3 +968,82 @@ fn device_gating_shows_one_rule_per_bad_device_in_the_plan() {
         stdout(&o)
     );
 }
+
+/// Issue 32: the offline check writes its report as it judges (each node's
+/// part spilled, one small row per node kept). The report must be byte for
+/// byte the one the library renders from the whole `CheckReport`: every
+/// example, every output, the nodes given out of name order (the rows are
+/// sorted), and a file with a node refused its taint beside an ungoverned one.
+#[test]
+fn the_streamed_report_is_the_whole_report_byte_for_byte() {
+    let mut cases: Vec<(String, Vec<PathBuf>, Vec<PathBuf>)> = Vec::new();
+    for d in gpuready_examples() {
+        cases.push((
+            d.clone(),
+            vec![example(&d, "nodes.json")],
+            vec![example(&d, "profiles.yaml")],
+        ));
+    }
+    // Every example at once, the last first: out of name order.
+    let mut nodes: Vec<PathBuf> = EXAMPLES.iter().map(|d| example(d, "nodes.json")).collect();
+    nodes.reverse();
+    cases.push((
+        "all, reversed".into(),
+        nodes,
+        EXAMPLES
+            .iter()
+            .map(|d| example(d, "profiles.yaml"))
+            .collect(),
+    ));
+    // A node whose GpuReady condition says its taint was refused.
+    let refused = json!({ "apiVersion": "v1", "kind": "List", "items": [
+        { "apiVersion": "v1", "kind": "Node", "metadata": { "name": "z-refused", "labels": { "pool": "a" } },
+          "status": { "conditions": [{ "type": "GpuReady", "status": "False", "reason": "GpuMissing",
+            "message": format!("no GPU; {}: (add readiness.k8s.io/gpuready-not-ready:NoSchedule) Forbidden", gpuready_api::keys::TAINT_REFUSED),
+            "lastTransitionTime": "2026-12-01T00:00:00Z", "lastHeartbeatTime": "2026-12-01T00:00:00Z" }] } },
+        { "apiVersion": "v1", "kind": "Node", "metadata": { "name": "a-plain" } },
+    ]});
+    let (_d1, refused_nodes) = temp_file("refused.json", refused.to_string());
+    let (_d2, pool_a) = temp_file(
+        "pool-a.yaml",
+        "apiVersion: gpuready.io/v1alpha1\nkind: GpuNodeProfile\nmetadata:\n  name: pool-a\nspec:\n  nodeSelector:\n    matchLabels: {pool: a}\n",
+    );
+    cases.push(("a refused taint".into(), vec![refused_nodes], vec![pool_a]));
+    for (what, nodes, profiles) in &cases {
+        for output in ["table", "json", "yaml"] {
+            let o = offline_check(nodes, profiles, &["--output", output]);
+            let mut flags: Vec<String> = vec!["--nodes".into()];
+            flags.extend(nodes.iter().map(|p| p.display().to_string()));
+            flags.push("--profiles".into());
+            flags.extend(profiles.iter().map(|p| p.display().to_string()));
+            flags.extend([
+                "--output".into(),
+                output.into(),
+                "--now".into(),
+                DUMPED_AT.into(),
+            ]);
+            let flags: Vec<&str> = flags.iter().map(String::as_str).collect();
+            let args = check_args(&flags);
+            let report = gpuready::check::check_files(&args).expect("the library's report");
+            let mut whole = Vec::new();
+            gpuready::check::render_to(&report, args.output, &mut whole).expect("render");
+            assert_eq!(
+                String::from_utf8_lossy(&o.stdout),
+                String::from_utf8_lossy(&whole),
+                "{what}, {output}: the streamed report differs"
+            );
+            assert_eq!(
+                o.status.code(),
+                Some(i32::from(report.exit_code())),
+                "{what}, {output}: exit code"
+            );
+        }
+    }
+}
+
+fn gpuready_examples() -> Vec<String> {
+    examples()
+        .into_iter()
+        .map(|p| p.rsplit('/').next().unwrap_or_default().to_owned())
+        .collect()
+}

@@ -5,7 +5,10 @@
 //! log lines. Now the taint goes out alone and still passes, and the refusal is
 //! said on the node (its `GpuReady` message, a Warning Event) and on the profile
 //! (`Ready=False`/`Stalled=True`, reason `WritesRefused`: kstatus Failed), with
-//! the server's reason.
+//! the server's reason. Issue 32: a refused *taint* was not reported at all
+//! (the taint sent alone was refused too, and that error went unreported):
+//! now it is said the same three ways, counted in
+//! `gpuready_write_refused_nodes{write="taint"}`, and listed by `gpuready check`.
 
 mod support;
 
@@ -17,9 +20,18 @@ use support::*;
 
 const USER: &str = "gpuready-refused";
 
-/// A policy refusing `USER` any node write that sets the profile's ready label
-/// `example.org/gpu` (what rtx3090_profile's readyLabels names).
-async fn refuse_the_ready_label(client: &kube::Client) {
+/// A site's policy `name` refusing `user` every node update for which
+/// `expression` is false, with `message`; returns once the API server has
+/// loaded it (a bystander node's write that breaks it is refused).
+async fn site_policy(
+    env: &gpuready_testenv::TestEnv,
+    user: &str,
+    name: &str,
+    expression: &str,
+    message: &str,
+    breaks_it: Value,
+) {
+    let client = env.client().expect("client");
     let ar = |kind: &str| {
         ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
             "admissionregistration.k8s.io",
@@ -44,16 +56,13 @@ async fn refuse_the_ready_label(client: &kube::Client) {
         "ValidatingAdmissionPolicy",
         json!({
             "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
-            "metadata": { "name": "no-gpu-label" },
+            "metadata": { "name": name },
             "spec": {
                 "failurePolicy": "Fail",
                 "matchConstraints": { "resourceRules": [{ "apiGroups": [""], "apiVersions": ["*"],
                     "operations": ["UPDATE"], "resources": ["nodes"] }] },
-                "matchConditions": [{ "name": "user", "expression": format!("request.userInfo.username == '{USER}'") }],
-                "validations": [{
-                    "expression": "!('example.org/gpu' in object.metadata.?labels.orValue({}))",
-                    "message": "the platform team forbids example.org/gpu",
-                }],
+                "matchConditions": [{ "name": "user", "expression": format!("request.userInfo.username == '{user}'") }],
+                "validations": [{ "expression": expression, "message": message }],
             },
         }),
     )
@@ -62,20 +71,48 @@ async fn refuse_the_ready_label(client: &kube::Client) {
         "ValidatingAdmissionPolicyBinding",
         json!({
             "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
-            "metadata": { "name": "no-gpu-label" },
-            "spec": { "policyName": "no-gpu-label", "validationActions": ["Deny"] },
+            "metadata": { "name": name },
+            "spec": { "policyName": name, "validationActions": ["Deny"] },
         }),
     )
     .await;
+    // The policy is loaded asynchronously: wait until it refuses.
+    let bystander = format!("bystander-{name}");
+    create_node(&client, &bystander, rtx3090_in("none"), 1, json!([])).await;
+    let as_user_client = kube::Client::try_from(as_user(env, user)).expect("client");
+    let before = serde_json::to_value(get_node(&client, &bystander).await).expect("json");
+    eventually(60, "the site's policy is active", || async {
+        let r = Api::<k8s_openapi::api::core::v1::Node>::all(as_user_client.clone())
+            .patch(
+                &bystander,
+                &PatchParams::default(),
+                &Patch::Merge(breaks_it.clone()),
+            )
+            .await;
+        if r.is_ok() {
+            // Admitted before the policy was loaded: put it back.
+            Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
+                .patch(
+                    &bystander,
+                    &PatchParams::default(),
+                    &Patch::Merge(json!({
+                        "metadata": { "labels": before["metadata"]["labels"] },
+                        "spec": { "taints": before["spec"]["taints"] },
+                    })),
+                )
+                .await
+                .expect("undo");
+        }
+        r.is_err().then_some(())
+    })
+    .await;
 }
 
-#[tokio::test]
-async fn a_refused_label_never_holds_the_taint_and_the_refusal_is_reported() {
-    let env = env_with_crd().await;
-    let client = env.client().expect("client");
+/// What the controller needs, granted to `user` (no policy of the chart).
+async fn grant(client: &kube::Client, user: &str) {
     grant_cluster_role(
-        &client,
-        USER,
+        client,
+        user,
         json!([
             { "apiGroups": [""], "resources": ["nodes", "nodes/status"],
               "verbs": ["get", "list", "watch", "patch"] },
@@ -87,28 +124,26 @@ async fn a_refused_label_never_holds_the_taint_and_the_refusal_is_reported() {
               "verbs": ["get", "list", "watch"] },
             { "apiGroups": ["events.k8s.io"], "resources": ["events"], "verbs": ["create", "patch"] },
         ]),
-        json!({ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": USER }),
+        json!({ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": user }),
     )
     .await;
+}
+
+#[tokio::test]
+async fn a_refused_label_never_holds_the_taint_and_the_refusal_is_reported() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    grant(&client, USER).await;
     // Broken first: gpuready taints it (that write sets no example.org/gpu).
     single_node_pool(&client, false).await;
-    refuse_the_ready_label(&client).await;
-    // The policy is loaded asynchronously: wait until it refuses.
-    create_node(&client, "bystander", rtx3090_in("none"), 1, json!([])).await;
-    let as_user_client = kube::Client::try_from(as_user(&env, USER)).expect("client");
-    eventually(60, "the policy is active", || async {
-        let r = Api::<k8s_openapi::api::core::v1::Node>::all(as_user_client.clone())
-            .patch(
-                "bystander",
-                &PatchParams::default(),
-                &Patch::Merge(json!({ "metadata": { "labels": { "example.org/gpu": "x" } } })),
-            )
-            .await;
-        if r.is_ok() {
-            set_labels(&client, "bystander", json!({ "example.org/gpu": null })).await;
-        }
-        r.is_err().then_some(())
-    })
+    site_policy(
+        &env,
+        USER,
+        "no-gpu-label",
+        "!('example.org/gpu' in object.metadata.?labels.orValue({}))",
+        "the platform team forbids example.org/gpu",
+        json!({ "metadata": { "labels": { "example.org/gpu": "x" } } }),
+    )
     .await;
     let run = start_controller_with(as_user(&env, USER), test_args());
     wait_gated(&client, "gpu-1", true, 30).await;
@@ -163,6 +198,121 @@ async fn a_refused_label_never_holds_the_taint_and_the_refusal_is_reported() {
     assert!(
         message.contains("gpu-1") && message.contains("forbids example.org/gpu"),
         "{message}"
+    );
+    run.stop().await.expect("clean stop");
+}
+
+/// Issue 32: a site's policy refuses gpuready's taint on 20 broken nodes that
+/// were registered without one. Each node says so in its `GpuReady`
+/// condition and a Warning Event, the profile turns `WritesRefused`
+/// (kstatus Failed), `gpuready_write_refused_nodes{write="taint"}` counts the
+/// 20, the verdict labels still land, and `gpuready check` lists the nodes as
+/// not gated as their verdict says.
+#[tokio::test]
+async fn a_refused_taint_is_reported_like_a_refused_label() {
+    const USER: &str = "gpuready-taint-refused";
+    const NODES: usize = 20;
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    grant(&client, USER).await;
+    site_policy(
+        &env,
+        USER,
+        "no-gpuready-taint",
+        "object.spec.?taints.orValue([]).all(t, t.key != 'readiness.k8s.io/gpuready-not-ready')",
+        "the platform team gates its nodes with its own readiness controller",
+        json!({ "spec": { "taints": [{ "key": "readiness.k8s.io/gpuready-not-ready", "effect": "NoSchedule" }] } }),
+    )
+    .await;
+    let names: Vec<String> = (0..NODES).map(|i| format!("broken-{i:02}")).collect();
+    for n in &names {
+        create_node(&client, n, rtx3090_in("a"), 1, json!([])).await;
+        set_node_status(&client, n, 1, 0, true).await;
+    }
+    apply_profile(&client, &rtx3090_profile("rtx3090", "a", "")).await;
+    let run = start_controller_with(as_user(&env, USER), test_args());
+
+    let says_refused = |n: &k8s_openapi::api::core::v1::Node| {
+        n.status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .and_then(|c| c.iter().find(|c| c.type_ == keys::CONDITION_GPU_READY))
+            .and_then(|c| c.message.clone())
+            .is_some_and(|m| {
+                m.contains(keys::TAINT_REFUSED) && m.contains("its own readiness controller")
+            })
+    };
+    eventually(
+        120,
+        "every node's condition and an Event say the taint was refused",
+        || async {
+            for name in &names {
+                let n = get_node(&client, name).await;
+                if gated(&n)
+                    || !says_refused(&n)
+                    || label(&n, keys::LABEL_READY).as_deref() != Some("false")
+                {
+                    return None;
+                }
+                if !event_reasons(&client, name)
+                    .await
+                    .iter()
+                    .any(|r| r == keys::event_reasons::WRITE_REFUSED)
+                {
+                    return None;
+                }
+            }
+            Some(())
+        },
+    )
+    .await;
+    eventually(60, "the profile is not Current: WritesRefused", || async {
+        let ready = profile_condition(&client, "rtx3090", "Ready").await?;
+        let stalled = profile_condition(&client, "rtx3090", "Stalled").await?;
+        (ready == ("False".into(), keys::REASON_WRITES_REFUSED.into())
+            && stalled == ("True".into(), keys::REASON_WRITES_REFUSED.into()))
+            .then_some(())
+    })
+    .await;
+    let p = get_profile(&client, "rtx3090").await;
+    let message = p
+        .status
+        .and_then(|s| s.conditions.into_iter().find(|c| c.type_ == "Ready"))
+        .map(|c| c.message)
+        .unwrap_or_default();
+    assert!(
+        message.contains(&format!("{NODES} node(s)")) && message.contains(keys::TAINT_REFUSED),
+        "{message}"
+    );
+    eventually(
+        30,
+        "the metric counts the nodes whose taint was refused",
+        || async {
+            (run.sample("gpuready_write_refused_nodes{profile=\"rtx3090\",write=\"taint\"}")
+                == NODES as f64)
+                .then_some(())
+        },
+    )
+    .await;
+    let report = live_report(&client).await;
+    let mut listed: Vec<&String> = report
+        .taint_refused
+        .iter()
+        .filter(|n| names.contains(n))
+        .collect();
+    listed.sort();
+    assert_eq!(
+        listed.len(),
+        NODES,
+        "gpuready check lists them: {:?}",
+        report.taint_refused
+    );
+    assert_eq!(report.exit_code(), 1);
+    println!(
+        "refused taints reported: {NODES} of {NODES} nodes by condition and Event, profile {}, metric {}, check lists {}",
+        keys::REASON_WRITES_REFUSED,
+        run.sample("gpuready_write_refused_nodes{profile=\"rtx3090\",write=\"taint\"}"),
+        listed.len()
     );
     run.stop().await.expect("clean stop");
 }

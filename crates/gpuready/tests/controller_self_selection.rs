@@ -149,3 +149,85 @@ async fn a_selector_on_gpureadys_own_labels_causes_no_write_storm() {
     );
     run.stop().await.expect("clean stop");
 }
+
+/// Issue 32: a profile created while the controller runs, whose selector
+/// reads a label another profile sets (`example.com/ready NotIn [true]`, the
+/// other profile's readyLabels key), conflicts with that profile on its ready
+/// nodes — the labels gpuready wrote are not selectable, so the requirement
+/// holds there. The running controller used to keep them Ready until a
+/// restart (the profile change re-queued nodes by their raw labels); now
+/// `run` says Conflict as soon as the profile exists, as `check` does.
+#[tokio::test]
+async fn a_profile_reading_another_profiles_ready_label_conflicts_at_once() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    apply_profile_json(
+        &client,
+        raw_profile(
+            "setter",
+            json!({
+                "nodeSelector": { "matchLabels": { POOL: "a" } },
+                "gpu": { "products": ["NVIDIA-GeForce-RTX-3090"] },
+                "readyLabels": { "example.com/ready": "true" },
+            }),
+        ),
+    )
+    .await;
+    for i in 0..NODES {
+        create_node(&client, &format!("gpu-{i}"), rtx3090_in("a"), 1, json!([])).await;
+    }
+    let run = start_controller(&env, test_args());
+    eventually(60, "every node is ready under the setter", || async {
+        for i in 0..NODES {
+            let n = get_node(&client, &format!("gpu-{i}")).await;
+            if label(&n, "example.com/ready").as_deref() != Some("true") || gated(&n) {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await;
+    apply_profile_json(
+        &client,
+        raw_profile(
+            "reader",
+            json!({
+                "nodeSelector": { "matchExpressions": [
+                    { "key": "example.com/ready", "operator": "NotIn", "values": ["true"] }] },
+                "gpu": { "products": ["NVIDIA-GeForce-RTX-3090"] },
+            }),
+        ),
+    )
+    .await;
+    eventually(
+        30,
+        "run says Conflict on every node, without a restart",
+        || async {
+            for i in 0..NODES {
+                let n = get_node(&client, &format!("gpu-{i}")).await;
+                let reason = n
+                    .status
+                    .as_ref()?
+                    .conditions
+                    .as_ref()?
+                    .iter()
+                    .find(|c| c.type_ == keys::CONDITION_GPU_READY)?
+                    .reason
+                    .clone();
+                if reason.as_deref() != Some(keys::reasons::CONFLICT) {
+                    return None;
+                }
+            }
+            Some(())
+        },
+    )
+    .await;
+    let report = live_report(&client).await;
+    assert_eq!(report.summary.conflicts, NODES, "check agrees");
+    eventually(30, "the reader is told why", || async {
+        let ready = profile_condition(&client, "reader", "Ready").await?;
+        (ready == ("False".into(), keys::REASON_INVALID_PROFILE.into())).then_some(())
+    })
+    .await;
+    run.stop().await.expect("clean stop");
+}

@@ -1271,6 +1271,43 @@ fn bad_cases() -> Vec<Bad> {
                 "gpu.families and gpu.excludedFamilies must not share a family",
             ],
         ),
+        // Issue 32: admitted by both sides though meaningless.
+        b(
+            ("spec.gpu.families", "rule"),
+            "a family listed twice",
+            spec_with(json!({ "gpu": { "families": ["ampere", "hopper", "ampere"] } })),
+            &[
+                "spec.gpu.families",
+                "gpu.families must list each family once",
+            ],
+        ),
+        b(
+            ("spec.gpu.excludedFamilies", "rule"),
+            "an excluded family listed twice",
+            spec_with(json!({ "gpu": { "excludedFamilies": ["maxwell", "maxwell"] } })),
+            &[
+                "spec.gpu.excludedFamilies",
+                "gpu.excludedFamilies must list each family once",
+            ],
+        ),
+        b(
+            ("spec.gpu.products", "rule"),
+            "an empty glob range",
+            spec_with(json!({ "gpu": { "products": ["[z-a]"] } })),
+            &[
+                "spec.gpu.products",
+                "products must not hold a range that matches nothing",
+            ],
+        ),
+        b(
+            ("spec.gpu.products", "rule"),
+            "a descending digit range inside a product",
+            spec_with(json!({ "gpu": { "products": ["NVIDIA-GeForce-RTX-30[9-0]0"] } })),
+            &[
+                "spec.gpu.products",
+                "products must not hold a range that matches nothing",
+            ],
+        ),
         b(
             ("spec.gatingLayers", "rule"),
             "gating on Health alone",

@@ -107,6 +107,29 @@ fn corpus() -> Vec<(String, Vec<u8>)> {
         "glob **",
         with_name("d-glob2", "  gpu:\n    products: [\"NVIDIA-**\"]\n"),
     );
+    // Issue 32: admitted by both sides before.
+    for (what, name, products) in [
+        ("glob [z-a]", "d-glob3", "[\"[z-a]\"]"),
+        ("glob [9-0] inside", "d-glob4", "[\"RTX-30[9-0]0\"]"),
+        ("glob [A-z] ascending", "d-glob5", "[\"RTX-[A-z]\"]"),
+        ("glob [a-b-a]", "d-glob6", "[\"RTX-[a-b-a]\"]"),
+    ] {
+        add(
+            what,
+            with_name(name, &format!("  gpu:\n    products: {products}\n")),
+        );
+    }
+    add(
+        "families twice",
+        with_name("d-fam2", "  gpu:\n    families: [ampere, ampere]\n"),
+    );
+    add(
+        "excludedFamilies twice",
+        with_name(
+            "d-fam3",
+            "  gpu:\n    excludedFamilies: [maxwell, hopper, maxwell]\n",
+        ),
+    );
     add(
         "glob class",
         with_name(

@@ -19,6 +19,7 @@ use super::brakes::Brakes;
 use super::cached::CachedNode;
 use super::config::RunArgs;
 use super::crd_guard::CrdGuard;
+use super::error::RefusedWrite;
 use super::evidence::EvidenceStores;
 use super::gating::Gate;
 use super::metrics::Metrics;
@@ -67,14 +68,30 @@ pub struct Context {
     pub refused: Refused,
 }
 
-/// Node → (profile, the API server's reason) for writes the server refused.
+/// One refused node: its profile, the API server's reason, what it refused.
+type RefusedEntry = (String, String, RefusedWrite);
+
+/// Node → its [`RefusedEntry`], for writes the server refused.
 #[derive(Clone, Default)]
-pub struct Refused(Arc<Mutex<HashMap<String, (String, String)>>>);
+pub struct Refused(Arc<Mutex<HashMap<String, RefusedEntry>>>);
+
+/// One profile's refused nodes: how many, by what was refused, and the first
+/// one (by name) with its reason.
+#[derive(Debug, PartialEq, Eq)]
+pub struct RefusedNodes {
+    pub taint: usize,
+    pub other: usize,
+    pub first: String,
+    pub why: String,
+}
 
 impl Refused {
-    pub fn note(&self, node: &str, profile: &str, reason: &str) {
+    pub fn note(&self, node: &str, profile: &str, reason: &str, what: RefusedWrite) {
         if let Ok(mut r) = self.0.lock() {
-            r.insert(node.to_owned(), (profile.to_owned(), reason.to_owned()));
+            r.insert(
+                node.to_owned(),
+                (profile.to_owned(), reason.to_owned(), what),
+            );
         }
     }
 
@@ -84,25 +101,29 @@ impl Refused {
             .lock()
             .ok()
             .and_then(|mut r| r.remove(node))
-            .map(|(p, _)| p)
+            .map(|(p, ..)| p)
     }
 
-    /// How many of the profile's nodes are refused, and the first one (by
-    /// name) with its reason.
-    pub fn of_profile(
-        &self,
-        profile: &str,
-        exists: impl Fn(&str) -> bool,
-    ) -> Option<(usize, String, String)> {
+    /// The profile's refused nodes among those that still exist.
+    pub fn of_profile(&self, profile: &str, exists: impl Fn(&str) -> bool) -> Option<RefusedNodes> {
         let r = self.0.lock().ok()?;
-        let mut mine: Vec<(&String, &String)> = r
+        let mut mine: Vec<(&String, &String, RefusedWrite)> = r
             .iter()
-            .filter(|(n, (p, _))| p == profile && exists(n))
-            .map(|(n, (_, why))| (n, why))
+            .filter(|(n, (p, ..))| p == profile && exists(n))
+            .map(|(n, (_, why, what))| (n, why, *what))
             .collect();
         mine.sort();
-        let (node, why) = mine.first()?;
-        Some((mine.len(), (*node).clone(), (*why).clone()))
+        let (first, why, _) = mine.first()?;
+        let taint = mine
+            .iter()
+            .filter(|(.., w)| *w == RefusedWrite::Taint)
+            .count();
+        Some(RefusedNodes {
+            taint,
+            other: mine.len() - taint,
+            first: (*first).clone(),
+            why: format!("{}: {why}", mine[0].2.sentence()),
+        })
     }
 }
 

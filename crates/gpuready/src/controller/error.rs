@@ -18,8 +18,12 @@ pub enum Error {
     LostLeadership,
     #[error("write refused: this replica no longer holds a fresh leader lease ({0})")]
     Fenced(String),
-    #[error("node {0}: the API server refused gpuready's write: {1}")]
-    Refused(String, String),
+    #[error("node {node}: {}: {why}", what.sentence())]
+    Refused {
+        node: String,
+        why: String,
+        what: RefusedWrite,
+    },
     #[error("HTTP server: {0}")]
     Http(#[from] std::io::Error),
 }
@@ -56,8 +60,35 @@ impl Error {
             Error::Serialize(_) => "serialize",
             Error::Lease(_) | Error::LostLeadership => "lease",
             Error::Fenced(_) => "fenced",
-            Error::Refused(..) => "refused",
+            Error::Refused { .. } => "refused",
             Error::Http(_) => "http",
+        }
+    }
+}
+
+/// What of a node write the API server refused.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RefusedWrite {
+    /// The taint itself: the node is not gated as its verdict says.
+    Taint,
+    /// A label or annotation (the taint, if any, passed alone).
+    Other,
+}
+
+impl RefusedWrite {
+    /// The `write` label of `gpuready_write_refused_nodes`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefusedWrite::Taint => "taint",
+            RefusedWrite::Other => "other",
+        }
+    }
+
+    /// How the node's `GpuReady` message and its Event say it.
+    pub fn sentence(self) -> &'static str {
+        match self {
+            RefusedWrite::Taint => gpuready_api::keys::TAINT_REFUSED,
+            RefusedWrite::Other => gpuready_api::keys::WRITE_REFUSED,
         }
     }
 }

@@ -66,17 +66,13 @@ pub async fn publish_transition(ctx: &Context, node: &Node, facts: &NodeFacts, a
 }
 
 /// A Warning Event on the node when the API server refused gpuready's write
-/// to it (an admission policy, RBAC), with the server's reason.
-pub async fn publish_refusal(ctx: &Context, node: &Node, why: &str) {
+/// to it (an admission policy, RBAC): `sentence` says what was refused (its
+/// taint, or another write), `why` the server's reason.
+pub async fn publish_refusal(ctx: &Context, node: &Node, sentence: &str, why: &str) {
     let ev = Event {
         type_: EventType::Warning,
         reason: keys::event_reasons::WRITE_REFUSED.into(),
-        note: Some(
-            format!("the API server refused gpuready's write to this node: {why}")
-                .chars()
-                .take(1000)
-                .collect(),
-        ),
+        note: Some(format!("{sentence}: {why}").chars().take(1000).collect()),
         action: "Write".into(),
         secondary: None,
     };

@@ -28,6 +28,13 @@ pub struct Profile {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ProfileWrite {
+    pub profile: String,
+    /// `taint` (the node is not gated as its verdict says) or `other`.
+    pub write: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct Kind {
     pub kind: String,
 }
@@ -116,6 +123,9 @@ pub struct Metrics {
     /// series that went away and sets the rest, so a scrape never sees a node
     /// vanish and come back (which would restart an alert's `for`).
     node_series: Mutex<HashMap<String, NodeSeries>>,
+    /// Nodes whose last write the API server refused, by profile and by what
+    /// it refused (`taint`, `other`).
+    pub write_refused_nodes: Family<ProfileWrite, Gauge>,
 }
 
 impl Default for Metrics {
@@ -139,6 +149,7 @@ impl Default for Metrics {
             node_layer_not_ready: Family::default(),
             node_tainted_devices: Family::default(),
             node_series: Mutex::default(),
+            write_refused_nodes: Family::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -236,6 +247,11 @@ impl Default for Metrics {
                 })
                 .inc_by(0);
         }
+        registry.register(
+            "write_refused_nodes",
+            "Nodes whose last write the API server refused (an admission policy, RBAC), by profile and write: taint (the node is not gated as its verdict says) or other (a label or annotation)",
+            m.write_refused_nodes.clone(),
+        );
         Metrics { registry, ..m }
     }
 }

@@ -491,12 +491,24 @@ fn profile_triggers(
 
 /// The nodes a profile change can affect: those its selector matches now, and
 /// those labelled with its name (which it may have just stopped selecting).
+/// "Matches" as the engine matches: over the node's labels less what gpuready
+/// wrote itself (`selectable_labels`), so a profile whose selector reads a
+/// label another profile sets (`NotIn [true]` of a readyLabels key) re-queues
+/// the nodes it now conflicts on — it used to take a restart (issue 32).
 fn nodes_of_profile(
     nodes: &Store<CachedNode>,
     profile: &GpuNodeProfile,
 ) -> Vec<ObjectRef<CachedNode>> {
     let name = profile.name_any();
-    let selector = gpuready_core::select::profile_selector(profile).ok();
+    let Ok(selector) = gpuready_core::select::profile_selector(profile) else {
+        return nodes
+            .state()
+            .iter()
+            .filter(|n| n.labels().and_then(|l| l.get(keys::LABEL_PROFILE)) == Some(name.as_str()))
+            .map(|n| ObjectRef::from_obj(n.as_ref()))
+            .collect();
+    };
+    let reads = profile.spec.selector_keys();
     nodes
         .state()
         .iter()
@@ -505,11 +517,22 @@ fn nodes_of_profile(
             if labels.and_then(|l| l.get(keys::LABEL_PROFILE)) == Some(name.as_str()) {
                 return true;
             }
-            // The selector reads a BTreeMap: built for this one check only
-            // (a profile change), never kept.
-            selector.as_ref().is_some_and(|s| {
-                s.selects_all() || s.matches(&labels.map(|l| l.to_map()).unwrap_or_default())
-            })
+            if selector.selects_all() {
+                return true;
+            }
+            // Read for this one check only (a profile change), never kept.
+            // The node's facts only when the selector reads a label it has:
+            // only then can a label gpuready wrote be one it reads.
+            if reads
+                .iter()
+                .any(|k| labels.and_then(|l| l.get(k)).is_some())
+            {
+                let facts = gpuready_core::NodeFacts::from_node(&n.to_node());
+                let pair = [(profile, &selector)];
+                selector.matches(&gpuready_core::assess::selectable_labels(&facts, &pair))
+            } else {
+                selector.matches(&labels.map(|l| l.to_map()).unwrap_or_default())
+            }
         })
         .map(|n| ObjectRef::from_obj(n.as_ref()))
         .collect()
@@ -538,7 +561,7 @@ fn error_policy(node: Arc<CachedNode>, err: &Error, ctx: Arc<Context>) -> Action
     let name = node.name_any();
     let mut delay = ctx.errors.failed(&name);
     if matches!(err, Error::Kube(kube::Error::Api(s)) if s.code == 403)
-        || matches!(err, Error::Refused(..))
+        || matches!(err, Error::Refused { .. })
     {
         // Missing RBAC is not fixed by retrying soon.
         delay = delay.max(Duration::from_secs(60));

@@ -26,7 +26,7 @@ use tracing::{Instrument, debug, info, info_span, warn};
 use super::cached::CachedNode;
 use super::context::Context;
 use super::device_rules;
-use super::error::{Error, is_conflict};
+use super::error::{Error, RefusedWrite, is_conflict};
 use super::events::{
     publish_deadline, publish_refusal, publish_repair_refusal, publish_transition,
 };
@@ -185,16 +185,20 @@ async fn reconcile_inner(cached: Arc<CachedNode>, ctx: &Context) -> Result<Actio
                 node = api.get(&name).await?;
                 prune_node(&mut node);
             }
-            Err(Error::Refused(_, why)) => {
+            Err(Error::Refused { why, what, .. }) => {
                 let profile = assessment.profile.clone().unwrap_or_default();
-                ctx.refused.note(&name, &profile, &why);
+                ctx.refused.note(&name, &profile, &why, what);
                 if !profile.is_empty() {
                     let _ = ctx
                         .status
                         .send(super::status_input::StatusInput::Profile(profile));
                 }
-                publish_refusal(ctx, &node, &why).await;
-                return Err(Error::Refused(name, why));
+                publish_refusal(ctx, &node, what.sentence(), &why).await;
+                return Err(Error::Refused {
+                    node: name,
+                    why,
+                    what,
+                });
             }
             Err(e) => return Err(e),
         }
@@ -309,17 +313,48 @@ async fn write_changes(
                     return Err(e.into());
                 };
                 // The taint must never wait for anything else: sent alone, it
-                // passes whatever the server refused in the rest.
-                let taint_only = taint_part(changes);
-                let sent = match taint_only {
-                    Some(t) if t != *changes => Some(
-                        api.patch(&name, &params, &Patch::Merge(&node_patch(node, &t)?))
-                            .await?,
-                    ),
-                    _ => None,
+                // passes whatever the server refused in the rest. When the
+                // taint itself is refused, the rest still goes (the verdict
+                // labels), without the annotations that would record it.
+                let (sent, what, why) = match taint_part(changes) {
+                    Some(t) if t != *changes => {
+                        match api
+                            .patch(&name, &params, &Patch::Merge(&node_patch(node, &t)?))
+                            .await
+                        {
+                            Ok(after) => (Some(after), RefusedWrite::Other, why),
+                            Err(e) => {
+                                let Some(why) = refusal(&e) else {
+                                    return Err(e.into());
+                                };
+                                let rest = match rest_part(changes) {
+                                    Some(r) => match api
+                                        .patch(
+                                            &name,
+                                            &params,
+                                            &Patch::Merge(&node_patch(node, &r)?),
+                                        )
+                                        .await
+                                    {
+                                        Ok(after) => Some(after),
+                                        Err(e) if refusal(&e).is_some() => None,
+                                        Err(e) => return Err(e.into()),
+                                    },
+                                    None => None,
+                                };
+                                (rest, RefusedWrite::Taint, why)
+                            }
+                        }
+                    }
+                    Some(_) => (None, RefusedWrite::Taint, why),
+                    None => (None, RefusedWrite::Other, why),
                 };
-                warn!(reason = %why, taint_sent_alone = sent.is_some(), "the API server refused gpuready's node write");
-                refused = Some(why);
+                let why = match (what, &changes.taint) {
+                    (RefusedWrite::Taint, Some(t)) => format!("({}) {why}", taint_text(t)),
+                    _ => why,
+                };
+                warn!(reason = %why, refused = what.as_str(), "the API server refused gpuready's node write");
+                refused = Some((what, why));
                 sent
             }
         };
@@ -338,7 +373,7 @@ async fn write_changes(
         // A refused node write is said on the node's own condition too, when
         // that write passes (it is a separate request on nodes/status).
         let c = match &refused {
-            Some(why) => with_refusal(c, why),
+            Some((what, why)) => with_refusal(c, what.sentence(), why),
             None => c.clone(),
         };
         let written = api
@@ -359,8 +394,12 @@ async fn write_changes(
             Err(e) => return Err(e.into()),
         }
     }
-    if let Some(why) = refused {
-        return Err(Error::Refused(name, why));
+    if let Some((what, why)) = refused {
+        return Err(Error::Refused {
+            node: name,
+            why,
+            what,
+        });
     }
     Ok((Some(version.unwrap_or_default()), rules_done))
 }
@@ -400,8 +439,40 @@ fn taint_part(changes: &NodeChanges) -> Option<NodeChanges> {
     })
 }
 
-/// The planned conditions, with the refusal appended to `GpuReady`'s message.
-fn with_refusal(c: &ConditionChange, why: &str) -> ConditionChange {
+/// The taint change a refusal names: `add readiness.k8s.io/…:NoSchedule`.
+fn taint_text(t: &gpuready_core::plan::TaintChange) -> String {
+    match &t.ours {
+        Some(ours) => format!("{} {}:{}", t.kind, ours.key, ours.effect),
+        None => t.kind.to_string(),
+    }
+}
+
+/// The changes without the taint and the annotations that record it: what
+/// still goes when the server refuses the taint itself. `None` when nothing
+/// is left.
+fn rest_part(changes: &NodeChanges) -> Option<NodeChanges> {
+    let record = |k: &String| k == keys::ANNOTATION_TAINT || k == keys::ANNOTATION_RELEASED;
+    let annotations = changes
+        .annotations
+        .as_ref()
+        .map(|m| {
+            m.iter()
+                .filter(|(k, _)| !record(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect::<std::collections::BTreeMap<_, _>>()
+        })
+        .filter(|m| !m.is_empty());
+    let rest = NodeChanges {
+        labels: changes.labels.clone(),
+        annotations,
+        ..NodeChanges::default()
+    };
+    rest.patches_node().then_some(rest)
+}
+
+/// The planned conditions, with the refusal (`sentence: why`) appended to
+/// `GpuReady`'s message.
+fn with_refusal(c: &ConditionChange, sentence: &str, why: &str) -> ConditionChange {
     let mut c = c.clone();
     for cond in c
         .set
@@ -410,7 +481,7 @@ fn with_refusal(c: &ConditionChange, why: &str) -> ConditionChange {
     {
         let msg = cond.message.take().unwrap_or_default();
         cond.message = Some(
-            format!("{msg}; the API server refused gpuready's write to this node: {why}")
+            format!("{msg}; {sentence}: {why}")
                 .chars()
                 .take(1024)
                 .collect(),

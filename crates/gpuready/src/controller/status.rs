@@ -28,8 +28,10 @@ use tracing::{debug, info, warn};
 
 use super::config::NfdCrdMode;
 use super::context::Context;
+use super::error::RefusedWrite;
 use super::metrics::{
     NodeLayer, NodeNotReady, NodeSeries, Profile, ProfileLayer, ProfileNode, ProfileState,
+    ProfileWrite,
 };
 use super::status_input::StatusInput;
 use super::verdicts::{profiles_with_selectors, verdict_of};
@@ -218,6 +220,7 @@ async fn pass(ctx: &Context, tally: &Tally, dirty: &Dirty, nfd: Option<&NfdCrdCo
         ctx.metrics.brake.clear();
         let names: BTreeSet<String> = profiles.iter().map(|p| p.name_any()).collect();
         ctx.metrics.retain_node_series(|p| names.contains(p));
+        ctx.metrics.write_refused_nodes.clear();
     }
     let api: Api<GpuNodeProfile> = Api::all(ctx.client.clone());
     let empty = ProfileTally::default();
@@ -285,15 +288,27 @@ async fn update_profile(
         ),
         None => new,
     };
-    let new = match ctx
+    let refused = ctx
         .refused
-        .of_profile(&name, |n| ctx.nodes.get(&ObjectRef::new(n)).is_some())
-    {
-        Some((count, node, why)) => gpuready_core::status::mark_refused(
+        .of_profile(&name, |n| ctx.nodes.get(&ObjectRef::new(n)).is_some());
+    for (write, n) in [
+        (RefusedWrite::Taint, refused.as_ref().map_or(0, |r| r.taint)),
+        (RefusedWrite::Other, refused.as_ref().map_or(0, |r| r.other)),
+    ] {
+        ctx.metrics
+            .write_refused_nodes
+            .get_or_create(&ProfileWrite {
+                profile: name.clone(),
+                write: write.as_str().to_owned(),
+            })
+            .set(i64::try_from(n).unwrap_or(i64::MAX));
+    }
+    let new = match refused {
+        Some(r) => gpuready_core::status::mark_refused(
             new,
-            count,
-            &node,
-            &why,
+            r.taint + r.other,
+            &r.first,
+            &r.why,
             profile.metadata.generation,
             profile.status.as_ref(),
             now,
