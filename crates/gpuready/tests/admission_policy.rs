@@ -70,16 +70,19 @@ async fn install_policy(env: &TestEnv, values: &[&str]) -> String {
         2,
         "the chart renders both policy bindings"
     );
-    must(
-        kubectl(env, &["create", "namespace", NS]),
-        None,
-        "create the namespace",
-    )
-    .await;
+    // Applied, not created: two tests of this file install the same policy
+    // into the shared control plane, in either order or at once.
+    let namespace = format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {NS}\n");
     must(
         kubectl(env, &["apply", "--server-side", "-f", "-"]),
-        Some(&keep.join("\n---\n")),
-        "apply the chart's CRD, RBAC and admission policies",
+        Some(
+            &[namespace]
+                .into_iter()
+                .chain(keep)
+                .collect::<Vec<_>>()
+                .join("\n---\n"),
+        ),
+        "apply the namespace and the chart's CRD, RBAC and admission policies",
     )
     .await;
     wait_established(
