@@ -292,7 +292,7 @@ pub mod fabric {
 /// Outside Node conditions the External layer's presets read (docs/external.md
 /// names the document each comes from), and the External layer's reasons.
 pub mod external {
-    use crate::profile::BrokenWhen;
+    use crate::condition::BrokenWhen;
 
     /// Amazon EKS node monitoring agent (aws/eks-node-monitoring-agent,
     /// `docs/node-health-issues.adoc`; EKS user guide "Detect node health

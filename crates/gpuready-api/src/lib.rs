@@ -1,6 +1,7 @@
 //! gpuready's API surface: the GpuNodeProfile custom resource, the keys gpuready
 //! writes onto Nodes, and CRD generation. No client, no I/O.
 
+pub mod condition;
 pub mod crd;
 pub mod device_taint_rule;
 pub mod dra;

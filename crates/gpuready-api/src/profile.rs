@@ -12,6 +12,7 @@ use kube::{CustomResource, KubeSchema};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+pub use crate::condition::BrokenWhen;
 use crate::keys;
 use crate::layer::Layer;
 
@@ -341,23 +342,6 @@ pub struct ExternalCondition {
     /// makes the layer Unknown.
     #[serde(default)]
     pub broken_when: BrokenWhen,
-}
-
-/// The condition status that means broken.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-pub enum BrokenWhen {
-    #[default]
-    True,
-    False,
-}
-
-impl BrokenWhen {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            BrokenWhen::True => "True",
-            BrokenWhen::False => "False",
-        }
-    }
 }
 
 /// Per-device gating: what gpuready's DeviceTaintRules look like.
