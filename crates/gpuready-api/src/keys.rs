@@ -287,6 +287,12 @@ pub mod fabric {
     pub const FABRIC_STATE_UNREAD: &str = "FabricStateUnread";
     /// The driver is older than IMEX needs (`fabric.minDriverVersion`).
     pub const DRIVER_TOO_OLD_FOR_IMEX: &str = "DriverTooOldForImex";
+    /// The node lacks the label `fabric.groupByLabel` names.
+    pub const GROUP_LABEL_MISSING: &str = "GroupLabelMissing";
+    /// The node's clique is not its group's majority clique (or there is none).
+    pub const CLIQUE_SPLIT: &str = "CliqueSplit";
+    /// The other nodes of the group were not read.
+    pub const CLIQUE_GROUP_UNREAD: &str = "CliqueGroupUnread";
 }
 
 /// Outside Node conditions the External layer's presets read (docs/external.md

@@ -236,6 +236,16 @@ pub struct FabricExpectation {
     /// the label and the driver only; the message says so).
     #[serde(default = "default_unknown")]
     pub when_probe_missing: ProbePolicy,
+
+    /// A node label naming the NVLink domain a node belongs to (a rack label,
+    /// e.g. `example.com/nvl-rack`): every node of the profile sharing a value
+    /// of it must sit in one clique. A node in a minority clique of its group
+    /// is not ready (`CliqueSplit`); with no majority, every node of the group
+    /// is (docs/fabric.md). Absent: nodes are not compared with each other.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(length(max = 317))]
+    #[x_kube(validation = Rule::new("!format.qualifiedName().validate(self).hasValue()").message("fabric.groupByLabel must be a valid label key, like example.com/nvl-rack"))]
+    pub group_by_label: Option<String>,
 }
 
 fn default_unknown() -> ProbePolicy {

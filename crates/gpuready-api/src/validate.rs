@@ -556,6 +556,14 @@ impl GpuNodeProfileSpec {
                     ),
                 );
             }
+            if let Some(k) = &f.group_by_label
+                && !is_qualified_name(k)
+            {
+                fail(
+                    "fabric.groupByLabel",
+                    format!("{k:?} must be a valid label key, like example.com/nvl-rack"),
+                );
+            }
         }
         if let Some(x) = &self.external {
             if x.presets.is_empty() && x.conditions.is_empty() {

@@ -43,6 +43,9 @@ pub enum Source {
     /// Node conditions other judges write (a provider's GPU health agent,
     /// node-problem-detector): the External layer.
     NodeConditions,
+    /// The `nvidia.com/gpu.clique` labels of the other nodes of the node's
+    /// `fabric.groupByLabel` group.
+    GroupCliques,
 }
 
 impl Source {
@@ -59,6 +62,7 @@ impl Source {
             Source::ProbeReport => "ProbeReport",
             Source::MigManagerLabels => "MigManagerLabels",
             Source::NodeConditions => "NodeConditions",
+            Source::GroupCliques => "GroupCliques",
         }
     }
 
@@ -95,6 +99,10 @@ pub struct Evidence {
     /// not read (the API is not served, or not readable): device gating then
     /// falls back to gating the whole node, since no rule could be written.
     pub device_rules: Option<Vec<gpuready_api::device_taint_rule::DeviceTaintRule>>,
+    /// The other nodes of the node's `fabric.groupByLabel` group and their
+    /// cliques; `None` when not read (the profile groups nothing, or the
+    /// caller did not look).
+    pub clique_group: Option<crate::clique_groups::CliqueGroup>,
 }
 
 impl Evidence {
@@ -109,6 +117,7 @@ impl Evidence {
             dra: slices.map_or(DraEvidence::NotRead, |s| DraEvidence::from_slices(node, s)),
             bus: node_features.and_then(BusFacts::from_node_features),
             device_rules: None,
+            clique_group: None,
         }
     }
 

@@ -5,12 +5,16 @@
 
 mod common;
 
+use std::collections::{BTreeMap, BTreeSet};
+
 use common::*;
 use gpuready_api::Layer;
 use gpuready_api::keys::fabric as r;
 use gpuready_api::probe::{FabricPhase, ProbeReport};
+use gpuready_core::clique_groups::{CliqueGroup, GroupIndex};
 use gpuready_core::evaluate::Status;
 use gpuready_core::evidence::Source;
+use gpuready_core::group_peers::{clique_group, group_of};
 use gpuready_core::health::ProbeEvidence;
 
 const CLIQUE: &str = "9277d399-0674-44a9-b64e-d85bb19ce2b0.32766";
@@ -161,4 +165,285 @@ fn driver_minimum_and_a_missing_probe_report() {
     judge_tray("fabric: {whenProbeMissing: Ignore}", &tray(), None)
         .expect(Layer::Fabric, Status::Ready, r::FABRIC_READY)
         .mentions(&["per-GPU fabric state not read"]);
+}
+
+// ------------------------------------------------------------- groups by label
+
+const RACK: &str = "example.com/nvl-rack";
+const OTHER: &str = "9277d399-0674-44a9-b64e-d85bb19ce2b0.32767";
+const FOREIGN: &str = "0b2a6e3c-5c1e-4a53-9d87-2f1f0b1d7c11.7";
+
+/// A tray of rack `rack-a` in `clique`, judged with its peers' cliques.
+fn judge_in_group(
+    profile: &str,
+    clique: &str,
+    peers: &[Option<&str>],
+) -> gpuready_core::LayerReport {
+    let node = tray()
+        .label(RACK, "rack-a")
+        .label("nvidia.com/gpu.clique", clique);
+    let mut facts = node.facts();
+    facts.evidence.clique_group = Some(CliqueGroup {
+        label: RACK.into(),
+        value: "rack-a".into(),
+        peers: peers
+            .iter()
+            .enumerate()
+            .map(|(i, c)| (format!("gb200-{}", i + 2), c.map(str::to_owned)))
+            .collect(),
+    });
+    let mut report = tray_report();
+    let (uuid, id) = clique.rsplit_once('.').expect("clique");
+    for g in &mut report.gpus {
+        let f = g.fabric.as_mut().expect("fabric");
+        f.cluster_uuid = Some(uuid.replace('-', ""));
+        f.clique_id = id.parse().ok();
+    }
+    gpuready_core::evaluate(
+        &spec(profile),
+        &facts.with_probe(Some(ProbeEvidence::Report(Box::new(report)))),
+        now(),
+    )
+}
+
+const GROUPED: &str = "fabric: {groupByLabel: example.com/nvl-rack}";
+
+#[test]
+fn a_group_by_label_is_judged_from_its_nodes_cliques() {
+    let c = Some(CLIQUE);
+    let o = Some(OTHER);
+    // (the node's clique, its peers', expected reason, what the message says)
+    type Case<'a> = (&'a str, &'a [Option<&'a str>], &'a str, &'a [&'a str]);
+    let cases: &[Case<'_>] = &[
+        // A group of one, and a united group.
+        (
+            CLIQUE,
+            &[],
+            r::FABRIC_READY,
+            &["all 1 node(s) in this clique"],
+        ),
+        (CLIQUE, &[c, c, c], r::FABRIC_READY, &["all 4 node(s)"]),
+        // The majority is ready and says where the others sit.
+        (
+            CLIQUE,
+            &[c, c, o],
+            r::FABRIC_READY,
+            &["3 of 4 node(s)", "the group's majority", OTHER],
+        ),
+        // The minority is not, naming the majority and the counts.
+        (
+            OTHER,
+            &[c, c, c],
+            r::CLIQUE_SPLIT,
+            &[
+                "this node's clique",
+                "holds 1 of 4",
+                "the majority (3 node(s)) sits in",
+                CLIQUE,
+            ],
+        ),
+        // A tie: no node of the group can be called right.
+        (CLIQUE, &[c, o, o], r::CLIQUE_SPLIT, &["no majority", "×2"]),
+        (OTHER, &[c, c, o], r::CLIQUE_SPLIT, &["no majority"]),
+        // Two others tie ahead of the node: still no majority.
+        (FOREIGN, &[c, c, o, o], r::CLIQUE_SPLIT, &["no majority"]),
+        // Peers without a (well-formed) label are not counted.
+        (
+            CLIQUE,
+            &[None, Some("32766"), o, c],
+            r::FABRIC_READY,
+            &["2 of 3 node(s)", "2 node(s) without a clique label"],
+        ),
+        (CLIQUE, &[None, None, o], r::CLIQUE_SPLIT, &["no majority"]),
+    ];
+    for (own, peers, reason, words) in cases {
+        let rep = judge_in_group(GROUPED, own, peers);
+        let l = rep.get(Layer::Fabric).expect("fabric layer");
+        assert_eq!(l.reason, *reason, "{own} with {peers:?}: {}", l.message);
+        l.mentions(words);
+        assert_eq!(
+            l.evidence,
+            if *reason == r::FABRIC_READY {
+                Source::ProbeReport
+            } else {
+                Source::GroupCliques
+            },
+            "{own} with {peers:?}"
+        );
+        assert_eq!(
+            rep.ready(),
+            *reason == r::FABRIC_READY,
+            "{own} with {peers:?}"
+        );
+    }
+}
+
+#[test]
+fn with_fabric_cliques_only_expected_cliques_count_towards_the_majority() {
+    // Rack A's expected clique is CLIQUE; three trays landed in OTHER. The two
+    // in CLIQUE are right (ready), the three in OTHER fail on their own.
+    let profile = format!("fabric: {{groupByLabel: {RACK}, cliques: [\"{CLIQUE}\"]}}");
+    let o = Some(OTHER);
+    judge_in_group(&profile, CLIQUE, &[Some(CLIQUE), o, o, o])
+        .expect(Layer::Fabric, Status::Ready, r::FABRIC_READY)
+        .mentions(&[
+            "all 2 node(s)",
+            "3 in a clique fabric.cliques does not list",
+        ]);
+    judge_in_group(&profile, OTHER, &[Some(CLIQUE), o, o]).expect(
+        Layer::Fabric,
+        Status::NotReady,
+        r::UNEXPECTED_CLIQUE,
+    );
+    // Two expected cliques, split evenly: a tie.
+    let both = format!("fabric: {{groupByLabel: {RACK}, cliques: [\"{CLIQUE}\", \"{OTHER}\"]}}");
+    judge_in_group(&both, CLIQUE, &[o]).expect(Layer::Fabric, Status::NotReady, r::CLIQUE_SPLIT);
+}
+
+#[test]
+fn a_node_without_the_group_label_or_without_its_groups_evidence() {
+    judge_tray(GROUPED, &tray(), Some(tray_report()))
+        .expect(Layer::Fabric, Status::NotReady, r::GROUP_LABEL_MISSING)
+        .mentions(&[RACK, "label the node"]);
+    // The label, but no group read (a caller that did not look).
+    judge_tray(GROUPED, &tray().label(RACK, "rack-a"), Some(tray_report()))
+        .expect(Layer::Fabric, Status::Unknown, r::CLIQUE_GROUP_UNREAD)
+        .mentions(&["example.com/nvl-rack=rack-a"]);
+    // A profile without groupByLabel never reads the group.
+    judge_tray(PROFILE, &tray().label(RACK, "rack-a"), Some(tray_report())).expect(
+        Layer::Fabric,
+        Status::Ready,
+        r::FABRIC_READY,
+    );
+}
+
+#[test]
+fn peers_are_the_nodes_of_the_same_profile_with_the_same_value() {
+    let rack_a = profile(
+        "rack-a",
+        &format!("nodeSelector: {{matchLabels: {{gpu-pool: gb200}}}}\n{GROUPED}"),
+    );
+    let cpu = profile("cpu", "nodeSelector: {matchLabels: {gpu-pool: cpu}}");
+    let selectors: Vec<_> = [&rack_a, &cpu]
+        .iter()
+        .map(|p| gpuready_core::select::profile_selector(p).expect("selector"))
+        .collect();
+    let pairs: Vec<_> = [&rack_a, &cpu].into_iter().zip(selectors.iter()).collect();
+    let node = tray().label("gpu-pool", "gb200").label(RACK, "rack-a");
+    let (p, key, value) = group_of(&node.facts(), &pairs).expect("grouped");
+    assert_eq!(
+        (p.metadata.name.as_deref(), key.as_str(), value.as_str()),
+        (Some("rack-a"), RACK, "rack-a")
+    );
+    // Without the label, or governed by a profile that groups nothing: none.
+    assert!(group_of(&tray().label("gpu-pool", "gb200").facts(), &pairs).is_none());
+    assert!(
+        group_of(
+            &tray()
+                .label("gpu-pool", "cpu")
+                .label(RACK, "rack-a")
+                .facts(),
+            &pairs
+        )
+        .is_none()
+    );
+    let labels = |pool: &str, rack: &str, clique: Option<&str>| {
+        let mut m = BTreeMap::from([
+            ("gpu-pool".to_owned(), pool.to_owned()),
+            (RACK.to_owned(), rack.to_owned()),
+            // gpuready's own labels never change who governs a peer.
+            ("gpuready.io/profile".to_owned(), "cpu".to_owned()),
+        ]);
+        if let Some(c) = clique {
+            m.insert("nvidia.com/gpu.clique".to_owned(), c.to_owned());
+        }
+        m
+    };
+    let group = clique_group(
+        "gb200-1",
+        p,
+        RACK,
+        "rack-a",
+        [
+            (
+                "gb200-1".to_owned(),
+                labels("gb200", "rack-a", Some(CLIQUE)),
+            ),
+            (
+                "gb200-2".to_owned(),
+                labels("gb200", "rack-a", Some(CLIQUE)),
+            ),
+            ("gb200-3".to_owned(), labels("gb200", "rack-a", None)),
+            (
+                "gb200-4".to_owned(),
+                labels("gb200", "rack-b", Some(CLIQUE)),
+            ),
+            ("cpu-1".to_owned(), labels("cpu", "rack-a", Some(OTHER))),
+        ],
+        &pairs,
+    );
+    assert_eq!(
+        group.peers,
+        BTreeMap::from([
+            ("gb200-2".to_owned(), Some(CLIQUE.to_owned())),
+            ("gb200-3".to_owned(), None),
+        ])
+    );
+}
+
+#[test]
+fn the_group_index_requeues_only_the_group_and_only_on_what_peers_read() {
+    let mut idx = GroupIndex::default();
+    let node = |rack: &str, clique: &str, ts: &str| {
+        vec![
+            ("gpu-pool".to_owned(), "gb200".to_owned()),
+            (RACK.to_owned(), rack.to_owned()),
+            ("nvidia.com/gfd.timestamp".to_owned(), ts.to_owned()),
+            ("nvidia.com/gpu.clique".to_owned(), clique.to_owned()),
+        ]
+    };
+    fn feed(v: &[(String, String)]) -> Vec<(&str, &str)> {
+        v.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect()
+    }
+    let a1 = node("rack-a", CLIQUE, "1");
+    idx.rebuild(
+        BTreeSet::from([RACK.to_owned()]),
+        [
+            ("a1", feed(&a1)),
+            ("a2", feed(&a1)),
+            ("b1", feed(&node("rack-b", CLIQUE, "1"))),
+        ],
+    );
+    assert_eq!(
+        idx.members(RACK, "rack-a").collect::<Vec<_>>(),
+        ["a1", "a2"]
+    );
+    // A new node joins rack A: its peers are judged again, rack B's are not.
+    assert_eq!(idx.update("a3", feed(&a1)), ["a1", "a2"]);
+    // GFD's timestamp moves: nothing a peer reads changed.
+    assert!(
+        idx.update("a3", feed(&node("rack-a", CLIQUE, "2")))
+            .is_empty()
+    );
+    // Its clique changes: rack A again.
+    assert_eq!(
+        idx.update("a3", feed(&node("rack-a", OTHER, "2"))),
+        ["a1", "a2"]
+    );
+    // It moves to rack B: both racks.
+    assert_eq!(
+        idx.update("a3", feed(&node("rack-b", OTHER, "2"))),
+        ["a1", "a2", "b1"]
+    );
+    // It loses the rack label, then is deleted: rack B, then no one.
+    assert_eq!(
+        idx.update("a3", feed(&[("gpu-pool".into(), "gb200".into())])),
+        ["b1"]
+    );
+    assert!(idx.remove("a3").is_empty());
+    assert_eq!(idx.remove("a2"), ["a1"]);
+    assert_eq!(idx.members(RACK, "rack-a").collect::<Vec<_>>(), ["a1"]);
+    // A key no profile groups by is not indexed.
+    assert!(idx.update("x", [("other/label", "v")]).is_empty());
+    assert_eq!(idx.members("other/label", "v").count(), 0);
 }

@@ -10,7 +10,9 @@ use gpuready_api::GpuNodeProfile;
 use gpuready_api::device_taint_rule::DeviceTaintRule;
 use gpuready_api::dra::ResourceSlice;
 use gpuready_api::nfd::NodeFeature;
+use gpuready_core::clique_groups::GroupIndex;
 use gpuready_core::evidence::EvidenceIndex;
+use gpuready_core::group_peers::{group_keys, read_group};
 use gpuready_core::probe::{Carriers, ProbeEvidence};
 use gpuready_core::tally::NodeCounts;
 use gpuready_core::{GovernanceKind, NodeAssessment, NodeFacts, PlanOptions, assess};
@@ -180,7 +182,7 @@ pub async fn check_cluster(
     Ok(run_engine(
         &nodes,
         &profiles,
-        &extra,
+        &mut extra,
         args.now.unwrap_or_else(Timestamp::now),
     )?)
 }
@@ -295,6 +297,55 @@ pub struct ExtraEvidence {
     /// gpuready's own DeviceTaintRules. Offline, with ResourceSlice files
     /// given, none are assumed to exist: the plan shows every rule to create.
     pub device_rules: Option<Vec<DeviceTaintRule>>,
+    /// The nodes in a `fabric.groupByLabel` group, read before any node is
+    /// judged (each node's verdict reads its group's cliques).
+    pub grouped: GroupedNodes,
+}
+
+/// The labels of every node carrying a label a profile groups by, and their
+/// groups: what `gpuready run` keeps from its node cache, built here in one
+/// pass over the nodes. Empty when no profile groups nodes (no pass then).
+#[derive(Debug, Default)]
+pub struct GroupedNodes {
+    index: GroupIndex,
+    labels: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
+}
+
+impl GroupedNodes {
+    /// Starts an empty index of `keys`; `add` each node.
+    fn new(keys: std::collections::BTreeSet<String>) -> GroupedNodes {
+        GroupedNodes {
+            index: GroupIndex::with_keys(keys),
+            labels: Default::default(),
+        }
+    }
+
+    fn add(&mut self, node: &k8s_openapi::api::core::v1::Node) {
+        let Some(labels) = &node.metadata.labels else {
+            return;
+        };
+        if !self.index.keys().iter().any(|k| labels.contains_key(k)) {
+            return;
+        }
+        let name = node.metadata.name.clone().unwrap_or_default();
+        self.index
+            .update(&name, labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        self.labels.insert(name, labels.clone());
+    }
+
+    /// The node's group, as the Fabric layer reads it.
+    fn group_of(
+        &self,
+        facts: &NodeFacts,
+        pairs: &[(&GpuNodeProfile, &Selector)],
+    ) -> Option<gpuready_core::clique_groups::CliqueGroup> {
+        read_group(facts, pairs, |key, value| {
+            self.index
+                .members(key, value)
+                .filter_map(|n| Some((n.to_owned(), self.labels.get(n)?.clone())))
+                .collect::<Vec<_>>()
+        })
+    }
 }
 
 fn read_evidence_files(args: &CheckArgs) -> Result<ExtraEvidence, InputError> {
@@ -380,9 +431,14 @@ impl CheckReport {
 pub fn run_engine(
     nodes: &[k8s_openapi::api::core::v1::Node],
     profiles: &[GpuNodeProfile],
-    extra: &ExtraEvidence,
+    extra: &mut ExtraEvidence,
     now: Timestamp,
 ) -> Result<CheckReport, InputError> {
+    let keys = group_keys(profiles);
+    if !keys.is_empty() {
+        extra.grouped = GroupedNodes::new(keys);
+        nodes.iter().for_each(|n| extra.grouped.add(n));
+    }
     judge(profiles, extra, now, |each| {
         nodes.iter().for_each(each);
         Ok(())
@@ -433,7 +489,8 @@ pub fn judge(
                 .cloned()
                 .collect()
         });
-        let evidence = index.for_node(&facts.name).with_device_rules(rules);
+        let mut evidence = index.for_node(&facts.name).with_device_rules(rules);
+        evidence.clique_group = extra.grouped.group_of(&facts, &pairs);
         // The controller's reading of a report ConfigMap, through the same
         // core function (`probe::evidence_for`); `--probe-report` wins.
         let probe = match extra.probe_reports.get(&facts.name) {
@@ -460,7 +517,16 @@ pub fn judge(
 /// reported before a large dump is read), then each node judged as it is read.
 pub fn check_files(args: &CheckArgs) -> Result<CheckReport, InputError> {
     let profiles = input::read_all_profiles(&args.profiles)?;
-    let extra = read_evidence_files(args)?;
+    let mut extra = read_evidence_files(args)?;
+    // A first pass, only where a profile groups nodes: the labels of the
+    // grouped nodes (a node's verdict reads its group's cliques).
+    let keys = group_keys(&profiles);
+    if !keys.is_empty() {
+        extra.grouped = GroupedNodes::new(keys);
+        for n in &args.nodes {
+            input::for_each_node(n, &mut |node| extra.grouped.add(node))?;
+        }
+    }
     judge(
         &profiles,
         &extra,

@@ -154,6 +154,75 @@ fn a_ready_and_a_broken_nvlink_rack() {
 }
 
 #[test]
+fn racks_grouped_by_a_label_one_united_one_with_a_minority_tray_one_tied() {
+    let r = check("fabric", &[("--probe-reports", "probe-reports.json")]);
+    let united_and_majority: Vec<String> = ["c-01", "c-02", "c-03", "c-04", "d-01", "d-02", "d-03"]
+        .iter()
+        .map(|n| format!("gb200-rack-{n}"))
+        .collect();
+    let mut rows: Vec<Expect<'_>> = united_and_majority
+        .iter()
+        .map(|n| (n.as_str(), true, "Ready", "Fabric", "ProbeReport"))
+        .collect();
+    rows.extend([
+        (
+            "gb200-rack-d-04",
+            false,
+            "CliqueSplit",
+            "Fabric",
+            "GroupCliques",
+        ),
+        (
+            "gb200-rack-e-01",
+            false,
+            "CliqueSplit",
+            "Fabric",
+            "GroupCliques",
+        ),
+        (
+            "gb200-rack-e-02",
+            false,
+            "CliqueSplit",
+            "Fabric",
+            "GroupCliques",
+        ),
+    ]);
+    expect(&r, &rows);
+    let message = |name: &str| {
+        r["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .find(|n| n["name"] == name)
+            .and_then(|n| {
+                n["layers"]
+                    .as_array()?
+                    .iter()
+                    .find(|l| l["layer"] == "Fabric")
+            })
+            .and_then(|l| l["message"].as_str())
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let minority = message("gb200-rack-d-04");
+    for words in [
+        "group example.com/nvl-rack=rack-d is split",
+        "9277d399-0674-44a9-b64e-d85bb19ce2b0.32770 holds 1 of 4 node(s)",
+        "the majority (3 node(s)) sits in 9277d399-0674-44a9-b64e-d85bb19ce2b0.32769",
+    ] {
+        assert!(minority.contains(words), "{words:?} not in {minority}");
+    }
+    assert!(
+        message("gb200-rack-d-01").contains("3 of 4 node(s) in this clique, the group's majority")
+    );
+    assert!(
+        message("gb200-rack-c-01")
+            .contains("group example.com/nvl-rack=rack-c: all 4 node(s) in this clique")
+    );
+    assert!(message("gb200-rack-e-01").contains("no majority"));
+}
+
+#[test]
 fn dra_slices_with_list_typed_numa_nodes() {
     let r = check("dra-numa", &[("--resource-slices", "slices.json")]);
     expect(

@@ -685,6 +685,23 @@ fn bad_cases() -> Vec<Bad> {
             ],
         ),
         b(
+            ("spec.fabric.groupByLabel", "rule"),
+            "a group label that is not a label key",
+            spec_with(json!({ "fabric": { "groupByLabel": "rack label" } })),
+            &[
+                "spec.fabric.groupByLabel",
+                "fabric.groupByLabel must be a valid label key, like example.com/nvl-rack",
+            ],
+        ),
+        b(
+            ("spec.fabric.groupByLabel", "maxLength"),
+            "a group label of 318 characters",
+            spec_with(
+                json!({ "fabric": { "groupByLabel": format!("{}.example.com/{}", "a".repeat(241), "r".repeat(64)) } }),
+            ),
+            &["spec.fabric.groupByLabel", "may not be more than 317 bytes"],
+        ),
+        b(
             ("spec.external", "rule"),
             "an External layer that reads nothing",
             spec_with(json!({ "external": {} })),
@@ -1718,6 +1735,7 @@ async fn good_profiles_are_accepted_and_defaulted() {
             "cliques": ["9277d399-0674-44a9-b64e-d85bb19ce2b0.32766", "9277d399-0674-44a9-b64e-d85bb19ce2b0.4294967295"],
             "minDriverVersion": "570.158.01",
             "whenProbeMissing": "Blocking",
+            "groupByLabel": "example.com/nvl-rack",
         },
         "external": {
             "presets": ["EksNodeMonitoringAgent", "AksNodeProblemDetector", "NebiusGpuHealthChecks", "MetaGcmHealthChecks"],

@@ -13,6 +13,7 @@ use gpuready_api::probe::FabricPhase;
 use gpuready_api::validate::parse_clique;
 
 use super::verdict::{Verdict, not_ready, ready, unknown};
+use crate::clique_groups::{GroupTally, Standing};
 use crate::evidence::Source;
 use crate::facts::NodeFacts;
 use crate::probe::ProbeEvidence;
@@ -62,6 +63,14 @@ pub(super) fn fabric_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verd
         )
         .via(Source::GfdLabels);
     }
+    // The node's group: one clique for all of it.
+    let group = match &f.group_by_label {
+        Some(key) => match group_rule(key, label, f, facts) {
+            Ok(note) => Some(note),
+            Err(v) => return v,
+        },
+        None => None,
+    };
     // The driver IMEX needs.
     let min = f
         .min_driver_version
@@ -96,9 +105,10 @@ pub(super) fn fabric_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verd
             ProbePolicy::Ignore => ready(
                 reasons::FABRIC_READY,
                 format!(
-                    "{}={label}; driver {}; per-GPU fabric state not read (no probe report, fabric.whenProbeMissing Ignore)",
+                    "{}={label}; driver {}; per-GPU fabric state not read (no probe report, fabric.whenProbeMissing Ignore){}",
                     nvidia::GPU_CLIQUE,
-                    driver.map_or_else(|| "unknown".to_owned(), |d| d.to_string())
+                    driver.map_or_else(|| "unknown".to_owned(), |d| d.to_string()),
+                    group.map(|g| format!("; {g}")).unwrap_or_default()
                 ),
             ),
             ProbePolicy::Unknown => unknown(reasons::FABRIC_STATE_UNREAD, message),
@@ -167,7 +177,7 @@ pub(super) fn fabric_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verd
     ready(
         reasons::FABRIC_READY,
         format!(
-            "{}={label}{}; all {} GPU(s) registered with the fabric in clique {clique} (NVML, probe report); driver {} (minimum {min})",
+            "{}={label}{}; all {} GPU(s) registered with the fabric in clique {clique} (NVML, probe report); driver {} (minimum {min}){}",
             nvidia::GPU_CLIQUE,
             if f.cliques.is_empty() {
                 String::new()
@@ -175,8 +185,87 @@ pub(super) fn fabric_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verd
                 " (an expected clique)".to_owned()
             },
             report.gpus.len(),
-            driver.map_or_else(|| "unknown".to_owned(), |d| d.to_string())
+            driver.map_or_else(|| "unknown".to_owned(), |d| d.to_string()),
+            group.map(|g| format!("; {g}")).unwrap_or_default()
         ),
     )
     .via(Source::ProbeReport)
+}
+
+/// Every node of the profile sharing the node's value of `key` must sit in
+/// one clique. `Ok`: the node's clique holds its group (the note for the
+/// ready message); `Err`: the verdict. A minority node is not ready; with no
+/// majority, no node of the group is (none can be called right); peers
+/// without a clique label, or in a clique `fabric.cliques` does not list,
+/// are not ready on their own and are not counted.
+fn group_rule(
+    key: &str,
+    own: &str,
+    f: &gpuready_api::FabricExpectation,
+    facts: &NodeFacts,
+) -> Result<String, Verdict> {
+    let Some(value) = facts.labels.get(key) else {
+        return Err(not_ready(
+            reasons::GROUP_LABEL_MISSING,
+            format!(
+                "no {key} label: the profile groups its nodes by it (fabric.groupByLabel), so this node's NVLink domain cannot be compared with its group's; label the node"
+            ),
+        )
+        .via(Source::GfdLabels));
+    };
+    let Some(group) = facts
+        .evidence
+        .clique_group
+        .as_ref()
+        .filter(|g| g.label == *key && g.value == *value)
+    else {
+        return Err(unknown(
+            reasons::CLIQUE_GROUP_UNREAD,
+            format!(
+                "{key}={value}: the other nodes of the group were not read, so whether they share this node's clique is unknown"
+            ),
+        )
+        .via(Source::GroupCliques));
+    };
+    let tally = GroupTally::of(own, group, &f.cliques);
+    let counts = |t: &GroupTally| {
+        t.counts
+            .iter()
+            .map(|(c, n)| format!("{c} ×{n}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    let uncounted = match (tally.unlabelled, tally.unexpected) {
+        (0, 0) => String::new(),
+        (u, x) => format!(
+            " (not counted: {u} node(s) without a clique label, {x} in a clique fabric.cliques does not list)"
+        ),
+    };
+    let total = tally.total();
+    let mine = tally.counts.get(own).copied().unwrap_or(0);
+    match tally.standing(own) {
+        Standing::United => Ok(format!(
+            "group {key}={value}: all {total} node(s) in this clique{uncounted}"
+        )),
+        Standing::Majority => Ok(format!(
+            "group {key}={value}: {mine} of {total} node(s) in this clique, the group's majority ({}){uncounted}",
+            counts(&tally)
+        )),
+        Standing::Minority { majority } => Err(not_ready(
+            reasons::CLIQUE_SPLIT,
+            format!(
+                "group {key}={value} is split: this node's clique {own} holds {mine} of {total} node(s), the majority ({} node(s)) sits in {majority}{uncounted}; every node of a group must share one NVLink domain: check this node's fabric manager partition and NVLink switch trays",
+                tally.counts.get(&majority).copied().unwrap_or(0)
+            ),
+        )
+        .via(Source::GroupCliques)),
+        Standing::Tie => Err(not_ready(
+            reasons::CLIQUE_SPLIT,
+            format!(
+                "group {key}={value} is split with no majority ({}){uncounted}: no clique can be called the group's, so none of its nodes is; fix the fabric partition, or list the expected clique in fabric.cliques",
+                counts(&tally)
+            ),
+        )
+        .via(Source::GroupCliques)),
+    }
 }
