@@ -12,6 +12,8 @@ fi
 # Also when KUBEBUILDER_ASSETS was given: the upstream NFD CRD files are a
 # separate cache (a no-op once fetched).
 bash tests/control-plane/nfd-crds.sh >/dev/null
+# The NVIDIA DRA driver's ComputeDomainClique CRD, likewise.
+bash tests/control-plane/dra-driver-crds.sh >/dev/null
 echo "control plane: $KUBEBUILDER_ASSETS" >&2
 # The end-to-end suites (crates/gpuready/tests/cluster_e2e.rs: the Helm chart;
 # flux_e2e.rs: Flux reconciling deploy/flux) run in a real single-node cluster:

@@ -293,6 +293,26 @@ pub mod fabric {
     pub const CLIQUE_SPLIT: &str = "CliqueSplit";
     /// The other nodes of the group were not read.
     pub const CLIQUE_GROUP_UNREAD: &str = "CliqueGroupUnread";
+    /// A ComputeDomainClique lists the node in another clique than its label's.
+    pub const COMPUTE_DOMAIN_CLIQUE_MISMATCH: &str = "ComputeDomainCliqueMismatch";
+    /// A ComputeDomainClique lists the node's IMEX daemon `NotReady`.
+    pub const IMEX_DAEMON_NOT_READY: &str = "ImexDaemonNotReady";
+    /// `computeDomainCliques: Require` and no ComputeDomainClique lists the node.
+    pub const NOT_IN_COMPUTE_DOMAIN: &str = "NotInComputeDomain";
+    /// ComputeDomainCliques are not served or not readable.
+    pub const COMPUTE_DOMAIN_CLIQUES_UNREAD: &str = "ComputeDomainCliquesUnread";
+}
+
+/// The NVIDIA DRA driver's ComputeDomainCliques (`compute_domain.rs`).
+pub mod compute_domains {
+    pub const API_GROUP: &str = "resource.nvidia.com";
+    pub const API_VERSION: &str = "v1beta1";
+    pub const KIND: &str = "ComputeDomainClique";
+    pub const PLURAL: &str = "computedomaincliques";
+    /// The ComputeDomain's UID, on each clique object.
+    pub const LABEL_COMPUTE_DOMAIN: &str = "resource.nvidia.com/computeDomain";
+    /// A daemon's `status` while its IMEX daemon can broker memory exchanges.
+    pub const STATUS_READY: &str = "Ready";
 }
 
 /// Outside Node conditions the External layer's presets read (docs/external.md

@@ -246,6 +246,27 @@ pub struct FabricExpectation {
     #[schemars(length(max = 317))]
     #[x_kube(validation = Rule::new("!format.qualifiedName().validate(self).hasValue()").message("fabric.groupByLabel must be a valid label key, like example.com/nvl-rack"))]
     pub group_by_label: Option<String>,
+
+    /// The NVIDIA DRA driver's ComputeDomainCliques (`resource.nvidia.com/v1beta1`):
+    /// `Ignore` (default: not read), `Check` (every entry naming the node must
+    /// be in the node's clique with its IMEX daemon `Ready`; a node no
+    /// ComputeDomain uses now is fine), or `Require` (as `Check`, and some
+    /// ComputeDomainClique must list the node). Where the API is not served
+    /// the layer is Unknown (`ComputeDomainCliquesUnread`).
+    #[serde(default)]
+    pub compute_domain_cliques: ComputeDomainCliquePolicy,
+}
+
+/// How the Fabric layer reads the DRA driver's ComputeDomainCliques.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum ComputeDomainCliquePolicy {
+    /// Not read.
+    #[default]
+    Ignore,
+    /// The entries naming the node must agree with its clique and be Ready.
+    Check,
+    /// As `Check`, and at least one ComputeDomainClique must list the node.
+    Require,
 }
 
 fn default_unknown() -> ProbePolicy {

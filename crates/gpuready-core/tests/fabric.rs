@@ -9,11 +9,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use common::*;
 use gpuready_api::Layer;
+use gpuready_api::compute_domain::ComputeDomainClique;
 use gpuready_api::keys::fabric as r;
 use gpuready_api::probe::{FabricPhase, ProbeReport};
 use gpuready_core::clique_groups::{CliqueGroup, GroupIndex};
 use gpuready_core::evaluate::Status;
-use gpuready_core::evidence::Source;
+use gpuready_core::evidence::{CliqueMembership, Source};
 use gpuready_core::group_peers::{clique_group, group_of};
 use gpuready_core::health::ProbeEvidence;
 
@@ -446,4 +447,110 @@ fn the_group_index_requeues_only_the_group_and_only_on_what_peers_read() {
     // A key no profile groups by is not indexed.
     assert!(idx.update("x", [("other/label", "v")]).is_empty());
     assert_eq!(idx.members("other/label", "v").count(), 0);
+}
+
+// ------------------------------------------------------- ComputeDomainCliques
+
+fn memberships(node: &str) -> Vec<CliqueMembership> {
+    let path = format!(
+        "{}/tests/fixtures/fabric/compute-domain-clique.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let clique: ComputeDomainClique =
+        serde_json::from_str(&std::fs::read_to_string(&path).expect("fixture")).expect("clique");
+    CliqueMembership::of_clique(&clique)
+        .into_iter()
+        .filter(|(n, _)| n == node)
+        .map(|(_, m)| m)
+        .collect()
+}
+
+fn judge_domains(
+    profile: &str,
+    entries: Option<Vec<CliqueMembership>>,
+) -> gpuready_core::LayerReport {
+    let mut facts = tray().facts();
+    facts.evidence.compute_domains = entries;
+    gpuready_core::evaluate(
+        &spec(profile),
+        &facts.with_probe(Some(ProbeEvidence::Report(Box::new(tray_report())))),
+        now(),
+    )
+}
+
+#[test]
+fn the_driver_s_compute_domain_clique_is_read_entry_by_entry() {
+    let ready = memberships("gb200-1");
+    assert_eq!(ready.len(), 1);
+    let m = &ready[0];
+    assert_eq!(
+        m.object,
+        "nvidia-dra-driver-gpu/5b7f1c2e-8d4a-4f0e-9c3b-2a1d6e8f0b47.9277d399-0674-44a9-b64e-d85bb19ce2b0.32766"
+    );
+    assert_eq!(
+        m.compute_domain.as_deref(),
+        Some("5b7f1c2e-8d4a-4f0e-9c3b-2a1d6e8f0b47")
+    );
+    assert_eq!(
+        (m.clique_id.as_str(), m.index, m.is_ready()),
+        (CLIQUE, 0, true)
+    );
+    assert!(!memberships("gb200-2")[0].is_ready());
+    assert!(memberships("gb200-9").is_empty());
+}
+
+#[test]
+fn compute_domain_cliques_checked_only_where_the_profile_asks() {
+    const CHECK: &str = "fabric: {computeDomainCliques: Check}";
+    const REQUIRE: &str = "fabric: {computeDomainCliques: Require}";
+    let ready = memberships("gb200-1");
+    let not_ready = memberships("gb200-2");
+    judge_domains(CHECK, Some(ready.clone()))
+        .expect(Layer::Fabric, Status::Ready, r::FABRIC_READY)
+        .mentions(&["IMEX daemon Ready in 1 ComputeDomainClique(s)"]);
+    judge_domains(CHECK, Some(vec![]))
+        .expect(Layer::Fabric, Status::Ready, r::FABRIC_READY)
+        .mentions(&["in no ComputeDomainClique (no ComputeDomain uses the node now)"]);
+    let l = judge_domains(CHECK, Some(not_ready.clone()));
+    let l = l.expect(Layer::Fabric, Status::NotReady, r::IMEX_DAEMON_NOT_READY);
+    l.mentions(&[
+        "5b7f1c2e-8d4a-4f0e-9c3b-2a1d6e8f0b47",
+        "index 1",
+        "NotReady",
+    ]);
+    assert_eq!(l.evidence, Source::ComputeDomainCliques);
+    let mut silent = ready.clone();
+    silent[0].status = String::new();
+    judge_domains(CHECK, Some(silent))
+        .expect(Layer::Fabric, Status::NotReady, r::IMEX_DAEMON_NOT_READY)
+        .mentions(&["no status (NotReady)"]);
+    let mut elsewhere = ready.clone();
+    elsewhere[0].clique_id = OTHER.into();
+    judge_domains(CHECK, Some(elsewhere))
+        .expect(
+            Layer::Fabric,
+            Status::NotReady,
+            r::COMPUTE_DOMAIN_CLIQUE_MISMATCH,
+        )
+        .mentions(&[OTHER, CLIQUE]);
+    judge_domains(CHECK, None)
+        .expect(
+            Layer::Fabric,
+            Status::Unknown,
+            r::COMPUTE_DOMAIN_CLIQUES_UNREAD,
+        )
+        .mentions(&["not served or not readable"]);
+    judge_domains(REQUIRE, Some(vec![])).expect(
+        Layer::Fabric,
+        Status::NotReady,
+        r::NOT_IN_COMPUTE_DOMAIN,
+    );
+    judge_domains(REQUIRE, Some(ready)).expect(Layer::Fabric, Status::Ready, r::FABRIC_READY);
+    // Ignore (the default) reads nothing, not even a missing API.
+    judge_domains("fabric: {}", None).expect(Layer::Fabric, Status::Ready, r::FABRIC_READY);
+    judge_domains("fabric: {}", Some(not_ready)).expect(
+        Layer::Fabric,
+        Status::Ready,
+        r::FABRIC_READY,
+    );
 }

@@ -1,12 +1,14 @@
 //! `gpuready check`: the engine over node dumps or a live cluster (read-only),
 //! printed as a table, JSON or YAML. It reads what `gpuready run` reads — the
-//! Nodes, profiles, ResourceSlices, NodeFeatures, gpuready's DeviceTaintRules
-//! and the probe report ConfigMaps — and hands them to the same engine.
+//! Nodes, profiles, ResourceSlices, NodeFeatures, gpuready's DeviceTaintRules,
+//! the DRA driver's ComputeDomainCliques and the probe report ConfigMaps — and
+//! hands them to the same engine.
 
 use std::io::Write as _;
 use std::path::PathBuf;
 
 use gpuready_api::GpuNodeProfile;
+use gpuready_api::compute_domain::ComputeDomainClique;
 use gpuready_api::device_taint_rule::DeviceTaintRule;
 use gpuready_api::dra::ResourceSlice;
 use gpuready_api::nfd::NodeFeature;
@@ -52,6 +54,13 @@ pub struct CheckArgs {
     /// prints. Their PCI scan counts the NVIDIA GPUs on each node's bus.
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub node_features: Vec<PathBuf>,
+    /// The NVIDIA DRA driver's ComputeDomainCliques: what `kubectl get
+    /// computedomaincliques -A -o json` prints. Read by profiles with
+    /// fabric.computeDomainCliques; without it an offline check reads none
+    /// (the Fabric layer is then Unknown for them). Live checks read them
+    /// from the cluster when resource.nvidia.com/v1beta1 is served.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub compute_domain_cliques: Vec<PathBuf>,
 
     /// Probe report ConfigMaps for the Health layer, as `gpuready run` reads
     /// them: what `kubectl get configmaps -n gpuready-system -l
@@ -176,6 +185,9 @@ pub async fn check_cluster(
         extra.node_features = list_node_features(client).await?;
     }
     extra.device_rules = list_device_rules(client).await?;
+    if args.compute_domain_cliques.is_empty() {
+        extra.compute_domain_cliques = list_compute_domain_cliques(client).await?;
+    }
     if args.probe_reports.is_empty() {
         extra.carriers = list_probe_reports(client, &args.probe_namespace).await?;
     }
@@ -234,6 +246,25 @@ async fn list_node_features(client: &kube::Client) -> Result<Option<Vec<NodeFeat
     }
 }
 
+/// The DRA driver's ComputeDomainCliques in every namespace, or `None` where
+/// `resource.nvidia.com/v1beta1` is not served or not readable (no DRA driver,
+/// its ComputeDomainCliques gate off): profiles that read them are then Unknown.
+async fn list_compute_domain_cliques(
+    client: &kube::Client,
+) -> Result<Option<Vec<ComputeDomainClique>>, LiveError> {
+    use kube::api::{Api, ListParams};
+    match Api::<ComputeDomainClique>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+    {
+        Ok(list) => Ok(Some(list.items)),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => Ok(None),
+        Err(e) => Err(LiveError::Request(format!(
+            "listing computedomaincliques: {e}"
+        ))),
+    }
+}
+
 /// The probe report ConfigMaps in `namespace`, selected by label as the
 /// controller's watch selects them. None where ConfigMaps there cannot be
 /// listed: the Health layer then judges every node as one without a report.
@@ -289,6 +320,8 @@ async fn list_device_rules(
 pub struct ExtraEvidence {
     pub resource_slices: Option<Vec<ResourceSlice>>,
     pub node_features: Option<Vec<NodeFeature>>,
+    /// The DRA driver's ComputeDomainCliques.
+    pub compute_domain_cliques: Option<Vec<ComputeDomainClique>>,
     /// Probe report ConfigMaps (`--probe-reports`, or the cluster's).
     pub carriers: Carriers,
     /// Bare probe reports by node name (`--probe-report`): they win over a
@@ -364,6 +397,13 @@ fn read_evidence_files(args: &CheckArgs) -> Result<ExtraEvidence, InputError> {
             all.extend(input::read_node_features(p)?);
         }
         extra.node_features = Some(all);
+    }
+    if !args.compute_domain_cliques.is_empty() {
+        let mut all = Vec::new();
+        for p in &args.compute_domain_cliques {
+            all.extend(input::read_compute_domain_cliques(p)?);
+        }
+        extra.compute_domain_cliques = Some(all);
     }
     if !args.probe_reports.is_empty() {
         let mut all = Vec::new();
@@ -458,7 +498,8 @@ pub fn judge(
     let index = EvidenceIndex::new(
         extra.resource_slices.as_deref(),
         extra.node_features.as_deref(),
-    );
+    )
+    .with_compute_domain_cliques(extra.compute_domain_cliques.as_deref());
     let selectors: Vec<Selector> = profiles
         .iter()
         .map(|p| {
@@ -770,16 +811,25 @@ fn render_table(report: &CheckReport, s: &mut dyn std::io::Write) -> std::io::Re
                     .max()
                     .unwrap_or(6)
                     .max(6);
+                // At least 16 wide, as before, and wide enough for every
+                // source's name (`ComputeDomainCliques` is 20).
+                let w_evidence = n
+                    .layers
+                    .iter()
+                    .map(|l| l.evidence.as_str().len())
+                    .max()
+                    .unwrap_or(16)
+                    .max(16);
                 writeln!(
                     s,
-                    "  {:16}  {:8}  {:w_reason$}  {:16}  MESSAGE",
+                    "  {:16}  {:8}  {:w_reason$}  {:w_evidence$}  MESSAGE",
                     "LAYER", "STATUS", "REASON", "EVIDENCE"
                 )?;
                 for l in &n.layers {
                     let gate = if l.gating { "" } else { " (not gating)" };
                     writeln!(
                         s,
-                        "  {:16}  {:8}  {:w_reason$}  {:16}  {}{gate}",
+                        "  {:16}  {:8}  {:w_reason$}  {:w_evidence$}  {}{gate}",
                         l.layer.as_str(),
                         l.status.as_str(),
                         printable(&l.reason),

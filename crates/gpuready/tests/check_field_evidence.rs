@@ -1,7 +1,8 @@
 //! `gpuready check` over the field-evidence inputs of issue 31
 //! (`tests/fixtures/field/`): single-strategy MIG nodes (ready, pending,
 //! failed), one healthy and one broken node per outside-signal preset, a
-//! ready and a broken multi-node NVLink rack, and DRA slices with list-typed
+//! ready and a broken multi-node NVLink rack, racks grouped by a label and
+//! the DRA driver's ComputeDomainCliques, and DRA slices with list-typed
 //! `numaNode`. Each node's verdict, reason and the evidence its deciding layer
 //! names, as a user reads them.
 
@@ -155,7 +156,13 @@ fn a_ready_and_a_broken_nvlink_rack() {
 
 #[test]
 fn racks_grouped_by_a_label_one_united_one_with_a_minority_tray_one_tied() {
-    let r = check("fabric", &[("--probe-reports", "probe-reports.json")]);
+    let r = check(
+        "fabric",
+        &[
+            ("--probe-reports", "probe-reports.json"),
+            ("--compute-domain-cliques", "compute-domain-cliques.json"),
+        ],
+    );
     let united_and_majority: Vec<String> = ["c-01", "c-02", "c-03", "c-04", "d-01", "d-02", "d-03"]
         .iter()
         .map(|n| format!("gb200-rack-{n}"))
@@ -188,22 +195,7 @@ fn racks_grouped_by_a_label_one_united_one_with_a_minority_tray_one_tied() {
         ),
     ]);
     expect(&r, &rows);
-    let message = |name: &str| {
-        r["nodes"]
-            .as_array()
-            .expect("nodes")
-            .iter()
-            .find(|n| n["name"] == name)
-            .and_then(|n| {
-                n["layers"]
-                    .as_array()?
-                    .iter()
-                    .find(|l| l["layer"] == "Fabric")
-            })
-            .and_then(|l| l["message"].as_str())
-            .unwrap_or_default()
-            .to_owned()
-    };
+    let message = |name: &str| fabric_message(&r, name);
     let minority = message("gb200-rack-d-04");
     for words in [
         "group example.com/nvl-rack=rack-d is split",
@@ -220,6 +212,81 @@ fn racks_grouped_by_a_label_one_united_one_with_a_minority_tray_one_tied() {
             .contains("group example.com/nvl-rack=rack-c: all 4 node(s) in this clique")
     );
     assert!(message("gb200-rack-e-01").contains("no majority"));
+}
+
+/// A layer's message, for one node of a `check -o json` report.
+fn fabric_message(report: &Value, name: &str) -> String {
+    report["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .find(|n| n["name"] == name)
+        .and_then(|n| {
+            n["layers"]
+                .as_array()?
+                .iter()
+                .find(|l| l["layer"] == "Fabric")
+        })
+        .and_then(|l| l["message"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn compute_domain_cliques_ready_not_ready_mismatched_and_unread() {
+    let with = check(
+        "fabric",
+        &[
+            ("--probe-reports", "probe-reports.json"),
+            ("--compute-domain-cliques", "compute-domain-cliques.json"),
+        ],
+    );
+    expect(
+        &with,
+        &[
+            ("gb200-rack-d-02", true, "Ready", "Fabric", "ProbeReport"),
+            ("gb200-rack-f-01", true, "Ready", "Fabric", "ProbeReport"),
+            (
+                "gb200-rack-f-02",
+                false,
+                "ImexDaemonNotReady",
+                "Fabric",
+                "ComputeDomainCliques",
+            ),
+            (
+                "gb200-rack-f-03",
+                false,
+                "ComputeDomainCliqueMismatch",
+                "Fabric",
+                "ComputeDomainCliques",
+            ),
+            // No ComputeDomain on rack C: fine under Check.
+            ("gb200-rack-c-01", true, "Ready", "Fabric", "ProbeReport"),
+        ],
+    );
+    assert!(
+        fabric_message(&with, "gb200-rack-d-02")
+            .contains("IMEX daemon Ready in 1 ComputeDomainClique(s)")
+    );
+    assert!(fabric_message(&with, "gb200-rack-c-01").contains("in no ComputeDomainClique"));
+    let waiting = fabric_message(&with, "gb200-rack-f-02");
+    assert!(
+        waiting.contains("ComputeDomain a3c9e7d1-6f2b-4e8a-b1d0-7c5e9f3a2b16"),
+        "{waiting}"
+    );
+    assert!(waiting.contains("index 1): NotReady"), "{waiting}");
+    // Without the file, offline: not read, so the profile's nodes are Unknown.
+    let without = check("fabric", &[("--probe-reports", "probe-reports.json")]);
+    expect(
+        &without,
+        &[(
+            "gb200-rack-c-01",
+            false,
+            "ComputeDomainCliquesUnread",
+            "Fabric",
+            "ComputeDomainCliques",
+        )],
+    );
 }
 
 #[test]

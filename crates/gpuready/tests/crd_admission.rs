@@ -702,6 +702,15 @@ fn bad_cases() -> Vec<Bad> {
             &["spec.fabric.groupByLabel", "may not be more than 317 bytes"],
         ),
         b(
+            ("spec.fabric.computeDomainCliques", "enum"),
+            "an unknown fabric.computeDomainCliques",
+            spec_with(json!({ "fabric": { "computeDomainCliques": "Watch" } })),
+            &[
+                "spec.fabric.computeDomainCliques",
+                "Unsupported value: \"Watch\"",
+            ],
+        ),
+        b(
             ("spec.external", "rule"),
             "an External layer that reads nothing",
             spec_with(json!({ "external": {} })),
@@ -1736,6 +1745,7 @@ async fn good_profiles_are_accepted_and_defaulted() {
             "minDriverVersion": "570.158.01",
             "whenProbeMissing": "Blocking",
             "groupByLabel": "example.com/nvl-rack",
+            "computeDomainCliques": "Require",
         },
         "external": {
             "presets": ["EksNodeMonitoringAgent", "AksNodeProblemDetector", "NebiusGpuHealthChecks", "MetaGcmHealthChecks"],

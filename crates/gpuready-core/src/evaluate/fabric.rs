@@ -6,15 +6,14 @@
 //! register and leaves a failed one out), and the driver must be new enough
 //! for IMEX.
 
-use gpuready_api::GpuNodeProfileSpec;
-use gpuready_api::ProbePolicy;
 use gpuready_api::keys::{fabric as reasons, nvidia};
 use gpuready_api::probe::FabricPhase;
 use gpuready_api::validate::parse_clique;
+use gpuready_api::{ComputeDomainCliquePolicy, GpuNodeProfileSpec, ProbePolicy};
 
 use super::verdict::{Verdict, not_ready, ready, unknown};
 use crate::clique_groups::{GroupTally, Standing};
-use crate::evidence::Source;
+use crate::evidence::{CliqueMembership, Source};
 use crate::facts::NodeFacts;
 use crate::probe::ProbeEvidence;
 use crate::version::DriverVersion;
@@ -63,14 +62,15 @@ pub(super) fn fabric_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verd
         )
         .via(Source::GfdLabels);
     }
+    // What the ready message adds: the group's and the ComputeDomains' word.
+    let mut notes = String::new();
     // The node's group: one clique for all of it.
-    let group = match &f.group_by_label {
-        Some(key) => match group_rule(key, label, f, facts) {
-            Ok(note) => Some(note),
+    if let Some(key) = &f.group_by_label {
+        match group_rule(key, label, f, facts) {
+            Ok(note) => notes.push_str(&format!("; {note}")),
             Err(v) => return v,
-        },
-        None => None,
-    };
+        }
+    }
     // The driver IMEX needs.
     let min = f
         .min_driver_version
@@ -95,6 +95,13 @@ pub(super) fn fabric_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verd
             ),
         );
     }
+    // The DRA driver's ComputeDomainCliques that name the node.
+    if f.compute_domain_cliques != ComputeDomainCliquePolicy::Ignore {
+        match compute_domain_rule(f.compute_domain_cliques, label, facts) {
+            Ok(note) => notes.push_str(&format!("; {note}")),
+            Err(v) => return v,
+        }
+    }
     // Every GPU's fabric registration, from the probe.
     let Some(report) = report else {
         let message = format!(
@@ -105,10 +112,9 @@ pub(super) fn fabric_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verd
             ProbePolicy::Ignore => ready(
                 reasons::FABRIC_READY,
                 format!(
-                    "{}={label}; driver {}; per-GPU fabric state not read (no probe report, fabric.whenProbeMissing Ignore){}",
+                    "{}={label}; driver {}; per-GPU fabric state not read (no probe report, fabric.whenProbeMissing Ignore){notes}",
                     nvidia::GPU_CLIQUE,
                     driver.map_or_else(|| "unknown".to_owned(), |d| d.to_string()),
-                    group.map(|g| format!("; {g}")).unwrap_or_default()
                 ),
             ),
             ProbePolicy::Unknown => unknown(reasons::FABRIC_STATE_UNREAD, message),
@@ -177,7 +183,7 @@ pub(super) fn fabric_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verd
     ready(
         reasons::FABRIC_READY,
         format!(
-            "{}={label}{}; all {} GPU(s) registered with the fabric in clique {clique} (NVML, probe report); driver {} (minimum {min}){}",
+            "{}={label}{}; all {} GPU(s) registered with the fabric in clique {clique} (NVML, probe report); driver {} (minimum {min}){notes}",
             nvidia::GPU_CLIQUE,
             if f.cliques.is_empty() {
                 String::new()
@@ -186,10 +192,87 @@ pub(super) fn fabric_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verd
             },
             report.gpus.len(),
             driver.map_or_else(|| "unknown".to_owned(), |d| d.to_string()),
-            group.map(|g| format!("; {g}")).unwrap_or_default()
         ),
     )
     .via(Source::ProbeReport)
+}
+
+/// The NVIDIA DRA driver's ComputeDomainClique entries naming the node: each
+/// in the node's clique (`label`), each IMEX daemon `Ready`; with `Require`,
+/// at least one. `Ok`: the note for the ready message; `Err`: the verdict.
+fn compute_domain_rule(
+    policy: ComputeDomainCliquePolicy,
+    label: &str,
+    facts: &NodeFacts,
+) -> Result<String, Verdict> {
+    let Some(entries) = &facts.evidence.compute_domains else {
+        return Err(unknown(
+            reasons::COMPUTE_DOMAIN_CLIQUES_UNREAD,
+            "fabric.computeDomainCliques asks for the NVIDIA DRA driver's ComputeDomainCliques (resource.nvidia.com/v1beta1), which are not served or not readable here: install the DRA driver with its ComputeDomainCliques gate on (beta, on by default since v0.3; host-managed IMEX turns it off), grant gpuready list/watch on them, or set computeDomainCliques: Ignore",
+        )
+        .via(Source::ComputeDomainCliques));
+    };
+    let describe = |m: &CliqueMembership| {
+        format!(
+            "ComputeDomain {} (ComputeDomainClique {}, index {})",
+            m.compute_domain.as_deref().unwrap_or("?"),
+            m.object,
+            m.index
+        )
+    };
+    if let Some(m) = entries.iter().find(|m| m.clique_id != label) {
+        return Err(not_ready(
+            reasons::COMPUTE_DOMAIN_CLIQUE_MISMATCH,
+            format!(
+                "{} lists this node in clique {}, but its {} is {label}: the IMEX daemon joined another NVLink partition than the node's GPUs; check the fabric manager partition, then restart the ComputeDomain's daemon on this node",
+                describe(m),
+                if m.clique_id.is_empty() { "(none)" } else { m.clique_id.as_str() },
+                nvidia::GPU_CLIQUE
+            ),
+        )
+        .via(Source::ComputeDomainCliques));
+    }
+    let waiting: Vec<String> = entries
+        .iter()
+        .filter(|m| !m.is_ready())
+        .map(|m| {
+            format!(
+                "{}: {}",
+                describe(m),
+                if m.status.is_empty() {
+                    "no status (NotReady)"
+                } else {
+                    m.status.as_str()
+                }
+            )
+        })
+        .collect();
+    if !waiting.is_empty() {
+        return Err(not_ready(
+            reasons::IMEX_DAEMON_NOT_READY,
+            format!(
+                "this node's IMEX daemon is not Ready in {}: multi-node jobs of that ComputeDomain cannot share GPU memory through it yet (a daemon still starting reads NotReady too); see the daemon pod's log in the DRA driver's namespace",
+                waiting.join("; ")
+            ),
+        )
+        .via(Source::ComputeDomainCliques));
+    }
+    match (entries.len(), policy) {
+        (0, ComputeDomainCliquePolicy::Require) => Err(not_ready(
+            reasons::NOT_IN_COMPUTE_DOMAIN,
+            "no ComputeDomainClique lists this node (fabric.computeDomainCliques: Require): no ComputeDomain's IMEX daemon runs here; check the ComputeDomain's numNodes and that its workload's pods can land on this node",
+        )
+        .via(Source::ComputeDomainCliques)),
+        (0, _) => Ok("in no ComputeDomainClique (no ComputeDomain uses the node now)".to_owned()),
+        (n, _) => Ok(format!(
+            "IMEX daemon Ready in {n} ComputeDomainClique(s) of this clique ({})",
+            entries
+                .iter()
+                .map(|m| m.object.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        )),
+    }
 }
 
 /// Every node of the profile sharing the node's value of `key` must sit in
