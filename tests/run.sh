@@ -14,9 +14,13 @@ fi
 bash tests/control-plane/nfd-crds.sh >/dev/null
 # The NVIDIA DRA driver's ComputeDomainClique CRD, likewise.
 bash tests/control-plane/dra-driver-crds.sh >/dev/null
+# promtool for the rule unit tests (crates/gpuready/tests/monitoring_rules.rs),
+# from Debian's package, cached (tests/monitoring/build.sh).
+bash tests/monitoring/build.sh --promtool >/dev/null || echo "tests/run.sh: promtool could not be fetched; monitoring_rules will fail and say why" >&2
 echo "control plane: $KUBEBUILDER_ASSETS" >&2
 # The end-to-end suites (crates/gpuready/tests/cluster_e2e.rs: the Helm chart;
-# flux_e2e.rs: Flux reconciling deploy/flux) run in a real single-node cluster:
+# flux_e2e.rs: Flux reconciling deploy/flux; monitoring_e2e.rs: a real
+# Prometheus on the chart's metrics and alerts) run in a real single-node cluster:
 # they need root (namespaces, mounts, cgroups), the node binaries and the images
 # built from this checkout. Without root, or with GPUREADY_CLUSTER_E2E=0, they
 # print NOT RUN (GPUREADY_FLUX_E2E=0 skips the Flux suite alone).
@@ -28,6 +32,10 @@ if [ "$(id -u)" = 0 ] && [ "${GPUREADY_CLUSTER_E2E:-1}" != 0 ]; then
     bash tests/cluster/flux-build.sh >/dev/null
     export GPUREADY_FLUX_E2E=1
   fi
+  # The live monitoring suite (crates/gpuready/tests/monitoring_e2e.rs):
+  # Prometheus from its Go module and its image, the Operator's CRDs, the
+  # dashboard schema checker (tests/monitoring/build.sh, cached).
+  bash tests/monitoring/build.sh >/dev/null
   # The images carry the dev-profile binary: the same code, and cargo test
   # builds most of it anyway, where a release build would be a second full
   # build of the workspace (docs/testing.md).

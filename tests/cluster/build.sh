@@ -12,6 +12,8 @@ set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 cp_dir=$(cd "$here/../control-plane" && pwd)
+# shellcheck source=tests/lib/build-lib.sh
+. "$here/../lib/build-lib.sh"
 
 usage() {
   cat <<EOF
@@ -34,7 +36,6 @@ kubelet must be the apiserver's release.
 EOF
 }
 
-module_version() { awk -v m="$1" '($1==m){print $2; exit} ($1=="require" && $2==m){print $3; exit}' "$2"; }
 k8s_version=$(module_version k8s.io/kubernetes "$cp_dir/kube-apiserver/go.mod")
 node_version=$(module_version k8s.io/kubernetes "$here/node-binaries/go.mod")
 crane_version=$(module_version github.com/google/go-containerregistry "$here/crane/go.mod")
@@ -55,7 +56,6 @@ if [ -n "$staging_diff" ]; then
   exit 1
 fi
 
-cache_root=${GPUREADY_CACHE:-$HOME/.cache/gpuready}
 out="$cache_root/cluster/k8s-$k8s_version"
 crane_dir="$cache_root/tools/crane-$crane_version"
 
@@ -66,7 +66,6 @@ case "${1:-}" in
   *) usage >&2; exit 2 ;;
 esac
 
-step() { printf '==> %s\n' "$*" >&2; }
 mkdir -p "$out" "$crane_dir"
 export GOTOOLCHAIN=local
 
@@ -113,25 +112,17 @@ build_node_binaries() {
   [ ${#todo[@]} -eq 0 ] && return
   local ld; ld=$(ldflags)
   for b in "${todo[@]}"; do
-    step "building $b $k8s_version (cold, after the control plane: kubelet about 5 min on 2 cores, the others 1-2 min each)"
-    local start=$SECONDS
-    (cd "$here/node-binaries" && CGO_ENABLED=0 go build -mod=mod -trimpath -tags selinux,notest -ldflags "$ld" \
-      -o "$out/$b.tmp" "k8s.io/kubernetes/cmd/$b")
-    mv "$out/$b.tmp" "$out/$b"
-    step "$b built in $((SECONDS - start))s"
+    go_build_once "$out/$b" "$here/node-binaries" \
+      "$b $k8s_version (cold, after the control plane: kubelet about 5 min on 2 cores, the others 1-2 min each)" \
+      -tags selinux,notest -ldflags "$ld" "k8s.io/kubernetes/cmd/$b"
   done
 }
 
 build_crane() {
   # image.sh finds crane beside the node binaries.
   ln -sfn "$crane_dir/crane" "$out/crane"
-  [ -x "$crane_dir/crane" ] && return
-  step "building crane $crane_version"
-  local start=$SECONDS
-  (cd "$here/crane" && CGO_ENABLED=0 go build -mod=mod -trimpath -ldflags "-s -w" \
-    -o "$crane_dir/crane.tmp" github.com/google/go-containerregistry/cmd/crane)
-  mv "$crane_dir/crane.tmp" "$crane_dir/crane"
-  step "crane built in $((SECONDS - start))s"
+  go_build_once "$crane_dir/crane" "$here/crane" "crane $crane_version" \
+    -ldflags "-s -w" github.com/google/go-containerregistry/cmd/crane
 }
 
 # The sandbox ("pause") image, from the source Kubernetes ships in its module.
@@ -179,7 +170,7 @@ verify() {
   done
   echo "node binaries: Kubernetes $k8s_version" >&2
   "$crane_dir/crane" version >/dev/null
-  echo "$(pause_image)" > "$out/pause.name"
+  pause_image > "$out/pause.name"
 }
 
 install_packages

@@ -9,6 +9,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/lib/build-lib.sh
+. "$here/../lib/build-lib.sh"
 
 usage() {
   cat <<EOF
@@ -36,10 +38,8 @@ EOF
 FLUX_RELEASE=v2.9.5
 controllers=(source-controller kustomize-controller helm-controller)
 
-module_version() { awk -v m="$1" '($1==m){print $2; exit} ($1=="require" && $2==m){print $3; exit}' "$2"; }
 registry_version=$(module_version github.com/distribution/distribution/v3 "$here/registry/go.mod")
 git_server_hash=$(cat "$here/git-server/go.mod" "$here/git-server/main.go" | sha256sum | cut -c1-12)
-cache_root=${GPUREADY_CACHE:-$HOME/.cache/gpuready}
 out="$cache_root/flux-$FLUX_RELEASE"
 registry_dir="$cache_root/tools/registry-$registry_version"
 git_server_dir="$cache_root/tools/git-server-$git_server_hash"
@@ -51,22 +51,17 @@ case "${1:-}" in
   *) usage >&2; exit 2 ;;
 esac
 
-step() { printf '==> %s\n' "$*" >&2; }
 export GOTOOLCHAIN=local CGO_ENABLED=0
 mkdir -p "$out/crds" "$out/images" "$registry_dir" "$git_server_dir"
 
 controller_version() { module_version "github.com/fluxcd/$1" "$here/flux/$1/go.mod"; }
 
 build_controllers() {
-  local c v start
+  local c
   for c in "${controllers[@]}"; do
-    [ -x "$out/$c" ] && continue
-    v=$(controller_version "$c")
-    step "building $c $v (Flux $FLUX_RELEASE; cold: several minutes each on 2 cores)"
-    start=$SECONDS
-    (cd "$here/flux/$c" && go build -mod=mod -trimpath -ldflags "-s -w" -o "$out/$c.tmp" "github.com/fluxcd/$c")
-    mv "$out/$c.tmp" "$out/$c"
-    step "$c built in $((SECONDS - start))s"
+    go_build_once "$out/$c" "$here/flux/$c" \
+      "$c $(controller_version "$c") (Flux $FLUX_RELEASE; cold: several minutes each on 2 cores)" \
+      -ldflags "-s -w" "github.com/fluxcd/$c"
   done
 }
 
@@ -110,22 +105,14 @@ build_images() {
 
 build_registry() {
   ln -sfn "$registry_dir/registry" "$out/registry"
-  [ -x "$registry_dir/registry" ] && return
-  step "building the Distribution registry $registry_version"
-  local start=$SECONDS
-  (cd "$here/registry" && go build -mod=mod -trimpath \
+  go_build_once "$registry_dir/registry" "$here/registry" "the Distribution registry $registry_version" \
     -ldflags "-s -w -X github.com/distribution/distribution/v3/version.version=$registry_version" \
-    -o "$registry_dir/registry.tmp" github.com/distribution/distribution/v3/cmd/registry)
-  mv "$registry_dir/registry.tmp" "$registry_dir/registry"
-  step "registry built in $((SECONDS - start))s"
+    github.com/distribution/distribution/v3/cmd/registry
 }
 
 build_git_server() {
   ln -sfn "$git_server_dir/git-server" "$out/git-server"
-  [ -x "$git_server_dir/git-server" ] && return
-  step "building the Git server"
-  (cd "$here/git-server" && go build -trimpath -ldflags "-s -w" -o "$git_server_dir/git-server.tmp" .)
-  mv "$git_server_dir/git-server.tmp" "$git_server_dir/git-server"
+  go_build_once "$git_server_dir/git-server" "$here/git-server" "the Git server" -ldflags "-s -w" .
 }
 
 verify() {

@@ -69,6 +69,7 @@ git_in=$node_ip:5001
 source_ip=10.96.0.90
 
 # start, wait_for (tests/cluster/ns-lib.sh); a failed wait shows these logs.
+# shellcheck source=tests/cluster/ns-lib.sh
 . "$here/ns-lib.sh"
 wait_logs="$dir/logs/registry.log $dir/logs/git-server.log"
 # host_port NAME TARGET: a free 127.0.0.1 port on the host bridged through a

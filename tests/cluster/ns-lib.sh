@@ -1,3 +1,6 @@
+# shellcheck shell=bash
+# The sourcing script sets dir and holder (and may set wait_logs).
+# shellcheck disable=SC2154
 # Shared by up.sh and flux-up.sh (sourced, not run): starting a process inside
 # the cluster's namespaces and waiting for it. Both need $dir (the cluster's
 # folder) and $holder (the PID holding its network and mount namespaces).

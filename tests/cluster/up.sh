@@ -161,6 +161,7 @@ in_ns sh -euc "
 "
 
 # start, wait_for (tests/cluster/ns-lib.sh).
+# shellcheck source=tests/cluster/ns-lib.sh
 . "$here/ns-lib.sh"
 timeout_s=${GPUREADY_CLUSTER_TIMEOUT_SECS:-120}
 

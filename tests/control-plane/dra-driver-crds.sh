@@ -5,10 +5,12 @@
 # once cached. Prints the file on its last line.
 set -euo pipefail
 
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/lib/build-lib.sh
+. "$here/../lib/build-lib.sh"
 module=sigs.k8s.io/dra-driver-nvidia-gpu
 version=v0.4.1
 manifest=deployments/helm/dra-driver-nvidia-gpu/crds/resource.nvidia.com_computedomaincliques.yaml
-cache_root=${GPUREADY_CACHE:-$HOME/.cache/gpuready}
 dir="$cache_root/dra-driver-crds/$version"
 file="$dir/computedomaincliques.yaml"
 
@@ -34,7 +36,7 @@ if [ ! -s "$file" ]; then
   mkdir -p "$dir"
   # Outside any module, so no go.mod nearby changes what is resolved.
   work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-  printf '==> fetching the NVIDIA DRA driver %s CRDs from the Go module proxy\n' "$version" >&2
+  step "fetching the NVIDIA DRA driver $version CRDs from the Go module proxy"
   json=$(cd "$work" && GO111MODULE=on GOFLAGS=-mod=mod go mod download -json "$module@$version") || {
     echo "error: 'go mod download $module@$version' failed; is the Go module proxy reachable (GOPROXY)?" >&2
     echo "$json" >&2; exit 1; }

@@ -6,9 +6,10 @@
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=tests/lib/build-lib.sh
+. "$here/../lib/build-lib.sh"
 module=sigs.k8s.io/node-feature-discovery
 manifest=deployment/base/nfd-crds/nfd-api-crds.yaml
-cache_root=${GPUREADY_CACHE:-$HOME/.cache/gpuready}
 dir="$cache_root/nfd-crds"
 
 usage() {
@@ -35,7 +36,8 @@ esac
 mkdir -p "$dir"
 # Outside any module, so no go.mod nearby changes what is resolved.
 work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
-for version in $(grep -v '^#' "$here/nfd-crds.versions"); do
+grep -v '^#' "$here/nfd-crds.versions" | while read -r version; do
+  [ -n "$version" ] || continue
   [ -s "$dir/$version.yaml" ] && continue
   printf '==> fetching NFD %s CRDs from the Go module proxy\n' "$version" >&2
   json=$(cd "$work" && GO111MODULE=on GOFLAGS=-mod=mod go mod download -json "$module@$version") || {

@@ -131,17 +131,7 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat) {
     ];
 
     // ---- install into a restricted namespace
-    c.must_kubectl(&["create", "namespace", NS], None).await;
-    c.must_kubectl(
-        &[
-            "label",
-            "namespace",
-            NS,
-            "pod-security.kubernetes.io/enforce=restricted",
-        ],
-        None,
-    )
-    .await;
+    c.restricted_namespace(NS).await;
     let chart = repo_root().join("charts/gpuready");
     let chart = chart.to_str().expect("utf-8 path");
     let t = Instant::now();

@@ -12,93 +12,11 @@ use std::time::Duration;
 use gpuready::probe::publish::publish;
 use gpuready_api::device_taint_rule::DeviceTaintRule;
 use gpuready_api::keys::{self, health_reasons};
-use gpuready_api::probe::{EventKind, EventRecord, GpuState, ProbeReport};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::{Client, ResourceExt};
-use serde_json::{Value, json};
+use serde_json::json;
 use support::*;
-
-/// The 8-GPU H200 slice of the engine's fixtures, published for `node`.
-fn eight_gpu_slice(node: &str) -> Value {
-    engine_slice("dra-h200-8gpu.yaml", node)
-}
-
-fn uuid(slice: &Value, device: &str) -> String {
-    slice["spec"]["devices"]
-        .as_array()
-        .expect("devices")
-        .iter()
-        .find(|d| d["name"] == device)
-        .and_then(|d| d["attributes"]["uuid"]["string"].as_str())
-        .expect("uuid")
-        .to_owned()
-}
-
-/// The probe's view of the slice's 8 GPUs; `xid79` names GPUs that threw XID 79.
-fn report(node: &str, slice: &Value, xid79: &[&str]) -> ProbeReport {
-    let mut r: ProbeReport = serde_json::from_str(
-        &std::fs::read_to_string(
-            repo_root().join("crates/gpuready-core/tests/fixtures/h200-real/probe-report.json"),
-        )
-        .expect("fixture"),
-    )
-    .expect("report");
-    r.node = Some(node.into());
-    r.generated_at = jiff::Timestamp::now().to_string();
-    let base = r.gpus[0].clone();
-    r.gpus = (0..8)
-        .map(|i| GpuState {
-            index: i,
-            uuid: Some(uuid(slice, &format!("gpu-{i}"))),
-            ..base.clone()
-        })
-        .collect();
-    r.device_count = Some(8);
-    r.events.monitored = true;
-    r.events.error = None;
-    r.events.records = xid79
-        .iter()
-        .map(|d| EventRecord {
-            gpu: uuid(slice, d),
-            kind: EventKind::Xid,
-            xid: Some(79),
-            count: 1,
-            first_seen: jiff::Timestamp::now().to_string(),
-            last_seen: jiff::Timestamp::now().to_string(),
-        })
-        .collect();
-    r
-}
-
-/// A DRA-only node: NFD's label, no GFD label, no `nvidia.com/gpu`.
-async fn dra_only_node(client: &Client, name: &str, pool: &str) {
-    let labels = std::collections::BTreeMap::from([
-        (POOL.to_owned(), pool.to_owned()),
-        (
-            "feature.node.kubernetes.io/pci-0302_10de.present".to_owned(),
-            "true".to_owned(),
-        ),
-    ]);
-    create_node(client, name, labels, 0, json!([])).await;
-}
-
-fn profile(name: &str, pool: &str, extra: &str) -> String {
-    format!(
-        r#"apiVersion: gpuready.io/v1alpha1
-kind: GpuNodeProfile
-metadata:
-  name: {name}
-spec:
-  nodeSelector:
-    matchLabels:
-      {POOL}: {pool}
-  gpu:
-    products: [NVIDIA-H200]
-    count: 8
-{extra}"#
-    )
-}
 
 fn rules_api(client: &Client) -> Api<DeviceTaintRule> {
     Api::all(client.clone())
@@ -176,11 +94,11 @@ async fn device_taint_rules_follow_probe_reports_and_slices() {
     }
     apply_profile(
         &client,
-        &profile("h200", "dra", "  deviceGating: {minReadyGpus: 7}"),
+        &h200_profile("h200", "dra", "  deviceGating: {minReadyGpus: 7}"),
     )
     .await;
     let run = start_controller(&env, run_args(&[&format!("--probe-namespace={ns}")]));
-    publish(&client, &ns, node, &report(node, &slice, &[]))
+    publish(&client, &ns, node, &h200_report(node, &slice, &[]))
         .await
         .expect("publish");
     eventually(60, "the DRA-only node is ready from its slice", || async {
@@ -191,7 +109,7 @@ async fn device_taint_rules_follow_probe_reports_and_slices() {
     assert!(our_rules(&client).await.is_empty());
 
     // XID 79 on gpu-3: one rule, the node stays untainted (7 ready GPUs).
-    publish(&client, &ns, node, &report(node, &slice, &["gpu-3"]))
+    publish(&client, &ns, node, &h200_report(node, &slice, &["gpu-3"]))
         .await
         .expect("publish");
     eventually(60, "a rule for gpu-3", || async {
@@ -282,7 +200,7 @@ async fn device_taint_rules_follow_probe_reports_and_slices() {
     // The profile asks for NoExecute: both rules are updated in place.
     apply_profile(
         &client,
-        &profile(
+        &h200_profile(
             "h200",
             "dra",
             "  deviceGating: {minReadyGpus: 6, effect: NoExecute}",
@@ -300,7 +218,7 @@ async fn device_taint_rules_follow_probe_reports_and_slices() {
     // Both devices recover: the rules go.
     slice["spec"]["devices"][5]["attributes"]["productName"] = json!({"string": "NVIDIA H200"});
     put_slice(&client, &slice).await;
-    publish(&client, &ns, node, &report(node, &slice, &[]))
+    publish(&client, &ns, node, &h200_report(node, &slice, &[]))
         .await
         .expect("publish");
     eventually(60, "every rule of gpuready deleted", || async {
@@ -362,7 +280,7 @@ async fn an_observe_profile_writes_device_rules_with_effect_none_and_never_the_n
     put_slice(&client, &slice).await;
     apply_profile(
         &client,
-        &profile("observe", "observe", "  mode: Observe\n  deviceGating: {}"),
+        &h200_profile("observe", "observe", "  mode: Observe\n  deviceGating: {}"),
     )
     .await;
     let run = start_controller(&env, test_args());
@@ -420,7 +338,7 @@ async fn the_charts_service_account_gates_devices_and_nothing_more() {
     put_slice(&admin, &slice).await;
     apply_profile(
         &admin,
-        &profile("sa", "sa", "  deviceGating: {minReadyGpus: 7}"),
+        &h200_profile("sa", "sa", "  deviceGating: {minReadyGpus: 7}"),
     )
     .await;
     let run = start_controller_with(service_account_config(&env, ns, "gpuready"), test_args());
@@ -436,7 +354,7 @@ async fn the_charts_service_account_gates_devices_and_nothing_more() {
     .await;
     apply_profile(
         &admin,
-        &profile(
+        &h200_profile(
             "sa",
             "sa",
             "  deviceGating: {minReadyGpus: 7, effect: NoExecute}",

@@ -25,6 +25,24 @@ pub enum Error {
 }
 
 impl Error {
+    /// Every label [`Error::kind`] gives: `gpuready_reconcile_errors_total` starts
+    /// at 0 for each, because a series that first appears at its first error
+    /// hides that error from `rate()` and `increase()`, and so from the alerts.
+    pub const KINDS: [&'static str; 12] = [
+        "conflict",
+        "forbidden",
+        "api",
+        "client",
+        "crd_missing",
+        "cache",
+        "conflict_retries",
+        "serialize",
+        "lease",
+        "fenced",
+        "refused",
+        "http",
+    ];
+
     /// A stable label for the `gpuready_reconcile_errors_total` metric.
     pub fn kind(&self) -> &'static str {
         match self {

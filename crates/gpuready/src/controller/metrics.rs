@@ -1,5 +1,8 @@
 //! Prometheus metrics, in the text exposition format on /metrics.
 
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Mutex;
+
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
@@ -45,6 +48,44 @@ pub struct CrdState {
     pub state: String,
 }
 
+/// One not-ready node of a profile: `state` is the `gpuready_nodes` state it is
+/// counted under, `mode` the profile's (`Enforce` or `Observe`), `layer` and
+/// `reason` the summary of its verdict.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct NodeNotReady {
+    pub profile: String,
+    pub node: String,
+    pub mode: String,
+    pub state: String,
+    pub layer: String,
+    pub reason: String,
+}
+
+/// One layer that is not Ready on one node of a profile.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct NodeLayer {
+    pub profile: String,
+    pub node: String,
+    pub layer: String,
+    pub reason: String,
+}
+
+/// One node of a profile.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, PartialOrd, Ord, EncodeLabelSet)]
+pub struct ProfileNode {
+    pub profile: String,
+    pub node: String,
+}
+
+/// The per-node series of one profile, as last exported.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct NodeSeries {
+    pub not_ready: BTreeSet<NodeNotReady>,
+    pub layers: BTreeSet<NodeLayer>,
+    /// Node → devices gated by gpuready's DeviceTaintRules.
+    pub tainted_devices: BTreeMap<ProfileNode, i64>,
+}
+
 /// Every metric gpuready exports.
 pub struct Metrics {
     registry: Registry,
@@ -65,6 +106,16 @@ pub struct Metrics {
     pub device_taint_rules: Gauge,
     /// Devices gated by DeviceTaintRules, per profile (from the verdicts).
     pub tainted_devices: Family<Profile, Gauge>,
+    /// 1 for each not-ready node (only those: a healthy fleet exports none).
+    pub node_not_ready: Family<NodeNotReady, Gauge>,
+    /// 1 for each layer that is not Ready on a node.
+    pub node_layer_not_ready: Family<NodeLayer, Gauge>,
+    /// Devices of a node gated by gpuready's DeviceTaintRules (nodes with any).
+    pub node_tainted_devices: Family<ProfileNode, Gauge>,
+    /// What the three per-node families hold, by profile: a change removes the
+    /// series that went away and sets the rest, so a scrape never sees a node
+    /// vanish and come back (which would restart an alert's `for`).
+    node_series: Mutex<HashMap<String, NodeSeries>>,
 }
 
 impl Default for Metrics {
@@ -84,6 +135,10 @@ impl Default for Metrics {
             nfd_crds: Family::default(),
             device_taint_rules: Gauge::default(),
             tainted_devices: Family::default(),
+            node_not_ready: Family::default(),
+            node_layer_not_ready: Family::default(),
+            node_tainted_devices: Family::default(),
+            node_series: Mutex::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -151,6 +206,36 @@ impl Default for Metrics {
             "Devices a profile's nodes have gated by gpuready's DeviceTaintRules",
             m.tainted_devices.clone(),
         );
+        registry.register(
+            "node_not_ready",
+            "1 for each matched node that is not ready, by profile, node, the profile's mode, state (not_ready, conflict) and the verdict's layer and reason",
+            m.node_not_ready.clone(),
+        );
+        registry.register(
+            "node_layer_not_ready",
+            "1 for each layer that is not Ready on a matched node, by profile, node, layer and reason (Health: the probe's report)",
+            m.node_layer_not_ready.clone(),
+        );
+        registry.register(
+            "node_tainted_devices",
+            "Devices of a node gated by gpuready's DeviceTaintRules, for nodes with any",
+            m.node_tainted_devices.clone(),
+        );
+        // Counters the alerts take rates of start at 0 (see `Error::KINDS`).
+        for kind in super::error::Error::KINDS {
+            m.reconcile_errors
+                .get_or_create(&Kind {
+                    kind: kind.to_owned(),
+                })
+                .inc_by(0);
+        }
+        for code in ["429", "503", "504"] {
+            m.retryable_responses
+                .get_or_create(&Code {
+                    code: code.to_owned(),
+                })
+                .inc_by(0);
+        }
         Metrics { registry, ..m }
     }
 }
@@ -161,6 +246,56 @@ impl Metrics {
         // Encoding into a String cannot fail.
         let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
         out
+    }
+
+    /// Replaces the per-node series of `profile` with `new`.
+    pub fn set_node_series(&self, profile: &str, new: NodeSeries) {
+        let mut all = self
+            .node_series
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let old = all.remove(profile).unwrap_or_default();
+        self.swap_node_series(&old, &new);
+        if new != NodeSeries::default() {
+            all.insert(profile.to_owned(), new);
+        }
+    }
+
+    /// Drops the per-node series of every profile `keep` rejects.
+    pub fn retain_node_series(&self, keep: impl Fn(&str) -> bool) {
+        let mut all = self
+            .node_series
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let gone: Vec<String> = all.keys().filter(|p| !keep(p)).cloned().collect();
+        for p in gone {
+            if let Some(old) = all.remove(&p) {
+                self.swap_node_series(&old, &NodeSeries::default());
+            }
+        }
+    }
+
+    fn swap_node_series(&self, old: &NodeSeries, new: &NodeSeries) {
+        for s in old.not_ready.difference(&new.not_ready) {
+            self.node_not_ready.remove(s);
+        }
+        for s in &new.not_ready {
+            self.node_not_ready.get_or_create(s).set(1);
+        }
+        for s in old.layers.difference(&new.layers) {
+            self.node_layer_not_ready.remove(s);
+        }
+        for s in &new.layers {
+            self.node_layer_not_ready.get_or_create(s).set(1);
+        }
+        for s in old.tainted_devices.keys() {
+            if !new.tainted_devices.contains_key(s) {
+                self.node_tainted_devices.remove(s);
+            }
+        }
+        for (s, n) in &new.tainted_devices {
+            self.node_tainted_devices.get_or_create(s).set(*n);
+        }
     }
 
     pub fn count_write(&self, kind: &str) {
@@ -182,5 +317,68 @@ impl Metrics {
                 method: label.to_owned(),
             })
             .inc();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::error::Error;
+    use super::*;
+
+    fn not_ready(node: &str, reason: &str) -> NodeNotReady {
+        NodeNotReady {
+            profile: "p".into(),
+            node: node.into(),
+            mode: "Enforce".into(),
+            state: "not_ready".into(),
+            layer: "DevicePlugin".into(),
+            reason: reason.into(),
+        }
+    }
+
+    fn lines(m: &Metrics) -> Vec<String> {
+        m.encode()
+            .lines()
+            .filter(|l| l.starts_with("gpuready_node_"))
+            .map(str::to_owned)
+            .collect()
+    }
+
+    #[test]
+    fn node_series_follow_the_tally_and_go_when_their_profile_goes() {
+        let m = Metrics::default();
+        let series = |nodes: &[(&str, &str)]| NodeSeries {
+            not_ready: nodes.iter().map(|(n, r)| not_ready(n, r)).collect(),
+            ..NodeSeries::default()
+        };
+        m.set_node_series(
+            "p",
+            series(&[("a", "DevicesUnhealthy"), ("b", "NoGfdLabels")]),
+        );
+        assert_eq!(lines(&m).len(), 2, "{:?}", lines(&m));
+        // b repaired, a's reason changed: b's series goes, a's old one too.
+        m.set_node_series("p", series(&[("a", "DriverTooOld")]));
+        let now = lines(&m);
+        assert_eq!(now.len(), 1, "{now:?}");
+        assert!(
+            now[0].contains("node=\"a\"") && now[0].contains("DriverTooOld"),
+            "{now:?}"
+        );
+        m.retain_node_series(|p| p != "p");
+        assert!(lines(&m).is_empty(), "{:?}", lines(&m));
+    }
+
+    #[test]
+    fn error_and_retry_counters_start_at_zero() {
+        let text = Metrics::default().encode();
+        for kind in Error::KINDS {
+            assert!(
+                text.contains(&format!(
+                    "gpuready_reconcile_errors_total{{kind=\"{kind}\"}} 0"
+                )),
+                "{text}"
+            );
+        }
+        assert!(text.contains("gpuready_api_retryable_responses_total{code=\"429\"} 0"));
     }
 }

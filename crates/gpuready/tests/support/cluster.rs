@@ -195,6 +195,22 @@ impl Cluster {
         out.stdout
     }
 
+    /// Creates namespace `ns` enforcing the restricted Pod Security Standard,
+    /// where the suites install what users install.
+    pub async fn restricted_namespace(&self, ns: &str) {
+        self.must_kubectl(&["create", "namespace", ns], None).await;
+        self.must_kubectl(
+            &[
+                "label",
+                "namespace",
+                ns,
+                "pod-security.kubernetes.io/enforce=restricted",
+            ],
+            None,
+        )
+        .await;
+    }
+
     pub async fn must_helm(&self, args: &[&str]) -> String {
         let out = run(self.helm(args), None).await;
         if !out.ok {

@@ -7,8 +7,12 @@
 //! - [`observe`]: reading back what gpuready left on nodes and profiles;
 //! - [`harness`]: gpuready's controller in-process, its flags, its metrics, and
 //!   the engine's own verdict over a live cluster;
+//! - [`devices`]: DRA GPU nodes: the H200 ResourceSlice, the probe's report of
+//!   its GPUs, a profile for such a pool;
 //! - [`crds`]: installing CRDs and waiting for them, and NFD's upstream CRDs and
 //!   objects;
+//! - [`monitoring`]: promtool and the other monitoring parts, the target
+//!   labels of a scraped series;
 //! - [`tools`]: running kubectl, helm and the `gpuready` binary;
 //! - [`chart`]: rendering the Helm chart and reading YAML streams;
 //! - [`rng`]: the seeded random source of the mutation tests;
@@ -21,8 +25,10 @@
 pub mod chart;
 pub mod cluster;
 pub mod crds;
+pub mod devices;
 pub mod fixtures;
 pub mod harness;
+pub mod monitoring;
 pub mod observe;
 pub mod rng;
 pub mod tools;
@@ -48,8 +54,10 @@ use std::time::Duration;
 
 pub use chart::*;
 pub use crds::*;
+pub use devices::*;
 pub use fixtures::*;
 pub use harness::*;
+pub use monitoring::*;
 pub use observe::*;
 pub use tools::*;
 
