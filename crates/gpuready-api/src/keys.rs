@@ -301,6 +301,18 @@ pub mod fabric {
     pub const NOT_IN_COMPUTE_DOMAIN: &str = "NotInComputeDomain";
     /// ComputeDomainCliques are not served or not readable.
     pub const COMPUTE_DOMAIN_CLIQUES_UNREAD: &str = "ComputeDomainCliquesUnread";
+    /// `imexMode: DriverManaged` and the host's `nvidia-imex.service` is enabled.
+    pub const IMEX_SERVICE_CONFLICTS: &str = "ImexServiceConflicts";
+    /// `imexMode: HostManaged` and the host's IMEX is not installed or masked.
+    pub const IMEX_SERVICE_MISSING: &str = "ImexServiceMissing";
+    /// `imexMode: HostManaged` and the config lacks `IMEX_CMD_ENABLED=1` or
+    /// `IMEX_CMD_UNIX_DOMAIN_PATH`.
+    pub const IMEX_CONFIG_INCOMPLETE: &str = "ImexConfigIncomplete";
+    /// `imexMode: HostManaged` and no control socket where the config says.
+    pub const IMEX_SOCKET_MISSING: &str = "ImexSocketMissing";
+    /// The probe report says nothing of the host's IMEX files, or could not
+    /// read them.
+    pub const IMEX_STATE_UNREAD: &str = "ImexStateUnread";
 }
 
 /// The NVIDIA DRA driver's ComputeDomainCliques (`compute_domain.rs`).

@@ -18,7 +18,7 @@ pub use layer::Layer;
 pub use profile::{
     BrokenWhen, ComputeDomainCliquePolicy, DeadlineStart, DeviceGating, DeviceTaintEffect,
     EvidenceMode, ExternalCondition, ExternalPreset, ExternalSignals, FabricExpectation, Family,
-    GpuExpectation, GpuNodeProfile, GpuNodeProfileSpec, GpuNodeProfileStatus, MigExpectation, Mode,
-    NotReadyDeadline, NotReadyNode, ProbeExpectation, ProbePolicy, TaintEffect, TaintPolicy,
-    TaintSpec, Workload,
+    GpuExpectation, GpuNodeProfile, GpuNodeProfileSpec, GpuNodeProfileStatus, ImexMode,
+    MigExpectation, Mode, NotReadyDeadline, NotReadyNode, ProbeExpectation, ProbePolicy,
+    TaintEffect, TaintPolicy, TaintSpec, Workload,
 };

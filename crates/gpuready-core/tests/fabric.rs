@@ -1,7 +1,8 @@
 //! The Fabric layer on multi-node NVLink nodes, from documented formats (no
 //! such machine was lent here: `fixtures/fabric/README.md`): GFD's
 //! `nvidia.com/gpu.clique` label, the probe's NVML fabric state of every GPU,
-//! the driver IMEX needs; nothing judged unless the profile asks.
+//! the driver IMEX needs, the host's IMEX service against the DRA driver's
+//! IMEX mode; nothing judged unless the profile asks.
 
 mod common;
 
@@ -11,7 +12,9 @@ use common::*;
 use gpuready_api::Layer;
 use gpuready_api::compute_domain::ComputeDomainClique;
 use gpuready_api::keys::fabric as r;
-use gpuready_api::probe::{FabricPhase, ProbeReport};
+use gpuready_api::probe::{
+    FabricPhase, ImexConfig, ImexHost, ImexSocket, ImexUnit, ProbeReport, SocketState, UnitState,
+};
 use gpuready_core::clique_groups::{CliqueGroup, GroupIndex};
 use gpuready_core::evaluate::Status;
 use gpuready_core::evidence::{CliqueMembership, Source};
@@ -553,4 +556,309 @@ fn compute_domain_cliques_checked_only_where_the_profile_asks() {
         Status::Ready,
         r::FABRIC_READY,
     );
+}
+
+// ------------------------------------------------------------------ IMEX mode
+
+/// A host without the nvidia-imex package: no config, no unit link.
+fn no_imex() -> ImexHost {
+    ImexHost::default()
+}
+
+/// Host-managed IMEX as the DRA driver's prerequisites set it up: the
+/// package's config with the command service on the default socket, which
+/// the running daemon created, and the unit enabled.
+fn host_imex() -> ImexHost {
+    ImexHost {
+        config: ImexConfig {
+            present: true,
+            cmd_enabled: Some("1".into()),
+            cmd_unix_domain_path: Some("/etc/nvidia-imex/imex_ctrl.sock".into()),
+            error: None,
+        },
+        socket: Some(ImexSocket {
+            path: "/etc/nvidia-imex/imex_ctrl.sock".into(),
+            state: SocketState::Present,
+        }),
+        unit: ImexUnit {
+            state: UnitState::Enabled,
+            wanted_by: vec!["multi-user.target".into()],
+            error: None,
+        },
+    }
+}
+
+fn with(mut h: ImexHost, change: impl FnOnce(&mut ImexHost)) -> ImexHost {
+    change(&mut h);
+    h
+}
+
+fn judge_imex(profile: &str, imex: Option<ImexHost>) -> gpuready_core::LayerReport {
+    let mut report = tray_report();
+    report.imex = imex;
+    judge_tray(profile, &tray(), Some(report))
+}
+
+const DRIVER_MANAGED: &str = "fabric: {imexMode: DriverManaged}";
+const HOST_MANAGED: &str = "fabric: {imexMode: HostManaged}";
+
+#[test]
+fn the_host_imex_service_against_the_dra_driver_s_imex_mode() {
+    // A report of a probe without --host-root (or an older one) has no imex
+    // field, and still parses.
+    assert_eq!(tray_report().imex, None);
+    let masked = |h: &mut ImexHost| h.unit.state = UnitState::Masked;
+    let disabled = |h: &mut ImexHost| {
+        h.unit.state = UnitState::NotEnabled;
+        h.unit.wanted_by.clear();
+    };
+    let socket = |state| move |h: &mut ImexHost| h.socket.as_mut().expect("socket").state = state;
+    let unread_etc = ImexHost {
+        config: ImexConfig {
+            error: Some(
+                "/host/etc is not a directory: the host's /etc is not mounted there".into(),
+            ),
+            ..ImexConfig::default()
+        },
+        socket: None,
+        unit: ImexUnit {
+            state: UnitState::Unread,
+            ..ImexUnit::default()
+        },
+    };
+    // (profile, what the probe read, status, reason, what the message says)
+    type Case<'a> = (&'a str, Option<ImexHost>, Status, &'a str, &'a [&'a str]);
+    let cases: Vec<Case<'_>> = vec![
+        // Driver-managed: the host service must not be enabled.
+        (
+            DRIVER_MANAGED,
+            Some(no_imex()),
+            Status::Ready,
+            r::FABRIC_READY,
+            &["host nvidia-imex not installed (no /etc/nvidia-imex/config.cfg)"],
+        ),
+        (
+            DRIVER_MANAGED,
+            Some(with(host_imex(), masked)),
+            Status::Ready,
+            r::FABRIC_READY,
+            &[
+                "host nvidia-imex.service masked, as driver-managed IMEX wants",
+                "a control socket is at /etc/nvidia-imex/imex_ctrl.sock",
+            ],
+        ),
+        (
+            DRIVER_MANAGED,
+            Some(with(
+                with(host_imex(), disabled),
+                socket(SocketState::Absent),
+            )),
+            Status::Ready,
+            r::FABRIC_READY,
+            &[
+                "nvidia-imex.service not enabled (not masked",
+                "whether it runs now is not visible",
+            ],
+        ),
+        (
+            DRIVER_MANAGED,
+            Some(host_imex()),
+            Status::NotReady,
+            r::IMEX_SERVICE_CONFLICTS,
+            &[
+                "nvidia-imex.service enabled (wanted by multi-user.target)",
+                "systemctl disable --now nvidia-imex.service && systemctl mask nvidia-imex.service",
+                "fabric.imexMode HostManaged",
+            ],
+        ),
+        // Host-managed: installed, not masked, the command service on a socket
+        // the running daemon created.
+        (
+            HOST_MANAGED,
+            Some(host_imex()),
+            Status::Ready,
+            r::FABRIC_READY,
+            &[
+                "control socket /etc/nvidia-imex/imex_ctrl.sock present",
+                "no minimum: host-managed IMEX",
+            ],
+        ),
+        (
+            HOST_MANAGED,
+            Some(with(host_imex(), disabled)),
+            Status::Ready,
+            r::FABRIC_READY,
+            &["not enabled: it will not start after a reboot"],
+        ),
+        (
+            HOST_MANAGED,
+            Some(no_imex()),
+            Status::NotReady,
+            r::IMEX_SERVICE_MISSING,
+            &["no /etc/nvidia-imex/config.cfg", "not installed"],
+        ),
+        (
+            HOST_MANAGED,
+            Some(with(host_imex(), masked)),
+            Status::NotReady,
+            r::IMEX_SERVICE_MISSING,
+            &["masked", "systemctl unmask nvidia-imex.service"],
+        ),
+        (
+            HOST_MANAGED,
+            Some(with(host_imex(), |h| {
+                h.config.cmd_enabled = Some("0".into())
+            })),
+            Status::NotReady,
+            r::IMEX_CONFIG_INCOMPLETE,
+            &[
+                "IMEX_CMD_ENABLED is \"0\"",
+                "IMEX_CMD_UNIX_DOMAIN_PATH=/etc/nvidia-imex/imex_ctrl.sock",
+            ],
+        ),
+        (
+            HOST_MANAGED,
+            Some(with(host_imex(), |h| h.config.cmd_enabled = None)),
+            Status::NotReady,
+            r::IMEX_CONFIG_INCOMPLETE,
+            &["IMEX_CMD_ENABLED is not set"],
+        ),
+        (
+            HOST_MANAGED,
+            Some(with(host_imex(), |h| {
+                h.config.cmd_unix_domain_path = None;
+                h.socket = None;
+            })),
+            Status::NotReady,
+            r::IMEX_CONFIG_INCOMPLETE,
+            &["IMEX_CMD_UNIX_DOMAIN_PATH is not set"],
+        ),
+        (
+            HOST_MANAGED,
+            Some(with(host_imex(), socket(SocketState::Absent))),
+            Status::NotReady,
+            r::IMEX_SOCKET_MISSING,
+            &[
+                "no control socket at /etc/nvidia-imex/imex_ctrl.sock",
+                "systemctl restart nvidia-imex.service",
+            ],
+        ),
+        (
+            HOST_MANAGED,
+            Some(with(host_imex(), socket(SocketState::NotASocket))),
+            Status::NotReady,
+            r::IMEX_SOCKET_MISSING,
+            &["is not a socket"],
+        ),
+        (
+            HOST_MANAGED,
+            Some(with(host_imex(), |h| {
+                let s = h.socket.as_mut().expect("socket");
+                s.path = "/run/nvidia-imex/ctrl.sock".into();
+                s.state = SocketState::NotVisible;
+            })),
+            Status::Ready,
+            r::FABRIC_READY,
+            &[
+                "control socket /run/nvidia-imex/ctrl.sock not checked",
+                "its imex.hostSocketPath must name it",
+            ],
+        ),
+        (
+            HOST_MANAGED,
+            Some(with(
+                with(host_imex(), disabled),
+                socket(SocketState::NotVisible),
+            )),
+            Status::Unknown,
+            r::IMEX_STATE_UNREAD,
+            &["whether the host's IMEX daemon runs is not visible"],
+        ),
+        // Not read: an older probe, one without the host's /etc, or files it
+        // could not read. Never "not installed".
+        (
+            DRIVER_MANAGED,
+            None,
+            Status::Unknown,
+            r::IMEX_STATE_UNREAD,
+            &["probe.imex.enabled=true", "--host-root"],
+        ),
+        (
+            HOST_MANAGED,
+            Some(unread_etc.clone()),
+            Status::Unknown,
+            r::IMEX_STATE_UNREAD,
+            &["not mounted"],
+        ),
+        (
+            DRIVER_MANAGED,
+            Some(with(no_imex(), |h| {
+                h.unit.state = UnitState::Unread;
+                h.unit.error =
+                    Some("reading /etc/systemd/system: No such file or directory".into());
+            })),
+            Status::Unknown,
+            r::IMEX_STATE_UNREAD,
+            &["the unit's links", "/etc/systemd/system"],
+        ),
+        // Without imexMode nothing of it is judged, whatever the probe read.
+        (
+            "fabric: {}",
+            Some(host_imex()),
+            Status::Ready,
+            r::FABRIC_READY,
+            &[],
+        ),
+        (
+            "fabric: {}",
+            Some(unread_etc),
+            Status::Ready,
+            r::FABRIC_READY,
+            &[],
+        ),
+        ("fabric: {}", None, Status::Ready, r::FABRIC_READY, &[]),
+    ];
+    for (profile, imex, status, reason, words) in cases {
+        let what = format!("{profile} over {imex:?}");
+        let rep = judge_imex(profile, imex);
+        let l = rep
+            .get(Layer::Fabric)
+            .unwrap_or_else(|| panic!("{what}: no Fabric layer"));
+        assert_eq!(
+            (l.status, l.reason.as_str()),
+            (status, reason),
+            "{what}: {l:?}"
+        );
+        for w in words {
+            assert!(l.message.contains(w), "{what}: {w:?} not in {}", l.message);
+        }
+        assert_eq!(l.evidence, Source::ProbeReport, "{what}");
+    }
+}
+
+#[test]
+fn host_managed_imex_has_no_default_driver_minimum() {
+    let old = tray().driver("565.57.01");
+    let judge = |profile: &str| {
+        let mut report = tray_report();
+        report.imex = Some(host_imex());
+        judge_tray(profile, &old, Some(report))
+    };
+    judge(HOST_MANAGED).expect(Layer::Fabric, Status::Ready, r::FABRIC_READY);
+    judge(DRIVER_MANAGED)
+        .expect(Layer::Fabric, Status::NotReady, r::DRIVER_TOO_OLD_FOR_IMEX)
+        .mentions(&["565.57.01 < 570.158.01: IMEX daemons with DNS names"]);
+    // A minimum the profile names still applies.
+    judge("fabric: {imexMode: HostManaged, minDriverVersion: \"570.0\"}")
+        .expect(Layer::Fabric, Status::NotReady, r::DRIVER_TOO_OLD_FOR_IMEX)
+        .mentions(&["565.57.01 < 570.0 (fabric.minDriverVersion)"]);
+    // Without a probe report (whenProbeMissing Ignore) the message says the
+    // host's IMEX service was not read either.
+    judge_tray(
+        "fabric: {imexMode: DriverManaged, whenProbeMissing: Ignore}",
+        &tray(),
+        None,
+    )
+    .expect(Layer::Fabric, Status::Ready, r::FABRIC_READY)
+    .mentions(&["per-GPU fabric state and the host's IMEX service not read"]);
 }

@@ -1754,6 +1754,79 @@ async fn probe_daemonset_reaches_the_gpus_without_requesting_one_and_passes_rest
     assert_eq!(out.stdout.lines().count(), docs.len(), "{}", out.stdout);
 }
 
+/// `probe.imex.enabled`: the host's `/etc`, read-only, for the IMEX files
+/// (docs/fabric.md); off by default. A hostPath is outside the restricted and
+/// baseline Pod Security Standards, which the API server says.
+#[tokio::test]
+async fn probe_imex_mounts_the_host_etc_read_only_and_only_when_asked() {
+    let env = shared_env().await;
+    let ns = env.create_namespace("chart-imex").await.expect("namespace");
+    let release = unique_name("gr");
+    let probe = format!("{release}-gpuready-probe");
+    let pod_of = |text: &str| {
+        find_doc(&yaml_documents(text), "DaemonSet", Some(&probe))["spec"]["template"]["spec"]
+            .clone()
+    };
+    let off = pod_of(&render(env, &release, &ns, PROBE_VALUES).await);
+    assert!(!off.to_string().contains("hostPath"), "{off}");
+    assert!(
+        !args_of(&off["containers"][0])
+            .iter()
+            .any(|a| a.starts_with("--host-root"))
+    );
+
+    let mut values = PROBE_VALUES.to_vec();
+    values.extend(["--set", "probe.imex.enabled=true"]);
+    let text = render(env, &release, &ns, &values).await;
+    let pod = pod_of(&text);
+    let c = &pod["containers"][0];
+    assert!(args_of(c).contains(&"--host-root=/host".to_owned()), "{c}");
+    let volume = pod["volumes"]
+        .as_array()
+        .expect("volumes")
+        .iter()
+        .find(|v| v["name"] == "host-etc")
+        .expect("host-etc volume")
+        .clone();
+    assert_eq!(
+        volume["hostPath"],
+        json!({ "path": "/etc", "type": "Directory" })
+    );
+    let mounts = c["volumeMounts"].as_array().expect("mounts");
+    assert!(
+        mounts.contains(&json!({ "name": "host-etc", "mountPath": "/host/etc", "readOnly": true })),
+        "{mounts:?}"
+    );
+    // The compute check's downward-API volume stays beside it.
+    assert!(mounts.iter().any(|m| m["name"] == "podinfo"), "{mounts:?}");
+    // The API server takes it, and warns where the restricted standard applies.
+    must(
+        kubectl(
+            env,
+            &[
+                "label",
+                "namespace",
+                &ns,
+                "pod-security.kubernetes.io/warn=restricted",
+            ],
+        ),
+        None,
+        "label namespace",
+    )
+    .await;
+    let out = run(
+        kubectl(env, &["apply", "--dry-run=server", "-f", "-"]),
+        Some(&text),
+    )
+    .await;
+    assert!(out.ok, "{}\n{}", out.stdout, out.stderr);
+    assert!(
+        out.stderr.contains("PodSecurity") && out.stderr.contains("\"host-etc\""),
+        "{}",
+        out.stderr
+    );
+}
+
 /// A client acting as the probe's ServiceAccount with a token bound to `node`
 /// (the API server puts the node's name in the token's user extra, which the
 /// chart's admission policy checks); `None`: a token bound to no node.

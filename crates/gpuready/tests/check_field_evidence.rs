@@ -2,7 +2,8 @@
 //! (`tests/fixtures/field/`): single-strategy MIG nodes (ready, pending,
 //! failed), one healthy and one broken node per outside-signal preset, a
 //! ready and a broken multi-node NVLink rack, racks grouped by a label and
-//! the DRA driver's ComputeDomainCliques, and DRA slices with list-typed
+//! the DRA driver's ComputeDomainCliques, the host's IMEX service in both
+//! of the DRA driver's IMEX modes, and DRA slices with list-typed
 //! `numaNode`. Each node's verdict, reason and the evidence its deciding layer
 //! names, as a user reads them.
 
@@ -287,6 +288,67 @@ fn compute_domain_cliques_ready_not_ready_mismatched_and_unread() {
             "ComputeDomainCliques",
         )],
     );
+}
+
+#[test]
+fn the_host_imex_service_in_driver_managed_and_host_managed_mode() {
+    let r = check("fabric", &[("--probe-reports", "probe-reports.json")]);
+    let ready = |n| (n, true, "Ready", "Fabric", "ProbeReport");
+    let broken = |n, reason| (n, false, reason, "Fabric", "ProbeReport");
+    expect(
+        &r,
+        &[
+            // Driver-managed (the DRA driver's default): no host service.
+            ready("gb200-rack-g-01"),
+            ready("gb200-rack-g-02"),
+            broken("gb200-rack-g-03", "ImexServiceConflicts"),
+            // Host-managed: the host service, its command service and socket.
+            ready("gb200-rack-h-01"),
+            broken("gb200-rack-h-02", "ImexSocketMissing"),
+            broken("gb200-rack-h-03", "ImexConfigIncomplete"),
+            broken("gb200-rack-h-04", "ImexServiceMissing"),
+            broken("gb200-rack-h-05", "ImexStateUnread"),
+        ],
+    );
+    for (node, words) in [
+        ("gb200-rack-g-01", "host nvidia-imex not installed"),
+        ("gb200-rack-g-02", "nvidia-imex.service masked"),
+        (
+            "gb200-rack-g-03",
+            "systemctl disable --now nvidia-imex.service && systemctl mask nvidia-imex.service",
+        ),
+        (
+            "gb200-rack-h-01",
+            "control socket /etc/nvidia-imex/imex_ctrl.sock present",
+        ),
+        (
+            "gb200-rack-h-02",
+            "no control socket at /etc/nvidia-imex/imex_ctrl.sock",
+        ),
+        ("gb200-rack-h-03", "IMEX_CMD_ENABLED is \"0\""),
+        ("gb200-rack-h-04", "no /etc/nvidia-imex/config.cfg"),
+        ("gb200-rack-h-05", "probe.imex.enabled=true"),
+    ] {
+        let message = fabric_message(&r, node);
+        assert!(
+            message.contains(words),
+            "{node}: {words:?} not in {message}"
+        );
+    }
+    // Not read is Unknown, not a broken node.
+    let unread = r["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .find(|n| n["name"] == "gb200-rack-h-05")
+        .and_then(|n| {
+            n["layers"]
+                .as_array()?
+                .iter()
+                .find(|l| l["layer"] == "Fabric")
+        })
+        .expect("Fabric layer");
+    assert_eq!(unread["status"], "Unknown", "{unread}");
 }
 
 #[test]

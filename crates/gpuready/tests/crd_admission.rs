@@ -711,6 +711,23 @@ fn bad_cases() -> Vec<Bad> {
             ],
         ),
         b(
+            ("spec.fabric.imexMode", "enum"),
+            "an unknown fabric.imexMode",
+            spec_with(json!({ "fabric": { "imexMode": "Host" } })),
+            &["spec.fabric.imexMode", "Unsupported value: \"Host\""],
+        ),
+        b(
+            ("spec.fabric", "rule"),
+            "ComputeDomainCliques read under host-managed IMEX",
+            spec_with(
+                json!({ "fabric": { "imexMode": "HostManaged", "computeDomainCliques": "Check" } }),
+            ),
+            &[
+                "spec.fabric",
+                "fabric.computeDomainCliques must be Ignore with fabric.imexMode HostManaged",
+            ],
+        ),
+        b(
             ("spec.external", "rule"),
             "an External layer that reads nothing",
             spec_with(json!({ "external": {} })),
@@ -1746,6 +1763,7 @@ async fn good_profiles_are_accepted_and_defaulted() {
             "whenProbeMissing": "Blocking",
             "groupByLabel": "example.com/nvl-rack",
             "computeDomainCliques": "Require",
+            "imexMode": "DriverManaged",
         },
         "external": {
             "presets": ["EksNodeMonitoringAgent", "AksNodeProblemDetector", "NebiusGpuHealthChecks", "MetaGcmHealthChecks"],
@@ -1805,6 +1823,7 @@ async fn explicit_nulls_are_accepted() {
         "cudaVersion": null,
         "gatingLayers": null,
         "gpu": { "minMemoryMib": null, "minComputeCapability": null, "count": null },
+        "fabric": { "imexMode": null },
     }));
     create_raw_profile(
         &env.client().expect("client"),

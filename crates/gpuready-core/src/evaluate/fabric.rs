@@ -4,12 +4,17 @@
 //! registration must have completed with success in the same clique (the
 //! probe's NVML fabric state: GFD labels the clique of the GPUs that did
 //! register and leaves a failed one out), and the driver must be new enough
-//! for IMEX.
+//! for IMEX; with `fabric.imexMode`, the host's `nvidia-imex.service` must be
+//! in the state the NVIDIA DRA driver's IMEX mode needs, as far as the probe
+//! sees it in the host's files.
 
 use gpuready_api::keys::{fabric as reasons, nvidia};
-use gpuready_api::probe::FabricPhase;
+use gpuready_api::probe::{
+    FabricPhase, IMEX_CONFIG_PATH, IMEX_DEFAULT_SOCKET, IMEX_UNIT, ImexHost, ImexUnit, ProbeReport,
+    SocketState, UnitState,
+};
 use gpuready_api::validate::parse_clique;
-use gpuready_api::{ComputeDomainCliquePolicy, GpuNodeProfileSpec, ProbePolicy};
+use gpuready_api::{ComputeDomainCliquePolicy, GpuNodeProfileSpec, ImexMode, ProbePolicy};
 
 use super::verdict::{Verdict, not_ready, ready, unknown};
 use crate::clique_groups::{GroupTally, Standing};
@@ -71,11 +76,11 @@ pub(super) fn fabric_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verd
             Err(v) => return v,
         }
     }
-    // The driver IMEX needs.
-    let min = f
-        .min_driver_version
-        .as_deref()
-        .unwrap_or(DEFAULT_MIN_IMEX_DRIVER);
+    // The driver IMEX needs. The default is what the DRA driver checks for
+    // the IMEX daemons it runs; host-managed IMEX has none of those.
+    let min = f.min_driver_version.as_deref().or_else(|| {
+        (f.imex_mode != Some(ImexMode::HostManaged)).then_some(DEFAULT_MIN_IMEX_DRIVER)
+    });
     let report = match &facts.probe {
         Some(ProbeEvidence::Report(r)) => Some(r.as_ref()),
         _ => None,
@@ -85,14 +90,18 @@ pub(super) fn fabric_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verd
             .and_then(|r| r.driver_version.as_deref())
             .and_then(|d| DriverVersion::parse(d).ok())
     });
-    if let (Ok(min), Some(d)) = (DriverVersion::parse(min), &driver)
+    if let (Some(Ok(min)), Some(d)) = (min.map(DriverVersion::parse), &driver)
         && *d < min
     {
         return not_ready(
             reasons::DRIVER_TOO_OLD_FOR_IMEX,
-            format!(
-                "driver {d} < {min}: IMEX daemons with DNS names (the NVIDIA DRA driver's ComputeDomains) need {min} or later; upgrade the driver"
-            ),
+            if f.imex_mode == Some(ImexMode::HostManaged) {
+                format!("driver {d} < {min} (fabric.minDriverVersion); upgrade the driver")
+            } else {
+                format!(
+                    "driver {d} < {min}: IMEX daemons with DNS names (the NVIDIA DRA driver's ComputeDomains) need {min} or later; upgrade the driver"
+                )
+            },
         );
     }
     // The DRA driver's ComputeDomainCliques that name the node.
@@ -112,9 +121,14 @@ pub(super) fn fabric_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verd
             ProbePolicy::Ignore => ready(
                 reasons::FABRIC_READY,
                 format!(
-                    "{}={label}; driver {}; per-GPU fabric state not read (no probe report, fabric.whenProbeMissing Ignore){notes}",
+                    "{}={label}; driver {}; per-GPU fabric state{} not read (no probe report, fabric.whenProbeMissing Ignore){notes}",
                     nvidia::GPU_CLIQUE,
                     driver.map_or_else(|| "unknown".to_owned(), |d| d.to_string()),
+                    if f.imex_mode.is_some() {
+                        " and the host's IMEX service"
+                    } else {
+                        ""
+                    },
                 ),
             ),
             ProbePolicy::Unknown => unknown(reasons::FABRIC_STATE_UNREAD, message),
@@ -180,10 +194,17 @@ pub(super) fn fabric_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verd
         )
         .via(Source::ProbeReport);
     }
+    // The host's IMEX service, as the DRA driver's IMEX mode needs it.
+    if let Some(mode) = f.imex_mode {
+        match imex_rule(mode, report) {
+            Ok(note) => notes.push_str(&format!("; {note}")),
+            Err(v) => return v,
+        }
+    }
     ready(
         reasons::FABRIC_READY,
         format!(
-            "{}={label}{}; all {} GPU(s) registered with the fabric in clique {clique} (NVML, probe report); driver {} (minimum {min}){notes}",
+            "{}={label}{}; all {} GPU(s) registered with the fabric in clique {clique} (NVML, probe report); driver {} ({}){notes}",
             nvidia::GPU_CLIQUE,
             if f.cliques.is_empty() {
                 String::new()
@@ -192,9 +213,157 @@ pub(super) fn fabric_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verd
             },
             report.gpus.len(),
             driver.map_or_else(|| "unknown".to_owned(), |d| d.to_string()),
+            min.map_or_else(
+                || "no minimum: host-managed IMEX".to_owned(),
+                |m| format!("minimum {m}")
+            ),
         ),
     )
     .via(Source::ProbeReport)
+}
+
+/// The host's `nvidia-imex.service` against the DRA driver's IMEX mode, from
+/// what the probe read of the host's files (docs/fabric.md, "The IMEX
+/// mode"). `Ok`: the note for the ready message; `Err`: the verdict.
+fn imex_rule(mode: ImexMode, report: &ProbeReport) -> Result<String, Verdict> {
+    let unread =
+        |why: String| Err(unknown(reasons::IMEX_STATE_UNREAD, why).via(Source::ProbeReport));
+    let Some(host) = &report.imex else {
+        return unread(format!(
+            "fabric.imexMode {mode:?} asks for the host's {IMEX_UNIT}, but the probe report says nothing of it: run the probe with the host's /etc mounted (chart value probe.imex.enabled=true, gpuready probe --host-root), or unset fabric.imexMode"
+        ));
+    };
+    if let Some(e) = &host.config.error {
+        return unread(format!(
+            "the probe could not read the host's IMEX files: {e}"
+        ));
+    }
+    if let Some(e) = &host.unit.error {
+        return unread(format!("the probe could not read the unit's links: {e}"));
+    }
+    let unit = unit_state(&host.unit);
+    match mode {
+        ImexMode::DriverManaged => driver_managed(host, &unit),
+        ImexMode::HostManaged => host_managed(host, &unit),
+    }
+}
+
+/// `nvidia-imex.service enabled (wanted by multi-user.target)`, `... masked`, ...
+fn unit_state(unit: &ImexUnit) -> String {
+    match unit.state {
+        UnitState::Enabled => format!(
+            "{IMEX_UNIT} enabled (wanted by {})",
+            unit.wanted_by.join(", ")
+        ),
+        UnitState::Masked => format!("{IMEX_UNIT} masked"),
+        UnitState::NotEnabled => format!("{IMEX_UNIT} not enabled"),
+        UnitState::Unread => format!("{IMEX_UNIT} not read"),
+    }
+}
+
+/// The DRA driver runs each ComputeDomain's IMEX daemon: its prerequisites
+/// want the host service disabled (and masked) wherever it is installed.
+fn driver_managed(host: &ImexHost, unit: &str) -> Result<String, Verdict> {
+    if host.unit.state == UnitState::Enabled {
+        return Err(not_ready(
+            reasons::IMEX_SERVICE_CONFLICTS,
+            format!(
+                "{unit} on the host: with driver-managed IMEX (the NVIDIA DRA driver's default imex.mode) the driver runs each ComputeDomain's IMEX daemon and needs the host service disabled; run `systemctl disable --now {IMEX_UNIT} && systemctl mask {IMEX_UNIT}` on the node, or set fabric.imexMode HostManaged if the driver runs with imex.mode=hostManaged"
+            ),
+        )
+        .via(Source::ProbeReport));
+    }
+    let socket = match &host.socket {
+        Some(s) if s.state == SocketState::Present => format!(
+            "; a control socket is at {}: a host IMEX daemon created it (left over if that daemon has stopped)",
+            s.path
+        ),
+        _ => String::new(),
+    };
+    Ok(match (host.config.present, host.unit.state) {
+        (false, UnitState::NotEnabled) => format!(
+            "host nvidia-imex not installed (no {IMEX_CONFIG_PATH}), as driver-managed IMEX wants{socket}"
+        ),
+        (_, UnitState::Masked) => {
+            format!("host {unit}, as driver-managed IMEX wants{socket}")
+        }
+        _ => format!(
+            "host {unit} (not masked, as the DRA driver's prerequisites also ask; whether it runs now is not visible){socket}"
+        ),
+    })
+}
+
+/// The host runs the IMEX daemon: installed, not masked, its command service
+/// on a Unix socket the DRA driver's kubelet plugin asks for readiness.
+fn host_managed(host: &ImexHost, unit: &str) -> Result<String, Verdict> {
+    let missing =
+        |why: String| Err(not_ready(reasons::IMEX_SERVICE_MISSING, why).via(Source::ProbeReport));
+    let incomplete =
+        |why: String| Err(not_ready(reasons::IMEX_CONFIG_INCOMPLETE, why).via(Source::ProbeReport));
+    if !host.config.present {
+        return missing(format!(
+            "no {IMEX_CONFIG_PATH} on the host: the nvidia-imex package is not installed; host-managed IMEX (the NVIDIA DRA driver's imex.mode=hostManaged) needs {IMEX_UNIT} installed, configured and running on every node"
+        ));
+    }
+    if host.unit.state == UnitState::Masked {
+        return missing(format!(
+            "{unit} on the host: systemd cannot start it, and host-managed IMEX needs it running; run `systemctl unmask {IMEX_UNIT} && systemctl enable --now {IMEX_UNIT}`"
+        ));
+    }
+    let wanted = format!(
+        "host-managed IMEX needs IMEX_CMD_ENABLED=1 and IMEX_CMD_UNIX_DOMAIN_PATH={IMEX_DEFAULT_SOCKET} (or the path the DRA driver's imex.hostSocketPath names) in {IMEX_CONFIG_PATH}, for the driver's readiness check over that socket; set them, then `systemctl restart {IMEX_UNIT}`"
+    );
+    if host.config.cmd_enabled.as_deref() != Some("1") {
+        return incomplete(format!(
+            "IMEX_CMD_ENABLED is {}: {wanted}",
+            host.config
+                .cmd_enabled
+                .as_deref()
+                .map_or_else(|| "not set".to_owned(), |v| format!("{v:?}"))
+        ));
+    }
+    let Some(socket) = &host.socket else {
+        return incomplete(format!("IMEX_CMD_UNIX_DOMAIN_PATH is not set: {wanted}"));
+    };
+    let path = &socket.path;
+    let not_default = if path == IMEX_DEFAULT_SOCKET {
+        String::new()
+    } else {
+        " (not the DRA driver's default: its imex.hostSocketPath must name it)".to_owned()
+    };
+    let restart = format!(
+        "the daemon creates it when it starts, so it is not running, or was not restarted since the setting; the DRA driver's channel claims wait for it; run `systemctl restart {IMEX_UNIT}` and see `journalctl -u {IMEX_UNIT}`; {unit}"
+    );
+    match socket.state {
+        SocketState::Present => Ok(format!(
+            "host {unit}, IMEX_CMD_ENABLED=1, control socket {path} present{not_default} (a socket file outlives a daemon killed before it removed it){}",
+            if host.unit.state == UnitState::NotEnabled {
+                "; not enabled: it will not start after a reboot"
+            } else {
+                ""
+            }
+        )),
+        SocketState::Absent => Err(not_ready(
+            reasons::IMEX_SOCKET_MISSING,
+            format!("no control socket at {path}{not_default}: {restart}"),
+        )
+        .via(Source::ProbeReport)),
+        SocketState::NotASocket => Err(not_ready(
+            reasons::IMEX_SOCKET_MISSING,
+            format!("{path} is not a socket{not_default}: {restart}"),
+        )
+        .via(Source::ProbeReport)),
+        SocketState::NotVisible if host.unit.state == UnitState::Enabled => Ok(format!(
+            "host {unit}, IMEX_CMD_ENABLED=1; control socket {path} not checked (outside the host's /etc the probe reads){not_default}"
+        )),
+        SocketState::NotVisible => Err(unknown(
+            reasons::IMEX_STATE_UNREAD,
+            format!(
+                "the control socket {path} is outside the host's /etc the probe reads and {unit}: whether the host's IMEX daemon runs is not visible"
+            ),
+        )
+        .via(Source::ProbeReport)),
+    }
 }
 
 /// The NVIDIA DRA driver's ComputeDomainClique entries naming the node: each
