@@ -90,8 +90,8 @@ pub struct ProbeReport {
     pub imex: Option<ImexHost>,
 }
 
-/// The IMEX daemon's configuration file, where the `nvidia-imex` package
-/// installs it and its systemd unit points the daemon (`-c`).
+/// The IMEX daemon's configuration file, at the path the NVIDIA DRA driver's
+/// prerequisites name.
 pub const IMEX_CONFIG_PATH: &str = "/etc/nvidia-imex/config.cfg";
 
 /// The host's IMEX systemd unit.

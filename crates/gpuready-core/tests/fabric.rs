@@ -656,7 +656,7 @@ fn the_host_imex_service_against_the_dra_driver_s_imex_mode() {
             Status::Ready,
             r::FABRIC_READY,
             &[
-                "nvidia-imex.service not enabled (not masked",
+                "nvidia-imex.service not enabled, but not masked either",
                 "whether it runs now is not visible",
             ],
         ),

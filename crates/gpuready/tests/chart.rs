@@ -1729,27 +1729,16 @@ async fn probe_daemonset_reaches_the_gpus_without_requesting_one_and_passes_rest
 
     // Accepted by the API server in a namespace enforcing the restricted Pod
     // Security Standard, without a warning.
-    must(
-        kubectl(
-            env,
-            &[
-                "label",
-                "namespace",
-                &ns,
-                "pod-security.kubernetes.io/enforce=restricted",
-                "pod-security.kubernetes.io/warn=restricted",
-            ],
-        ),
-        None,
-        "label namespace",
+    let out = dry_run_under_pod_security(
+        env,
+        &ns,
+        &[
+            "pod-security.kubernetes.io/enforce=restricted",
+            "pod-security.kubernetes.io/warn=restricted",
+        ],
+        &text,
     )
     .await;
-    let out = run(
-        kubectl(env, &["apply", "--dry-run=server", "-f", "-"]),
-        Some(&text),
-    )
-    .await;
-    assert!(out.ok, "{}\n{}", out.stdout, out.stderr);
     assert!(!out.stderr.contains("PodSecurity"), "{}", out.stderr);
     assert_eq!(out.stdout.lines().count(), docs.len(), "{}", out.stdout);
 }
@@ -1800,31 +1789,33 @@ async fn probe_imex_mounts_the_host_etc_read_only_and_only_when_asked() {
     // The compute check's downward-API volume stays beside it.
     assert!(mounts.iter().any(|m| m["name"] == "podinfo"), "{mounts:?}");
     // The API server takes it, and warns where the restricted standard applies.
-    must(
-        kubectl(
-            env,
-            &[
-                "label",
-                "namespace",
-                &ns,
-                "pod-security.kubernetes.io/warn=restricted",
-            ],
-        ),
-        None,
-        "label namespace",
+    let out = dry_run_under_pod_security(
+        env,
+        &ns,
+        &["pod-security.kubernetes.io/warn=restricted"],
+        &text,
     )
     .await;
-    let out = run(
-        kubectl(env, &["apply", "--dry-run=server", "-f", "-"]),
-        Some(&text),
-    )
-    .await;
-    assert!(out.ok, "{}\n{}", out.stdout, out.stderr);
     assert!(
         out.stderr.contains("PodSecurity") && out.stderr.contains("\"host-etc\""),
         "{}",
         out.stderr
     );
+}
+
+/// Labels the namespace with Pod Security levels, then applies `text` with a
+/// server-side dry run there, which must succeed (the warnings are in stderr).
+async fn dry_run_under_pod_security(env: &TestEnv, ns: &str, levels: &[&str], text: &str) -> Out {
+    let mut args = vec!["label", "namespace", ns];
+    args.extend_from_slice(levels);
+    must(kubectl(env, &args), None, "label namespace").await;
+    let out = run(
+        kubectl(env, &["apply", "--dry-run=server", "-f", "-"]),
+        Some(text),
+    )
+    .await;
+    assert!(out.ok, "{}\n{}", out.stdout, out.stderr);
+    out
 }
 
 /// A client acting as the probe's ServiceAccount with a token bound to `node`

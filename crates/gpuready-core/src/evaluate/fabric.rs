@@ -288,7 +288,7 @@ fn driver_managed(host: &ImexHost, unit: &str) -> Result<String, Verdict> {
             format!("host {unit}, as driver-managed IMEX wants{socket}")
         }
         _ => format!(
-            "host {unit} (not masked, as the DRA driver's prerequisites also ask; whether it runs now is not visible){socket}"
+            "host {unit}, but not masked either (the DRA driver's prerequisites also mask it); whether it runs now is not visible{socket}"
         ),
     })
 }

@@ -62,7 +62,21 @@ fn under(root: &Path, host_path: &str) -> PathBuf {
 fn read_config(path: &Path) -> ImexConfig {
     let text = match fs::read_to_string(path) {
         Ok(t) => t,
-        Err(e) if e.kind() == ErrorKind::NotFound => return ImexConfig::default(),
+        // A link whose target the probe cannot see (an absolute link resolves
+        // in the container, not on the host) is there but unread.
+        Err(e) if e.kind() == ErrorKind::NotFound => {
+            return match fs::read_link(path) {
+                Ok(target) => ImexConfig {
+                    present: true,
+                    error: Some(format!(
+                        "{IMEX_CONFIG_PATH} is a link to {}, which the probe cannot follow (it sees only the host's /etc)",
+                        target.display()
+                    )),
+                    ..ImexConfig::default()
+                },
+                Err(_) => ImexConfig::default(),
+            };
+        }
         Err(e) => {
             return ImexConfig {
                 present: true,
@@ -97,12 +111,15 @@ fn read_config(path: &Path) -> ImexConfig {
 
 /// The socket at a host path. Only what lies under a top-level directory of
 /// the host that is mounted (the chart mounts `/etc`) can be seen: elsewhere,
-/// absent would be a guess.
+/// absent would be a guess. A path that is not plainly absolute (`..`, `.`)
+/// is not followed.
 fn socket(root: &Path, host_path: &str) -> ImexSocket {
     let path = Path::new(host_path);
-    let top = path.components().nth(1);
-    let state = match (path.has_root(), top) {
-        (true, Some(Component::Normal(top))) if root.join(top).is_dir() => {
+    let mut parts = path.components();
+    let plain = parts.next() == Some(Component::RootDir)
+        && parts.clone().all(|c| matches!(c, Component::Normal(_)));
+    let state = match parts.next() {
+        Some(Component::Normal(top)) if plain && root.join(top).is_dir() => {
             match fs::symlink_metadata(under(root, host_path)) {
                 Ok(m) if m.file_type().is_socket() => SocketState::Present,
                 Ok(_) => SocketState::NotASocket,
@@ -264,6 +281,13 @@ mod tests {
         assert_eq!(state(root.path()), SocketState::NotVisible);
         write(root.path(), IMEX_CONFIG_PATH, &config("imex_ctrl.sock"));
         assert_eq!(state(root.path()), SocketState::NotVisible);
+        // Nothing outside the host root is looked at.
+        write(
+            root.path(),
+            IMEX_CONFIG_PATH,
+            &config("/etc/../../etc/nvidia-imex/imex_ctrl.sock"),
+        );
+        assert_eq!(state(root.path()), SocketState::NotVisible);
         // An empty value names no socket.
         write(root.path(), IMEX_CONFIG_PATH, &config(""));
         let read = read(root.path());
@@ -330,6 +354,22 @@ mod tests {
                 .as_deref()
                 .is_some_and(|e| e.starts_with("reading /etc/nvidia-imex/config.cfg: ")),
             "{config:?}"
+        );
+    }
+
+    #[test]
+    fn a_config_linked_outside_the_host_etc_is_present_but_unread() {
+        let root = host();
+        let config = under(root.path(), IMEX_CONFIG_PATH);
+        fs::create_dir_all(config.parent().expect("parent")).expect("dir");
+        symlink("/opt/imex/config.cfg", &config).expect("link");
+        let read = read(root.path()).config;
+        assert!(read.present);
+        assert!(
+            read.error
+                .as_deref()
+                .is_some_and(|e| e.contains("a link to /opt/imex/config.cfg")),
+            "{read:?}"
         );
     }
 
