@@ -12,6 +12,8 @@ fi
 # Also when KUBEBUILDER_ASSETS was given: the upstream NFD CRD files are a
 # separate cache (a no-op once fetched).
 bash tests/control-plane/nfd-crds.sh >/dev/null
+# The NVIDIA DRA driver's ComputeDomainClique CRD, likewise.
+bash tests/control-plane/dra-driver-crds.sh >/dev/null
 # promtool for the rule unit tests (crates/gpuready/tests/monitoring_rules.rs),
 # from Debian's package, cached (tests/monitoring/build.sh).
 bash tests/monitoring/build.sh --promtool >/dev/null || echo "tests/run.sh: promtool could not be fetched; monitoring_rules will fail and say why" >&2

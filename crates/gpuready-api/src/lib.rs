@@ -1,6 +1,7 @@
 //! gpuready's API surface: the GpuNodeProfile custom resource, the keys gpuready
 //! writes onto Nodes, and CRD generation. No client, no I/O.
 
+pub mod compute_domain;
 pub mod condition;
 pub mod crd;
 pub mod device_taint_rule;
@@ -15,9 +16,10 @@ pub mod validate;
 
 pub use layer::Layer;
 pub use profile::{
-    BrokenWhen, DeadlineStart, DeviceEscalation, DeviceGating, DeviceTaintEffect, Escalation,
-    EvidenceMode, ExternalCondition, ExternalPreset, ExternalSignals, FabricExpectation, Family,
-    GpuExpectation, GpuNodeProfile, GpuNodeProfileSpec, GpuNodeProfileStatus, LifecycleNode,
-    MaintenanceRules, MigExpectation, Mode, NotReadyDeadline, NotReadyNode, ProbeExpectation,
-    ProbePolicy, TaintEffect, TaintPolicy, TaintSpec, Workload,
+    BrokenWhen, ComputeDomainCliquePolicy, DeadlineStart, DeviceEscalation, DeviceGating,
+    DeviceTaintEffect, Escalation, EvidenceMode, ExternalCondition, ExternalPreset,
+    ExternalSignals, FabricExpectation, Family, GpuExpectation, GpuNodeProfile, GpuNodeProfileSpec,
+    GpuNodeProfileStatus, ImexMode, LifecycleNode, MaintenanceRules, MigExpectation, Mode,
+    NotReadyDeadline, NotReadyNode, ProbeExpectation, ProbePolicy, TaintEffect, TaintPolicy,
+    TaintSpec, Workload,
 };

@@ -83,6 +83,116 @@ pub struct ProbeReport {
     /// v2: the CUDA compute check (absent in v1 reports: not judged).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute_check: Option<ComputeCheck>,
+    /// v2, optional: the host's `nvidia-imex` service as its files show it
+    /// (`gpuready probe --host-root`). Absent: not read (a probe without the
+    /// host's `/etc`, or an older one), which the Fabric layer says.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub imex: Option<ImexHost>,
+}
+
+/// The IMEX daemon's configuration file, at the path the NVIDIA DRA driver's
+/// prerequisites name.
+pub const IMEX_CONFIG_PATH: &str = "/etc/nvidia-imex/config.cfg";
+
+/// The host's IMEX systemd unit.
+pub const IMEX_UNIT: &str = "nvidia-imex.service";
+
+/// Where `systemctl enable` and `systemctl mask` write their links.
+pub const SYSTEMD_UNIT_DIR: &str = "/etc/systemd/system";
+
+/// The control socket the NVIDIA DRA driver's host-managed IMEX mode reads
+/// by default (its `imex.hostSocketPath`); the host sets it as
+/// `IMEX_CMD_UNIX_DOMAIN_PATH` in [`IMEX_CONFIG_PATH`].
+pub const IMEX_DEFAULT_SOCKET: &str = "/etc/nvidia-imex/imex_ctrl.sock";
+
+/// The host's `nvidia-imex` service as its files show it. Files only: the
+/// probe does not see whether the daemon runs (no host PID namespace, no
+/// systemd bus); docs/fabric.md says what each field means and misses.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImexHost {
+    /// [`IMEX_CONFIG_PATH`].
+    pub config: ImexConfig,
+    /// The control socket the config names (`IMEX_CMD_UNIX_DOMAIN_PATH`);
+    /// absent when it names none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<ImexSocket>,
+    /// [`IMEX_UNIT`] under [`SYSTEMD_UNIT_DIR`].
+    pub unit: ImexUnit,
+}
+
+/// What [`IMEX_CONFIG_PATH`] says.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImexConfig {
+    /// The file exists: the `nvidia-imex` package is installed (or someone
+    /// wrote the file).
+    pub present: bool,
+    /// `IMEX_CMD_ENABLED` as written (the last assignment); absent when the
+    /// file does not set it. `1` turns the daemon's command service on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmd_enabled: Option<String>,
+    /// `IMEX_CMD_UNIX_DOMAIN_PATH`; absent when unset or empty.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cmd_unix_domain_path: Option<String>,
+    /// Why the file (or the host's `/etc`) could not be read: then nothing
+    /// above is known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The IMEX control socket on the host.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImexSocket {
+    /// The host path, as the config names it.
+    pub path: String,
+    pub state: SocketState,
+}
+
+/// Whether a socket file exists at a host path.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum SocketState {
+    /// A Unix socket is there: the daemon created it when it started (the
+    /// file stays if the daemon dies without removing it).
+    Present,
+    /// Nothing is there: the daemon is not running with this setting.
+    #[default]
+    Absent,
+    /// Something other than a socket is there.
+    NotASocket,
+    /// The path is outside what the probe sees of the host (only `/etc`),
+    /// relative, or not readable.
+    NotVisible,
+}
+
+/// [`IMEX_UNIT`]'s links under [`SYSTEMD_UNIT_DIR`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ImexUnit {
+    pub state: UnitState,
+    /// The targets whose `.wants/` or `.requires/` holds the unit (what
+    /// `systemctl enable` links it into, e.g. `multi-user.target`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub wanted_by: Vec<String>,
+    /// Why the unit directory could not be read (`state` is `Unread`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The unit's enablement as `/etc/systemd/system` shows it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub enum UnitState {
+    /// A target wants or requires it: systemd starts it at boot.
+    Enabled,
+    /// Linked to `/dev/null` (or an empty file): systemd cannot start it.
+    Masked,
+    /// Neither: disabled, or not installed (the package's unit file, under
+    /// `/usr/lib`, is not visible). Whether it runs now is not visible.
+    #[default]
+    NotEnabled,
+    /// The directory could not be read (`error`).
+    Unread,
 }
 
 /// NVML initialisation result.

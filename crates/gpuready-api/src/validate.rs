@@ -1,7 +1,7 @@
 //! Offline validation of a GpuNodeProfile: the same rules the CRD schema enforces
 //! at admission, so `gpuready check` rejects what the API server would.
 
-use crate::profile::GpuNodeProfileSpec;
+use crate::profile::{ComputeDomainCliquePolicy, GpuNodeProfileSpec, ImexMode};
 
 /// One rule a profile breaks: the field path and a message a person can act on.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -628,6 +628,22 @@ impl GpuNodeProfileSpec {
                     format!(
                         "{v:?} must look like 570.158.01 (at most 9 digits a part, no leading zero in the first two)"
                     ),
+                );
+            }
+            if let Some(k) = &f.group_by_label
+                && !is_qualified_name(k)
+            {
+                fail(
+                    "fabric.groupByLabel",
+                    format!("{k:?} must be a valid label key, like example.com/nvl-rack"),
+                );
+            }
+            if f.imex_mode == Some(ImexMode::HostManaged)
+                && f.compute_domain_cliques != ComputeDomainCliquePolicy::Ignore
+            {
+                fail(
+                    "fabric.computeDomainCliques",
+                    "must be Ignore with fabric.imexMode HostManaged: the DRA driver writes no ComputeDomainCliques in host-managed IMEX mode, so every node would read Unknown".into(),
                 );
             }
         }

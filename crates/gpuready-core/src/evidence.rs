@@ -7,6 +7,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use gpuready_api::Family;
+use gpuready_api::compute_domain::ComputeDomainClique;
 use gpuready_api::dra::{Device, ResourceSlice};
 use gpuready_api::keys::{dra, nfd};
 use gpuready_api::nfd::NodeFeature;
@@ -43,6 +44,11 @@ pub enum Source {
     /// Node conditions other judges write (a provider's GPU health agent,
     /// node-problem-detector): the External layer.
     NodeConditions,
+    /// The `nvidia.com/gpu.clique` labels of the other nodes of the node's
+    /// `fabric.groupByLabel` group.
+    GroupCliques,
+    /// The NVIDIA DRA driver's ComputeDomainCliques (`resource.nvidia.com`).
+    ComputeDomainCliques,
 }
 
 impl Source {
@@ -59,6 +65,8 @@ impl Source {
             Source::ProbeReport => "ProbeReport",
             Source::MigManagerLabels => "MigManagerLabels",
             Source::NodeConditions => "NodeConditions",
+            Source::GroupCliques => "GroupCliques",
+            Source::ComputeDomainCliques => "ComputeDomainCliques",
         }
     }
 
@@ -95,6 +103,58 @@ pub struct Evidence {
     /// not read (the API is not served, or not readable): device gating then
     /// falls back to gating the whole node, since no rule could be written.
     pub device_rules: Option<Vec<gpuready_api::device_taint_rule::DeviceTaintRule>>,
+    /// The other nodes of the node's `fabric.groupByLabel` group and their
+    /// cliques; `None` when not read (the profile groups nothing, or the
+    /// caller did not look).
+    pub clique_group: Option<crate::clique_groups::CliqueGroup>,
+    /// The NVIDIA DRA driver's ComputeDomainClique entries naming the node;
+    /// `None` when they were not read (the API is not served or not readable,
+    /// or offline without `--compute-domain-cliques`).
+    pub compute_domains: Option<Vec<CliqueMembership>>,
+}
+
+/// One ComputeDomainClique entry naming a node: the node's IMEX daemon in one
+/// ComputeDomain's clique.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CliqueMembership {
+    /// `namespace/name` of the ComputeDomainClique.
+    pub object: String,
+    /// The ComputeDomain's UID.
+    pub compute_domain: Option<String>,
+    /// `<cluster UUID>.<clique ID>`, as `nvidia.com/gpu.clique` spells it.
+    pub clique_id: String,
+    pub index: i64,
+    /// The daemon's `status` as written (`Ready`, `NotReady`; empty: none,
+    /// which the CRD's default makes `NotReady`).
+    pub status: String,
+}
+
+impl CliqueMembership {
+    /// Every entry of one ComputeDomainClique, with the node it names.
+    pub fn of_clique(c: &ComputeDomainClique) -> Vec<(String, CliqueMembership)> {
+        let object = c.key();
+        let domain = c.compute_domain().map(str::to_owned);
+        c.daemons
+            .iter()
+            .filter(|d| !d.node_name.is_empty())
+            .map(|d| {
+                (
+                    d.node_name.clone(),
+                    CliqueMembership {
+                        object: object.clone(),
+                        compute_domain: domain.clone(),
+                        clique_id: d.clique_id.clone(),
+                        index: d.index,
+                        status: d.status.clone().unwrap_or_default(),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    pub fn is_ready(&self) -> bool {
+        self.status == gpuready_api::keys::compute_domains::STATUS_READY
+    }
 }
 
 impl Evidence {
@@ -109,6 +169,8 @@ impl Evidence {
             dra: slices.map_or(DraEvidence::NotRead, |s| DraEvidence::from_slices(node, s)),
             bus: node_features.and_then(BusFacts::from_node_features),
             device_rules: None,
+            clique_group: None,
+            compute_domains: None,
         }
     }
 
@@ -128,6 +190,8 @@ impl Evidence {
 pub struct EvidenceIndex<'a> {
     slices: Option<BTreeMap<&'a str, Vec<&'a ResourceSlice>>>,
     node_features: Option<BTreeMap<&'a str, Vec<&'a NodeFeature>>>,
+    /// One ComputeDomainClique names many nodes: its entries by node.
+    compute_domains: Option<BTreeMap<String, Vec<CliqueMembership>>>,
 }
 
 impl<'a> EvidenceIndex<'a> {
@@ -154,7 +218,23 @@ impl<'a> EvidenceIndex<'a> {
                 }
                 by_node
             }),
+            compute_domains: None,
         }
+    }
+
+    /// The same index with the ComputeDomainCliques read (`None`: not read).
+    pub fn with_compute_domain_cliques(
+        mut self,
+        cliques: Option<&[ComputeDomainClique]>,
+    ) -> EvidenceIndex<'a> {
+        self.compute_domains = cliques.map(|all| {
+            let mut by_node: BTreeMap<String, Vec<CliqueMembership>> = BTreeMap::new();
+            for (node, m) in all.iter().flat_map(CliqueMembership::of_clique) {
+                by_node.entry(node).or_default().push(m);
+            }
+            by_node
+        });
+        self
     }
 
     pub fn for_node(&self, node: &str) -> Evidence {
@@ -166,7 +246,12 @@ impl<'a> EvidenceIndex<'a> {
             .node_features
             .as_ref()
             .map(|m| m.get(node).map(Vec::as_slice).unwrap_or_default());
-        Evidence::for_node(node, slices, features)
+        let mut e = Evidence::for_node(node, slices, features);
+        e.compute_domains = self
+            .compute_domains
+            .as_ref()
+            .map(|m| m.get(node).cloned().unwrap_or_default());
+        e
     }
 }
 

@@ -3,6 +3,7 @@
 
 // Inputs, bottom up: values and tables, then what the Node, GFD, the
 // evidence beyond the Node and the probe report say.
+pub mod clique_groups;
 pub mod compat;
 mod duration;
 pub mod evidence;
@@ -19,6 +20,7 @@ pub mod write_step;
 // per-layer verdicts (one file per layer under `evaluate`), the report's words.
 pub mod devices;
 pub mod evaluate;
+pub mod group_peers;
 pub mod lifecycle;
 pub mod recovery;
 pub mod report;

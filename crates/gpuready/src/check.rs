@@ -1,16 +1,20 @@
 //! `gpuready check`: the engine over node dumps or a live cluster (read-only),
 //! printed as a table, JSON or YAML. It reads what `gpuready run` reads — the
-//! Nodes, profiles, ResourceSlices, NodeFeatures, gpuready's DeviceTaintRules
-//! and the probe report ConfigMaps — and hands them to the same engine.
+//! Nodes, profiles, ResourceSlices, NodeFeatures, gpuready's DeviceTaintRules,
+//! the DRA driver's ComputeDomainCliques and the probe report ConfigMaps — and
+//! hands them to the same engine.
 
 use std::io::Write as _;
 use std::path::PathBuf;
 
 use gpuready_api::GpuNodeProfile;
+use gpuready_api::compute_domain::ComputeDomainClique;
 use gpuready_api::device_taint_rule::DeviceTaintRule;
 use gpuready_api::dra::ResourceSlice;
 use gpuready_api::nfd::NodeFeature;
+use gpuready_core::clique_groups::GroupIndex;
 use gpuready_core::evidence::EvidenceIndex;
+use gpuready_core::group_peers::{group_keys, read_group};
 use gpuready_core::probe::{Carriers, ProbeEvidence};
 use gpuready_core::report::NodeState;
 use gpuready_core::tally::NodeCounts;
@@ -55,6 +59,13 @@ pub struct CheckArgs {
     /// prints. Their PCI scan counts the NVIDIA GPUs on each node's bus.
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub node_features: Vec<PathBuf>,
+    /// The NVIDIA DRA driver's ComputeDomainCliques: what `kubectl get
+    /// computedomaincliques -A -o json` prints. Read by profiles with
+    /// fabric.computeDomainCliques; without it an offline check reads none
+    /// (the Fabric layer is then Unknown for them). Live checks read them
+    /// from the cluster when resource.nvidia.com/v1beta1 is served.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub compute_domain_cliques: Vec<PathBuf>,
 
     /// Probe report ConfigMaps for the Health layer, as `gpuready run` reads
     /// them: what `kubectl get configmaps -n gpuready-system -l
@@ -179,13 +190,16 @@ pub async fn check_cluster(
         extra.node_features = list_node_features(client).await?;
     }
     extra.device_rules = list_device_rules(client).await?;
+    if args.compute_domain_cliques.is_empty() {
+        extra.compute_domain_cliques = list_compute_domain_cliques(client).await?;
+    }
     if args.probe_reports.is_empty() {
         extra.carriers = list_probe_reports(client, &args.probe_namespace).await?;
     }
     Ok(run_engine(
         &nodes,
         &profiles,
-        &extra,
+        &mut extra,
         args.now.unwrap_or_else(Timestamp::now),
     )?)
 }
@@ -234,6 +248,25 @@ async fn list_node_features(client: &kube::Client) -> Result<Option<Vec<NodeFeat
             Ok(None)
         }
         Err(e) => Err(LiveError::Request(format!("listing nodefeatures: {e}"))),
+    }
+}
+
+/// The DRA driver's ComputeDomainCliques in every namespace, or `None` where
+/// `resource.nvidia.com/v1beta1` is not served or not readable (no DRA driver,
+/// its ComputeDomainCliques gate off): profiles that read them are then Unknown.
+async fn list_compute_domain_cliques(
+    client: &kube::Client,
+) -> Result<Option<Vec<ComputeDomainClique>>, LiveError> {
+    use kube::api::{Api, ListParams};
+    match Api::<ComputeDomainClique>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+    {
+        Ok(list) => Ok(Some(list.items)),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => Ok(None),
+        Err(e) => Err(LiveError::Request(format!(
+            "listing computedomaincliques: {e}"
+        ))),
     }
 }
 
@@ -292,6 +325,8 @@ async fn list_device_rules(
 pub struct ExtraEvidence {
     pub resource_slices: Option<Vec<ResourceSlice>>,
     pub node_features: Option<Vec<NodeFeature>>,
+    /// The DRA driver's ComputeDomainCliques.
+    pub compute_domain_cliques: Option<Vec<ComputeDomainClique>>,
     /// Probe report ConfigMaps (`--probe-reports`, or the cluster's).
     pub carriers: Carriers,
     /// Bare probe reports by node name (`--probe-report`): they win over a
@@ -300,6 +335,55 @@ pub struct ExtraEvidence {
     /// gpuready's own DeviceTaintRules. Offline, with ResourceSlice files
     /// given, none are assumed to exist: the plan shows every rule to create.
     pub device_rules: Option<Vec<DeviceTaintRule>>,
+    /// The nodes in a `fabric.groupByLabel` group, read before any node is
+    /// judged (each node's verdict reads its group's cliques).
+    pub grouped: GroupedNodes,
+}
+
+/// The labels of every node carrying a label a profile groups by, and their
+/// groups: what `gpuready run` keeps from its node cache, built here in one
+/// pass over the nodes. Empty when no profile groups nodes (no pass then).
+#[derive(Debug, Default)]
+pub struct GroupedNodes {
+    index: GroupIndex,
+    labels: std::collections::BTreeMap<String, std::collections::BTreeMap<String, String>>,
+}
+
+impl GroupedNodes {
+    /// Starts an empty index of `keys`; `add` each node.
+    fn new(keys: std::collections::BTreeSet<String>) -> GroupedNodes {
+        GroupedNodes {
+            index: GroupIndex::with_keys(keys),
+            labels: Default::default(),
+        }
+    }
+
+    fn add(&mut self, node: &k8s_openapi::api::core::v1::Node) {
+        let Some(labels) = &node.metadata.labels else {
+            return;
+        };
+        if !self.index.keys().iter().any(|k| labels.contains_key(k)) {
+            return;
+        }
+        let name = node.metadata.name.clone().unwrap_or_default();
+        self.index
+            .update(&name, labels.iter().map(|(k, v)| (k.as_str(), v.as_str())));
+        self.labels.insert(name, labels.clone());
+    }
+
+    /// The node's group, as the Fabric layer reads it.
+    fn group_of(
+        &self,
+        facts: &NodeFacts,
+        pairs: &[(&GpuNodeProfile, &Selector)],
+    ) -> Option<gpuready_core::clique_groups::CliqueGroup> {
+        read_group(facts, pairs, |key, value| {
+            self.index
+                .members(key, value)
+                .filter_map(|n| Some((n.to_owned(), self.labels.get(n)?.clone())))
+                .collect::<Vec<_>>()
+        })
+    }
 }
 
 fn read_evidence_files(args: &CheckArgs) -> Result<ExtraEvidence, InputError> {
@@ -318,6 +402,13 @@ fn read_evidence_files(args: &CheckArgs) -> Result<ExtraEvidence, InputError> {
             all.extend(input::read_node_features(p)?);
         }
         extra.node_features = Some(all);
+    }
+    if !args.compute_domain_cliques.is_empty() {
+        let mut all = Vec::new();
+        for p in &args.compute_domain_cliques {
+            all.extend(input::read_compute_domain_cliques(p)?);
+        }
+        extra.compute_domain_cliques = Some(all);
     }
     if !args.probe_reports.is_empty() {
         let mut all = Vec::new();
@@ -399,9 +490,14 @@ impl CheckReport {
 pub fn run_engine(
     nodes: &[k8s_openapi::api::core::v1::Node],
     profiles: &[GpuNodeProfile],
-    extra: &ExtraEvidence,
+    extra: &mut ExtraEvidence,
     now: Timestamp,
 ) -> Result<CheckReport, InputError> {
+    let keys = group_keys(profiles);
+    if !keys.is_empty() {
+        extra.grouped = GroupedNodes::new(keys);
+        nodes.iter().for_each(|n| extra.grouped.add(n));
+    }
     judge(profiles, extra, now, |each| {
         nodes.iter().for_each(each);
         Ok(())
@@ -451,7 +547,8 @@ pub(crate) fn judge_each(
     let index = EvidenceIndex::new(
         extra.resource_slices.as_deref(),
         extra.node_features.as_deref(),
-    );
+    )
+    .with_compute_domain_cliques(extra.compute_domain_cliques.as_deref());
     let selectors: Vec<Selector> = profiles
         .iter()
         .map(|p| {
@@ -482,7 +579,8 @@ pub(crate) fn judge_each(
                 .cloned()
                 .collect()
         });
-        let evidence = index.for_node(&facts.name).with_device_rules(rules);
+        let mut evidence = index.for_node(&facts.name).with_device_rules(rules);
+        evidence.clique_group = extra.grouped.group_of(&facts, &pairs);
         // The controller's reading of a report ConfigMap, through the same
         // core function (`probe::evidence_for`); `--probe-report` wins.
         let probe = match extra.probe_reports.get(&facts.name) {
@@ -515,7 +613,16 @@ fn taint_refused_before(facts: &NodeFacts) -> bool {
 /// reported before a large dump is read), then each node judged as it is read.
 pub fn check_files(args: &CheckArgs) -> Result<CheckReport, InputError> {
     let profiles = input::read_all_profiles(&args.profiles)?;
-    let extra = read_evidence_files(args)?;
+    let mut extra = read_evidence_files(args)?;
+    // A first pass, only where a profile groups nodes: the labels of the
+    // grouped nodes (a node's verdict reads its group's cliques).
+    let keys = group_keys(&profiles);
+    if !keys.is_empty() {
+        extra.grouped = GroupedNodes::new(keys);
+        for n in &args.nodes {
+            input::for_each_node(n, &mut |node| extra.grouped.add(node))?;
+        }
+    }
     judge(
         &profiles,
         &extra,
@@ -789,16 +896,25 @@ pub(crate) fn node_details(n: &NodeAssessment, s: &mut dyn std::io::Write) -> st
                 .max()
                 .unwrap_or(6)
                 .max(6);
+            // At least 16 wide, as before, and wide enough for every
+            // source's name (`ComputeDomainCliques` is 20).
+            let w_evidence = n
+                .layers
+                .iter()
+                .map(|l| l.evidence.as_str().len())
+                .max()
+                .unwrap_or(16)
+                .max(16);
             writeln!(
                 s,
-                "  {:16}  {:8}  {:w_reason$}  {:16}  MESSAGE",
+                "  {:16}  {:8}  {:w_reason$}  {:w_evidence$}  MESSAGE",
                 "LAYER", "STATUS", "REASON", "EVIDENCE"
             )?;
             for l in &n.layers {
                 let gate = if l.gating { "" } else { " (not gating)" };
                 writeln!(
                     s,
-                    "  {:16}  {:8}  {:w_reason$}  {:16}  {}{gate}",
+                    "  {:16}  {:8}  {:w_reason$}  {:w_evidence$}  {}{gate}",
                     l.layer.as_str(),
                     l.status.as_str(),
                     printable(&l.reason),

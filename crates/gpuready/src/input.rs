@@ -533,6 +533,25 @@ pub fn read_resource_slices(path: &Path) -> Result<Vec<ResourceSlice>, InputErro
     Ok(out)
 }
 
+/// The DRA driver's ComputeDomainCliques as `kubectl get computedomaincliques
+/// -A -o json` prints them.
+pub fn read_compute_domain_cliques(
+    path: &Path,
+) -> Result<Vec<gpuready_api::compute_domain::ComputeDomainClique>, InputError> {
+    let mut out = Vec::new();
+    objects(
+        path,
+        "resource.nvidia.com/v1beta1",
+        "ComputeDomainClique",
+        |_: &mut Value| Vec::new(),
+        |c: gpuready_api::compute_domain::ComputeDomainClique, _| {
+            out.push(c);
+            Vec::new()
+        },
+    )?;
+    Ok(out)
+}
+
 /// NFD NodeFeatures as `kubectl get nodefeatures -A -o json` prints them.
 /// ConfigMaps (probe report carriers, for `check --probe-reports`): a List,
 /// single objects, multi-document YAML, as `kubectl get configmaps -o yaml`

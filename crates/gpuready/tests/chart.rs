@@ -1729,29 +1729,93 @@ async fn probe_daemonset_reaches_the_gpus_without_requesting_one_and_passes_rest
 
     // Accepted by the API server in a namespace enforcing the restricted Pod
     // Security Standard, without a warning.
-    must(
-        kubectl(
-            env,
-            &[
-                "label",
-                "namespace",
-                &ns,
-                "pod-security.kubernetes.io/enforce=restricted",
-                "pod-security.kubernetes.io/warn=restricted",
-            ],
-        ),
-        None,
-        "label namespace",
+    let out = dry_run_under_pod_security(
+        env,
+        &ns,
+        &[
+            "pod-security.kubernetes.io/enforce=restricted",
+            "pod-security.kubernetes.io/warn=restricted",
+        ],
+        &text,
     )
     .await;
+    assert!(!out.stderr.contains("PodSecurity"), "{}", out.stderr);
+    assert_eq!(out.stdout.lines().count(), docs.len(), "{}", out.stdout);
+}
+
+/// `probe.imex.enabled`: the host's `/etc`, read-only, for the IMEX files
+/// (docs/fabric.md); off by default. A hostPath is outside the restricted and
+/// baseline Pod Security Standards, which the API server says.
+#[tokio::test]
+async fn probe_imex_mounts_the_host_etc_read_only_and_only_when_asked() {
+    let env = shared_env().await;
+    let ns = env.create_namespace("chart-imex").await.expect("namespace");
+    let release = unique_name("gr");
+    let probe = format!("{release}-gpuready-probe");
+    let pod_of = |text: &str| {
+        find_doc(&yaml_documents(text), "DaemonSet", Some(&probe))["spec"]["template"]["spec"]
+            .clone()
+    };
+    let off = pod_of(&render(env, &release, &ns, PROBE_VALUES).await);
+    assert!(!off.to_string().contains("hostPath"), "{off}");
+    assert!(
+        !args_of(&off["containers"][0])
+            .iter()
+            .any(|a| a.starts_with("--host-root"))
+    );
+
+    let mut values = PROBE_VALUES.to_vec();
+    values.extend(["--set", "probe.imex.enabled=true"]);
+    let text = render(env, &release, &ns, &values).await;
+    let pod = pod_of(&text);
+    let c = &pod["containers"][0];
+    assert!(args_of(c).contains(&"--host-root=/host".to_owned()), "{c}");
+    let volume = pod["volumes"]
+        .as_array()
+        .expect("volumes")
+        .iter()
+        .find(|v| v["name"] == "host-etc")
+        .expect("host-etc volume")
+        .clone();
+    assert_eq!(
+        volume["hostPath"],
+        json!({ "path": "/etc", "type": "Directory" })
+    );
+    let mounts = c["volumeMounts"].as_array().expect("mounts");
+    assert!(
+        mounts.contains(&json!({ "name": "host-etc", "mountPath": "/host/etc", "readOnly": true })),
+        "{mounts:?}"
+    );
+    // The compute check's downward-API volume stays beside it.
+    assert!(mounts.iter().any(|m| m["name"] == "podinfo"), "{mounts:?}");
+    // The API server takes it, and warns where the restricted standard applies.
+    let out = dry_run_under_pod_security(
+        env,
+        &ns,
+        &["pod-security.kubernetes.io/warn=restricted"],
+        &text,
+    )
+    .await;
+    assert!(
+        out.stderr.contains("PodSecurity") && out.stderr.contains("\"host-etc\""),
+        "{}",
+        out.stderr
+    );
+}
+
+/// Labels the namespace with Pod Security levels, then applies `text` with a
+/// server-side dry run there, which must succeed (the warnings are in stderr).
+async fn dry_run_under_pod_security(env: &TestEnv, ns: &str, levels: &[&str], text: &str) -> Out {
+    let mut args = vec!["label", "namespace", ns];
+    args.extend_from_slice(levels);
+    must(kubectl(env, &args), None, "label namespace").await;
     let out = run(
         kubectl(env, &["apply", "--dry-run=server", "-f", "-"]),
-        Some(&text),
+        Some(text),
     )
     .await;
     assert!(out.ok, "{}\n{}", out.stdout, out.stderr);
-    assert!(!out.stderr.contains("PodSecurity"), "{}", out.stderr);
-    assert_eq!(out.stdout.lines().count(), docs.len(), "{}", out.stdout);
+    out
 }
 
 /// A client acting as the probe's ServiceAccount with a token bound to `node`
@@ -1916,4 +1980,145 @@ async fn probe_service_account_may_write_only_its_own_nodes_report() {
         ),
         Some(403)
     );
+}
+
+/// The NVIDIA DRA driver's ComputeDomainCliques, with the driver's own CRD
+/// (v0.4.1, from the Go module proxy: tests/control-plane/dra-driver-crds.sh),
+/// drive a profile's Fabric layer with gpuready running as the chart's
+/// ServiceAccount: list/watch suffice, writes are refused, and before the CRD
+/// exists the evidence reads as not read (Unknown), in `run` and `check` alike.
+#[tokio::test]
+async fn compute_domain_cliques_drive_the_fabric_layer_as_the_service_account() {
+    let env = TestEnv::start().await.expect("test control plane");
+    let admin = env.client().expect("client");
+    let ns = "gpuready-system";
+    helm_install(&env, ns, &[]).await;
+    wait_established(&admin, &[CRD_NAME]).await;
+    let node = "gb200-cd-01";
+    let clique = "9277d399-0674-44a9-b64e-d85bb19ce2b0.32766";
+    let mut labels = rtx3090_in("cd");
+    labels.insert("nvidia.com/gpu.clique".into(), clique.into());
+    create_node(&admin, node, labels, 1, json!([])).await;
+    apply_profile(
+        &admin,
+        &rtx3090_profile(
+            "cd",
+            "cd",
+            "fabric: {computeDomainCliques: Check, whenProbeMissing: Ignore}",
+        ),
+    )
+    .await;
+    let nodes: Api<Node> = Api::all(admin.clone());
+    let expect = |status: &'static str, reason: &'static str| {
+        let nodes = nodes.clone();
+        async move {
+            eventually(60, &format!("GpuReady={status} {reason}"), || async {
+                let n = nodes.get(node).await.ok()?;
+                (gpu_ready(&n) == Some((status.into(), reason.into()))).then_some(())
+            })
+            .await;
+        }
+    };
+    let sa = || service_account_config(&env, ns, RELEASE);
+
+    // No driver: the evidence is not read.
+    let run = start_controller_with(sa(), test_args());
+    expect("Unknown", keys::fabric::COMPUTE_DOMAIN_CLIQUES_UNREAD).await;
+    run.stop().await.expect("clean stop");
+    let live = live_report(&admin).await;
+    let a = live.nodes.iter().find(|a| a.name == node).expect("node");
+    assert_eq!(
+        a.reason,
+        keys::fabric::COMPUTE_DOMAIN_CLIQUES_UNREAD,
+        "{}",
+        a.message
+    );
+
+    // The driver's CRD, and its namespace.
+    let crd = gpuready_testenv::upstream_dra::compute_domain_clique_crd().expect("driver CRD");
+    install_crds(&env, crd.to_str().expect("utf-8 path"), "dra-driver").await;
+    let driver_ns = "nvidia-dra-driver-gpu";
+    Api::<Namespace>::all(admin.clone())
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({"metadata": {"name": driver_ns}})).expect("ns"),
+        )
+        .await
+        .expect("namespace");
+    let run = start_controller_with(sa(), test_args());
+    expect("True", "Ready").await;
+    let cliques = dynamic_api(
+        &admin,
+        "resource.nvidia.com",
+        "v1beta1",
+        "ComputeDomainClique",
+        "computedomaincliques",
+        Some(driver_ns),
+    );
+    let domain = "5b7f1c2e-8d4a-4f0e-9c3b-2a1d6e8f0b47";
+    let name = format!("{domain}.{clique}");
+    let daemons = |status: &str, in_clique: &str| json!([{ "nodeName": node, "ipAddress": "10.0.12.11", "cliqueID": in_clique, "index": 0, "status": status }]);
+    let object = json!({
+        "apiVersion": "resource.nvidia.com/v1beta1", "kind": "ComputeDomainClique",
+        "metadata": { "name": name, "namespace": driver_ns,
+            "labels": { "resource.nvidia.com/computeDomain": domain } },
+        "daemons": daemons("NotReady", clique),
+    });
+    cliques
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(object.clone()).expect("clique"),
+        )
+        .await
+        .expect("create the ComputeDomainClique");
+    expect("False", keys::fabric::IMEX_DAEMON_NOT_READY).await;
+    let set = |d: Value| {
+        let cliques = cliques.clone();
+        let name = name.clone();
+        async move {
+            cliques
+                .patch(
+                    &name,
+                    &PatchParams::default(),
+                    &Patch::Merge(&json!({ "daemons": d })),
+                )
+                .await
+                .expect("update the daemons");
+        }
+    };
+    set(daemons("Ready", clique)).await;
+    expect("True", "Ready").await;
+    set(daemons("Ready", "9277d399-0674-44a9-b64e-d85bb19ce2b0.1")).await;
+    expect("False", keys::fabric::COMPUTE_DOMAIN_CLIQUE_MISMATCH).await;
+    cliques
+        .delete(&name, &DeleteParams::default())
+        .await
+        .expect("delete");
+    expect("True", "Ready").await;
+    assert_eq!(
+        run.sample("gpuready_reconcile_errors_total{kind=\"forbidden\"}"),
+        0.0,
+        "no reconcile was refused"
+    );
+    run.stop().await.expect("clean stop");
+
+    // Read-only: the ServiceAccount writes none.
+    let sa_client = env
+        .client_as_service_account(ns, RELEASE)
+        .expect("SA client");
+    let err = dynamic_api(
+        &sa_client,
+        "resource.nvidia.com",
+        "v1beta1",
+        "ComputeDomainClique",
+        "computedomaincliques",
+        Some(driver_ns),
+    )
+    .create(
+        &PostParams::default(),
+        &serde_json::from_value(object).expect("clique"),
+    )
+    .await
+    .expect_err("SA cannot create ComputeDomainCliques");
+    assert_eq!(status_code(&err), Some(403), "{err}");
 }

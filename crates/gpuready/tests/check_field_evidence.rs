@@ -1,7 +1,9 @@
 //! `gpuready check` over the field-evidence inputs of issue 31
 //! (`tests/fixtures/field/`): single-strategy MIG nodes (ready, pending,
 //! failed), one healthy and one broken node per outside-signal preset, a
-//! ready and a broken multi-node NVLink rack, and DRA slices with list-typed
+//! ready and a broken multi-node NVLink rack, racks grouped by a label and
+//! the DRA driver's ComputeDomainCliques, the host's IMEX service in both
+//! of the DRA driver's IMEX modes, and DRA slices with list-typed
 //! `numaNode`. Each node's verdict, reason and the evidence its deciding layer
 //! names, as a user reads them.
 
@@ -166,6 +168,202 @@ fn a_ready_and_a_broken_nvlink_rack() {
             ),
         ],
     );
+}
+
+#[test]
+fn racks_grouped_by_a_label_one_united_one_with_a_minority_tray_one_tied() {
+    let r = check(
+        "fabric",
+        &[
+            ("--probe-reports", "probe-reports.json"),
+            ("--compute-domain-cliques", "compute-domain-cliques.json"),
+        ],
+    );
+    let united_and_majority: Vec<String> = ["c-01", "c-02", "c-03", "c-04", "d-01", "d-02", "d-03"]
+        .iter()
+        .map(|n| format!("gb200-rack-{n}"))
+        .collect();
+    let mut rows: Vec<Expect<'_>> = united_and_majority
+        .iter()
+        .map(|n| (n.as_str(), true, "Ready", "Fabric", "ProbeReport"))
+        .collect();
+    rows.extend([
+        (
+            "gb200-rack-d-04",
+            false,
+            "CliqueSplit",
+            "Fabric",
+            "GroupCliques",
+        ),
+        (
+            "gb200-rack-e-01",
+            false,
+            "CliqueSplit",
+            "Fabric",
+            "GroupCliques",
+        ),
+        (
+            "gb200-rack-e-02",
+            false,
+            "CliqueSplit",
+            "Fabric",
+            "GroupCliques",
+        ),
+    ]);
+    expect(&r, &rows);
+    let message = |name: &str| fabric_message(&r, name);
+    let minority = message("gb200-rack-d-04");
+    for words in [
+        "group example.com/nvl-rack=rack-d is split",
+        "9277d399-0674-44a9-b64e-d85bb19ce2b0.32770 holds 1 of 4 node(s)",
+        "the majority (3 node(s)) sits in 9277d399-0674-44a9-b64e-d85bb19ce2b0.32769",
+    ] {
+        assert!(minority.contains(words), "{words:?} not in {minority}");
+    }
+    assert!(
+        message("gb200-rack-d-01").contains("3 of 4 node(s) in this clique, the group's majority")
+    );
+    assert!(
+        message("gb200-rack-c-01")
+            .contains("group example.com/nvl-rack=rack-c: all 4 node(s) in this clique")
+    );
+    assert!(message("gb200-rack-e-01").contains("no majority"));
+}
+
+/// A layer's message, for one node of a `check -o json` report.
+fn fabric_message(report: &Value, name: &str) -> String {
+    report["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .find(|n| n["name"] == name)
+        .and_then(|n| {
+            n["layers"]
+                .as_array()?
+                .iter()
+                .find(|l| l["layer"] == "Fabric")
+        })
+        .and_then(|l| l["message"].as_str())
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[test]
+fn compute_domain_cliques_ready_not_ready_mismatched_and_unread() {
+    let with = check(
+        "fabric",
+        &[
+            ("--probe-reports", "probe-reports.json"),
+            ("--compute-domain-cliques", "compute-domain-cliques.json"),
+        ],
+    );
+    expect(
+        &with,
+        &[
+            ("gb200-rack-d-02", true, "Ready", "Fabric", "ProbeReport"),
+            ("gb200-rack-f-01", true, "Ready", "Fabric", "ProbeReport"),
+            (
+                "gb200-rack-f-02",
+                false,
+                "ImexDaemonNotReady",
+                "Fabric",
+                "ComputeDomainCliques",
+            ),
+            (
+                "gb200-rack-f-03",
+                false,
+                "ComputeDomainCliqueMismatch",
+                "Fabric",
+                "ComputeDomainCliques",
+            ),
+            // No ComputeDomain on rack C: fine under Check.
+            ("gb200-rack-c-01", true, "Ready", "Fabric", "ProbeReport"),
+        ],
+    );
+    assert!(
+        fabric_message(&with, "gb200-rack-d-02")
+            .contains("IMEX daemon Ready in 1 ComputeDomainClique(s)")
+    );
+    assert!(fabric_message(&with, "gb200-rack-c-01").contains("in no ComputeDomainClique"));
+    let waiting = fabric_message(&with, "gb200-rack-f-02");
+    assert!(
+        waiting.contains("ComputeDomain a3c9e7d1-6f2b-4e8a-b1d0-7c5e9f3a2b16"),
+        "{waiting}"
+    );
+    assert!(waiting.contains("index 1): NotReady"), "{waiting}");
+    // Without the file, offline: not read, so the profile's nodes are Unknown.
+    let without = check("fabric", &[("--probe-reports", "probe-reports.json")]);
+    expect(
+        &without,
+        &[(
+            "gb200-rack-c-01",
+            false,
+            "ComputeDomainCliquesUnread",
+            "Fabric",
+            "ComputeDomainCliques",
+        )],
+    );
+}
+
+#[test]
+fn the_host_imex_service_in_driver_managed_and_host_managed_mode() {
+    let r = check("fabric", &[("--probe-reports", "probe-reports.json")]);
+    let ready = |n| (n, true, "Ready", "Fabric", "ProbeReport");
+    let broken = |n, reason| (n, false, reason, "Fabric", "ProbeReport");
+    expect(
+        &r,
+        &[
+            // Driver-managed (the DRA driver's default): no host service.
+            ready("gb200-rack-g-01"),
+            ready("gb200-rack-g-02"),
+            broken("gb200-rack-g-03", "ImexServiceConflicts"),
+            // Host-managed: the host service, its command service and socket.
+            ready("gb200-rack-h-01"),
+            broken("gb200-rack-h-02", "ImexSocketMissing"),
+            broken("gb200-rack-h-03", "ImexConfigIncomplete"),
+            broken("gb200-rack-h-04", "ImexServiceMissing"),
+            broken("gb200-rack-h-05", "ImexStateUnread"),
+        ],
+    );
+    for (node, words) in [
+        ("gb200-rack-g-01", "host nvidia-imex not installed"),
+        ("gb200-rack-g-02", "nvidia-imex.service masked"),
+        (
+            "gb200-rack-g-03",
+            "systemctl disable --now nvidia-imex.service && systemctl mask nvidia-imex.service",
+        ),
+        (
+            "gb200-rack-h-01",
+            "control socket /etc/nvidia-imex/imex_ctrl.sock present",
+        ),
+        (
+            "gb200-rack-h-02",
+            "no control socket at /etc/nvidia-imex/imex_ctrl.sock",
+        ),
+        ("gb200-rack-h-03", "IMEX_CMD_ENABLED is \"0\""),
+        ("gb200-rack-h-04", "no /etc/nvidia-imex/config.cfg"),
+        ("gb200-rack-h-05", "probe.imex.enabled=true"),
+    ] {
+        let message = fabric_message(&r, node);
+        assert!(
+            message.contains(words),
+            "{node}: {words:?} not in {message}"
+        );
+    }
+    // Not read is Unknown, not a broken node.
+    let unread = r["nodes"]
+        .as_array()
+        .expect("nodes")
+        .iter()
+        .find(|n| n["name"] == "gb200-rack-h-05")
+        .and_then(|n| {
+            n["layers"]
+                .as_array()?
+                .iter()
+                .find(|l| l["layer"] == "Fabric")
+        })
+        .expect("Fabric layer");
+    assert_eq!(unread["status"], "Unknown", "{unread}");
 }
 
 #[test]

@@ -688,6 +688,49 @@ fn bad_cases() -> Vec<Bad> {
             ],
         ),
         b(
+            ("spec.fabric.groupByLabel", "rule"),
+            "a group label that is not a label key",
+            spec_with(json!({ "fabric": { "groupByLabel": "rack label" } })),
+            &[
+                "spec.fabric.groupByLabel",
+                "fabric.groupByLabel must be a valid label key, like example.com/nvl-rack",
+            ],
+        ),
+        b(
+            ("spec.fabric.groupByLabel", "maxLength"),
+            "a group label of 318 characters",
+            spec_with(
+                json!({ "fabric": { "groupByLabel": format!("{}.example.com/{}", "a".repeat(241), "r".repeat(64)) } }),
+            ),
+            &["spec.fabric.groupByLabel", "may not be more than 317 bytes"],
+        ),
+        b(
+            ("spec.fabric.computeDomainCliques", "enum"),
+            "an unknown fabric.computeDomainCliques",
+            spec_with(json!({ "fabric": { "computeDomainCliques": "Watch" } })),
+            &[
+                "spec.fabric.computeDomainCliques",
+                "Unsupported value: \"Watch\"",
+            ],
+        ),
+        b(
+            ("spec.fabric.imexMode", "enum"),
+            "an unknown fabric.imexMode",
+            spec_with(json!({ "fabric": { "imexMode": "Host" } })),
+            &["spec.fabric.imexMode", "Unsupported value: \"Host\""],
+        ),
+        b(
+            ("spec.fabric", "rule"),
+            "ComputeDomainCliques read under host-managed IMEX",
+            spec_with(
+                json!({ "fabric": { "imexMode": "HostManaged", "computeDomainCliques": "Check" } }),
+            ),
+            &[
+                "spec.fabric",
+                "fabric.computeDomainCliques must be Ignore with fabric.imexMode HostManaged",
+            ],
+        ),
+        b(
             ("spec.external", "rule"),
             "an External layer that reads nothing",
             spec_with(json!({ "external": {} })),
@@ -1867,6 +1910,9 @@ async fn good_profiles_are_accepted_and_defaulted() {
             "cliques": ["9277d399-0674-44a9-b64e-d85bb19ce2b0.32766", "9277d399-0674-44a9-b64e-d85bb19ce2b0.4294967295"],
             "minDriverVersion": "570.158.01",
             "whenProbeMissing": "Blocking",
+            "groupByLabel": "example.com/nvl-rack",
+            "computeDomainCliques": "Require",
+            "imexMode": "DriverManaged",
         },
         "external": {
             "presets": ["EksNodeMonitoringAgent", "AksNodeProblemDetector", "NebiusGpuHealthChecks", "MetaGcmHealthChecks"],
@@ -1926,6 +1972,7 @@ async fn explicit_nulls_are_accepted() {
         "cudaVersion": null,
         "gatingLayers": null,
         "gpu": { "minMemoryMib": null, "minComputeCapability": null, "count": null },
+        "fabric": { "imexMode": null },
     }));
     create_raw_profile(
         &env.client().expect("client"),

@@ -213,3 +213,86 @@ async fn the_fabric_layer_follows_the_clique_label_and_the_probe() {
     .await;
     run.stop().await.expect("clean stop");
 }
+
+/// Racks grouped by a label: a node's verdict follows its peers' cliques, and
+/// a change of one node re-queues the others of its rack (the node whose
+/// verdict flips below never changes itself).
+#[tokio::test]
+async fn a_rack_grouped_by_a_label_follows_its_peers_cliques() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    let x = "9277d399-0674-44a9-b64e-d85bb19ce2b0.32766";
+    let y = "9277d399-0674-44a9-b64e-d85bb19ce2b0.32767";
+    for (node, rack, clique) in [
+        ("nvl-a1", "a", x),
+        ("nvl-a2", "a", x),
+        ("nvl-a3", "a", x),
+        ("nvl-b1", "b", y),
+    ] {
+        let mut labels = rtx3090_in("racks");
+        labels.insert("example.com/nvl-rack".into(), rack.into());
+        labels.insert("nvidia.com/gpu.clique".into(), clique.into());
+        create_node(&client, node, labels, 1, json!([])).await;
+    }
+    apply_profile(
+        &client,
+        &rtx3090_profile(
+            "racks",
+            "racks",
+            "fabric: {groupByLabel: example.com/nvl-rack, whenProbeMissing: Ignore}",
+        ),
+    )
+    .await;
+    let run = start_controller(&env, test_args());
+    let verdicts = || async {
+        let mut out = Vec::new();
+        for n in ["nvl-a1", "nvl-a2", "nvl-a3", "nvl-b1"] {
+            out.push(gpu_ready(&get_node(&client, n).await).map(|(s, r)| format!("{s}/{r}")));
+        }
+        out
+    };
+    let expect = |want: [&'static str; 4], what: &'static str| {
+        let verdicts = &verdicts;
+        async move {
+            let want: Vec<Option<String>> = want.iter().map(|w| Some((*w).to_owned())).collect();
+            eventually(60, what, || async {
+                (verdicts().await == want).then_some(())
+            })
+            .await;
+        }
+    };
+    let ready = "True/Ready";
+    let split = "False/CliqueSplit";
+    expect([ready; 4], "every rack in one clique: ready").await;
+    set_labels(&client, "nvl-a3", json!({ "nvidia.com/gpu.clique": y })).await;
+    expect(
+        [ready, ready, split, ready],
+        "a3 alone in another clique: a3 is the minority",
+    )
+    .await;
+    // a2 joins a3: a1, unchanged, is now the minority of rack a.
+    set_labels(&client, "nvl-a2", json!({ "nvidia.com/gpu.clique": y })).await;
+    expect(
+        [split, ready, ready, ready],
+        "a1 is now the minority, re-judged for a peer's change",
+    )
+    .await;
+    // a3 leaves the rack: a1 and a2 tie, no majority.
+    set_labels(&client, "nvl-a3", json!({ "example.com/nvl-rack": "b" })).await;
+    expect(
+        [split, split, ready, ready],
+        "a tie in rack a; a3 is in rack b's clique",
+    )
+    .await;
+    // a2 is deleted: a1, unchanged, is alone in rack a and ready again.
+    Api::<Node>::all(client.clone())
+        .delete("nvl-a2", &Default::default())
+        .await
+        .expect("delete");
+    eventually(60, "a1 alone in rack a: ready", || async {
+        (gpu_ready(&get_node(&client, "nvl-a1").await) == Some(("True".into(), "Ready".into())))
+            .then_some(())
+    })
+    .await;
+    run.stop().await.expect("clean stop");
+}

@@ -65,6 +65,57 @@ fn once_without_nvml_prints_an_unusable_report_and_exits_1() {
 
 /// The compute check's child process on a machine without libcuda (CI): the
 /// report names the missing library instead of panicking in cudarc's loader.
+/// `--host-root`: the report says what the host's IMEX files show (here a
+/// host laid out as a real one with the nvidia-imex package enabled); without
+/// it, the report has no `imex` at all (not read, never "not installed").
+#[test]
+fn once_with_a_host_root_reports_the_host_imex_files() {
+    let root = tempfile::tempdir().expect("temp dir");
+    let etc = root.path().join("etc");
+    std::fs::create_dir_all(etc.join("nvidia-imex")).expect("imex dir");
+    std::fs::write(
+        etc.join("nvidia-imex/config.cfg"),
+        "IMEX_CMD_ENABLED=1\nIMEX_CMD_UNIX_DOMAIN_PATH=/etc/nvidia-imex/imex_ctrl.sock\n",
+    )
+    .expect("config");
+    let wants = etc.join("systemd/system/multi-user.target.wants");
+    std::fs::create_dir_all(&wants).expect("wants");
+    std::os::unix::fs::symlink(
+        "/usr/lib/systemd/system/nvidia-imex.service",
+        wants.join("nvidia-imex.service"),
+    )
+    .expect("enable");
+    let once = |host_root: Option<&std::path::Path>| {
+        let mut cmd = gpuready();
+        cmd.args([
+            "probe",
+            "--once",
+            "--nvml-library",
+            "/nonexistent/libnvidia-ml.so.1",
+        ]);
+        if let Some(r) = host_root {
+            cmd.arg("--host-root").arg(r);
+        }
+        let out = cmd.output().expect("run gpuready probe");
+        assert_eq!(out.status.code(), Some(1), "{out:?}");
+        serde_json::from_slice::<Value>(&out.stdout).expect("JSON report")
+    };
+    let report = once(Some(root.path()));
+    assert_eq!(
+        report["imex"],
+        json!({
+            "config": {
+                "present": true,
+                "cmdEnabled": "1",
+                "cmdUnixDomainPath": "/etc/nvidia-imex/imex_ctrl.sock",
+            },
+            "socket": { "path": "/etc/nvidia-imex/imex_ctrl.sock", "state": "Absent" },
+            "unit": { "state": "Enabled", "wantedBy": ["multi-user.target"] },
+        })
+    );
+    assert!(once(None).get("imex").is_none());
+}
+
 #[test]
 fn the_compute_check_without_libcuda_reports_the_library_unavailable() {
     let out = gpuready()

@@ -22,6 +22,7 @@ use super::crd_guard::CrdGuard;
 use super::error::RefusedWrite;
 use super::evidence::EvidenceStores;
 use super::gating::Gate;
+use super::groups::Groups;
 use super::metrics::Metrics;
 use super::probe_reports::ProbeReports;
 use super::status_input::StatusInput;
@@ -60,6 +61,8 @@ pub struct Context {
     pub requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
     /// ResourceSlices and NodeFeatures per node (see `evidence`).
     pub evidence: Arc<EvidenceStores>,
+    /// The nodes of each `fabric.groupByLabel` group (see `groups`).
+    pub groups: Arc<Groups>,
     /// Reports of `gpuready probe`, when `--probe-namespace` is set.
     pub probe_reports: Option<ProbeReports>,
     /// Nodes whose last write the API server refused (admission, RBAC), with
@@ -156,5 +159,16 @@ impl Context {
             .as_ref()
             .and_then(|r| r.evidence(&facts.name));
         facts.with_probe(probe)
+    }
+
+    /// The facts with the node's `fabric.groupByLabel` group attached, when
+    /// its profile groups nodes (see `groups`).
+    pub fn with_group(
+        &self,
+        mut facts: NodeFacts,
+        profiles: &[(&GpuNodeProfile, &kube::core::Selector)],
+    ) -> NodeFacts {
+        facts.evidence.clique_group = self.groups.group_of(&facts, profiles, &self.nodes);
+        facts
     }
 }

@@ -1,7 +1,8 @@
 //! Evidence read beside the Nodes: DRA ResourceSlices (`resource.k8s.io/v1`),
-//! NFD NodeFeatures and gpuready's own DeviceTaintRules, each kept in a
-//! per-node index by its own watch. A
-//! change re-queues only the node it names. A source whose API is not served
+//! NFD NodeFeatures, gpuready's own DeviceTaintRules and the NVIDIA DRA
+//! driver's ComputeDomainCliques (`resource.nvidia.com/v1beta1`), each kept in
+//! a per-node index by its own watch. A change re-queues only the nodes it
+//! names (a ComputeDomainClique names every node of its clique). A source whose API is not served
 //! (no DRA, NFD's CRD not installed) is logged once and reads as "not read":
 //! the engine turns that into Unknown evidence, and nothing else waits on it.
 //!
@@ -20,12 +21,13 @@ use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt;
+use gpuready_api::compute_domain::ComputeDomainClique;
 use gpuready_api::device_taint_rule::{self, DeviceTaintRule};
 use gpuready_api::dra::ResourceSlice;
 use gpuready_api::keys;
 use gpuready_api::nfd::NodeFeature;
 use gpuready_core::Evidence;
-use gpuready_core::evidence::node_feature_node;
+use gpuready_core::evidence::{CliqueMembership, node_feature_node};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
 use kube::runtime::WatchStreamExt;
@@ -66,8 +68,57 @@ pub fn slice_from_dynamic(o: DynamicObject) -> Option<ResourceSlice> {
     serde_json::from_value(value).ok()
 }
 
-/// One source's objects, per node, by object key.
-type Index<T> = BTreeMap<String, BTreeMap<String, T>>;
+/// One source's entries, per node, by object key, and the nodes each object
+/// names (one ComputeDomainClique names many nodes), so an update or deletion
+/// touches only the nodes it concerns.
+#[derive(Debug)]
+struct Index<T> {
+    by_node: BTreeMap<String, BTreeMap<String, T>>,
+    nodes_of: BTreeMap<String, BTreeSet<String>>,
+}
+
+impl<T> Default for Index<T> {
+    fn default() -> Self {
+        Index {
+            by_node: BTreeMap::new(),
+            nodes_of: BTreeMap::new(),
+        }
+    }
+}
+
+impl<T> Index<T> {
+    /// The object `key` now has these entries (none: it is gone). Returns
+    /// every node whose entries changed.
+    fn put(&mut self, key: &str, entries: Vec<(String, T)>) -> BTreeSet<String> {
+        let mut touched = self.nodes_of.remove(key).unwrap_or_default();
+        for n in &touched {
+            if let Some(objs) = self.by_node.get_mut(n) {
+                objs.remove(key);
+                if objs.is_empty() {
+                    self.by_node.remove(n);
+                }
+            }
+        }
+        let mut now = BTreeSet::new();
+        for (n, e) in entries {
+            self.by_node
+                .entry(n.clone())
+                .or_default()
+                .insert(key.to_owned(), e);
+            now.insert(n);
+        }
+        touched.extend(now.iter().cloned());
+        if !now.is_empty() {
+            self.nodes_of.insert(key.to_owned(), now);
+        }
+        touched
+    }
+
+    /// Entries in all.
+    fn len(&self) -> usize {
+        self.by_node.values().map(BTreeMap::len).sum()
+    }
+}
 
 /// What a source's watch has established.
 #[derive(Debug)]
@@ -86,8 +137,11 @@ pub struct EvidenceStores {
     /// gpuready's own DeviceTaintRules (label-selected, ownership checked),
     /// per node they were written for.
     rules: RwLock<SourceState<DeviceTaintRule>>,
-    /// True once each source (slices, NodeFeatures, rules) is synced or known absent.
-    settled: watch::Sender<(bool, bool, bool)>,
+    /// The DRA driver's ComputeDomainClique entries, per node they name.
+    cliques: RwLock<SourceState<CliqueMembership>>,
+    /// True once each source (slices, NodeFeatures, rules, cliques) is synced
+    /// or known absent.
+    settled: watch::Sender<[bool; 4]>,
 }
 
 impl Default for EvidenceStores {
@@ -96,7 +150,8 @@ impl Default for EvidenceStores {
             slices: RwLock::new(SourceState::Pending),
             features: RwLock::new(SourceState::Pending),
             rules: RwLock::new(SourceState::Pending),
-            settled: watch::Sender::new((false, false, false)),
+            cliques: RwLock::new(SourceState::Pending),
+            settled: watch::Sender::new([false; 4]),
         }
     }
 }
@@ -108,8 +163,10 @@ impl EvidenceStores {
         let features: Option<Vec<NodeFeature>> = read(&self.features, node);
         let slice_refs: Option<Vec<&ResourceSlice>> = slices.as_ref().map(|v| v.iter().collect());
         let feature_refs: Option<Vec<&NodeFeature>> = features.as_ref().map(|v| v.iter().collect());
-        Evidence::for_node(node, slice_refs.as_deref(), feature_refs.as_deref())
-            .with_device_rules(read(&self.rules, node))
+        let mut e = Evidence::for_node(node, slice_refs.as_deref(), feature_refs.as_deref())
+            .with_device_rules(read(&self.rules, node));
+        e.compute_domains = read(&self.cliques, node);
+        e
     }
 
     /// Waits (bounded) until every source is listed or known absent, so a DRA
@@ -117,14 +174,14 @@ impl EvidenceStores {
     /// for a moment.
     pub async fn wait_settled(&self, limit: Duration) {
         let mut rx = self.settled.subscribe();
-        if tokio::time::timeout(limit, rx.wait_for(|(a, b, c)| *a && *b && *c))
+        if tokio::time::timeout(limit, rx.wait_for(|s| s.iter().all(|x| *x)))
             .await
             .is_err()
         {
             warn!("DRA/NFD evidence not listed after {limit:?}; judging with what is known");
             // Once: later reconciles must not each wait for a source that
             // cannot be listed (it still counts as "not read" until it is).
-            self.settled.send_modify(|s| *s = (true, true, true));
+            self.settled.send_modify(|s| *s = [true; 4]);
         }
     }
 }
@@ -132,7 +189,8 @@ impl EvidenceStores {
 fn read<T: Clone>(state: &RwLock<SourceState<T>>, node: &str) -> Option<Vec<T>> {
     match &*state.read().ok()? {
         SourceState::Synced(idx) => Some(
-            idx.get(node)
+            idx.by_node
+                .get(node)
                 .map(|m| m.values().cloned().collect())
                 .unwrap_or_default(),
         ),
@@ -161,11 +219,10 @@ pub fn spawn(
                 "ResourceSlice",
                 api,
                 None,
-                slice_from_dynamic,
-                |s: &ResourceSlice| s.spec.node_name.clone(),
-                |s: &ResourceSlice| s.metadata.name.clone().unwrap_or_default(),
+                |o: &DynamicObject| o.name_any(),
+                |o| one_node(slice_from_dynamic(o), |s| s.spec.node_name.clone()),
                 &stores.slices,
-                |a| stores.settled.send_modify(|s| s.0 = a),
+                |a| stores.settled.send_modify(|s| s[0] = a),
                 |_| {},
                 requeue,
                 stop,
@@ -187,14 +244,17 @@ pub fn spawn(
                 "DeviceTaintRule",
                 api,
                 owned_rule_selector(),
+                |r: &DeviceTaintRule| r.name_any(),
                 // Only rules with gpuready's label AND name prefix are gpuready's.
-                |r: DeviceTaintRule| device_taint_rule::is_owned(&r).then_some(r),
-                |r: &DeviceTaintRule| device_taint_rule::node_of(r).map(str::to_owned),
-                |r: &DeviceTaintRule| r.metadata.name.clone().unwrap_or_default(),
+                |r: DeviceTaintRule| {
+                    one_node(device_taint_rule::is_owned(&r).then_some(r), |r| {
+                        device_taint_rule::node_of(r).map(str::to_owned)
+                    })
+                },
                 &stores.rules,
-                |a| stores.settled.send_modify(|s| s.2 = a),
+                |a| stores.settled.send_modify(|s| s[2] = a),
                 |idx| {
-                    let n: usize = idx.values().map(BTreeMap::len).sum();
+                    let n = idx.len();
                     metrics
                         .device_taint_rules
                         .set(i64::try_from(n).unwrap_or(i64::MAX));
@@ -205,24 +265,56 @@ pub fn spawn(
             .await;
         })
     };
-    let features = tokio::spawn(async move {
-        let api: Api<NodeFeature> = Api::all(client);
+    let features = {
+        let (client, stores, requeue, stop) = (
+            client.clone(),
+            stores.clone(),
+            requeue.clone(),
+            stop.clone(),
+        );
+        tokio::spawn(async move {
+            let api: Api<NodeFeature> = Api::all(client);
+            follow(
+                "NodeFeature",
+                api,
+                None,
+                |f: &NodeFeature| format!("{}/{}", f.namespace().unwrap_or_default(), f.name_any()),
+                |f| one_node(Some(f), |f| node_feature_node(f).map(str::to_owned)),
+                &stores.features,
+                |a| stores.settled.send_modify(|s| s[1] = a),
+                |_| {},
+                requeue,
+                stop,
+            )
+            .await;
+        })
+    };
+    // One ComputeDomainClique names many nodes: indexed by each node it names.
+    let cliques = tokio::spawn(async move {
+        let api: Api<ComputeDomainClique> = Api::all(client);
         follow(
-            "NodeFeature",
+            "ComputeDomainClique",
             api,
             None,
-            Some,
-            |f: &NodeFeature| node_feature_node(f).map(str::to_owned),
-            |f: &NodeFeature| format!("{}/{}", f.namespace().unwrap_or_default(), f.name_any()),
-            &stores.features,
-            |a| stores.settled.send_modify(|s| s.1 = a),
+            ComputeDomainClique::key,
+            |c| CliqueMembership::of_clique(&c),
+            &stores.cliques,
+            |a| stores.settled.send_modify(|s| s[3] = a),
             |_| {},
             requeue,
             stop,
         )
         .await;
     });
-    vec![slices, features, rules]
+    vec![slices, features, rules, cliques]
+}
+
+/// The entry of a source whose object names one node (`None`: it is not one
+/// gpuready reads, or names no node).
+fn one_node<T>(o: Option<T>, node_of: impl Fn(&T) -> Option<String>) -> Vec<(String, T)> {
+    o.and_then(|o| Some((node_of(&o)?, o)))
+        .into_iter()
+        .collect()
 }
 
 /// The label selector of gpuready's DeviceTaintRules (the watch reads no other).
@@ -241,9 +333,8 @@ async fn follow<K, T>(
     kind: &'static str,
     api: Api<K>,
     labels: Option<String>,
-    convert: impl Fn(K) -> Option<T>,
-    node_of: impl Fn(&T) -> Option<String>,
-    key: impl Fn(&T) -> String,
+    key: impl Fn(&K) -> String,
+    entries: impl Fn(K) -> Vec<(String, T)>,
     state: &RwLock<SourceState<T>>,
     settled: impl Fn(bool),
     changed: impl Fn(&Index<T>),
@@ -288,7 +379,7 @@ async fn follow<K, T>(
         }
     }
     info!(kind, "watching as evidence");
-    let mut buffer: Index<T> = BTreeMap::new();
+    let mut buffer: Index<T> = Index::default();
     let mut config = watcher::Config::default();
     if let Some(l) = &labels {
         config = config.labels(l);
@@ -309,55 +400,39 @@ async fn follow<K, T>(
         };
         let mut touched = BTreeSet::new();
         match ev {
-            Event::Init => buffer.clear(),
+            Event::Init => buffer = Index::default(),
             Event::InitApply(o) => {
-                if let Some(o) = convert(o)
-                    && let Some(n) = node_of(&o)
-                {
-                    buffer.entry(n).or_default().insert(key(&o), o);
-                }
+                let k = key(&o);
+                buffer.put(&k, entries(o));
             }
             Event::InitDone => {
                 // A re-list: every node whose set of objects may differ.
                 let fresh = std::mem::take(&mut buffer);
                 if let Ok(mut s) = state.write() {
                     if let SourceState::Synced(old) = &*s {
-                        touched.extend(old.keys().cloned());
+                        touched.extend(old.by_node.keys().cloned());
                     }
-                    touched.extend(fresh.keys().cloned());
+                    touched.extend(fresh.by_node.keys().cloned());
                     *s = SourceState::Synced(fresh);
                 }
                 settled(true);
             }
+            // An object that moved to other nodes (or stopped naming one)
+            // leaves the nodes it named before.
             Event::Apply(o) => {
-                if let Some(o) = convert(o)
-                    && let Some(n) = node_of(&o)
-                    && let Ok(mut s) = state.write()
+                let k = key(&o);
+                let e = entries(o);
+                if let Ok(mut s) = state.write()
                     && let SourceState::Synced(idx) = &mut *s
                 {
-                    // An object that moved to another node leaves the old one.
-                    for (other, objs) in idx.iter_mut() {
-                        if *other != n && objs.remove(&key(&o)).is_some() {
-                            touched.insert(other.clone());
-                        }
-                    }
-                    idx.entry(n.clone()).or_default().insert(key(&o), o);
-                    touched.insert(n);
+                    touched = idx.put(&k, e);
                 }
             }
             Event::Delete(o) => {
-                if let Some(o) = convert(o)
-                    && let Some(n) = node_of(&o)
-                    && let Ok(mut s) = state.write()
+                if let Ok(mut s) = state.write()
                     && let SourceState::Synced(idx) = &mut *s
                 {
-                    if let Some(objs) = idx.get_mut(&n) {
-                        objs.remove(&key(&o));
-                        if objs.is_empty() {
-                            idx.remove(&n);
-                        }
-                    }
-                    touched.insert(n);
+                    touched = idx.put(&key(&o), Vec::new());
                 }
             }
         }
@@ -375,5 +450,30 @@ async fn follow<K, T>(
 fn set<T>(state: &RwLock<SourceState<T>>, new: SourceState<T>) {
     if let Ok(mut s) = state.write() {
         *s = new;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn names(s: BTreeSet<String>) -> Vec<String> {
+        s.into_iter().collect()
+    }
+
+    #[test]
+    fn an_object_naming_many_nodes_touches_exactly_the_nodes_it_named_or_names() {
+        let mut idx: Index<u8> = Index::default();
+        let e = |nodes: &[&str]| nodes.iter().map(|n| ((*n).to_owned(), 1)).collect();
+        assert_eq!(names(idx.put("ns/clique", e(&["a", "b"]))), ["a", "b"]);
+        assert_eq!(names(idx.put("ns/slice", e(&["c"]))), ["c"]);
+        // b leaves the clique, d joins: a, b and d, never c.
+        assert_eq!(names(idx.put("ns/clique", e(&["a", "d"]))), ["a", "b", "d"]);
+        assert!(!idx.by_node.contains_key("b"));
+        assert_eq!(idx.len(), 3);
+        // Deleted: the nodes it named last.
+        assert_eq!(names(idx.put("ns/clique", Vec::new())), ["a", "d"]);
+        assert_eq!(idx.by_node.keys().collect::<Vec<_>>(), ["c"]);
+        assert!(idx.put("ns/gone", Vec::new()).is_empty());
     }
 }

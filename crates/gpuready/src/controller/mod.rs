@@ -20,6 +20,7 @@ pub mod events;
 pub mod evidence;
 pub mod fence;
 pub mod gating;
+pub mod groups;
 pub mod health;
 pub mod http;
 pub mod leader;
@@ -218,10 +219,20 @@ async fn run_controllers(
     // Each Node is pruned and packed (cached.rs) before it enters the cache: the
     // cache holds what the engine reads, not the API type.
     let (node_reader, node_writer) = reflector::store::<CachedNode>();
+    // fabric.groupByLabel groups follow every node event (groups.rs).
+    let node_groups = Arc::new(groups::Groups::default());
     let node_stream = watcher(Api::<Node>::all(client.clone()), node_cfg)
         .backoff(WatchBackoff::default())
         .map_ok(cached::cache_event)
         .reflect(node_writer)
+        .inspect({
+            let (groups, requeue) = (node_groups.clone(), requeue.clone());
+            move |e| {
+                if let Ok(e) = e {
+                    groups.on_event(e, &requeue);
+                }
+            }
+        })
         .inspect(node_gone(status_tx.clone(), gate.clone()))
         .applied_objects()
         .predicate_filter(
@@ -272,6 +283,7 @@ async fn run_controllers(
         matched,
         requeue,
         evidence: Arc::default(),
+        groups: node_groups,
         probe_reports,
         refused: context::Refused::default(),
     });

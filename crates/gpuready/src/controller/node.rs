@@ -99,9 +99,9 @@ async fn reconcile_inner(cached: Arc<CachedNode>, ctx: &Context) -> Result<Actio
         // Judged once. The turn is counted before the brake is consulted, so
         // the turn that trips the brake is held back too: a burst taints at
         // most floor(threshold × matched) nodes, not one more.
-        let facts = ctx.facts_of(&node);
         let pairs: Vec<(&GpuNodeProfile, &Selector)> =
             profiles.iter().map(|(p, s)| (p.as_ref(), s)).collect();
+        let facts = ctx.with_group(ctx.facts_of(&node), &pairs);
         let judgement = judge(&facts, &pairs, now);
         // Scale hook: the verdict goes to the status task's tally (O(1) here).
         ctx.report_verdict(&name, &judgement.verdict);

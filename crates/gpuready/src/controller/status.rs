@@ -198,10 +198,13 @@ fn publish_matched(ctx: &Context, tally: &Tally, matched: &MatchedSender) {
 fn recount(ctx: &Context) -> Tally {
     let now = Timestamp::now();
     let selectors = profiles_with_selectors(&ctx.profiles.state());
+    let pairs: Vec<(&GpuNodeProfile, &kube::core::Selector)> =
+        selectors.iter().map(|(p, s)| (p.as_ref(), s)).collect();
     let mut tally = Tally::default();
     for node in ctx.nodes.state() {
         // Verdicts only: the brake changes planned taints, not readiness.
-        let a = verdict_of(&ctx.facts_of(&node.to_node()), &selectors, now);
+        let facts = ctx.with_group(ctx.facts_of(&node.to_node()), &pairs);
+        let a = verdict_of(&facts, &selectors, now);
         tally.set(&a.name, NodeVerdict::of(&a));
     }
     debug!(nodes = tally.nodes(), "recounted every node's verdict");

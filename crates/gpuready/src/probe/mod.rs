@@ -6,6 +6,7 @@
 pub mod compute;
 pub mod cuda;
 mod ffi;
+pub mod imex;
 pub mod nvml;
 pub mod publish;
 
@@ -93,6 +94,12 @@ pub struct ProbeArgs {
     #[arg(long, env = "GPUREADY_COMPUTE_CHECK_REQUEST_FILE")]
     pub compute_check_request_file: Option<PathBuf>,
 
+    /// Where the host's `/` is seen (its `/etc` mounted read-only at
+    /// `DIR/etc`): the report then says what the host's files show of the
+    /// nvidia-imex service (`imex`). Unset: not read.
+    #[arg(long, env = "GPUREADY_HOST_ROOT", value_name = "DIR")]
+    pub host_root: Option<PathBuf>,
+
     /// Internal: run the compute check in this process and print its result
     /// (the probe starts itself so; a hang is then bounded by its timeout).
     #[arg(long, hide = true)]
@@ -132,10 +139,13 @@ pub const EXIT_NVML_UNUSABLE: u8 = 1;
 /// Exit code for arguments or an environment the probe cannot work with.
 pub const EXIT_USAGE: u8 = 2;
 
-/// Assembles a report from what NVML gave (nothing when it is unusable), and
-/// runs the compute check first when it is due and allowed (`once`: due now).
+/// Assembles a report from what NVML gave (nothing when it is unusable) and,
+/// with a host root, the host's IMEX files, and runs the compute check first
+/// when it is due and allowed (`once`: due now).
+#[allow(clippy::too_many_arguments)]
 pub fn build_report(
     node: Option<&str>,
+    host_root: Option<&std::path::Path>,
     started: Timestamp,
     state: NvmlState,
     nvml: Option<&nvml_wrapper::Nvml>,
@@ -207,6 +217,7 @@ pub fn build_report(
         boot_id,
         device_nodes,
         compute_check,
+        imex: host_root.map(imex::read),
     }
 }
 
@@ -293,6 +304,7 @@ pub fn run(args: ProbeArgs) -> ExitCode {
                 // second measured): nothing else waits on it but the signal.
                 let report = build_report(
                     Some(&node),
+                    args.host_root.as_deref(),
                     started,
                     last_state.clone(),
                     nvml_cell.get(),
@@ -352,6 +364,7 @@ fn run_once(args: &ProbeArgs) -> ExitCode {
     };
     let report = build_report(
         args.node_name.as_deref(),
+        args.host_root.as_deref(),
         started,
         state,
         nvml.as_ref(),
