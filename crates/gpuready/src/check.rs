@@ -609,20 +609,29 @@ fn taint_refused_before(facts: &NodeFacts) -> bool {
     })
 }
 
-/// Offline check over files: profiles and evidence first (a bad profile is
-/// reported before a large dump is read), then each node judged as it is read.
-pub fn check_files(args: &CheckArgs) -> Result<CheckReport, InputError> {
-    let profiles = input::read_all_profiles(&args.profiles)?;
+/// The evidence files, and — only where a profile groups nodes — a first
+/// pass over the node files for the labels of the grouped nodes (a node's
+/// verdict reads its group's cliques).
+pub(crate) fn read_evidence_files_for(
+    profiles: &[GpuNodeProfile],
+    args: &CheckArgs,
+) -> Result<ExtraEvidence, InputError> {
     let mut extra = read_evidence_files(args)?;
-    // A first pass, only where a profile groups nodes: the labels of the
-    // grouped nodes (a node's verdict reads its group's cliques).
-    let keys = group_keys(&profiles);
+    let keys = group_keys(profiles);
     if !keys.is_empty() {
         extra.grouped = GroupedNodes::new(keys);
         for n in &args.nodes {
             input::for_each_node(n, &mut |node| extra.grouped.add(node))?;
         }
     }
+    Ok(extra)
+}
+
+/// Offline check over files: profiles and evidence first (a bad profile is
+/// reported before a large dump is read), then each node judged as it is read.
+pub fn check_files(args: &CheckArgs) -> Result<CheckReport, InputError> {
+    let profiles = input::read_all_profiles(&args.profiles)?;
+    let extra = read_evidence_files_for(&profiles, args)?;
     judge(
         &profiles,
         &extra,

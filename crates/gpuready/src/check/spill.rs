@@ -17,7 +17,7 @@ use gpuready_core::tally::NodeCounts;
 use jiff::Timestamp;
 
 use super::{
-    CheckArgs, CheckReport, Output, TableRow, node_details, read_evidence_files, table_foot,
+    CheckArgs, CheckReport, Output, TableRow, node_details, read_evidence_files_for, table_foot,
     table_head,
 };
 use crate::input::{self, InputError};
@@ -83,7 +83,7 @@ pub fn check_files_to(
     out: &mut dyn Write,
 ) -> Result<(Checked, std::io::Result<()>), SpillError> {
     let profiles = input::read_all_profiles(&args.profiles)?;
-    let extra = read_evidence_files(args)?;
+    let extra = read_evidence_files_for(&profiles, args)?;
     let now = args.now.unwrap_or_else(Timestamp::now);
     let mut spill = BufWriter::with_capacity(1 << 16, tempfile::tempfile()?);
     let mut rows: Vec<Row> = Vec::new();
