@@ -297,15 +297,19 @@ async fn a_leader_that_sees_another_holder_in_the_lease_stops_writing_at_once() 
 /// chance for both to claim the Lease.
 const RACE_ROUNDS: usize = 20;
 
-/// Every holder the Lease `default/<name>` named, in order, as its watch saw
-/// them (a change of holder is one more entry).
+/// The holders the Lease `default/<name>` named, in order, as its watch saw
+/// them: `-` for none, each with the milliseconds since `since` (one entry
+/// per change).
+type Holders = Arc<Mutex<Vec<(u128, String)>>>;
+
 fn record_holders(
     client: &Client,
     name: &str,
-) -> (Arc<Mutex<Vec<String>>>, tokio::task::JoinHandle<()>) {
+    since: Instant,
+) -> (Holders, tokio::task::JoinHandle<()>) {
     use futures::StreamExt;
     use kube::runtime::{WatchStreamExt, watcher};
-    let seen = Arc::new(Mutex::new(Vec::<String>::new()));
+    let seen = Holders::default();
     let api =
         Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(client.clone(), "default");
     let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
@@ -318,17 +322,29 @@ fn record_holders(
                 .boxed();
             while let Some(lease) = leases.next().await {
                 let Ok(lease) = lease else { continue };
-                let holder = lease.spec.and_then(|s| s.holder_identity);
+                let holder = lease
+                    .spec
+                    .and_then(|s| s.holder_identity)
+                    .unwrap_or_else(|| "-".into());
                 let mut seen = seen.lock().expect("holders");
-                if let Some(h) = holder
-                    && seen.last() != Some(&h)
-                {
-                    seen.push(h);
+                if seen.last().map(|(_, h)| h) != Some(&holder) {
+                    seen.push((since.elapsed().as_millis(), holder));
                 }
             }
         }
     });
     (seen, task)
+}
+
+/// The holders in `seen` from the first one on (a new or released Lease
+/// starts with none).
+fn held(seen: &Holders) -> Vec<String> {
+    seen.lock()
+        .expect("holders")
+        .iter()
+        .map(|(_, h)| h.clone())
+        .skip_while(|h| h == "-")
+        .collect()
 }
 
 #[tokio::test]
@@ -342,18 +358,22 @@ async fn two_replicas_started_together_never_both_lead_and_the_loser_stands_by_w
         // Even rounds race for a Lease that does not exist yet (a fresh
         // install), odd ones for the one the previous round released.
         let lease = format!("race-{}", round / 2);
-        let (holders, watching) = record_holders(&client, &lease);
+        let since = Instant::now();
+        let (holders, watching) = record_holders(&client, &lease, since);
         let args = |identity: &str| {
             run_args(&[
                 "--leader-elect=true",
                 &format!("--identity={identity}"),
                 &format!("--lease-name={lease}"),
-                &format!("--lease-duration-seconds={LEASE_SECONDS}"),
+                // The default lease (15 s, renew deadline 10 s), as the chart
+                // runs it: no round waits for an expiry. With the 4 s lease of
+                // the tests above, one run in about twenty on a loaded 2-core
+                // machine had a round's leader deposed before its stop (a
+                // stall past the 2.7 s renew deadline would do that).
                 // The NFD CRD reconciler runs too: only the leader may write them.
                 "--nfd-crds=apply",
             ])
         };
-        let since = Instant::now();
         let (a, a_sent) = start_recorded(as_user(&env, "replica-a"), args("gpuready-a"));
         let (b, b_sent) = start_recorded(as_user(&env, "replica-b"), args("gpuready-b"));
         // Sampled every 10 ms: never both leading, until one leads and the
@@ -381,12 +401,11 @@ async fn two_replicas_started_together_never_both_lead_and_the_loser_stands_by_w
             ((b, "gpuready-b"), (a, a_sent))
         };
         assert!(winner.is_leader(), "round {round}: the winner still leads");
-        watching.abort();
-        let holders = holders.lock().expect("holders").clone();
         assert_eq!(
-            holders,
+            held(&holders),
             vec![won_as.to_owned()],
-            "round {round}: the Lease named one holder only"
+            "round {round}: the Lease named one holder only: {:?}",
+            holders.lock().expect("holders")
         );
         assert!(
             !loser.task.is_finished(),
@@ -402,7 +421,18 @@ async fn two_replicas_started_together_never_both_lead_and_the_loser_stands_by_w
             "round {round}: the loser sends no write"
         );
         loser.stop().await.expect("the standby stops cleanly");
-        winner.stop().await.expect("the leader stops cleanly");
+        let stopped = winner.stop().await;
+        assert!(
+            stopped.is_ok(),
+            "round {round}: the leader stops cleanly, still leading: {stopped:?}; holders {:?}",
+            holders.lock().expect("holders")
+        );
+        // The leader released the Lease; nobody else ever held it.
+        eventually(10, "the Lease released", || async {
+            (held(&holders) == [won_as, "-"]).then_some(())
+        })
+        .await;
+        watching.abort();
     }
     println!(
         "{RACE_ROUNDS} start races: one leader each, the other a ready standby that wrote nothing ({:.1?})",
