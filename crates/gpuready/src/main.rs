@@ -153,6 +153,11 @@ fn run_controller(cluster: ClusterArgs, args: RunArgs) -> ExitCode {
         let _ = server.await;
         match result {
             Ok(()) => ExitCode::SUCCESS,
+            Err(controller::Error::LostLeadership) => {
+                // Not a fault to look into: the pod restarts and stands by.
+                tracing::warn!("lost the leader lease: exiting (1) to restart as a standby candidate");
+                ExitCode::from(1)
+            }
             Err(e) => {
                 tracing::error!(
                     error = %e,

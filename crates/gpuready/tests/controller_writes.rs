@@ -25,14 +25,15 @@ use support::*;
 struct Sent(Arc<Mutex<Vec<(Instant, String, String)>>>);
 
 impl Sent {
-    /// Requests other than reads sent at or after `since`, except to Leases.
+    /// Requests other than reads sent at or after `since`, except to Leases
+    /// (`…/leases` to create one, `…/leases/<name>` for the rest).
     fn writes_since(&self, since: Instant) -> Vec<String> {
         self.0
             .lock()
             .expect("log")
             .iter()
             .filter(|(at, method, path)| {
-                *at >= since && method != "GET" && !path.contains("/leases/")
+                *at >= since && method != "GET" && !path.contains("/leases")
             })
             .map(|(_, m, p)| format!("{m} {p}"))
             .collect()
@@ -287,6 +288,243 @@ async fn a_leader_that_sees_another_holder_in_the_lease_stops_writing_at_once() 
         matches!(ended, Err(controller::Error::LostLeadership)),
         "{ended:?}"
     );
+}
+
+// ---- Two replicas at once ----
+
+/// Rounds of the start race: a fresh install (or a rollout) starts both
+/// replicas within milliseconds of each other, and every round is one more
+/// chance for both to claim the Lease.
+const RACE_ROUNDS: usize = 20;
+
+/// The holders the Lease `default/<name>` named, in order, as its watch saw
+/// them: `-` for none, each with the milliseconds since `since` (one entry
+/// per change).
+type Holders = Arc<Mutex<Vec<(u128, String)>>>;
+
+fn record_holders(
+    client: &Client,
+    name: &str,
+    since: Instant,
+) -> (Holders, tokio::task::JoinHandle<()>) {
+    use futures::StreamExt;
+    use kube::runtime::{WatchStreamExt, watcher};
+    let seen = Holders::default();
+    let api =
+        Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(client.clone(), "default");
+    let cfg = watcher::Config::default().fields(&format!("metadata.name={name}"));
+    let task = tokio::spawn({
+        let seen = seen.clone();
+        async move {
+            let mut leases = watcher(api, cfg)
+                .default_backoff()
+                .applied_objects()
+                .boxed();
+            while let Some(lease) = leases.next().await {
+                let Ok(lease) = lease else { continue };
+                let holder = lease
+                    .spec
+                    .and_then(|s| s.holder_identity)
+                    .unwrap_or_else(|| "-".into());
+                let mut seen = seen.lock().expect("holders");
+                if seen.last().map(|(_, h)| h) != Some(&holder) {
+                    seen.push((since.elapsed().as_millis(), holder));
+                }
+            }
+        }
+    });
+    (seen, task)
+}
+
+/// The holders in `seen` from the first one on (a new or released Lease
+/// starts with none).
+fn held(seen: &Holders) -> Vec<String> {
+    seen.lock()
+        .expect("holders")
+        .iter()
+        .map(|(_, h)| h.clone())
+        .skip_while(|h| h == "-")
+        .collect()
+}
+
+#[tokio::test]
+async fn two_replicas_started_together_never_both_lead_and_the_loser_stands_by_writing_nothing() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    grant(&client).await;
+    single_node_pool(&client, false).await;
+    let started = Instant::now();
+    for round in 0..RACE_ROUNDS {
+        // Even rounds race for a Lease that does not exist yet (a fresh
+        // install), odd ones for the one the previous round released.
+        let lease = format!("race-{}", round / 2);
+        let since = Instant::now();
+        let (holders, watching) = record_holders(&client, &lease, since);
+        let args = |identity: &str| {
+            run_args(&[
+                "--leader-elect=true",
+                &format!("--identity={identity}"),
+                &format!("--lease-name={lease}"),
+                // The default lease (15 s, renew deadline 10 s), as the chart
+                // runs it: no round waits for an expiry. With the 4 s lease of
+                // the tests above, one run in about twenty on a loaded 2-core
+                // machine had a round's leader deposed before its stop (a
+                // stall past the 2.7 s renew deadline would do that).
+                // The NFD CRD reconciler runs too: only the leader may write them.
+                "--nfd-crds=apply",
+            ])
+        };
+        let (a, a_sent) = start_recorded(as_user(&env, "replica-a"), args("gpuready-a"));
+        let (b, b_sent) = start_recorded(as_user(&env, "replica-b"), args("gpuready-b"));
+        // Sampled every 10 ms: never both leading, until one leads and the
+        // other stands by ready, and for 2 s after that.
+        let mut settled: Option<Instant> = None;
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let (la, lb) = (a.is_leader(), b.is_leader());
+            assert!(!(la && lb), "round {round}: both replicas lead at once");
+            let one_leads = (la && b.health.ready().is_ok()) || (lb && a.health.ready().is_ok());
+            match settled {
+                Some(t) if t.elapsed() >= Duration::from_secs(2) => break,
+                None if one_leads => settled = Some(Instant::now()),
+                _ => {}
+            }
+            assert!(
+                Instant::now() < deadline,
+                "round {round}: no single leader with a ready standby within 60 s"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let ((winner, won_as), (loser, loser_sent)) = if a.is_leader() {
+            ((a, "gpuready-a"), (b, b_sent))
+        } else {
+            ((b, "gpuready-b"), (a, a_sent))
+        };
+        assert!(winner.is_leader(), "round {round}: the winner still leads");
+        assert_eq!(
+            held(&holders),
+            vec![won_as.to_owned()],
+            "round {round}: the Lease named one holder only: {:?}",
+            holders.lock().expect("holders")
+        );
+        assert!(
+            !loser.task.is_finished(),
+            "round {round}: the loser stands by (it never held the lease, so it does not exit)"
+        );
+        assert!(
+            loser.health.ready().is_ok() && loser.sample("gpuready_leader") == 0.0,
+            "round {round}: the loser is a ready standby"
+        );
+        assert_eq!(
+            loser_sent.writes_since(since),
+            Vec::<String>::new(),
+            "round {round}: the loser sends no write"
+        );
+        loser.stop().await.expect("the standby stops cleanly");
+        let stopped = winner.stop().await;
+        assert!(
+            stopped.is_ok(),
+            "round {round}: the leader stops cleanly, still leading: {stopped:?}; holders {:?}",
+            holders.lock().expect("holders")
+        );
+        // The leader released the Lease; nobody else ever held it.
+        eventually(10, "the Lease released", || async {
+            (held(&holders) == [won_as, "-"]).then_some(())
+        })
+        .await;
+        watching.abort();
+    }
+    println!(
+        "{RACE_ROUNDS} start races: one leader each, the other a ready standby that wrote nothing ({:.1?})",
+        started.elapsed()
+    );
+    // The leaders of the rounds did their work: the broken node is gated.
+    assert!(gated(&get_node(&client, "gpu-1").await));
+}
+
+/// User `replica-blind`: everything gpuready needs, and the Lease, but not
+/// Nodes, so its node cache never fills and it never finishes syncing.
+async fn grant_all_but_nodes(client: &Client) {
+    apply_rbac(
+        client,
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": { "name": "gpuready-blind" },
+            "rules": [
+                { "apiGroups": ["events.k8s.io", "gpuready.io", "apiextensions.k8s.io"],
+                  "resources": ["*"], "verbs": ["*"] },
+                { "apiGroups": [""], "resources": ["events", "configmaps"], "verbs": ["*"] },
+                { "apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["*"] },
+            ],
+        }),
+    )
+    .await;
+    apply_rbac(
+        client,
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": { "name": "replica-blind" },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": "gpuready-blind" },
+            "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "replica-blind" }],
+        }),
+    )
+    .await;
+}
+
+#[tokio::test]
+async fn a_leader_stopped_or_deposed_before_its_caches_synced_still_ends() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    grant_all_but_nodes(&client).await;
+    single_node_pool(&client, false).await;
+
+    // Stopped (SIGTERM) while its caches are still filling: it ends, cleanly.
+    let (a, _) = start_recorded(as_user(&env, "replica-blind"), ha_args("gpuready-a"));
+    eventually(30, "a leads", || async { a.is_leader().then_some(()) }).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(
+        a.health.ready().is_err(),
+        "its caches never sync (it may not list Nodes)"
+    );
+    let t = Instant::now();
+    a.stop().await.expect("a stops cleanly");
+    println!(
+        "stopped before its caches synced: ended after {:.1?}",
+        t.elapsed()
+    );
+
+    // Deposed while its caches are still filling: it ends with LostLeadership
+    // (exit code 1: restarted as a candidate), writing nothing after.
+    let (a, a_sent) = start_recorded(as_user(&env, "replica-blind"), ha_args("gpuready-a"));
+    eventually(30, "a leads again", || async {
+        a.is_leader().then_some(())
+    })
+    .await;
+    let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(jiff::Timestamp::now());
+    Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(client.clone(), "default")
+        .patch(
+            "gpuready",
+            &PatchParams::default(),
+            &Patch::Merge(&json!({ "spec": {
+                "holderIdentity": "intruder", "renewTime": now, "acquireTime": now,
+            }})),
+        )
+        .await
+        .expect("take the lease");
+    let taken = Instant::now();
+    let ended = tokio::time::timeout(Duration::from_secs(30), a.task)
+        .await
+        .expect("a deposed before its caches synced ends")
+        .expect("a's task");
+    println!(
+        "deposed before its caches synced: ended after {:.1?}",
+        taken.elapsed()
+    );
+    assert!(
+        matches!(ended, Err(controller::Error::LostLeadership)),
+        "{ended:?}"
+    );
+    assert_eq!(a_sent.writes_since(taken), Vec::<String>::new());
 }
 
 // ---- Hands off ungoverned nodes ----

@@ -66,6 +66,21 @@ pub fn parse_min_nodes(s: &str) -> Result<usize, String> {
     }
 }
 
+/// The longest `--identity`: it names this replica's Lease field manager
+/// (`gpuready-lease-<identity>`), which the API server caps at 128 characters,
+/// and Events' reporting instance (also 128).
+pub const IDENTITY_MAX_LEN: usize = 100;
+
+/// `--identity`: not empty, at most [`IDENTITY_MAX_LEN`] characters, printable.
+pub fn parse_identity(s: &str) -> Result<String, String> {
+    if s.is_empty() || s.chars().count() > IDENTITY_MAX_LEN || s.chars().any(char::is_control) {
+        return Err(format!(
+            "{s:?} must be 1 to {IDENTITY_MAX_LEN} printable characters (the pod name in-cluster)"
+        ));
+    }
+    Ok(s.to_owned())
+}
+
 /// What gpuready does about the NFD CRDs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum NfdCrdMode {
@@ -150,8 +165,9 @@ pub struct RunArgs {
           value_parser = clap::value_parser!(u64).range(2..=3600))]
     pub lease_duration_seconds: u64,
 
-    /// This replica's identity in the Lease and in Events (the pod name in-cluster).
-    #[arg(long, env = "POD_NAME")]
+    /// This replica's identity in the Lease and in Events (the pod name
+    /// in-cluster); it must differ between replicas. Without it: $HOSTNAME.
+    #[arg(long, env = "POD_NAME", value_parser = parse_identity)]
     pub identity: Option<String>,
 
     /// What to do about the NFD CRDs Helm never upgrades.
@@ -239,6 +255,14 @@ mod tests {
             (
                 &["--lease-duration-seconds", "0"][..],
                 "--lease-duration-seconds",
+            ),
+            (
+                &["--identity="][..],
+                "must be 1 to 100 printable characters",
+            ),
+            (
+                &["--identity", "x".repeat(101).as_str()][..],
+                "must be 1 to 100",
             ),
         ] {
             let err = parse(args).expect_err(&format!("{args:?} must be refused"));

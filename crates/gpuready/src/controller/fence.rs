@@ -56,10 +56,12 @@ impl Fence {
         self.opened.notify_waiters();
     }
 
-    /// Closes the fence for good.
+    /// Closes the fence for good; wakes [`Fence::wait_open`], which then
+    /// answers false at once instead of at its limit.
     pub fn revoke(&self) {
         self.revoked.store(true, Ordering::Release);
         self.until_ms.store(0, Ordering::Release);
+        self.opened.notify_waiters();
     }
 
     pub fn is_revoked(&self) -> bool {

@@ -5,6 +5,14 @@
 //! "leader"), so [`guard`] watches the Lease itself and feeds the write
 //! [`Fence`] from the renewals it sees.
 //!
+//! Each replica claims the Lease under a field manager of its own
+//! ([`lease_field_manager`]). The crate claims a free Lease with a server-side
+//! apply that is neither forced nor sent with a resourceVersion: what makes the
+//! second of two claimants fail (409) is only server-side apply's ownership of
+//! `holderIdentity` by *another* manager. Under one shared manager both claims
+//! succeeded, the later one silently replacing the first, and two replicas
+//! started together both became leader for a moment.
+//!
 //! Transient API errors must not cost the lease: every Lease request goes
 //! through [`persistent_client`], which retries 5xx, 429 and connection errors
 //! within a second or two, the renewal is attempted every 2 s (client-go's
@@ -75,9 +83,11 @@ const LEASE_RETRY_FIRST: Duration = Duration::from_millis(100);
 /// a 5xx, a 429, a connection error — a few times within 1.5 s. gpuready's
 /// general retry covers 429/503/504 only; a 500 from an etcd hiccup went
 /// straight to the lease manager, which waits a second or more before trying
-/// again. A retried renewal is safe: the crate sends it with the Lease's
-/// resourceVersion, so one that was applied after all meets a 409 and the
-/// crate re-reads.
+/// again. Sending one of the crate's Lease writes twice does what sending it
+/// once does: a renewal sets `renewTime` to the same value again, and a claim
+/// applied after all is re-applied by the same field manager with the same
+/// values, which is no conflict (the crate sends none of them with a
+/// resourceVersion).
 pub fn persistent_client(client: Client) -> Client {
     let namespace = client.default_namespace().to_owned();
     Client::new(Persistent { inner: client }, namespace)
@@ -148,6 +158,14 @@ fn copy_request(
     Some(copy)
 }
 
+/// The field manager this replica's Lease writes go under: one per identity
+/// (see the module's documentation for why it must differ between replicas).
+/// `--identity` is at most [`super::config::IDENTITY_MAX_LEN`] characters, so
+/// this stays within the API server's 128.
+pub fn lease_field_manager(identity: &str) -> String {
+    format!("{}-lease-{identity}", gpuready_api::keys::FIELD_MANAGER)
+}
+
 /// A held lease. Dropping the receiver and awaiting the task releases it.
 pub struct Lease {
     pub receiver: watch::Receiver<bool>,
@@ -186,7 +204,7 @@ pub async fn acquire(
             .with_identity(args.identity())
             .with_duration(timing.duration_s)
             .with_grace(timing.grace_s)
-            .with_field_manager(format!("{}-lease", gpuready_api::keys::FIELD_MANAGER))
+            .with_field_manager(lease_field_manager(&args.identity()))
             .build()
             .await;
         let why = match built {
@@ -331,6 +349,16 @@ pub async fn guard(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn every_replica_claims_under_its_own_field_manager() {
+        let a = lease_field_manager("gpuready-7d4b9c-abcde");
+        let b = lease_field_manager("gpuready-7d4b9c-fghij");
+        assert_ne!(a, b);
+        assert_eq!(a, "gpuready-lease-gpuready-7d4b9c-abcde");
+        let longest = "x".repeat(super::super::config::IDENTITY_MAX_LEN);
+        assert!(lease_field_manager(&longest).len() <= 128);
+    }
 
     #[test]
     fn renew_deadline_falls_between_renewals_and_expiry() {

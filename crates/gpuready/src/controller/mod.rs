@@ -124,7 +124,7 @@ pub async fn run(
     health.crd_established.store(true, Ordering::Relaxed);
     if !args.leader_elect {
         metrics.leader.set(1);
-        return run_controllers(client, args, metrics, health, stop).await;
+        return run_controllers(client, args, metrics, health, stop, None).await;
     }
     health.standby.store(true, Ordering::Relaxed);
     let Some(lease) = leader::acquire(&client, &args, &stop).await? else {
@@ -148,7 +148,15 @@ pub async fn run(
         metrics.leader.set(1);
         health.standby.store(false, Ordering::Relaxed);
         let writer = fence::fenced_client(client, fence.clone());
-        run_controllers(writer, args, metrics.clone(), health, work.clone()).await
+        run_controllers(
+            writer,
+            args,
+            metrics.clone(),
+            health,
+            work.clone(),
+            Some(fence.clone()),
+        )
+        .await
     } else {
         warn!("holding the lease but no fresh renewal seen within the renew deadline");
         fence.revoke();
@@ -166,13 +174,18 @@ pub async fn run(
     }
 }
 
+/// The reconcilers, until `stop`. `fence` is the write fence under leader
+/// election: once it is revoked (the lease is lost) nothing is finished, since
+/// nothing more may be written.
 async fn run_controllers(
     client: Client,
     args: RunArgs,
     metrics: Arc<Metrics>,
     health: Arc<Health>,
     stop: CancellationToken,
+    fence: Option<Arc<fence::Fence>>,
 ) -> Result<(), Error> {
+    let lost = move || fence.as_ref().is_some_and(|f| f.is_revoked());
     let identity = args.identity();
     let recorder = Recorder::new(
         client.clone(),
@@ -336,6 +349,24 @@ async fn run_controllers(
         let stop = stop.clone();
         async move { stop.cancelled().await }
     };
+    // Stops the controller at once instead of gracefully when there is nothing
+    // to finish: the lease is lost (every write would be refused), or the stop
+    // came before the caches were first listed. kube's runner starts no
+    // reconcile until its node cache is ready, and a graceful shutdown waits
+    // for that too, but the shutdown also ends the watches that would fill the
+    // cache: a replica deposed 70 ms after it won the lease waited forever,
+    // neither exiting nor ready. Every reconcile waits for the caches before
+    // its first request, so none has begun.
+    let cut_short = {
+        let (stop, ready, lost) = (stop.clone(), ctx.caches_ready.clone(), lost.clone());
+        async move {
+            stop.cancelled().await;
+            if !lost() && *ready.borrow() {
+                std::future::pending::<()>().await;
+            }
+            info!("stopping at once: the lease is lost, or the caches never synced");
+        }
+    };
     info!(concurrency = args.concurrency, "controller starting");
     Controller::for_stream(node_stream, node_reader)
         .watches_stream(profile_stream, move |profile: GpuNodeProfile| {
@@ -350,6 +381,7 @@ async fn run_controllers(
         .with_config(ControllerConfig::default().concurrency(args.concurrency))
         .graceful_shutdown_on(stop_fut)
         .run(reconcile, error_policy, ctx.clone())
+        .take_until(cut_short)
         .for_each(|r| {
             let gate = ctx.gate.clone();
             async move {
@@ -375,12 +407,17 @@ async fn run_controllers(
     if let Some(task) = nfd_crds {
         task.abort();
     }
-    status_stop.cancel();
-    if tokio::time::timeout(Duration::from_secs(20), aggregator)
-        .await
-        .is_err()
-    {
-        warn!("the final profile status pass did not finish in 20 s");
+    if lost() {
+        // Its final status pass could only be refused.
+        aggregator.abort();
+    } else {
+        status_stop.cancel();
+        if tokio::time::timeout(Duration::from_secs(20), aggregator)
+            .await
+            .is_err()
+        {
+            warn!("the final profile status pass did not finish in 20 s");
+        }
     }
     info!("controller stopped");
     Ok(())

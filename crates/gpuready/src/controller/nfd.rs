@@ -93,8 +93,9 @@ const PROFILE_CACHE_WAIT: Duration = Duration::from_secs(30);
 /// The condition's sending side: the latest value is the one profiles carry.
 pub type ConditionSender = watch::Sender<Option<NfdCrdCondition>>;
 
-/// The reconciler loop; returns when `stop` is cancelled. Does nothing in Off
-/// mode (the caller does not spawn it then either).
+/// The reconciler loop; returns as soon as `stop` is cancelled, in the middle
+/// of a pass too. Does nothing in Off mode (the caller does not spawn it then
+/// either).
 pub async fn run(ctx: Arc<Context>, condition: ConditionSender, stop: CancellationToken) {
     let mode = ctx.args.nfd_crds;
     if mode == NfdCrdMode::Off {
@@ -126,7 +127,13 @@ pub async fn run(ctx: Arc<Context>, condition: ConditionSender, stop: Cancellati
     let mut backoff = retry_backoff();
     info!(mode = ?mode, carried = %words::carried(), "NFD CRD reconciler starting");
     loop {
-        let retry = if pass(&ctx, &condition, mode, &api, &mut memo).await {
+        // Stopped (the lease lost, or a shutdown) in the middle of a pass: the
+        // pass is dropped there, so it plans and sends nothing more.
+        let passed = tokio::select! {
+            _ = stop.cancelled() => return,
+            passed = pass(&ctx, &condition, mode, &api, &mut memo) => passed,
+        };
+        let retry = if passed {
             backoff.reset();
             None
         } else {
