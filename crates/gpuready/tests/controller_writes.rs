@@ -234,19 +234,10 @@ async fn a_leader_whose_renewals_fail_stops_writing_at_its_deadline_and_the_othe
     b.stop().await.expect("b stops cleanly");
 }
 
-#[tokio::test]
-async fn a_leader_that_sees_another_holder_in_the_lease_stops_writing_at_once() {
-    let env = env_with_crd().await;
-    let client = env.client().expect("client");
-    single_node_pool(&client, true).await;
-    let (a, a_sent) = start_recorded(env.config(), ha_args("gpuready-a"));
-    eventually(30, "a leads and converged", || async {
-        let n = get_node(&client, "gpu-1").await;
-        (a.is_leader() && label(&n, keys::LABEL_READY).is_some()).then_some(())
-    })
-    .await;
-    // Someone else takes the Lease (a split brain as another replica would
-    // see it after a's renewals stopped reaching the server).
+/// Someone else takes the Lease `default/gpuready` (a split brain as another
+/// replica would see it after the leader's renewals stopped reaching the
+/// server); returns when.
+async fn take_lease(client: &Client) -> Instant {
     let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(jiff::Timestamp::now());
     Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(client.clone(), "default")
         .patch(
@@ -258,7 +249,21 @@ async fn a_leader_that_sees_another_holder_in_the_lease_stops_writing_at_once() 
         )
         .await
         .expect("take the lease");
-    let taken = Instant::now();
+    Instant::now()
+}
+
+#[tokio::test]
+async fn a_leader_that_sees_another_holder_in_the_lease_stops_writing_at_once() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    single_node_pool(&client, true).await;
+    let (a, a_sent) = start_recorded(env.config(), ha_args("gpuready-a"));
+    eventually(30, "a leads and converged", || async {
+        let n = get_node(&client, "gpu-1").await;
+        (a.is_leader() && label(&n, keys::LABEL_READY).is_some()).then_some(())
+    })
+    .await;
+    let taken = take_lease(&client).await;
     eventually(10, "a steps down", || async {
         (!a.is_leader()).then_some(())
     })
@@ -500,18 +505,7 @@ async fn a_leader_stopped_or_deposed_before_its_caches_synced_still_ends() {
         a.is_leader().then_some(())
     })
     .await;
-    let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(jiff::Timestamp::now());
-    Api::<k8s_openapi::api::coordination::v1::Lease>::namespaced(client.clone(), "default")
-        .patch(
-            "gpuready",
-            &PatchParams::default(),
-            &Patch::Merge(&json!({ "spec": {
-                "holderIdentity": "intruder", "renewTime": now, "acquireTime": now,
-            }})),
-        )
-        .await
-        .expect("take the lease");
-    let taken = Instant::now();
+    let taken = take_lease(&client).await;
     let ended = tokio::time::timeout(Duration::from_secs(30), a.task)
         .await
         .expect("a deposed before its caches synced ends")

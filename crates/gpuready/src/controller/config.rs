@@ -71,11 +71,12 @@ pub fn parse_min_nodes(s: &str) -> Result<usize, String> {
 /// and Events' reporting instance (also 128).
 pub const IDENTITY_MAX_LEN: usize = 100;
 
-/// `--identity`: not empty, at most [`IDENTITY_MAX_LEN`] characters, printable.
+/// `--identity`: not empty, at most [`IDENTITY_MAX_LEN`] bytes (the API
+/// server counts bytes), no control characters.
 pub fn parse_identity(s: &str) -> Result<String, String> {
-    if s.is_empty() || s.chars().count() > IDENTITY_MAX_LEN || s.chars().any(char::is_control) {
+    if s.is_empty() || s.len() > IDENTITY_MAX_LEN || s.chars().any(char::is_control) {
         return Err(format!(
-            "{s:?} must be 1 to {IDENTITY_MAX_LEN} printable characters (the pod name in-cluster)"
+            "{s:?} must be 1 to {IDENTITY_MAX_LEN} bytes, no control characters (the pod name in-cluster)"
         ));
     }
     Ok(s.to_owned())
@@ -258,7 +259,7 @@ mod tests {
             ),
             (
                 &["--identity="][..],
-                "must be 1 to 100 printable characters",
+                "must be 1 to 100 bytes, no control characters",
             ),
             (
                 &["--identity", "x".repeat(101).as_str()][..],
