@@ -129,6 +129,25 @@ async fn grant(client: &kube::Client, user: &str) {
     .await;
 }
 
+/// Waits until the profile reads WritesRefused (Ready False, Stalled True:
+/// kstatus Failed) and returns its Ready message.
+async fn writes_refused_message(client: &kube::Client, profile: &str) -> String {
+    eventually(60, "the profile is not Current: WritesRefused", || async {
+        let ready = profile_condition(client, profile, "Ready").await?;
+        let stalled = profile_condition(client, profile, "Stalled").await?;
+        (ready == ("False".into(), keys::REASON_WRITES_REFUSED.into())
+            && stalled == ("True".into(), keys::REASON_WRITES_REFUSED.into()))
+            .then_some(())
+    })
+    .await;
+    get_profile(client, profile)
+        .await
+        .status
+        .and_then(|s| s.conditions.into_iter().find(|c| c.type_ == "Ready"))
+        .map(|c| c.message)
+        .unwrap_or_default()
+}
+
 #[tokio::test]
 async fn a_refused_label_never_holds_the_taint_and_the_refusal_is_reported() {
     let env = env_with_crd().await;
@@ -162,18 +181,8 @@ async fn a_refused_label_never_holds_the_taint_and_the_refusal_is_reported() {
     .await;
     eventually(60, "the node's condition and an Event say so", || async {
         let n = get_node(&client, "gpu-1").await;
-        let condition = n
-            .status
-            .as_ref()?
-            .conditions
-            .as_ref()?
-            .iter()
-            .find(|c| c.type_ == keys::CONDITION_GPU_READY)?
-            .clone();
-        let says = condition
-            .message
-            .as_deref()
-            .is_some_and(|m| m.contains("refused") && m.contains("forbids example.org/gpu"));
+        let m = gpu_ready_message(&n);
+        let says = m.contains("refused") && m.contains("forbids example.org/gpu");
         let event = event_reasons(&client, "gpu-1")
             .await
             .iter()
@@ -181,20 +190,7 @@ async fn a_refused_label_never_holds_the_taint_and_the_refusal_is_reported() {
         (says && event).then_some(())
     })
     .await;
-    eventually(60, "the profile is not Current: WritesRefused", || async {
-        let ready = profile_condition(&client, "rtx3090", "Ready").await?;
-        let stalled = profile_condition(&client, "rtx3090", "Stalled").await?;
-        (ready == ("False".into(), keys::REASON_WRITES_REFUSED.into())
-            && stalled == ("True".into(), keys::REASON_WRITES_REFUSED.into()))
-            .then_some(())
-    })
-    .await;
-    let p = get_profile(&client, "rtx3090").await;
-    let message = p
-        .status
-        .and_then(|s| s.conditions.into_iter().find(|c| c.type_ == "Ready"))
-        .map(|c| c.message)
-        .unwrap_or_default();
+    let message = writes_refused_message(&client, "rtx3090").await;
     assert!(
         message.contains("gpu-1") && message.contains("forbids example.org/gpu"),
         "{message}"
@@ -233,14 +229,8 @@ async fn a_refused_taint_is_reported_like_a_refused_label() {
     let run = start_controller_with(as_user(&env, USER), test_args());
 
     let says_refused = |n: &k8s_openapi::api::core::v1::Node| {
-        n.status
-            .as_ref()
-            .and_then(|s| s.conditions.as_ref())
-            .and_then(|c| c.iter().find(|c| c.type_ == keys::CONDITION_GPU_READY))
-            .and_then(|c| c.message.clone())
-            .is_some_and(|m| {
-                m.contains(keys::TAINT_REFUSED) && m.contains("its own readiness controller")
-            })
+        let m = gpu_ready_message(n);
+        m.contains(keys::TAINT_REFUSED) && m.contains("its own readiness controller")
     };
     eventually(
         120,
@@ -266,20 +256,7 @@ async fn a_refused_taint_is_reported_like_a_refused_label() {
         },
     )
     .await;
-    eventually(60, "the profile is not Current: WritesRefused", || async {
-        let ready = profile_condition(&client, "rtx3090", "Ready").await?;
-        let stalled = profile_condition(&client, "rtx3090", "Stalled").await?;
-        (ready == ("False".into(), keys::REASON_WRITES_REFUSED.into())
-            && stalled == ("True".into(), keys::REASON_WRITES_REFUSED.into()))
-            .then_some(())
-    })
-    .await;
-    let p = get_profile(&client, "rtx3090").await;
-    let message = p
-        .status
-        .and_then(|s| s.conditions.into_iter().find(|c| c.type_ == "Ready"))
-        .map(|c| c.message)
-        .unwrap_or_default();
+    let message = writes_refused_message(&client, "rtx3090").await;
     assert!(
         message.contains(&format!("{NODES} node(s)")) && message.contains(keys::TAINT_REFUSED),
         "{message}"

@@ -205,16 +205,7 @@ async fn a_profile_reading_another_profiles_ready_label_conflicts_at_once() {
         || async {
             for i in 0..NODES {
                 let n = get_node(&client, &format!("gpu-{i}")).await;
-                let reason = n
-                    .status
-                    .as_ref()?
-                    .conditions
-                    .as_ref()?
-                    .iter()
-                    .find(|c| c.type_ == keys::CONDITION_GPU_READY)?
-                    .reason
-                    .clone();
-                if reason.as_deref() != Some(keys::reasons::CONFLICT) {
+                if gpu_ready(&n)?.1 != keys::reasons::CONFLICT {
                     return None;
                 }
             }

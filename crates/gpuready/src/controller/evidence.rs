@@ -198,7 +198,18 @@ fn read<T: Clone>(state: &RwLock<SourceState<T>>, node: &str) -> Option<Vec<T>> 
     }
 }
 
-/// Starts both watches. Each node whose evidence changes is sent on `requeue`.
+/// What every evidence watch task holds: one clone each.
+#[derive(Clone)]
+struct Watch {
+    client: Client,
+    stores: Arc<EvidenceStores>,
+    requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
+    stop: CancellationToken,
+}
+
+/// Starts the evidence watches. Each node whose evidence changes is sent on
+/// `requeue`; each watch marks its slot of `settled` (0 slices, 1 NodeFeatures,
+/// 2 DeviceTaintRules, 3 ComputeDomainCliques).
 pub fn spawn(
     client: Client,
     stores: Arc<EvidenceStores>,
@@ -206,103 +217,87 @@ pub fn spawn(
     requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
     stop: CancellationToken,
 ) -> Vec<tokio::task::JoinHandle<()>> {
-    let slices = {
-        let (client, stores, requeue, stop) = (
-            client.clone(),
-            stores.clone(),
-            requeue.clone(),
-            stop.clone(),
-        );
-        tokio::spawn(async move {
-            let api: Api<DynamicObject> = Api::all_with(client, &slice_resource());
-            follow(
-                "ResourceSlice",
-                api,
-                None,
-                |o: &DynamicObject| o.name_any(),
-                |o| one_node(slice_from_dynamic(o), |s| s.spec.node_name.clone()),
-                &stores.slices,
-                |a| stores.settled.send_modify(|s| s[0] = a),
-                |_| {},
-                requeue,
-                stop,
-            )
-            .await;
-        })
+    let watch = Watch {
+        client,
+        stores,
+        requeue,
+        stop,
     };
-    let rules = {
-        let (client, stores, requeue, stop) = (
-            client.clone(),
-            stores.clone(),
-            requeue.clone(),
-            stop.clone(),
-        );
-        let metrics = metrics.clone();
-        tokio::spawn(async move {
-            let api: Api<DeviceTaintRule> = Api::all(client);
-            follow(
-                "DeviceTaintRule",
-                api,
-                owned_rule_selector(),
-                |r: &DeviceTaintRule| r.name_any(),
-                // Only rules with gpuready's label AND name prefix are gpuready's.
-                |r: DeviceTaintRule| {
-                    one_node(device_taint_rule::is_owned(&r).then_some(r), |r| {
-                        device_taint_rule::node_of(r).map(str::to_owned)
-                    })
-                },
-                &stores.rules,
-                |a| stores.settled.send_modify(|s| s[2] = a),
-                |idx| {
-                    let n = idx.len();
-                    metrics
-                        .device_taint_rules
-                        .set(i64::try_from(n).unwrap_or(i64::MAX));
-                },
-                requeue,
-                stop,
-            )
-            .await;
-        })
-    };
-    let features = {
-        let (client, stores, requeue, stop) = (
-            client.clone(),
-            stores.clone(),
-            requeue.clone(),
-            stop.clone(),
-        );
-        tokio::spawn(async move {
-            let api: Api<NodeFeature> = Api::all(client);
-            follow(
-                "NodeFeature",
-                api,
-                None,
-                |f: &NodeFeature| format!("{}/{}", f.namespace().unwrap_or_default(), f.name_any()),
-                |f| one_node(Some(f), |f| node_feature_node(f).map(str::to_owned)),
-                &stores.features,
-                |a| stores.settled.send_modify(|s| s[1] = a),
-                |_| {},
-                requeue,
-                stop,
-            )
-            .await;
-        })
-    };
+    let w = watch.clone();
+    let slices = tokio::spawn(async move {
+        let api: Api<DynamicObject> = Api::all_with(w.client, &slice_resource());
+        follow(
+            "ResourceSlice",
+            api,
+            None,
+            |o: &DynamicObject| o.name_any(),
+            |o| one_node(slice_from_dynamic(o), |s| s.spec.node_name.clone()),
+            &w.stores.slices,
+            |a| w.stores.settled.send_modify(|s| s[0] = a),
+            |_| {},
+            w.requeue,
+            w.stop,
+        )
+        .await;
+    });
+    let w = watch.clone();
+    let rules = tokio::spawn(async move {
+        let api: Api<DeviceTaintRule> = Api::all(w.client);
+        follow(
+            "DeviceTaintRule",
+            api,
+            owned_rule_selector(),
+            |r: &DeviceTaintRule| r.name_any(),
+            // Only rules with gpuready's label AND name prefix are gpuready's.
+            |r: DeviceTaintRule| {
+                one_node(device_taint_rule::is_owned(&r).then_some(r), |r| {
+                    device_taint_rule::node_of(r).map(str::to_owned)
+                })
+            },
+            &w.stores.rules,
+            |a| w.stores.settled.send_modify(|s| s[2] = a),
+            |idx| {
+                metrics
+                    .device_taint_rules
+                    .set(i64::try_from(idx.len()).unwrap_or(i64::MAX));
+            },
+            w.requeue,
+            w.stop,
+        )
+        .await;
+    });
+    let w = watch.clone();
+    let features = tokio::spawn(async move {
+        let api: Api<NodeFeature> = Api::all(w.client);
+        follow(
+            "NodeFeature",
+            api,
+            None,
+            |f: &NodeFeature| format!("{}/{}", f.namespace().unwrap_or_default(), f.name_any()),
+            |f| one_node(Some(f), |f| node_feature_node(f).map(str::to_owned)),
+            &w.stores.features,
+            |a| w.stores.settled.send_modify(|s| s[1] = a),
+            |_| {},
+            w.requeue,
+            w.stop,
+        )
+        .await;
+    });
     // One ComputeDomainClique names many nodes: indexed by each node it names.
+    let w = watch;
     let cliques = tokio::spawn(async move {
-        let api: Api<ComputeDomainClique> = Api::all(client);
+        let api: Api<ComputeDomainClique> = Api::all(w.client);
         follow(
             "ComputeDomainClique",
             api,
             None,
             ComputeDomainClique::key,
             |c| CliqueMembership::of_clique(&c),
-            &stores.cliques,
-            |a| stores.settled.send_modify(|s| s[3] = a),
+            &w.stores.cliques,
+            |a| w.stores.settled.send_modify(|s| s[3] = a),
             |_| {},
-            requeue,
-            stop,
+            w.requeue,
+            w.stop,
         )
         .await;
     });
