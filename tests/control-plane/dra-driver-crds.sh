@@ -33,18 +33,7 @@ USAGE
 esac
 
 if [ ! -s "$file" ]; then
-  mkdir -p "$dir"
-  # Outside any module, so no go.mod nearby changes what is resolved.
-  work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
   step "fetching the NVIDIA DRA driver $version CRDs from the Go module proxy"
-  json=$(cd "$work" && GO111MODULE=on GOFLAGS=-mod=mod go mod download -json "$module@$version") || {
-    echo "error: 'go mod download $module@$version' failed; is the Go module proxy reachable (GOPROXY)?" >&2
-    echo "$json" >&2; exit 1; }
-  moddir=$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
-  [ -f "$moddir/$manifest" ] || { echo "error: $module@$version has no $manifest (module dir '$moddir')" >&2; exit 1; }
-  # Copy then rename, so a test reading concurrently never sees half a file.
-  cp "$moddir/$manifest" "$file.tmp.$$"
-  chmod 0644 "$file.tmp.$$"
-  mv "$file.tmp.$$" "$file"
+  module_file "$module" "$version" "$manifest" "$file"
 fi
 echo "$file"

@@ -33,21 +33,11 @@ case "${1:-}" in
   *) usage >&2; exit 2 ;;
 esac
 
-mkdir -p "$dir"
-# Outside any module, so no go.mod nearby changes what is resolved.
-work=$(mktemp -d); trap 'rm -rf "$work"' EXIT
 grep -v '^#' "$here/nfd-crds.versions" | while read -r version; do
   [ -n "$version" ] || continue
   [ -s "$dir/$version.yaml" ] && continue
-  printf '==> fetching NFD %s CRDs from the Go module proxy\n' "$version" >&2
-  json=$(cd "$work" && GO111MODULE=on GOFLAGS=-mod=mod go mod download -json "$module@$version") || {
-    echo "error: 'go mod download $module@$version' failed; is the Go module proxy reachable (GOPROXY)?" >&2
-    echo "$json" >&2; exit 1; }
-  moddir=$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
-  [ -f "$moddir/$manifest" ] || { echo "error: $module@$version has no $manifest (module dir '$moddir')" >&2; exit 1; }
-  # Copy then rename, so a test reading concurrently never sees half a file.
-  cp "$moddir/$manifest" "$dir/$version.yaml.tmp.$$"
-  chmod 0644 "$dir/$version.yaml.tmp.$$"
-  mv "$dir/$version.yaml.tmp.$$" "$dir/$version.yaml"
+  step "fetching NFD $version CRDs from the Go module proxy"
+  module_file "$module" "$version" "$manifest" "$dir/$version.yaml"
 done
+mkdir -p "$dir"
 echo "$dir"

@@ -1,6 +1,7 @@
 # shellcheck shell=bash
 # What the build scripts share (sourced, not run): the cache root outside the
-# clone, pinned versions read from go.mod, a timed step, a Go build that lands
+# clone, pinned versions read from go.mod, a timed step, a file of a Go module
+# fetched from the module proxy, a Go build that lands
 # only once complete, and one file of a Debian package unpacked without
 # installing it. Every part is cached by version, so a second run is a no-op.
 
@@ -12,6 +13,28 @@ cache_root=${GPUREADY_CACHE:-$HOME/.cache/gpuready}
 module_version() { awk -v m="$1" '($1==m){print $2; exit} ($1=="require" && $2==m){print $3; exit}' "$2"; }
 
 step() { printf '==> %s\n' "$*" >&2; }
+
+# module_file MODULE VERSION PATH OUTPUT: the file PATH of Go module
+# MODULE@VERSION (go mod download: checked against the Go checksum database),
+# copied to OUTPUT and moved into place only when complete, so a test reading
+# it concurrently never sees half a file. A no-op when OUTPUT is there.
+module_file() {
+  local module=$1 version=$2 path=$3 output=$4 work json moddir
+  [ -s "$output" ] && return 0
+  mkdir -p "$(dirname "$output")"
+  # Outside any module, so no go.mod nearby changes what is resolved.
+  work=$(mktemp -d)
+  json=$(cd "$work" && GO111MODULE=on GOFLAGS=-mod=mod go mod download -json "$module@$version") || {
+    rm -rf "$work"
+    echo "error: 'go mod download $module@$version' failed; is the Go module proxy reachable (GOPROXY)?" >&2
+    echo "$json" >&2; return 1; }
+  rm -rf "$work"
+  moddir=$(printf '%s\n' "$json" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",\{0,1\}$/\1/p')
+  [ -f "$moddir/$path" ] || { echo "error: $module@$version has no $path (module dir '$moddir')" >&2; return 1; }
+  cp "$moddir/$path" "$output.tmp.$$"
+  chmod 0644 "$output.tmp.$$"
+  mv "$output.tmp.$$" "$output"
+}
 
 # go_build_once OUTPUT MODULE_DIR LABEL [go build arguments...]: a static build
 # in the helper module MODULE_DIR, written to OUTPUT.tmp and moved into place
