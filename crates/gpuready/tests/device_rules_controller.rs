@@ -891,13 +891,15 @@ async fn a_fatal_xid_escalates_to_no_execute_after_a_dry_run_and_a_repair_clears
     .await;
     let s = escalation("NoExecute").await;
     say!("escalated: {s:?}");
-    let n = get_node(&client, node).await;
-    assert!(!gated(&n), "seven good GPUs stay in service");
-    assert!(
-        gpu_ready_message(&n).contains("gpu-3 NoExecute since"),
-        "{}",
+    // The rule is written first, the node's condition after it.
+    let n = eventually(30, "GpuReady names the escalation", || async {
+        let n = get_node(&client, node).await;
         gpu_ready_message(&n)
-    );
+            .contains("gpu-3 NoExecute since")
+            .then_some(n)
+    })
+    .await;
+    assert!(!gated(&n), "seven good GPUs stay in service");
     // Repaired: the XID no longer counts, both rules go.
     Api::<Node>::all(client.clone())
         .patch(

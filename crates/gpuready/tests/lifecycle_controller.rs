@@ -165,14 +165,26 @@ async fn a_driver_upgrade_wave_is_maintenance_not_failure() {
         }
     }
     // The message of a node in maintenance names the state and what is down.
+    // The state label and the allocatable drop are two requests (as the
+    // upgrade controller and the kubelet make them): the reason follows the
+    // first, the down layer the second, so wait for the message to name both.
     to_step(&client, "gpu-1", "pod-restart-required").await;
-    let n = wait_reason(&client, "gpu-1", "False", lc::DRIVER_UPGRADE_IN_PROGRESS).await;
-    let message = gpu_ready_message(&n);
+    let message = eventually(
+        30,
+        "gpu-1's message names the state and the down layer",
+        || async {
+            let n = get_node(&client, "gpu-1").await;
+            let message = gpu_ready_message(&n);
+            let in_maintenance =
+                gpu_ready(&n) == Some(("False".into(), lc::DRIVER_UPGRADE_IN_PROGRESS.into()));
+            (in_maintenance
+                && message.contains("pod-restart-required")
+                && message.contains("DevicePlugin: "))
+            .then_some(message)
+        },
+    )
+    .await;
     say!("gpu-1 GpuReady message: {message}");
-    assert!(
-        message.contains("pod-restart-required") && message.contains("DevicePlugin: "),
-        "{message}"
-    );
     // It ends badly: upgrade-failed is a failure like any other.
     relabel(
         &client,
