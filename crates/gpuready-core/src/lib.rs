@@ -27,10 +27,12 @@ pub mod report;
 pub mod select;
 
 // What follows from a judgement: the node changes, the safety brake, the
-// tallies and profile status, and the NFD CRD repair.
+// node book (ledger, brakes, refusals), the tallies and profile status, and
+// the NFD CRD repair.
 pub mod assess;
 pub mod brake;
 pub mod nfd_crds;
+pub mod node_book;
 pub mod plan;
 pub mod status;
 pub mod tally;

@@ -2,10 +2,10 @@
 //! of the GpuNodeProfile CRD, and where the node stands in the write ledger,
 //! whether to write now, defer, hold (by the safety brake or the CRD guard) or
 //! skip a watch event as the echo of gpuready's own write. The controller asks
-//! [`step`] once per plan and runs one `match` of I/O
-//! (`crates/gpuready/src/controller/node.rs`); the ledger the answer depends on
-//! ([`WriteLedger`]) is plain data here, kept behind one lock by one type in
-//! the controller (`controller/gating.rs`).
+//! [`step`] once per plan (through `node_book::NodeBook::step`) and runs one
+//! `match` of I/O (`crates/gpuready/src/controller/node.rs`); the ledger the
+//! answer depends on ([`WriteLedger`]) is plain data here, part of the
+//! `NodeBook` the controller keeps behind one lock (`controller/ledger.rs`).
 //!
 //! # Priority, not timing
 //!
@@ -63,11 +63,11 @@ pub enum WriteStep {
     /// the condition saying why) is sent now.
     HoldByBrake { changes: NodeChanges },
     /// A release of a node no profile governs, while the CRD is missing (its
-    /// deletion deletes every profile): nothing is sent, the node is looked at
-    /// again later.
+    /// deletion deletes every profile) or not confirmed: nothing is sent, the
+    /// node is looked at again later. The controller confirms the CRD before
+    /// it asks whenever [`needs_crd`] says so, so `Unconfirmed` reaching here
+    /// means the read failed: holding is the safe side.
     HoldByCrdGuard,
-    /// A release whose CRD state is unknown: read the CRD, then ask again.
-    ConfirmCrd,
 }
 
 impl WriteStep {
@@ -99,12 +99,8 @@ pub fn step(
     if changes.is_empty() {
         return WriteStep::Nothing;
     }
-    if governance == GovernanceKind::Ungoverned {
-        match crd {
-            CrdView::Missing => return WriteStep::HoldByCrdGuard,
-            CrdView::Unconfirmed => return WriteStep::ConfirmCrd,
-            CrdView::Confirmed => {}
-        }
+    if needs_crd(changes, governance) && crd != CrdView::Confirmed {
+        return WriteStep::HoldByCrdGuard;
     }
     if gate.released || !gate.taint_work_ahead {
         return if changes.taint_held_by_brake {
@@ -127,6 +123,13 @@ pub fn step(
         changes: now,
         rest_deferred,
     }
+}
+
+/// Whether the plan releases a node because no profile governs it: such a
+/// write waits for the GpuNodeProfile CRD to be confirmed healthy (its
+/// deletion deletes every profile, which must not release every node).
+pub fn needs_crd(changes: &NodeChanges, governance: GovernanceKind) -> bool {
+    !changes.is_empty() && governance == GovernanceKind::Ungoverned
 }
 
 /// What to do with a node's own watch event.
@@ -518,9 +521,13 @@ mod tests {
             step(&release, un, CrdView::Missing, QUIET),
             WriteStep::HoldByCrdGuard
         );
+        assert!(needs_crd(&release, un));
+        assert!(!needs_crd(&NodeChanges::default(), un));
+        assert!(!needs_crd(&release, GOV));
         assert_eq!(
             step(&release, un, CrdView::Unconfirmed, QUIET),
-            WriteStep::ConfirmCrd
+            WriteStep::HoldByCrdGuard,
+            "a CRD that could not be confirmed holds"
         );
         assert!(step(&release, un, CrdView::Confirmed, BUSY).writes_taint());
     }

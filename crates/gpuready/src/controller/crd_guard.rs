@@ -123,6 +123,22 @@ impl CrdGuard {
         }
     }
 
+    /// The view a write step decides with: for a plan that releases a node
+    /// because no profile governs it (`needed`) an unknown CRD is read first;
+    /// any other plan needs no read.
+    pub async fn view_for(&self, needed: bool) -> CrdView {
+        match self.view() {
+            CrdView::Unconfirmed if needed => {
+                if self.release_allowed().await {
+                    CrdView::Confirmed
+                } else {
+                    CrdView::Missing
+                }
+            }
+            view => view,
+        }
+    }
+
     /// Whether gpuready may release nodes because their profile is gone: only
     /// when the CRD is confirmed healthy after the last profile deletion seen.
     pub async fn release_allowed(&self) -> bool {

@@ -66,32 +66,8 @@ impl Error {
     }
 }
 
-/// What of a node write the API server refused.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub enum RefusedWrite {
-    /// The taint itself: the node is not gated as its verdict says.
-    Taint,
-    /// A label or annotation (the taint, if any, passed alone).
-    Other,
-}
-
-impl RefusedWrite {
-    /// The `write` label of `gpuready_write_refused_nodes`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RefusedWrite::Taint => "taint",
-            RefusedWrite::Other => "other",
-        }
-    }
-
-    /// How the node's `GpuReady` message and its Event say it.
-    pub fn sentence(self) -> &'static str {
-        match self {
-            RefusedWrite::Taint => gpuready_api::keys::TAINT_REFUSED,
-            RefusedWrite::Other => gpuready_api::keys::WRITE_REFUSED,
-        }
-    }
-}
+/// What part of a node write the API server refused (the node book keeps it).
+pub use gpuready_core::node_book::RefusedWrite;
 
 /// True for a resourceVersion precondition failure.
 pub fn is_conflict(e: &kube::Error) -> bool {

@@ -9,7 +9,6 @@
 //! (`tests/module_graph.rs` checks this).
 
 pub mod backoff;
-pub mod brakes;
 pub mod cached;
 pub mod config;
 pub mod context;
@@ -19,11 +18,11 @@ pub mod error;
 pub mod events;
 pub mod evidence;
 pub mod fence;
-pub mod gating;
 pub mod groups;
 pub mod health;
 pub mod http;
 pub mod leader;
+pub mod ledger;
 pub mod metrics;
 pub mod nfd;
 pub mod node;
@@ -59,7 +58,6 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use backoff::{ErrorBackoff, WatchBackoff};
-use brakes::Brakes;
 use cached::CachedNode;
 use crd_guard::CrdGuard;
 use status_input::StatusInput;
@@ -227,8 +225,9 @@ async fn run_controllers(
     if let Some(sel) = &args.node_selector {
         node_cfg = node_cfg.labels(sel);
     }
-    // The write ledger; deferred nodes go back through the re-queue channel.
-    let gate = Arc::new(gating::Gate::new(requeue.clone()));
+    // The node book (write ledger, brakes, refusals); the nodes it hands back
+    // go through the re-queue channel.
+    let gate = Arc::new(ledger::Ledger::new(args.brake(), requeue.clone()));
     // Each Node is pruned and packed (cached.rs) before it enters the cache: the
     // cache holds what the engine reads, not the API type.
     let (node_reader, node_writer) = reflector::store::<CachedNode>();
@@ -277,7 +276,6 @@ async fn run_controllers(
     // cache (the Controller drops the others, and they must not hold anyone).
     let requeued = requeued.inspect(queue_at(gate.clone(), node_reader.clone()));
     let probe_triggers = probe_triggers.inspect(queue_at(gate.clone(), node_reader.clone()));
-    let (matched_tx, matched) = watch::channel(Arc::default());
 
     let (caches_ready_tx, caches_ready) = watch::channel(false);
     let ctx = Arc::new(Context {
@@ -290,21 +288,17 @@ async fn run_controllers(
         status: status_tx,
         crd: crd.clone(),
         errors: ErrorBackoff::default(),
-        gate,
+        ledger: gate,
         caches_ready,
-        brakes: Brakes::new(args.brake()),
-        matched,
-        requeue,
         evidence: Arc::default(),
         groups: node_groups,
         probe_reports,
-        refused: context::Refused::default(),
     });
     let evidence_tasks = evidence::spawn(
         client.clone(),
         ctx.evidence.clone(),
         metrics.clone(),
-        ctx.requeue.clone(),
+        requeue,
         stop.clone(),
     );
 
@@ -336,7 +330,6 @@ async fn run_controllers(
         ctx.clone(),
         status_rx,
         nfd_rx,
-        matched_tx,
         status_stop.clone(),
     ));
     let crd_watch = tokio::spawn(crd.clone().watch(stop.clone()));
@@ -344,7 +337,7 @@ async fn run_controllers(
     let nfd_crds = (args.nfd_crds != config::NfdCrdMode::Off)
         .then(|| tokio::spawn(nfd::run(ctx.clone(), nfd_tx, stop.clone())));
 
-    let (nodes_for_profile, gate_for_profile) = (node_reader.clone(), ctx.gate.clone());
+    let (nodes_for_profile, gate_for_profile) = (node_reader.clone(), ctx.ledger.clone());
     let stop_fut = {
         let stop = stop.clone();
         async move { stop.cancelled().await }
@@ -383,7 +376,7 @@ async fn run_controllers(
         .run(reconcile, error_policy, ctx.clone())
         .take_until(cut_short)
         .for_each(|r| {
-            let gate = ctx.gate.clone();
+            let gate = ctx.ledger.clone();
             async move {
                 if let Err(e) = r {
                     match e {
@@ -440,7 +433,7 @@ async fn reconcile(node: Arc<CachedNode>, ctx: Arc<Context>) -> Result<Action, E
 /// forgotten when the Controller reports it not found (see `run_controllers`).
 fn node_gone(
     status: mpsc::UnboundedSender<StatusInput>,
-    gate: Arc<gating::Gate>,
+    gate: Arc<ledger::Ledger>,
 ) -> impl FnMut(&Result<watcher::Event<CachedNode>, watcher::Error>) {
     move |event| {
         if let Ok(watcher::Event::Delete(n)) = event {
@@ -590,7 +583,7 @@ fn nodes_of_profile(
 /// Queues a triggered node at the gate when the cache holds it (a trigger for
 /// a node not cached reconciles nothing, so it must not count as work ahead).
 fn queue_at(
-    gate: Arc<gating::Gate>,
+    gate: Arc<ledger::Ledger>,
     nodes: Store<CachedNode>,
 ) -> impl FnMut(&ObjectRef<CachedNode>) {
     move |r| {

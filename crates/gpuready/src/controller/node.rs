@@ -10,9 +10,10 @@ use std::time::{Duration, Instant};
 use gpuready_api::GpuNodeProfile;
 use gpuready_api::keys;
 use gpuready_core::devices::DeviceRuleChange;
-use gpuready_core::write_step::{CrdView, WriteStep};
+use gpuready_core::node_book::Turn;
+use gpuready_core::write_step::{WriteStep, needs_crd};
 use gpuready_core::{
-    ConditionChange, GovernanceKind, NodeAssessment, NodeChanges, PlanOptions, judge,
+    ConditionChange, GovernanceKind, NodeAssessment, NodeChanges, NodeFacts, PlanOptions, judge,
 };
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
@@ -51,8 +52,8 @@ pub async fn reconcile(node: Arc<CachedNode>, ctx: Arc<Context>) -> Result<Actio
     let name = node.name_any();
     let span = info_span!("reconcile", node = %name, profile = tracing::field::Empty);
     let started = Instant::now();
-    // At the gate from here until the reconcile ends, whichever way it ends.
-    let running = ctx.gate.start(&name);
+    // In the book from here until the reconcile ends, whichever way it ends.
+    let running = ctx.ledger.start(&name);
     let result = reconcile_inner(node, &ctx).instrument(span).await;
     drop(running);
     ctx.metrics
@@ -69,85 +70,32 @@ pub async fn reconcile(node: Arc<CachedNode>, ctx: Arc<Context>) -> Result<Actio
     result
 }
 
+/// One reconcile in four blocks: the snapshot (caches; a GET only when the
+/// cache is behind gpuready's last write), the decision (judge → turn → plan,
+/// the write step asked once), the record (the verdict to the tally), and one
+/// `match` of I/O whose arms end the reconcile — but a conflict, which reads
+/// the node again and decides again.
 async fn reconcile_inner(cached: Arc<CachedNode>, ctx: &Context) -> Result<Action, Error> {
-    let synced = tokio::time::timeout(Duration::from_secs(30), ctx.wait_for_caches())
-        .await
-        .map_err(|_| Error::CacheNotReady("caches not synced after 30s".into()))?;
-    if !synced {
-        return Err(Error::CacheNotReady("the cache sync task ended".into()));
-    }
-    ctx.evidence.wait_settled(Duration::from_secs(30)).await;
     let api: Api<Node> = Api::all(ctx.client.clone());
-    let name = cached.name_any();
-    // Expanded for the engine, which reads `&Node`; dropped when the reconcile ends.
-    let mut node: Node = cached.to_node();
-    // The cache may not show gpuready's own last write yet (the PATCH response can
-    // beat its watch event): planning from the older copy would send the same
-    // labels and conditions again and repeat the transition Event.
-    if ctx
-        .gate
-        .cache_may_be_behind(&name, cached.resource_version().as_deref())
-    {
-        debug!("the cache predates our last write; reading the node");
-        node = api.get(&name).await?;
-        prune_node(&mut node);
-    }
-
+    let mut node = snapshot(ctx, &api, &cached).await?;
     for attempt in 0..MAX_CONFLICT_RETRIES {
-        let now = Timestamp::now();
-        let profiles = profiles_with_selectors(&ctx.profiles.state());
-        // Judged once. The turn is counted before the brake is consulted, so
-        // the turn that trips the brake is held back too: a burst taints at
-        // most floor(threshold × matched) nodes, not one more.
-        let pairs: Vec<(&GpuNodeProfile, &Selector)> =
-            profiles.iter().map(|(p, s)| (p.as_ref(), s)).collect();
-        let facts = ctx.with_group(ctx.facts_of(&node), &pairs);
-        let judgement = judge(&facts, &pairs, now);
+        let (d, step) = decide(ctx, &node, Timestamp::now()).await;
         // Scale hook: the verdict goes to the status task's tally (O(1) here).
-        ctx.report_verdict(&name, &judgement.verdict);
-        ctx.brakes
-            .record_turn(&facts, &judgement.verdict, now, |p| ctx.matched_nodes(p));
-        let hold = judgement
-            .verdict
-            .profile
-            .as_deref()
-            .is_some_and(|p| ctx.brakes.engaged(p));
-        // Planned once, with the brake's answer.
-        let assessment = judgement.plan(&facts, &plan_options(ctx, now, hold));
+        ctx.report_verdict(&d.facts.name, &d.verdict);
         // Recorded once: a span field recorded again is printed again.
         if attempt == 0
-            && let Some(p) = &assessment.profile
+            && let Some(p) = &d.assessment.profile
         {
             tracing::Span::current().record("profile", p.as_str());
         }
-
-        // The one write decision (gpuready_core::write_step): the CRD guard
-        // for releases, the brake's hold, taint work first. The CRD is read
-        // only when a release needs it and the guard does not know.
-        let mut crd = ctx.crd.view();
-        let decision = loop {
-            match ctx
-                .gate
-                .step(&name, &assessment.changes, assessment.governance, crd)
-            {
-                WriteStep::ConfirmCrd if crd == CrdView::Unconfirmed => {
-                    crd = if ctx.crd.release_allowed().await {
-                        CrdView::Confirmed
-                    } else {
-                        CrdView::Missing
-                    };
-                }
-                decision => break decision,
-            }
-        };
-        let (changes, rest_deferred) = match decision {
-            WriteStep::HoldByCrdGuard | WriteStep::ConfirmCrd => {
+        let (changes, rest_deferred) = match step {
+            WriteStep::HoldByCrdGuard => {
                 warn!("holding the node as it is: the GpuNodeProfile CRD is missing");
                 return Ok(Action::requeue(Duration::from_secs(10)));
             }
             WriteStep::Defer => {
                 debug!("taint writes are ahead; this node's labels and condition wait");
-                return Ok(next_check(ctx, &assessment));
+                return Ok(next_check(ctx, &d.assessment));
             }
             WriteStep::Nothing => (NodeChanges::default(), false),
             WriteStep::HoldByBrake { changes } => {
@@ -160,50 +108,144 @@ async fn reconcile_inner(cached: Arc<CachedNode>, ctx: &Context) -> Result<Actio
             } => (changes, rest_deferred),
         };
         match write_changes(ctx, &api, &node, &changes).await {
-            Ok((written, rules_done)) => {
-                if let Some(p) = ctx.refused.clear(&name) {
-                    let _ = ctx
-                        .status
-                        .send(super::status_input::StatusInput::Profile(p));
-                }
-                let wrote = written.is_some();
-                device_rules::publish(ctx, &node, assessment.profile.as_deref(), &rules_done).await;
-                if let Some(rv) = written {
-                    ctx.gate.note_write(&name, rv);
-                    // A deferred condition brings its Event when it is written.
-                    if !rest_deferred {
-                        publish_transition(ctx, &node, &facts, &assessment).await;
-                        publish_deadline(ctx, &node, &facts, &assessment).await;
-                        publish_repair_refusal(ctx, &node, &facts, &assessment).await;
-                    }
-                }
-                debug!(ready = ?assessment.ready, reason = %assessment.reason, wrote, "reconciled");
-                return Ok(next_check(ctx, &assessment));
-            }
+            Ok(done) => return Ok(written(ctx, &node, &d, done, rest_deferred).await),
             Err(Error::Kube(e)) if is_conflict(&e) => {
                 debug!("a write met a newer node (409); re-reading and planning again");
-                node = api.get(&name).await?;
-                prune_node(&mut node);
+                node = read_node(&api, &d.facts.name).await?;
             }
             Err(Error::Refused { why, what, .. }) => {
-                let profile = assessment.profile.clone().unwrap_or_default();
-                ctx.refused.note(&name, &profile, &why, what);
-                if !profile.is_empty() {
-                    let _ = ctx
-                        .status
-                        .send(super::status_input::StatusInput::Profile(profile));
-                }
-                publish_refusal(ctx, &node, what.sentence(), &why).await;
-                return Err(Error::Refused {
-                    node: name,
-                    why,
-                    what,
-                });
+                return Err(refused(ctx, &node, &d, why, what).await);
             }
             Err(e) => return Err(e),
         }
     }
-    Err(Error::TooManyConflicts(name, MAX_CONFLICT_RETRIES))
+    Err(Error::TooManyConflicts(
+        cached.name_any(),
+        MAX_CONFLICT_RETRIES,
+    ))
+}
+
+/// The node as the reconcile decides from: the caches listed and the
+/// evidence settled, then the cached copy — or, when the cache may not show
+/// gpuready's own last write yet (the PATCH response can beat its watch
+/// event), the node read from the API server: planning from the older copy
+/// would send the same labels and conditions again and repeat the Event.
+async fn snapshot(ctx: &Context, api: &Api<Node>, cached: &CachedNode) -> Result<Node, Error> {
+    let synced = tokio::time::timeout(Duration::from_secs(30), ctx.wait_for_caches())
+        .await
+        .map_err(|_| Error::CacheNotReady("caches not synced after 30s".into()))?;
+    if !synced {
+        return Err(Error::CacheNotReady("the cache sync task ended".into()));
+    }
+    ctx.evidence.wait_settled(Duration::from_secs(30)).await;
+    let name = cached.name_any();
+    if ctx
+        .ledger
+        .cache_may_be_behind(&name, cached.resource_version().as_deref())
+    {
+        debug!("the cache predates our last write; reading the node");
+        return read_node(api, &name).await;
+    }
+    // Expanded for the engine, which reads `&Node`; dropped when the reconcile ends.
+    Ok(cached.to_node())
+}
+
+/// The node from the API server, pruned as the cache prunes it.
+async fn read_node(api: &Api<Node>, name: &str) -> Result<Node, Error> {
+    let mut node = api.get(name).await?;
+    prune_node(&mut node);
+    Ok(node)
+}
+
+/// What one pass of the reconcile judged: the facts, the verdict (for the
+/// tally) and the plan.
+struct Decision {
+    facts: NodeFacts,
+    verdict: NodeAssessment,
+    assessment: NodeAssessment,
+}
+
+/// Judges the node once, records its turn for the brake before planning (so
+/// the turn that trips the brake is held back too: a burst taints at most
+/// floor(threshold × matched) nodes, not one more), plans once with the
+/// brake's answer, and asks the book's write step once — with the CRD read
+/// first only when the plan releases a node no profile governs. Returns the
+/// judgement and the write step the book recorded.
+async fn decide(ctx: &Context, node: &Node, now: Timestamp) -> (Decision, WriteStep) {
+    let profiles = profiles_with_selectors(&ctx.profiles.state());
+    let pairs: Vec<(&GpuNodeProfile, &Selector)> =
+        profiles.iter().map(|(p, s)| (p.as_ref(), s)).collect();
+    let facts = ctx.with_group(ctx.facts_of(node), &pairs);
+    let judgement = judge(&facts, &pairs, now);
+    let hold = ctx.ledger.turn(&Turn::of(&facts, &judgement.verdict), now);
+    let verdict = judgement.verdict.clone();
+    let assessment = judgement.plan(&facts, &plan_options(ctx, now, hold));
+    let crd = ctx
+        .crd
+        .view_for(needs_crd(&assessment.changes, assessment.governance))
+        .await;
+    let step = ctx.ledger.step(
+        &facts.name,
+        assessment.profile.as_deref(),
+        &assessment.changes,
+        assessment.governance,
+        crd,
+    );
+    (
+        Decision {
+            facts,
+            verdict,
+            assessment,
+        },
+        step,
+    )
+}
+
+/// After the writes passed: the book notes them (ending a refusal), the
+/// DeviceTaintRule changes and the transition Events are published — a
+/// deferred condition brings its Event when it is written.
+async fn written(
+    ctx: &Context,
+    node: &Node,
+    d: &Decision,
+    (version, rules_done): (Option<String>, Vec<DeviceRuleChange>),
+    rest_deferred: bool,
+) -> Action {
+    let wrote = version.is_some();
+    if let Some(p) = ctx.ledger.written(&d.facts.name, version) {
+        ctx.profile_changed(p);
+    }
+    let a = &d.assessment;
+    device_rules::publish(ctx, node, a.profile.as_deref(), &rules_done).await;
+    if wrote && !rest_deferred {
+        publish_transition(ctx, node, &d.facts, a).await;
+        publish_deadline(ctx, node, &d.facts, a).await;
+        publish_repair_refusal(ctx, node, &d.facts, a).await;
+    }
+    debug!(ready = ?a.ready, reason = %a.reason, wrote, "reconciled");
+    next_check(ctx, a)
+}
+
+/// The API server refused part of the write: the book notes it for the
+/// profile's status, the node gets a Warning Event, the reconcile fails.
+async fn refused(
+    ctx: &Context,
+    node: &Node,
+    d: &Decision,
+    why: String,
+    what: RefusedWrite,
+) -> Error {
+    let profile = d.assessment.profile.clone().unwrap_or_default();
+    ctx.ledger.refused(&d.facts.name, &profile, &why, what);
+    if !profile.is_empty() {
+        ctx.profile_changed(profile);
+    }
+    publish_refusal(ctx, node, what.sentence(), &why).await;
+    Error::Refused {
+        node: d.facts.name.clone(),
+        why,
+        what,
+    }
 }
 
 /// When to look at the node again without any change to it: before the GFD
@@ -303,61 +345,15 @@ async fn write_changes(
     if changes.patches_node() {
         // The gating write (taint) goes first: a workload scheduled between the
         // two writes is kept off a broken node by the taint already.
-        let after = match api
-            .patch(&name, &params, &Patch::Merge(&node_patch(node, changes)?))
-            .await
-        {
-            Ok(after) => Some(after),
-            Err(e) => {
-                let Some(why) = refusal(&e) else {
-                    return Err(e.into());
-                };
-                // The taint must never wait for anything else: sent alone, it
-                // passes whatever the server refused in the rest. When the
-                // taint itself is refused, the rest still goes (the verdict
-                // labels), without the annotations that would record it.
-                let (sent, what, why) = match taint_part(changes) {
-                    Some(t) if t != *changes => {
-                        match api
-                            .patch(&name, &params, &Patch::Merge(&node_patch(node, &t)?))
-                            .await
-                        {
-                            Ok(after) => (Some(after), RefusedWrite::Other, why),
-                            Err(e) => {
-                                let Some(why) = refusal(&e) else {
-                                    return Err(e.into());
-                                };
-                                let rest = match rest_part(changes) {
-                                    Some(r) => match api
-                                        .patch(
-                                            &name,
-                                            &params,
-                                            &Patch::Merge(&node_patch(node, &r)?),
-                                        )
-                                        .await
-                                    {
-                                        Ok(after) => Some(after),
-                                        Err(e) if refusal(&e).is_some() => None,
-                                        Err(e) => return Err(e.into()),
-                                    },
-                                    None => None,
-                                };
-                                (rest, RefusedWrite::Taint, why)
-                            }
-                        }
-                    }
-                    Some(_) => (None, RefusedWrite::Taint, why),
-                    None => (None, RefusedWrite::Other, why),
-                };
-                let why = match (what, &changes.taint) {
-                    (RefusedWrite::Taint, Some(t)) => format!("({}) {why}", taint_text(t)),
-                    _ => why,
-                };
-                warn!(reason = %why, refused = what.as_str(), "the API server refused gpuready's node write");
-                refused = Some((what, why));
-                sent
-            }
-        };
+        let (after, refusal) = send_node_patch(api, &params, node, changes).await?;
+        if let Some((what, why)) = refusal {
+            let why = match (what, &changes.taint) {
+                (RefusedWrite::Taint, Some(t)) => format!("({}) {why}", taint_text(t)),
+                _ => why,
+            };
+            warn!(reason = %why, refused = what.as_str(), "the API server refused gpuready's node write");
+            refused = Some((what, why));
+        }
         if let Some(after) = after {
             version = after.resource_version();
             ctx.metrics.count_write("node");
@@ -402,6 +398,55 @@ async fn write_changes(
         });
     }
     Ok((Some(version.unwrap_or_default()), rules_done))
+}
+
+/// What passed of the node patch, and what the server refused of it. The
+/// taint must never wait for anything else: a refused patch is sent again as
+/// the taint alone, which passes whatever the server refused in the rest;
+/// when the taint itself is refused, the rest still goes (the verdict
+/// labels), without the annotations that would record the taint.
+async fn send_node_patch(
+    api: &Api<Node>,
+    params: &PatchParams,
+    node: &Node,
+    changes: &NodeChanges,
+) -> Result<(Option<Node>, Option<(RefusedWrite, String)>), Error> {
+    let why = match merge_patch(api, params, node, changes).await? {
+        Ok(after) => return Ok((Some(after), None)),
+        Err(why) => why,
+    };
+    Ok(match taint_part(changes) {
+        Some(taint) if taint != *changes => match merge_patch(api, params, node, &taint).await? {
+            Ok(after) => (Some(after), Some((RefusedWrite::Other, why))),
+            Err(why) => {
+                let rest = match rest_part(changes) {
+                    Some(rest) => merge_patch(api, params, node, &rest).await?.ok(),
+                    None => None,
+                };
+                (rest, Some((RefusedWrite::Taint, why)))
+            }
+        },
+        Some(_) => (None, Some((RefusedWrite::Taint, why))),
+        None => (None, Some((RefusedWrite::Other, why))),
+    })
+}
+
+/// One merge patch of the node: the node as written, or the server's reason
+/// when it refused the write for what it is (any other failure is an error).
+async fn merge_patch(
+    api: &Api<Node>,
+    params: &PatchParams,
+    node: &Node,
+    changes: &NodeChanges,
+) -> Result<Result<Node, String>, Error> {
+    let patch = node_patch(node, changes)?;
+    match api
+        .patch(&node.name_any(), params, &Patch::Merge(&patch))
+        .await
+    {
+        Ok(after) => Ok(Ok(after)),
+        Err(e) => refusal(&e).map(Err).ok_or_else(|| e.into()),
+    }
 }
 
 /// The server's reason when it refused a write for what it is (admission, RBAC:

@@ -1,11 +1,13 @@
 //! Profile status, metrics and profile Events from a running tally of node
 //! verdicts. Node reconciles send each verdict through a typed channel; this task
 //! owns the tally, never judges a node itself on the hot path, and writes a
-//! profile's status only when it differs. The tally's matched counts go to the
-//! safety brake through a `watch` channel, of which this task is the sender. A full recount from the cache, minutes
-//! apart, is the safety net for anything a message could have missed.
+//! profile's status only when it differs. The tally's counts go to the node
+//! book's brakes (`Ledger::counts`: the matched count is the brake's
+//! denominator, the not-ready count the one input that may release it). A
+//! full recount from the cache, minutes apart, is the safety net for anything
+//! a message could have missed.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -77,7 +79,6 @@ pub async fn run(
     ctx: Arc<Context>,
     mut input: mpsc::UnboundedReceiver<StatusInput>,
     mut nfd: watch::Receiver<Option<NfdCrdCondition>>,
-    matched: MatchedSender,
     stop: CancellationToken,
 ) {
     tokio::select! {
@@ -87,7 +88,7 @@ pub async fn run(
     // The brake's denominators are known before the first status write: a
     // burst at start-up is braked too.
     let mut tally = recount(&ctx);
-    publish_matched(&ctx, &tally, &matched);
+    brake_counts(&ctx, &tally);
     // The first pass carries the NFD condition when the NFD reconciler will
     // set one: writing the status without it first would cost a second write
     // (and a restart on a converged cluster must write nothing).
@@ -111,7 +112,7 @@ pub async fn run(
             dirty.all = true;
         }
         if !dirty.is_empty() {
-            publish_matched(&ctx, &tally, &matched);
+            brake_counts(&ctx, &tally);
             let nfd_now = nfd.borrow_and_update().clone();
             pass(&ctx, &tally, &dirty, nfd_now.as_ref()).await;
             dirty = Dirty::default();
@@ -168,30 +169,21 @@ pub async fn run(
     }
 }
 
-/// The sending side of the tally's matched counts (profile → nodes it
-/// matches), which the brake reads; the status task is its only sender.
-pub type MatchedSender = watch::Sender<Arc<BTreeMap<String, usize>>>;
-
-/// Hands the tally's matched count of every profile to the brake (through the
-/// `watch` channel, not back through the API server as the profile's status).
-fn publish_matched(ctx: &Context, tally: &Tally, matched: &MatchedSender) {
-    let counts: BTreeMap<String, usize> = ctx
-        .profiles
-        .state()
-        .iter()
-        .map(|p| {
-            let name = p.name_any();
-            let n = tally.profile(&name).map_or(0, ProfileTally::matched);
-            (name, n)
-        })
-        .collect();
-    matched.send_if_modified(|old| {
-        if **old == counts {
-            return false;
-        }
-        *old = Arc::new(counts);
-        true
-    });
+/// Hands every profile's counts to its brake, which may engage or release
+/// on them (a release re-queues the nodes it held); the brakes of profiles
+/// that are gone are forgotten.
+fn brake_counts(ctx: &Context, tally: &Tally) {
+    let now = Timestamp::now();
+    let profiles = ctx.profiles.state();
+    let empty = ProfileTally::default();
+    for p in &profiles {
+        let name = p.name_any();
+        let t = tally.profile(&name).unwrap_or(&empty);
+        ctx.ledger
+            .counts(&name, t.matched(), t.not_ready.len(), now);
+    }
+    let names: BTreeSet<String> = profiles.iter().map(|p| p.name_any()).collect();
+    ctx.ledger.retain_profiles(|p| names.contains(p));
 }
 
 /// Every cached node judged again: the tally from scratch.
@@ -248,25 +240,14 @@ async fn update_profile(
     now: Timestamp,
 ) -> Result<(), kube::Error> {
     let name = profile.name_any();
-    let was_engaged = ctx.brakes.engaged(&name);
-    let engaged = ctx
-        .brakes
-        .counts(&name, t.matched(), t.not_ready.len(), now);
-    if was_engaged && !engaged {
-        // Nodes held back while the brake was on get their taint now: nothing
-        // about them changed, so nothing else would reconcile them. This is
-        // the only place a brake is released (a turn can only engage it), so
-        // every release re-queues them.
-        for n in t.not_ready.keys().chain(t.maintenance.keys()) {
-            let _ = ctx.requeue.send(ObjectRef::new(n));
-        }
-    }
+    // Decided by `brake_counts` just before this pass, from the same tally.
+    let engaged = ctx.ledger.engaged(&name);
     record_metrics(ctx, &name, t, engaged);
     ctx.metrics
         .set_node_series(&name, node_series(&name, profile.spec.mode, t));
 
     let extra = ExtraConditions {
-        brake: Some(ctx.brakes.config().condition(engaged)),
+        brake: Some(ctx.ledger.brake_config().condition(engaged)),
         nfd_crds: nfd.cloned(),
     };
     let new = status_from_tally(
@@ -292,8 +273,8 @@ async fn update_profile(
         None => new,
     };
     let refused = ctx
-        .refused
-        .of_profile(&name, |n| ctx.nodes.get(&ObjectRef::new(n)).is_some());
+        .ledger
+        .refusals_of(&name, |n| ctx.nodes.get(&ObjectRef::new(n)).is_some());
     for (write, n) in [
         (RefusedWrite::Taint, refused.as_ref().map_or(0, |r| r.taint)),
         (RefusedWrite::Other, refused.as_ref().map_or(0, |r| r.other)),

@@ -1,0 +1,505 @@
+//! The node book: everything the node write path remembers between two
+//! reconciles, as one plain-data type whose methods are the rules — the write
+//! ledger (taint work first, deferred nodes, gpuready's last write to each
+//! node), every profile's safety brake with the matched count it decides by
+//! and the nodes it holds, and the nodes whose last write the API server
+//! refused. One type because the rules cross: a brake released re-queues the
+//! nodes it held, a write that passes clears a refusal, a node that leaves is
+//! forgotten by all three. The controller keeps one behind one lock
+//! (`controller/ledger.rs`) and sends the node names these methods return
+//! back to its queue; nothing here reads a clock or sends anything.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+use gpuready_api::keys;
+
+use crate::brake::{BrakeConfig, BrakeState};
+use crate::report::NodeState;
+use crate::write_step::{CrdView, Trigger, WriteLedger, WriteStep, step};
+use crate::{GovernanceKind, NodeAssessment, NodeChanges, NodeFacts};
+use jiff::Timestamp;
+
+/// What part of a node write the API server refused (admission, RBAC).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum RefusedWrite {
+    /// The taint itself: the node is not gated as its verdict says.
+    Taint,
+    /// A label or annotation (the taint, if any, passed alone).
+    Other,
+}
+
+impl RefusedWrite {
+    /// The `write` label of `gpuready_write_refused_nodes`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RefusedWrite::Taint => "taint",
+            RefusedWrite::Other => "other",
+        }
+    }
+
+    /// How the node's `GpuReady` message and its Event say it.
+    pub fn sentence(self) -> &'static str {
+        match self {
+            RefusedWrite::Taint => keys::TAINT_REFUSED,
+            RefusedWrite::Other => keys::WRITE_REFUSED,
+        }
+    }
+}
+
+/// One profile's refused nodes: how many, by what was refused, and the first
+/// one (by name) with its reason.
+#[derive(Debug, PartialEq, Eq)]
+pub struct RefusedNodes {
+    pub taint: usize,
+    pub other: usize,
+    pub first: String,
+    pub why: String,
+}
+
+/// One refused node: its profile, the API server's reason, what it refused.
+#[derive(Debug)]
+struct Refusal {
+    profile: String,
+    why: String,
+    what: RefusedWrite,
+}
+
+/// One profile's brake and what it decides with.
+#[derive(Debug, Default)]
+struct ProfileBrake {
+    state: BrakeState,
+    /// The tally's matched count at the last [`NodeBook::counts`]: the
+    /// denominator of the turns recorded until the next one.
+    matched: usize,
+    /// Nodes whose new taint the brake held back: re-queued when it releases.
+    held: BTreeSet<String>,
+}
+
+/// What the brake reads of one verdict.
+#[derive(Clone, Copy, Debug)]
+pub struct Turn<'a> {
+    pub node: &'a str,
+    /// The governing profile (`None` for a conflict or an ungoverned node:
+    /// no brake).
+    pub profile: Option<&'a str>,
+    pub state: Option<NodeState>,
+    /// gpuready labelled the node ready at its last write.
+    pub labelled_ready: bool,
+}
+
+impl<'a> Turn<'a> {
+    pub fn of(facts: &'a NodeFacts, verdict: &'a NodeAssessment) -> Self {
+        let governed = verdict.governance == GovernanceKind::Governed;
+        Turn {
+            node: &facts.name,
+            profile: verdict.profile.as_deref().filter(|_| governed),
+            state: verdict.state,
+            labelled_ready: facts.labels.get(keys::LABEL_READY).map(String::as_str) == Some("true"),
+        }
+    }
+}
+
+/// What [`NodeBook::counts`] decided for a profile.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Counted {
+    /// The brake is engaged now.
+    pub engaged: bool,
+    /// The brake released in this call: these nodes' taints were held back
+    /// and nothing about them changed, so nothing else would reconcile them.
+    pub requeue: Vec<String>,
+}
+
+/// The node write path's memory (see the module comment).
+#[derive(Debug)]
+pub struct NodeBook {
+    ledger: WriteLedger,
+    brake: BrakeConfig,
+    brakes: BTreeMap<String, ProfileBrake>,
+    refused: HashMap<String, Refusal>,
+}
+
+impl NodeBook {
+    pub fn new(brake: BrakeConfig) -> Self {
+        NodeBook {
+            ledger: WriteLedger::default(),
+            brake,
+            brakes: BTreeMap::new(),
+            refused: HashMap::new(),
+        }
+    }
+
+    /// The settings the brakes decide with (for the condition's message).
+    pub fn brake_config(&self) -> &BrakeConfig {
+        &self.brake
+    }
+
+    // --- The trigger streams -------------------------------------------------
+
+    /// A reconcile of the node was asked for (a profile change, evidence, a
+    /// re-queue).
+    pub fn queue(&mut self, node: &str) {
+        self.ledger.queue(node);
+    }
+
+    /// The node's own watch event: the echo of gpuready's own write to a node
+    /// waiting at the gate is skipped; anything else queues it.
+    pub fn on_node_event(&mut self, node: &str, resource_version: Option<&str>) -> Trigger {
+        self.ledger.on_node_event(node, resource_version)
+    }
+
+    /// The node left the cluster: forgotten by the ledger, every brake and the
+    /// refusals. Returns the nodes to re-queue (deferred behind it).
+    #[must_use]
+    pub fn forget(&mut self, node: &str) -> Vec<String> {
+        for b in self.brakes.values_mut() {
+            b.state.forget(node);
+            b.held.remove(node);
+        }
+        self.refused.remove(node);
+        self.ledger.forget(node)
+    }
+
+    // --- One reconcile, in order ---------------------------------------------
+
+    /// The node's reconcile starts.
+    pub fn start(&mut self, node: &str) {
+        self.ledger.start(node);
+    }
+
+    /// Whether the cached copy of the node may predate gpuready's last write.
+    pub fn cache_may_be_behind(&mut self, node: &str, cached: Option<&str>) -> bool {
+        self.ledger.cache_may_be_behind(node, cached)
+    }
+
+    /// Notes the node's verdict for its profile's brake: a node labelled
+    /// ready that now fails is a turn, which may engage the brake (at once, so
+    /// a burst is braked within the reconcile that trips it) but never release
+    /// it; any other verdict forgets the node's turn. Maintenance and other
+    /// gates are not failures. Returns whether new taints are held back for
+    /// the node's profile — the turn that trips the brake is held too, so a
+    /// burst taints at most floor(threshold × matched) nodes.
+    pub fn turn(&mut self, t: &Turn<'_>, now: Timestamp) -> bool {
+        let Some(profile) = t.profile else {
+            return false;
+        };
+        let b = self.brakes.entry(profile.to_owned()).or_default();
+        if t.state != Some(NodeState::NotReady) {
+            b.state.forget(t.node);
+        } else if t.labelled_ready {
+            b.state.turn(&self.brake, t.node, b.matched, now);
+        }
+        b.state.engaged()
+    }
+
+    /// The one write decision for the node's plan, made and recorded at once.
+    /// Returns it with the nodes to re-queue: those the decision unblocked,
+    /// and the node itself when the brake its plan assumed was released in
+    /// the meantime (its held taint would otherwise wait for a change).
+    pub fn step(
+        &mut self,
+        node: &str,
+        profile: Option<&str>,
+        changes: &NodeChanges,
+        governance: GovernanceKind,
+        crd: CrdView,
+    ) -> (WriteStep, Vec<String>) {
+        let decision = step(changes, governance, crd, self.ledger.view(node));
+        let mut requeue = self.ledger.decided(node, &decision);
+        if let (WriteStep::HoldByBrake { .. }, Some(p)) = (&decision, profile) {
+            match self.brakes.get_mut(p) {
+                Some(b) if b.state.engaged() => {
+                    b.held.insert(node.to_owned());
+                }
+                _ => requeue.push(node.to_owned()),
+            }
+        }
+        (decision, requeue)
+    }
+
+    /// gpuready's write to the node passed and left it at `resource_version`.
+    /// Returns the profile whose status changes because the node's earlier
+    /// refusal is over.
+    pub fn written(&mut self, node: &str, resource_version: Option<String>) -> Option<String> {
+        if let Some(rv) = resource_version {
+            self.ledger.note_write(node, rv);
+        }
+        self.refused.remove(node).map(|r| r.profile)
+    }
+
+    /// The API server refused part of gpuready's write to the node.
+    pub fn refused(&mut self, node: &str, profile: &str, why: &str, what: RefusedWrite) {
+        self.refused.insert(
+            node.to_owned(),
+            Refusal {
+                profile: profile.to_owned(),
+                why: why.to_owned(),
+                what,
+            },
+        );
+    }
+
+    /// The node's reconcile is over. Returns the nodes to re-queue.
+    #[must_use]
+    pub fn finish(&mut self, node: &str) -> Vec<String> {
+        self.ledger.finish(node)
+    }
+
+    // --- The status task -------------------------------------------------------
+
+    /// The tally's counts for `profile`: they set the brake's denominator and
+    /// are the one input that may release it. On a release the nodes it held
+    /// are returned for re-queueing, whoever engaged it.
+    pub fn counts(
+        &mut self,
+        profile: &str,
+        matched: usize,
+        not_ready: usize,
+        now: Timestamp,
+    ) -> Counted {
+        let b = self.brakes.entry(profile.to_owned()).or_default();
+        let was = b.state.engaged();
+        b.matched = matched;
+        let engaged = b.state.counts(&self.brake, matched, not_ready, now);
+        let requeue = if was && !engaged {
+            std::mem::take(&mut b.held).into_iter().collect()
+        } else {
+            vec![]
+        };
+        Counted { engaged, requeue }
+    }
+
+    /// Forgets the brakes of profiles that no longer exist. Returns the nodes
+    /// they held (their profile is gone: they are judged again).
+    #[must_use]
+    pub fn retain_profiles(&mut self, exists: impl Fn(&str) -> bool) -> Vec<String> {
+        let gone: Vec<String> = self.brakes.keys().filter(|p| !exists(p)).cloned().collect();
+        gone.iter()
+            .filter_map(|p| self.brakes.remove(p))
+            .flat_map(|b| b.held)
+            .collect()
+    }
+
+    // --- Reads -------------------------------------------------------------------
+
+    /// Whether new taints are held back for `profile`.
+    pub fn engaged(&self, profile: &str) -> bool {
+        self.brakes.get(profile).is_some_and(|b| b.state.engaged())
+    }
+
+    /// The profile's refused nodes among those that still exist.
+    pub fn refusals_of(
+        &self,
+        profile: &str,
+        exists: impl Fn(&str) -> bool,
+    ) -> Option<RefusedNodes> {
+        let mut mine: Vec<(&String, &Refusal)> = self
+            .refused
+            .iter()
+            .filter(|(n, r)| r.profile == profile && exists(n))
+            .collect();
+        mine.sort_by(|a, b| a.0.cmp(b.0));
+        let (first, r) = mine.first()?;
+        let taint = mine
+            .iter()
+            .filter(|(_, r)| r.what == RefusedWrite::Taint)
+            .count();
+        Some(RefusedNodes {
+            taint,
+            other: mine.len() - taint,
+            first: (*first).clone(),
+            why: format!("{}: {}", r.what.sentence(), r.why),
+        })
+    }
+
+    /// Nodes whose writes wait at the gate now.
+    pub fn deferred(&self) -> usize {
+        self.ledger.deferred()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::plan::{ConditionChange, TaintChange, TaintChangeKind};
+
+    const CFG: BrakeConfig = BrakeConfig {
+        threshold: 0.5,
+        window_seconds: 300,
+        min_nodes: 3,
+    };
+
+    fn at(s: i64) -> Timestamp {
+        Timestamp::from_second(1_800_000_000 + s).expect("time")
+    }
+
+    /// A labelled-ready node of profile `p` in `state`.
+    fn turn(node: &str, state: NodeState) -> Turn<'_> {
+        Turn {
+            node,
+            profile: Some("p"),
+            state: Some(state),
+            labelled_ready: true,
+        }
+    }
+
+    fn held_taint() -> NodeChanges {
+        NodeChanges {
+            conditions: Some(ConditionChange {
+                set: vec![],
+                remove: vec!["GpuReadyDriver".into()],
+            }),
+            taint_held_by_brake: true,
+            ..NodeChanges::default()
+        }
+    }
+
+    fn a_taint() -> NodeChanges {
+        NodeChanges {
+            taint: Some(TaintChange {
+                taints: vec![],
+                kind: TaintChangeKind::Add,
+                ours: None,
+            }),
+            ..NodeChanges::default()
+        }
+    }
+
+    /// A reconcile of `node` from start to finish: its turn, then its step.
+    fn reconcile(
+        b: &mut NodeBook,
+        node: &str,
+        state: NodeState,
+        now: Timestamp,
+    ) -> (bool, WriteStep, Vec<String>) {
+        b.start(node);
+        let hold = b.turn(&turn(node, state), now);
+        let changes = if hold { held_taint() } else { a_taint() };
+        let (s, mut back) = b.step(
+            node,
+            Some("p"),
+            &changes,
+            GovernanceKind::Governed,
+            CrdView::Confirmed,
+        );
+        back.extend(b.finish(node));
+        (hold, s, back)
+    }
+
+    /// Issue 33's sequence through the whole book: 60 of 100 turn at once and
+    /// engage the brake; the window passes with 60 still not ready; one more
+    /// turns. The late turn never releases the brake, and the release by
+    /// counts re-queues every node the brake held.
+    #[test]
+    fn a_turn_after_the_window_never_releases_an_engaged_brake() {
+        let mut b = NodeBook::new(CFG);
+        assert!(!b.counts("p", 100, 0, at(0)).engaged);
+        let mut held = BTreeSet::new();
+        for i in 0..60 {
+            let n = format!("n{i:02}");
+            let (hold, s, _) = reconcile(&mut b, &n, NodeState::NotReady, at(0));
+            if hold {
+                assert!(matches!(s, WriteStep::HoldByBrake { .. }));
+                held.insert(n);
+            }
+        }
+        assert!(b.engaged("p"), "60 of 100 turned at once");
+        // The turn that trips it is held too: 50 % may taint, not one more.
+        assert_eq!(held.len(), 10);
+        let c = b.counts("p", 100, 60, at(400));
+        assert_eq!(
+            (c.engaged, c.requeue.len()),
+            (true, 0),
+            "still 60 % not ready"
+        );
+        let (hold, ..) = reconcile(&mut b, "n60", NodeState::NotReady, at(401));
+        assert!(hold, "a late turn released the brake");
+        held.insert("n60".to_owned());
+        assert!(b.counts("p", 100, 61, at(402)).engaged);
+        let released = b.counts("p", 100, 50, at(403));
+        assert!(!released.engaged);
+        assert_eq!(
+            released.requeue.into_iter().collect::<BTreeSet<_>>(),
+            held,
+            "every node held is re-queued on the release"
+        );
+        assert!(b.counts("p", 100, 50, at(404)).requeue.is_empty(), "once");
+    }
+
+    #[test]
+    fn maintenance_and_gates_are_not_turns() {
+        let mut b = NodeBook::new(CFG);
+        b.counts("p", 4, 0, at(0));
+        for (i, state) in [NodeState::Maintenance, NodeState::WaitingForGate]
+            .into_iter()
+            .cycle()
+            .take(4)
+            .enumerate()
+        {
+            let (hold, ..) = reconcile(&mut b, &format!("n{i}"), state, at(0));
+            assert!(!hold);
+        }
+        assert!(!b.engaged("p"));
+    }
+
+    #[test]
+    fn a_hold_decided_after_the_release_requeues_the_node_itself() {
+        let mut b = NodeBook::new(CFG);
+        b.counts("p", 4, 0, at(0));
+        for n in ["a", "b", "c"] {
+            reconcile(&mut b, n, NodeState::NotReady, at(0));
+        }
+        assert!(b.engaged("p"));
+        // "d" planned under the brake; the counts release it before its step.
+        b.start("d");
+        assert!(b.turn(&turn("d", NodeState::NotReady), at(1)));
+        assert!(!b.counts("p", 4, 1, at(2)).engaged);
+        let (s, back) = b.step(
+            "d",
+            Some("p"),
+            &held_taint(),
+            GovernanceKind::Governed,
+            CrdView::Confirmed,
+        );
+        assert!(matches!(s, WriteStep::HoldByBrake { .. }));
+        assert_eq!(back, ["d"]);
+        let _ = b.finish("d");
+    }
+
+    #[test]
+    fn a_write_that_passes_clears_the_refusal_and_a_deleted_node_is_forgotten() {
+        let mut b = NodeBook::new(CFG);
+        b.refused("a", "p", "denied", RefusedWrite::Taint);
+        b.refused("b", "p", "denied too", RefusedWrite::Other);
+        b.refused("c", "q", "elsewhere", RefusedWrite::Other);
+        assert_eq!(
+            b.refusals_of("p", |_| true),
+            Some(RefusedNodes {
+                taint: 1,
+                other: 1,
+                first: "a".into(),
+                why: format!("{}: denied", keys::TAINT_REFUSED),
+            })
+        );
+        assert_eq!(
+            b.refusals_of("p", |n| n != "a").map(|r| r.first),
+            Some("b".into()),
+            "only nodes that exist"
+        );
+        assert_eq!(b.written("a", Some("9".into())), Some("p".into()));
+        assert_eq!(b.written("a", Some("10".into())), None, "said once");
+        let _ = b.forget("b");
+        assert_eq!(b.refusals_of("p", |_| true), None);
+        assert!(b.refusals_of("q", |_| true).is_some());
+    }
+
+    #[test]
+    fn a_gone_profile_hands_back_what_its_brake_held() {
+        let mut b = NodeBook::new(CFG);
+        b.counts("p", 4, 0, at(0));
+        for n in ["a", "b", "c"] {
+            reconcile(&mut b, n, NodeState::NotReady, at(0));
+        }
+        assert_eq!(b.retain_profiles(|p| p != "p"), ["c"]);
+        assert!(!b.engaged("p"));
+    }
+}

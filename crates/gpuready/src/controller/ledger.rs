@@ -1,0 +1,204 @@
+//! The node book behind one lock: [`Ledger`] keeps the controller's one
+//! `gpuready_core::node_book::NodeBook` (the write ledger, every profile's
+//! brake, the refused nodes) and the one re-queue sender, and sends back to
+//! the controller's queue every node a rule of the book hands back — deferred
+//! nodes whose taint work ahead is done, nodes a released brake held — in the
+//! call that decided it: no drain task, no quiet period, no second owner.
+//! The trigger streams, the node reconciler and the status task all reach the
+//! book through here; each call holds the lock for one method of the book.
+
+use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use gpuready_core::brake::BrakeConfig;
+use gpuready_core::node_book::{NodeBook, RefusedNodes, RefusedWrite, Turn};
+use gpuready_core::write_step::{CrdView, Trigger, WriteStep};
+use gpuready_core::{GovernanceKind, NodeChanges};
+use jiff::Timestamp;
+use k8s_openapi::api::core::v1::Node;
+use kube::runtime::reflector::ObjectRef;
+use tokio::sync::mpsc;
+
+pub struct Ledger {
+    book: Mutex<NodeBook>,
+    /// Where handed-back nodes go: the controller's queue.
+    requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
+}
+
+/// A reconcile in progress; dropping it finishes it.
+pub struct Running<'a> {
+    ledger: &'a Ledger,
+    node: String,
+}
+
+impl Drop for Running<'_> {
+    fn drop(&mut self) {
+        let back = self.ledger.book().finish(&self.node);
+        self.ledger.hand_back(back);
+    }
+}
+
+impl Ledger {
+    pub fn new(brake: BrakeConfig, requeue: mpsc::UnboundedSender<ObjectRef<Node>>) -> Self {
+        Ledger {
+            book: Mutex::new(NodeBook::new(brake)),
+            requeue,
+        }
+    }
+
+    fn book(&self) -> MutexGuard<'_, NodeBook> {
+        // The book is consistent after every method (none panics midway).
+        self.book.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn hand_back(&self, nodes: Vec<String>) {
+        for n in nodes {
+            let _ = self.requeue.send(ObjectRef::new(&n));
+        }
+    }
+
+    /// A reconcile of the node was asked for (a profile change, evidence, a
+    /// re-queue).
+    pub fn queue(&self, node: &str) {
+        self.book().queue(node);
+    }
+
+    /// The node's own watch event: false for the echo of gpuready's own write
+    /// to a node waiting at the gate (it queues nothing), true otherwise.
+    pub fn on_node_event(&self, node: &str, resource_version: Option<&str>) -> bool {
+        self.book().on_node_event(node, resource_version) == Trigger::Queue
+    }
+
+    /// The node left the cluster.
+    pub fn forget(&self, node: &str) {
+        let back = self.book().forget(node);
+        self.hand_back(back);
+    }
+
+    /// The node's reconcile starts; it is finished when the guard drops.
+    pub fn start(&self, node: &str) -> Running<'_> {
+        self.book().start(node);
+        Running {
+            ledger: self,
+            node: node.to_owned(),
+        }
+    }
+
+    /// Whether the cached copy may predate gpuready's last write.
+    pub fn cache_may_be_behind(&self, node: &str, cached: Option<&str>) -> bool {
+        self.book().cache_may_be_behind(node, cached)
+    }
+
+    /// The verdict's turn for its profile's brake; whether new taints are
+    /// held back (`NodeBook::turn`).
+    pub fn turn(&self, turn: &Turn<'_>, now: Timestamp) -> bool {
+        self.book().turn(turn, now)
+    }
+
+    /// The one write decision for the node's plan, made and recorded under
+    /// the lock (so no other reconcile's step slips in between).
+    pub fn step(
+        &self,
+        node: &str,
+        profile: Option<&str>,
+        changes: &NodeChanges,
+        governance: GovernanceKind,
+        crd: CrdView,
+    ) -> WriteStep {
+        let (decision, back) = self.book().step(node, profile, changes, governance, crd);
+        self.hand_back(back);
+        decision
+    }
+
+    /// A write to the node passed; the profile whose refusal count changes.
+    pub fn written(&self, node: &str, resource_version: Option<String>) -> Option<String> {
+        self.book().written(node, resource_version)
+    }
+
+    /// The API server refused part of a write to the node.
+    pub fn refused(&self, node: &str, profile: &str, why: &str, what: RefusedWrite) {
+        self.book().refused(node, profile, why, what);
+    }
+
+    /// The tally's counts for a profile (the status task): the brake's
+    /// denominator, and its release, which re-queues what it held. Returns
+    /// whether the brake is engaged.
+    pub fn counts(&self, profile: &str, matched: usize, not_ready: usize, now: Timestamp) -> bool {
+        let counted = self.book().counts(profile, matched, not_ready, now);
+        self.hand_back(counted.requeue);
+        counted.engaged
+    }
+
+    /// Forgets the brakes of profiles that are gone (re-queueing what they held).
+    pub fn retain_profiles(&self, exists: impl Fn(&str) -> bool) {
+        let back = self.book().retain_profiles(exists);
+        self.hand_back(back);
+    }
+
+    /// Whether new taints are held back for `profile`.
+    pub fn engaged(&self, profile: &str) -> bool {
+        self.book().engaged(profile)
+    }
+
+    pub fn brake_config(&self) -> BrakeConfig {
+        *self.book().brake_config()
+    }
+
+    /// The profile's refused nodes among those that still exist.
+    pub fn refusals_of(
+        &self,
+        profile: &str,
+        exists: impl Fn(&str) -> bool,
+    ) -> Option<RefusedNodes> {
+        self.book().refusals_of(profile, exists)
+    }
+
+    /// Nodes whose writes wait at the gate now.
+    pub fn deferred(&self) -> usize {
+        self.book().deferred()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use gpuready_core::plan::ConditionChange;
+
+    const CFG: BrakeConfig = BrakeConfig {
+        threshold: 0.5,
+        window_seconds: 300,
+        min_nodes: 3,
+    };
+
+    #[test]
+    fn a_deferred_node_is_handed_back_when_the_last_taint_work_finishes() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let ledger = Ledger::new(CFG, tx);
+        ledger.queue("a");
+        ledger.queue("b");
+        let cond_only = NodeChanges {
+            conditions: Some(ConditionChange {
+                set: vec![],
+                remove: vec!["GpuReadyDriver".into()],
+            }),
+            ..NodeChanges::default()
+        };
+        {
+            let _a = ledger.start("a");
+            let s = ledger.step(
+                "a",
+                Some("p"),
+                &cond_only,
+                GovernanceKind::Governed,
+                CrdView::Confirmed,
+            );
+            assert_eq!(s, WriteStep::Defer, "b is still queued");
+        }
+        assert_eq!(ledger.deferred(), 1);
+        assert!(rx.try_recv().is_err());
+        {
+            let _b = ledger.start("b");
+        }
+        assert_eq!(rx.try_recv().ok().map(|r| r.name), Some("a".to_owned()));
+        assert_eq!(ledger.deferred(), 0);
+    }
+}
