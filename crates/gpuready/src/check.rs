@@ -142,7 +142,7 @@ pub async fn check_cluster(
         // Untyped, then typed one by one, as `gpuready run` reads them: one
         // profile the types cannot hold (admitted by an older CRD) is named
         // and skipped, not taken for an unreachable server.
-        match crate::controller::profiles::dynamic_api(client.clone())
+        match crate::readers::dynamic_api(client.clone())
             .list(&ListParams::default())
             .await
         {
@@ -151,7 +151,7 @@ pub async fn check_cluster(
                 .iter()
                 .filter_map(|o| {
                     let name = o.metadata.name.as_deref().unwrap_or_default();
-                    let typed = crate::controller::profiles::to_profile(o).and_then(|p| {
+                    let typed = crate::readers::to_profile(o).and_then(|p| {
                         gpuready_core::select::profile_selector(&p)
                             .map(|_| p)
                             .map_err(|e| format!("spec.nodeSelector: {}", e.message))
@@ -210,15 +210,12 @@ async fn list_resource_slices(
     client: &kube::Client,
 ) -> Result<Option<Vec<ResourceSlice>>, LiveError> {
     use kube::api::{Api, DynamicObject, ListParams};
-    let api: Api<DynamicObject> = Api::all_with(
-        client.clone(),
-        &crate::controller::evidence::slice_resource(),
-    );
+    let api: Api<DynamicObject> = Api::all_with(client.clone(), &crate::readers::slice_resource());
     match api.list(&ListParams::default()).await {
         Ok(list) => Ok(Some(
             list.items
                 .into_iter()
-                .filter_map(crate::controller::evidence::slice_from_dynamic)
+                .filter_map(crate::readers::slice_from_dynamic)
                 .collect(),
         )),
         Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => {

@@ -2,12 +2,14 @@
 //! tests can run them in-process against a real API server.
 
 pub mod check;
+pub mod cli;
 pub mod cluster;
 pub mod controller;
 pub mod input;
 pub mod nfd_cli;
 pub mod nfd_io;
 pub mod probe;
+pub mod readers;
 pub mod release;
 
 /// A single-threaded runtime for the one-shot commands (live `check`,

@@ -6,8 +6,9 @@ use std::sync::Arc;
 
 use clap::{Parser, Subcommand};
 use gpuready::check;
+use gpuready::cli::LogFormat;
 use gpuready::cluster::ClusterArgs;
-use gpuready::controller::{self, Health, Metrics, RunArgs, config::LogFormat};
+use gpuready::controller::{self, Health, Metrics, RunArgs};
 use tokio_util::sync::CancellationToken;
 
 /// jemalloc instead of the platform's malloc: glibc kept the pages of the

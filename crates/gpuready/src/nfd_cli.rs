@@ -11,7 +11,7 @@ use gpuready_core::nfd_crds::words;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
 
-use crate::controller::config::parse_duration;
+use crate::cli::parse_duration;
 use crate::nfd_io::{self, NfdCrdError};
 
 /// Exit code of `diff` when the cluster is as gpuready wants it.

@@ -40,7 +40,7 @@ pub struct ReleaseArgs {
     #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
     pub namespace: String,
     /// How long to wait for the Deployment's pods to end.
-    #[arg(long, value_parser = crate::controller::config::parse_duration, default_value = "120s")]
+    #[arg(long, value_parser = crate::cli::parse_duration, default_value = "120s")]
     pub timeout: Duration,
     /// Print what would be released and write nothing.
     #[arg(long)]

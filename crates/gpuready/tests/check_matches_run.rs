@@ -404,7 +404,7 @@ async fn check_and_run_reach_the_same_verdict_on_the_real_h200_fixtures() {
     let obj: kube::api::DynamicObject = serde_json::from_value(slice.clone()).expect("slice");
     let slices = Api::<kube::api::DynamicObject>::all_with(
         client.clone(),
-        &gpuready::controller::evidence::slice_resource(),
+        &gpuready::readers::slice_resource(),
     );
     slices
         .create(&PostParams::default(), &obj)

@@ -5,14 +5,7 @@ use std::time::Duration;
 
 use gpuready_core::brake::BrakeConfig;
 
-/// Parses `30s`, `5m`, `1h30m` (jiff's friendly duration format).
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let d: jiff::SignedDuration = s
-        .parse()
-        .map_err(|e| format!("{s:?} is not a duration like 30s, 5m or 1h: {e}"))?;
-    d.try_into()
-        .map_err(|_| format!("{s:?} must not be negative"))
-}
+use crate::cli::{LogFormat, parse_duration};
 
 /// A duration of at least `min`: a zero heartbeat or window would turn every
 /// reconcile into writes (or disable what the flag promises) without a word.
@@ -91,12 +84,6 @@ pub enum NfdCrdMode {
     Check,
     /// Leave NFD CRDs alone.
     Off,
-}
-
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
-pub enum LogFormat {
-    Text,
-    Json,
 }
 
 #[derive(Clone, Debug, clap::Args)]

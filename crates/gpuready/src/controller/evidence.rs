@@ -29,7 +29,7 @@ use gpuready_api::nfd::NodeFeature;
 use gpuready_core::Evidence;
 use gpuready_core::evidence::{CliqueMembership, node_feature_node};
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, ListParams};
+use kube::api::{Api, DynamicObject, ListParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::{self, Event, watcher};
@@ -38,35 +38,13 @@ use tokio::sync::{mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+use crate::readers::{slice_from_dynamic, slice_resource};
+
 /// How often an absent API is looked for again (DRA enabled or NFD installed
 /// after gpuready started).
 /// One LIST a minute while absent: gpuready itself may install the NodeFeature
 /// CRD (`--nfd-crds=apply`) just after it starts.
 const REDISCOVER: Duration = Duration::from_secs(60);
-
-/// The ResourceSlice API resource (served since Kubernetes 1.34).
-pub fn slice_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk(
-            keys::dra::API_GROUP,
-            keys::dra::API_VERSION,
-            keys::dra::KIND,
-        ),
-        keys::dra::PLURAL,
-    )
-}
-
-/// gpuready's typed view of a dynamic ResourceSlice; `None` if it does not parse.
-pub fn slice_from_dynamic(o: DynamicObject) -> Option<ResourceSlice> {
-    let mut value = o.data;
-    if let Some(obj) = value.as_object_mut() {
-        obj.insert(
-            "metadata".into(),
-            serde_json::to_value(&o.metadata).unwrap_or_default(),
-        );
-    }
-    serde_json::from_value(value).ok()
-}
 
 /// One source's entries, per node, by object key, and the nodes each object
 /// names (one ComputeDomainClique names many nodes), so an update or deletion

@@ -204,7 +204,7 @@ async fn run_controllers(
     // reported and skipped instead of failing the list (see profiles.rs).
     let profile_stream = profiles::typed(
         watcher(
-            profiles::dynamic_api(client.clone()),
+            crate::readers::dynamic_api(client.clone()),
             watcher::Config::default(),
         )
         .backoff(WatchBackoff::default()),

@@ -18,16 +18,13 @@ use std::collections::BTreeMap;
 use futures::{Stream, StreamExt};
 use gpuready_api::{GpuNodeProfile, keys};
 use k8s_openapi::api::core::v1::ObjectReference;
-use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams};
+use kube::api::{DynamicObject, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder};
 use kube::runtime::watcher;
 use kube::{Client, Resource};
 use tracing::error;
 
-/// The profiles API, untyped.
-pub fn dynamic_api(client: Client) -> Api<DynamicObject> {
-    Api::all_with(client, &ApiResource::erase::<GpuNodeProfile>(&()))
-}
+use crate::readers::{dynamic_api, to_profile};
 
 type DynEvent = Result<watcher::Event<DynamicObject>, watcher::Error>;
 type TypedEvent = Result<watcher::Event<GpuNodeProfile>, watcher::Error>;
@@ -60,17 +57,6 @@ pub fn typed(
         };
         std::future::ready(out)
     })
-}
-
-/// The profile an untyped object holds, or why the Rust types cannot hold it
-/// (`field.path: message`). `gpuready check` types a live list the same way.
-pub fn to_profile(o: &DynamicObject) -> Result<GpuNodeProfile, String> {
-    let mut value = serde_json::to_value(o).map_err(|e| e.to_string())?;
-    if let Some(obj) = value.as_object_mut() {
-        obj.insert("apiVersion".into(), GpuNodeProfile::api_version(&()).into());
-        obj.insert("kind".into(), GpuNodeProfile::kind(&()).into());
-    }
-    serde_path_to_error::deserialize(value).map_err(|e| format!("{}: {}", e.path(), e.inner()))
 }
 
 /// Says in the profile's status that gpuready cannot read it, unless it says

@@ -24,7 +24,7 @@ use jiff::Timestamp;
 
 use compute::{ComputeCheckMode, Memory, Settings};
 
-use crate::controller::config::{LogFormat, parse_duration};
+use crate::cli::{LogFormat, parse_duration};
 
 /// Output format of `--once`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -399,10 +399,7 @@ pub fn engine_slice(file: &str, node: &str) -> Value {
 
 /// The ResourceSlice API as `client`.
 pub fn slice_api(client: &Client) -> Api<DynamicObject> {
-    Api::all_with(
-        client.clone(),
-        &gpuready::controller::evidence::slice_resource(),
-    )
+    Api::all_with(client.clone(), &gpuready::readers::slice_resource())
 }
 
 /// Publishes a ResourceSlice as the DRA driver would (server-side apply) and
