@@ -246,7 +246,11 @@ async fn run_controllers(
                 }
             }
         })
-        .inspect(node_gone(status_tx.clone(), gate.clone()))
+        .inspect(node_gone(
+            status_tx.clone(),
+            gate.clone(),
+            node_reader.clone(),
+        ))
         .applied_objects()
         .predicate_filter(
             |n: &CachedNode| Some(n.relevance()),
@@ -435,18 +439,40 @@ async fn reconcile(node: Arc<CachedNode>, ctx: Arc<Context>) -> Result<Action, E
 }
 
 /// On a node's deletion: the status task drops its verdict and the gate's
-/// ledger forgets it. A deletion missed during a watch gap is caught by the
-/// status task's periodic recount; a queued ledger entry of such a node is
-/// forgotten when the Controller reports it not found (see `run_controllers`).
+/// ledger forgets it. A deletion missed during a watch gap (a 410, an API
+/// server restart) sends no Delete: the re-list replaces the cache at its
+/// `InitDone`, so the nodes cached at its `Init` and not cached after it are
+/// passed down the same path, as the profile stream does for profiles. The
+/// names are read from the cache at `Init` (before the re-list's objects
+/// replace it) and dropped at `InitDone`: a re-list costs one pass over the
+/// fleet, as its LIST already does, and nothing is kept between re-lists. A
+/// queued ledger entry of such a node is also forgotten when the Controller
+/// reports it not found (see `run_controllers`).
 fn node_gone(
     status: mpsc::UnboundedSender<StatusInput>,
     gate: Arc<gating::Gate>,
+    nodes: Store<CachedNode>,
 ) -> impl FnMut(&Result<watcher::Event<CachedNode>, watcher::Error>) {
+    let mut before_relist: Option<Vec<Arc<CachedNode>>> = None;
     move |event| {
-        if let Ok(watcher::Event::Delete(n)) = event {
-            let name = n.name_any();
+        let gone = |name: String| {
             gate.forget(&name);
             let _ = status.send(StatusInput::NodeGone(name));
+        };
+        match event {
+            Ok(watcher::Event::Delete(n)) => gone(n.name_any()),
+            // The reflector buffers a re-list and swaps it in at InitDone, so
+            // here the cache still holds what the last list and watch left.
+            Ok(watcher::Event::Init) => before_relist = Some(nodes.state()),
+            Ok(watcher::Event::InitDone) => {
+                for n in before_relist.take().unwrap_or_default() {
+                    if nodes.get(&ObjectRef::from_obj(n.as_ref())).is_none() {
+                        info!(node = %n.name_any(), "node deleted while the watch was down");
+                        gone(n.name_any());
+                    }
+                }
+            }
+            _ => {}
         }
     }
 }
