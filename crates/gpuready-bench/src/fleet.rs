@@ -1,7 +1,9 @@
 //! The fleet under test: N GPU nodes created the way kubelet creates them (the
 //! object, then its status through the status subresource), with the bulk of a
 //! real node (images, addresses, node info, kubelet conditions, NFD labels) so
-//! memory per node means something, and one profile that governs them all.
+//! memory per node means something, and one profile that governs them all;
+//! for the DRA rows, one ResourceSlice per node as the NVIDIA DRA driver
+//! publishes it.
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -11,7 +13,7 @@ use futures::{StreamExt, TryStreamExt};
 use gpuready_api::GpuNodeProfile;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
@@ -225,4 +227,84 @@ pub async fn create_nodes(client: &Client, n: usize, concurrency: usize) -> Resu
             }
         }
     }
+}
+
+/// The ResourceSlice of node `i`: one RTX 3090 as the NVIDIA DRA driver
+/// publishes it (the attributes the node's GFD labels give, so the node stays
+/// ready when it is judged from the slice), `broken`: the device carries a
+/// blocking taint, which makes the node not ready (`DevicesTainted`).
+pub fn slice(i: usize, broken: bool) -> Value {
+    let node = node_name(i);
+    let mut device = json!({
+        "name": "gpu-0",
+        "attributes": {
+            "type": { "string": "gpu" },
+            "uuid": { "string": format!("GPU-{:08x}-0000-4000-8000-{:012x}", i, i) },
+            "productName": { "string": "NVIDIA GeForce RTX 3090" },
+            "architecture": { "string": "Ampere" },
+            "brand": { "string": "Nvidia" },
+            "cudaComputeCapability": { "version": "8.6.0" },
+            "cudaDriverVersion": { "version": "13.0.0" },
+            "driverVersion": { "version": "580.178.4" },
+        },
+        "capacity": { "memory": { "value": "24576Mi" } },
+    });
+    // Absent when healthy: the driver's apply then drops the taint it owned.
+    if broken {
+        device["taints"] = json!([
+            { "key": "bench.example.com/broken", "value": "bench", "effect": "NoSchedule" }
+        ]);
+    }
+    json!({
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": "ResourceSlice",
+        "metadata": { "name": slice_name(i) },
+        "spec": {
+            "driver": "gpu.nvidia.com",
+            "nodeName": node,
+            "pool": { "name": node, "generation": 1, "resourceSliceCount": 1 },
+            "devices": [device],
+        }
+    })
+}
+
+pub fn slice_name(i: usize) -> String {
+    format!("{}-gpu.nvidia.com", node_name(i))
+}
+
+/// The ResourceSlice API (dynamic: gpuready's own typed view is read-only).
+pub fn slice_api(client: &Client) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), &gpuready::readers::slice_resource())
+}
+
+/// Publishes (or replaces) node `i`'s slice as the driver would, one
+/// server-side apply.
+pub async fn put_slice(api: &Api<DynamicObject>, i: usize, broken: bool) -> Result<(), Error> {
+    let obj: DynamicObject = serde_json::from_value(slice(i, broken))?;
+    api.patch(
+        &slice_name(i),
+        &PatchParams::apply("gpuready-bench-driver").force(),
+        &Patch::Apply(&obj),
+    )
+    .await?;
+    Ok(())
+}
+
+/// Publishes the slices of nodes `nodes`, `concurrency` in flight.
+pub async fn put_slices(
+    client: &Client,
+    nodes: std::ops::Range<usize>,
+    broken: bool,
+    concurrency: usize,
+) -> Result<(), Error> {
+    let api = slice_api(client);
+    futures::stream::iter(nodes)
+        .map(|i| {
+            let api = api.clone();
+            async move { put_slice(&api, i, broken).await }
+        })
+        .buffer_unordered(concurrency.max(1))
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
 }

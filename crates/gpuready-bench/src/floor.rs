@@ -2,7 +2,8 @@
 //! node — one list, then one resourceVersion-locked merge patch per node carrying
 //! the whole taint list, re-read and retried on 409 — at the same client limits
 //! and concurrency as gpuready. It uses its own taint key so it never meets
-//! gpuready's.
+//! gpuready's. For the DRA rows, each node's patch follows the write of its
+//! ResourceSlice.
 
 use std::time::{Duration, Instant};
 
@@ -67,42 +68,46 @@ pub async fn run(client: &Client, concurrency: usize, taint: bool) -> Result<Flo
     let results: Vec<(usize, usize)> = futures::stream::iter(nodes)
         .map(|node| {
             let api = api.clone();
+            async move { set_taint(&api, node, taint).await }
+        })
+        .buffer_unordered(concurrency.max(1))
+        .try_collect()
+        .await?;
+    Ok(FloorRun {
+        elapsed: started.elapsed(),
+        writes: results.iter().map(|r| r.0).sum(),
+        conflicts: results.iter().map(|r| r.1).sum(),
+    })
+}
+
+/// The floor of the DRA rows: for each of nodes `0..m`, its ResourceSlice
+/// published (`broken` or healthy, as the bench's driver does for gpuready),
+/// then the floor's taint put on (`broken`) or taken off that node: the two
+/// writes a slice change and the node's reaction to it cost at least, each
+/// node's pair in order, `concurrency` nodes in flight.
+pub async fn run_after_slices(
+    client: &Client,
+    concurrency: usize,
+    m: usize,
+    broken: bool,
+) -> Result<FloorRun, Error> {
+    let started = Instant::now();
+    let api: Api<Node> = Api::all(client.clone());
+    let slices = crate::fleet::slice_api(client);
+    let wanted: std::collections::BTreeMap<String, usize> =
+        (0..m).map(|i| (crate::fleet::node_name(i), i)).collect();
+    let nodes: Vec<(usize, Slim)> = list_slim(&api)
+        .await?
+        .into_iter()
+        .filter_map(|n| Some((*wanted.get(&n.name)?, n)))
+        .collect();
+    let results: Vec<(usize, usize)> = futures::stream::iter(nodes)
+        .map(|(i, node)| {
+            let (api, slices) = (api.clone(), slices.clone());
             async move {
-                let name = node.name.clone();
-                let mut node = node;
-                let mut conflicts = 0;
-                loop {
-                    let mut list = node.taints.clone();
-                    let has = list.iter().any(|t| t.key == FLOOR_TAINT);
-                    if has == taint {
-                        return Ok::<_, Error>((0, conflicts));
-                    }
-                    if taint {
-                        list.push(Taint {
-                            key: FLOOR_TAINT.into(),
-                            value: Some("broken".into()),
-                            effect: "NoSchedule".into(),
-                            time_added: None,
-                        });
-                    } else {
-                        list.retain(|t| t.key != FLOOR_TAINT);
-                    }
-                    let patch = json!({
-                        "metadata": { "resourceVersion": node.resource_version },
-                        "spec": { "taints": if list.is_empty() { serde_json::Value::Null } else { serde_json::to_value(&list)? } },
-                    });
-                    match api
-                        .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
-                        .await
-                    {
-                        Ok(_) => return Ok((1, conflicts)),
-                        Err(kube::Error::Api(s)) if s.code == 409 => {
-                            conflicts += 1;
-                            node = slim(&api.get(&name).await?);
-                        }
-                        Err(e) => return Err(e.into()),
-                    }
-                }
+                crate::fleet::put_slice(&slices, i, broken).await?;
+                let (w, c) = set_taint(&api, node, broken).await?;
+                Ok::<_, Error>((w + 1, c))
             }
         })
         .buffer_unordered(concurrency.max(1))
@@ -113,4 +118,44 @@ pub async fn run(client: &Client, concurrency: usize, taint: bool) -> Result<Flo
         writes: results.iter().map(|r| r.0).sum(),
         conflicts: results.iter().map(|r| r.1).sum(),
     })
+}
+
+/// Puts the floor's taint on `node` (or takes it off): one resourceVersion-
+/// locked merge patch, re-read and retried on 409. Returns (writes, conflicts).
+async fn set_taint(api: &Api<Node>, node: Slim, taint: bool) -> Result<(usize, usize), Error> {
+    let name = node.name.clone();
+    let mut node = node;
+    let mut conflicts = 0;
+    loop {
+        let mut list = node.taints.clone();
+        let has = list.iter().any(|t| t.key == FLOOR_TAINT);
+        if has == taint {
+            return Ok((0, conflicts));
+        }
+        if taint {
+            list.push(Taint {
+                key: FLOOR_TAINT.into(),
+                value: Some("broken".into()),
+                effect: "NoSchedule".into(),
+                time_added: None,
+            });
+        } else {
+            list.retain(|t| t.key != FLOOR_TAINT);
+        }
+        let patch = json!({
+            "metadata": { "resourceVersion": node.resource_version },
+            "spec": { "taints": if list.is_empty() { serde_json::Value::Null } else { serde_json::to_value(&list)? } },
+        });
+        match api
+            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .await
+        {
+            Ok(_) => return Ok((1, conflicts)),
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                conflicts += 1;
+                node = slim(&api.get(&name).await?);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
 }

@@ -74,6 +74,14 @@ struct Args {
     /// itself holds, before gpuready's rounds are worth their time.
     #[arg(long)]
     setup_only: bool,
+    /// The DRA rows: after the rest of the run, one ResourceSlice is
+    /// published per node, then this many of them change (a device taint on,
+    /// then off again), timed until gpuready's taints follow, against a floor
+    /// that writes each slice and then its node's taint; then the API server is
+    /// restarted and gpuready's reconciles over the re-lists counted. 0 (the
+    /// default) skips them.
+    #[arg(long, default_value_t = 0)]
+    dra_updates: usize,
     /// Record gpuready with `perf record` during the single-node changes, into
     /// `<DIR>/perf-<nodes>.data` (read it with `perf report -i …`).
     #[arg(long)]
@@ -172,6 +180,33 @@ struct Row {
     rest_window: Duration,
     /// gpuready's CPU over the rest window (the fleet converged, nothing changing).
     rest_cpu: f64,
+    dra: Option<DraRow>,
+}
+
+/// The DRA rows of one fleet size (`--dra-updates`).
+#[derive(Debug, Default)]
+struct DraRow {
+    /// Slices changed (at most one a node).
+    updates: usize,
+    /// One slice a node published (setup concurrency).
+    publish: Duration,
+    /// From the first slice published until gpuready went quiet, every node
+    /// judged from its slice (and still ready).
+    settle: Duration,
+    taint: Duration,
+    untaint: Duration,
+    floor_taint: Duration,
+    floor_untaint: Duration,
+    /// The bench's slice writes alone, within gpuready's taint phase.
+    slices_sent: Duration,
+    /// gpuready's reconciles from the first update until every changed node
+    /// had GpuReady=False.
+    reconciles_taint: u64,
+    /// gpuready's CPU over both phases, per slice update.
+    cpu_per_update_ms: f64,
+    /// Over the 20 s after the API server was restarted (nothing changed).
+    relist_reconciles: u64,
+    relist_cpu: f64,
 }
 
 /// How long any one fleet-wide step may take before the bench gives up.
@@ -522,12 +557,156 @@ async fn build_fleet(n: usize, args: &Args, row: &mut Row) -> Result<TestEnv, Er
     Ok(env)
 }
 
+/// Waits until gpuready's reconcile count has reached `at_least` and stopped
+/// moving for a second.
+async fn quiet(ctl: &Controller, at_least: u64) -> Result<(), Error> {
+    let began = Instant::now();
+    let mut last = None;
+    loop {
+        tokio::time::sleep(Duration::from_millis(1000)).await;
+        let reconciles = sample(ctl.port).reconciles;
+        if reconciles >= at_least && last == Some(reconciles) {
+            return Ok(());
+        }
+        if began.elapsed() > LONG_WAIT {
+            return Err(Error::Timeout("gpuready going quiet".into()));
+        }
+        last = Some(reconciles);
+    }
+}
+
+/// The DRA rows (`--dra-updates`), on the converged controller, which it
+/// stops before the floor's half.
+#[allow(clippy::too_many_arguments)]
+async fn dra_phase(
+    ctl: Controller,
+    env: &mut TestEnv,
+    admin: &Client,
+    floor_client: &Client,
+    counts: &mut watch::Receiver<Counts>,
+    args: &Args,
+    n: usize,
+) -> Result<DraRow, Error> {
+    let m = args.dra_updates.min(n);
+    let c = usize::from(args.concurrency);
+    let mut dra = DraRow {
+        updates: m,
+        ..DraRow::default()
+    };
+    // Every node gets its slice: judged from it now (the same RTX 3090), and
+    // still ready.
+    let before = sample(ctl.port).reconciles;
+    let began = Instant::now();
+    fleet::put_slices(admin, 0..n, false, args.setup_concurrency).await?;
+    dra.publish = began.elapsed();
+    quiet(&ctl, before + n as u64).await?;
+    wait_counts(counts, "every node ready from its slice", LONG_WAIT, |c| {
+        c.condition_true == n && c.tainted == 0
+    })
+    .await?;
+    dra.settle = began.elapsed();
+    let probe = Api::<Node>::all(admin.clone())
+        .get(&fleet::node_name(0))
+        .await?;
+    let reason = probe
+        .status
+        .and_then(|s| s.conditions)
+        .and_then(|c| {
+            c.into_iter()
+                .find(|c| c.type_ == gpuready_api::keys::CONDITION_GPU_READY)
+        })
+        .and_then(|c| c.reason)
+        .unwrap_or_default();
+    eprintln!(
+        "[{n}] DRA: {n} slices published in {:.1?}, gpuready quiet after {:.1?} (GpuReady reason {reason})",
+        dra.publish, dra.settle
+    );
+
+    // gpuready's half: m slices get a device taint, then lose it.
+    let s0 = sample(ctl.port);
+    let cpu0 = ctl.cpu();
+    let t0 = Instant::now();
+    fleet::put_slices(admin, 0..m, true, c).await?;
+    dra.slices_sent = t0.elapsed();
+    let at = wait_counts(counts, "the changed nodes tainted", LONG_WAIT, |c| {
+        c.tainted == m
+    })
+    .await?;
+    dra.taint = at - t0;
+    wait_counts(counts, "the changed nodes GpuReady=False", LONG_WAIT, |c| {
+        c.condition_false == m
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    dra.reconciles_taint = sample(ctl.port).reconciles.saturating_sub(s0.reconciles);
+    let t1 = Instant::now();
+    fleet::put_slices(admin, 0..m, false, c).await?;
+    let at = wait_counts(counts, "the changed nodes untainted", LONG_WAIT, |c| {
+        c.tainted == 0
+    })
+    .await?;
+    dra.untaint = at - t1;
+    wait_counts(counts, "every GpuReady=True again", LONG_WAIT, |c| {
+        c.condition_true == n
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    dra.cpu_per_update_ms = (ctl.cpu() - cpu0) * 1000.0 / (2 * m).max(1) as f64;
+    eprintln!(
+        "[{n}] DRA: gpuready followed {m} slice updates: taint {:.1?}, untaint {:.1?}",
+        dra.taint, dra.untaint
+    );
+
+    // Every watch re-lists after an API server restart; nothing changed, so
+    // nothing needs judging.
+    let s1 = sample(ctl.port);
+    let cpu1 = ctl.cpu();
+    env.restart_apiserver().await?;
+    tokio::time::sleep(Duration::from_secs(20)).await;
+    dra.relist_reconciles = sample(ctl.port).reconciles.saturating_sub(s1.reconciles);
+    dra.relist_cpu = ctl.cpu() - cpu1;
+    eprintln!(
+        "[{n}] DRA: {} reconciles, {:.2} s CPU in the 20 s after the API server restart",
+        dra.relist_reconciles, dra.relist_cpu
+    );
+    // The observer's watch re-listed too: wait until it sees the fleet again.
+    wait_counts(
+        counts,
+        "the observer sees every node again",
+        LONG_WAIT,
+        |c| c.nodes == n && c.condition_true == n,
+    )
+    .await?;
+
+    // The floor's half, gpuready stopped: each slice, then its node's taint.
+    drop(ctl);
+    let t2 = Instant::now();
+    floor::run_after_slices(floor_client, c, m, true).await?;
+    let at = wait_counts(counts, "the changed nodes floor-tainted", LONG_WAIT, |c| {
+        c.floor_tainted == m
+    })
+    .await?;
+    dra.floor_taint = at - t2;
+    let t3 = Instant::now();
+    floor::run_after_slices(floor_client, c, m, false).await?;
+    let at = wait_counts(counts, "no node floor-tainted", LONG_WAIT, |c| {
+        c.floor_tainted == 0
+    })
+    .await?;
+    dra.floor_untaint = at - t3;
+    eprintln!(
+        "[{n}] DRA: floor, slice then node: taint {:.1?}, untaint {:.1?}",
+        dra.floor_taint, dra.floor_untaint
+    );
+    Ok(dra)
+}
+
 async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     let mut row = Row {
         nodes: n,
         ..Row::default()
     };
-    let env = build_fleet(n, args, &mut row).await?;
+    let mut env = build_fleet(n, args, &mut row).await?;
     if args.setup_only {
         row.mem_end = server_memory(&env);
         return Ok(row);
@@ -689,8 +868,13 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     row.rest_window = rest.elapsed();
     row.rest_writes = after.saturating_sub(before);
     (row.rss_rest_kib, row.rss_peak_kib) = process::rss_kib(ctl.pid());
+    if args.dra_updates > 0 {
+        let dra = dra_phase(ctl, &mut env, &admin, &floor_client, &mut counts, args, n).await?;
+        row.dra = Some(dra);
+    } else {
+        drop(ctl);
+    }
     row.mem_end = server_memory(&env);
-    drop(ctl);
     observer.abort();
     Ok(row)
 }
@@ -813,6 +997,9 @@ fn table(rows: &[Row], args: &Args) -> String {
     server_rows(&mut line, args);
     if !args.setup_only {
         gpuready_rows(&mut line);
+        if args.dra_updates > 0 {
+            dra_rows(&mut line);
+        }
     }
     for w in rows.windows(2) {
         let (a, b) = (&w[0], &w[1]);
@@ -978,6 +1165,66 @@ fn gpuready_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
             r.rest_window.as_secs_f64()
         )
     });
+}
+
+/// A DRA row's cell; "–" for a size that has none.
+fn dra_cell(r: &Row, f: impl Fn(&DraRow) -> String) -> String {
+    r.dra.as_ref().map_or_else(|| "–".into(), f)
+}
+
+/// The DRA rows (`--dra-updates`).
+fn dra_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
+    line(
+        "DRA: one ResourceSlice a node published (setup) → gpuready quiet, every node judged from it",
+        &|r| {
+            dra_cell(r, |d| {
+                format!("{} (published in {})", secs(d.settle), secs(d.publish))
+            })
+        },
+    );
+    line("DRA: slices changed (a device taint on, then off)", &|r| {
+        dra_cell(r, |d| d.updates.to_string())
+    });
+    line(
+        "DRA: floor, each slice written then its node's taint, seen by the observer (on / off)",
+        &|r| {
+            dra_cell(r, |d| {
+                format!("{} / {}", secs(d.floor_taint), secs(d.floor_untaint))
+            })
+        },
+    );
+    line(
+        "DRA: gpuready, the slices written → their nodes' taints seen (on / off)",
+        &|r| dra_cell(r, |d| format!("{} / {}", secs(d.taint), secs(d.untaint))),
+    );
+    line("DRA: gpuready ÷ floor (on / off)", &|r| {
+        dra_cell(r, |d| {
+            format!(
+                "{} / {}",
+                ratio(d.taint, d.floor_taint),
+                ratio(d.untaint, d.floor_untaint)
+            )
+        })
+    });
+    line(
+        "DRA: the bench's slice writes alone, within gpuready's taint phase",
+        &|r| dra_cell(r, |d| secs(d.slices_sent)),
+    );
+    line(
+        "DRA: reconciles until every changed node had GpuReady=False",
+        &|r| dra_cell(r, |d| d.reconciles_taint.to_string()),
+    );
+    line("DRA: gpuready CPU per slice update", &|r| {
+        dra_cell(r, |d| format!("{:.1} ms", d.cpu_per_update_ms))
+    });
+    line(
+        "DRA: the API server restarted (every watch re-lists, nothing changed): reconciles, CPU in the next 20 s",
+        &|r| {
+            dra_cell(r, |d| {
+                format!("{}, {:.2} s", d.relist_reconciles, d.relist_cpu)
+            })
+        },
+    );
 }
 
 #[tokio::main]

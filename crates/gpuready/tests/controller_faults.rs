@@ -1,5 +1,5 @@
-//! The controller under faults, against a real kube-apiserver: a profile
-//! deleted while gpuready's watch was cut, the GpuNodeProfile CRD deleted under a
+//! The controller under faults, against a real kube-apiserver: a profile, and
+//! a node, deleted while gpuready's watch was cut, the GpuNodeProfile CRD deleted under a
 //! running controller, a start-up while the API server is down, and a long API
 //! server outage.
 
@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use gpuready_api::keys;
+use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
 use kube::api::{Api, DeleteParams};
@@ -130,6 +131,77 @@ async fn a_profile_deleted_while_the_watch_was_cut_is_released_after_the_relist(
     .await;
     println!(
         "released {:.1?} after the watch came back",
+        healed.elapsed()
+    );
+    run.stop().await.expect("clean stop");
+}
+
+/// A node deleted while the watch is down sends no Delete: the re-list must
+/// reach the same path (the tally, the profile's counts, the node's metric
+/// series), not a periodic recount minutes later.
+#[tokio::test]
+async fn a_node_deleted_while_the_watch_was_cut_leaves_the_profile_counts_right_after_the_relist() {
+    let mut env = env_with_crd().await;
+    let client = env.client().expect("client");
+    // gpu-1 ready; gpu-2 not ready (its GPU not allocatable), the one deleted.
+    create_node(&client, "gpu-1", rtx3090_in("a"), 1, json!([])).await;
+    create_node(&client, "gpu-2", rtx3090_in("a"), 1, json!([])).await;
+    set_node_status(&client, "gpu-2", 1, 0, true).await;
+    apply_profile(&client, &rtx3090_profile("rtx3090", "a", "")).await;
+
+    let relay = Relay::start(apiserver_port(&env)).await;
+    let mut config = env.config();
+    config.cluster_url = format!("https://127.0.0.1:{}", relay.port)
+        .parse()
+        .expect("relay URL");
+    let run = start_controller_with(config, test_args());
+    eventually(30, "the profile counts both nodes", || async {
+        (profile_counts(&client, "rtx3090").await == Some((2, 1, 1))).then_some(())
+    })
+    .await;
+    let gpu2_series = |run: &Running| {
+        run.metrics
+            .encode()
+            .lines()
+            .any(|l| l.contains("node=\"gpu-2\""))
+    };
+    assert!(gpu2_series(&run), "gpu-2 has its not-ready series");
+
+    // As for the profile above: cut, deleted, and the API server restarted,
+    // so the watch cannot resume and re-lists.
+    relay.cut();
+    Api::<Node>::all(client.clone())
+        .delete("gpu-2", &DeleteParams::default())
+        .await
+        .expect("delete gpu-2");
+    eventually(30, "gpu-2 is gone", || async {
+        Api::<Node>::all(client.clone())
+            .get_opt("gpu-2")
+            .await
+            .expect("get node")
+            .is_none()
+            .then_some(())
+    })
+    .await;
+    env.restart_apiserver()
+        .await
+        .expect("restart kube-apiserver");
+    let client = env.client().expect("client");
+    relay.heal();
+    let healed = Instant::now();
+
+    // Within the 30 s resync a stale tally would be written again as it is;
+    // the re-list's InitDone must have dropped gpu-2 from it.
+    eventually(30, "the profile counts gpu-1 only", || async {
+        (profile_counts(&client, "rtx3090").await == Some((1, 1, 0))).then_some(())
+    })
+    .await;
+    eventually(10, "gpu-2's metric series removed", || async {
+        (!gpu2_series(&run)).then_some(())
+    })
+    .await;
+    println!(
+        "counts right {:.1?} after the watch came back",
         healed.elapsed()
     );
     run.stop().await.expect("clean stop");

@@ -11,8 +11,9 @@
 //! name only (a ResourceSlice's name is generated, not the node's), so reading
 //! one node from it means scanning every object — O(fleet) per reconcile. The
 //! per-node index is therefore ours either way, and it must switch at a
-//! re-list exactly when the objects do (the re-list's `InitDone`, naming every
-//! node whose set may differ so it is re-queued); a reflector beside it would
+//! re-list exactly when the objects do (the re-list's `InitDone`, naming the
+//! nodes of every object added, removed or at another resourceVersion, so
+//! they alone are re-queued); a reflector beside it would
 //! keep a second copy of every object for nothing. `follow` keeps the index
 //! with kube's watcher and backoff under it.
 
@@ -46,13 +47,28 @@ use crate::readers::{slice_from_dynamic, slice_resource};
 /// CRD (`--nfd-crds=apply`) just after it starts.
 const REDISCOVER: Duration = Duration::from_secs(60);
 
-/// One source's entries, per node, by object key, and the nodes each object
-/// names (one ComputeDomainClique names many nodes), so an update or deletion
-/// touches only the nodes it concerns.
+/// One source's entries, per node, by object key, and the reverse map: for
+/// each object, its resourceVersion and the nodes it names (one
+/// ComputeDomainClique names many nodes). An update or deletion touches only
+/// the nodes the object named or names, and a re-list only the nodes of the
+/// objects that differ: the work of a change is O(what changed), never a walk
+/// of the index.
 #[derive(Debug)]
 struct Index<T> {
     by_node: BTreeMap<String, BTreeMap<String, T>>,
-    nodes_of: BTreeMap<String, BTreeSet<String>>,
+    nodes_of: BTreeMap<String, Named>,
+    /// Entries in all, kept as they come and go (the DeviceTaintRule gauge
+    /// reads it after every change).
+    entries: usize,
+}
+
+/// What the reverse map keeps of one object.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Named {
+    /// The object's resourceVersion (`None` if the server sent none): equal
+    /// at a re-list means the same object, so its nodes are not re-queued.
+    version: Option<String>,
+    nodes: BTreeSet<String>,
 }
 
 impl<T> Default for Index<T> {
@@ -60,18 +76,27 @@ impl<T> Default for Index<T> {
         Index {
             by_node: BTreeMap::new(),
             nodes_of: BTreeMap::new(),
+            entries: 0,
         }
     }
 }
 
 impl<T> Index<T> {
-    /// The object `key` now has these entries (none: it is gone). Returns
-    /// every node whose entries changed.
-    fn put(&mut self, key: &str, entries: Vec<(String, T)>) -> BTreeSet<String> {
-        let mut touched = self.nodes_of.remove(key).unwrap_or_default();
+    /// The object `key`, at resourceVersion `version`, now has these entries
+    /// (none: it is gone, or names no node). Returns every node whose entries
+    /// changed: those it named before and those it names now.
+    fn put(
+        &mut self,
+        key: &str,
+        version: Option<String>,
+        entries: Vec<(String, T)>,
+    ) -> BTreeSet<String> {
+        let mut touched = self.nodes_of.remove(key).unwrap_or_default().nodes;
         for n in &touched {
             if let Some(objs) = self.by_node.get_mut(n) {
-                objs.remove(key);
+                if objs.remove(key).is_some() {
+                    self.entries -= 1;
+                }
                 if objs.is_empty() {
                     self.by_node.remove(n);
                 }
@@ -79,22 +104,53 @@ impl<T> Index<T> {
         }
         let mut now = BTreeSet::new();
         for (n, e) in entries {
-            self.by_node
+            if self
+                .by_node
                 .entry(n.clone())
                 .or_default()
-                .insert(key.to_owned(), e);
+                .insert(key.to_owned(), e)
+                .is_none()
+            {
+                self.entries += 1;
+            }
             now.insert(n);
         }
         touched.extend(now.iter().cloned());
         if !now.is_empty() {
-            self.nodes_of.insert(key.to_owned(), now);
+            self.nodes_of.insert(
+                key.to_owned(),
+                Named {
+                    version,
+                    nodes: now,
+                },
+            );
         }
         touched
     }
 
     /// Entries in all.
     fn len(&self) -> usize {
-        self.by_node.values().map(BTreeMap::len).sum()
+        self.entries
+    }
+
+    /// The nodes whose entries differ between `self` (before a re-list) and
+    /// `fresh` (the re-list): the nodes of every object added, removed, or at
+    /// another resourceVersion. One pass over both objects' maps, as the
+    /// re-list's LIST is one pass over the objects; an unchanged object
+    /// re-queues nothing.
+    fn changed_in(&self, fresh: &Index<T>) -> BTreeSet<String> {
+        let mut touched = BTreeSet::new();
+        for (key, was) in &self.nodes_of {
+            if fresh.nodes_of.get(key) != Some(was) {
+                touched.extend(was.nodes.iter().cloned());
+            }
+        }
+        for (key, now) in &fresh.nodes_of {
+            if self.nodes_of.get(key) != Some(now) {
+                touched.extend(now.nodes.iter().cloned());
+            }
+        }
+        touched
     }
 }
 
@@ -375,17 +431,21 @@ async fn follow<K, T>(
         match ev {
             Event::Init => buffer = Index::default(),
             Event::InitApply(o) => {
-                let k = key(&o);
-                buffer.put(&k, entries(o));
+                let (k, v) = (key(&o), o.resource_version());
+                buffer.put(&k, v, entries(o));
             }
             Event::InitDone => {
-                // A re-list: every node whose set of objects may differ.
+                // A re-list: the nodes of the objects that differ. The first
+                // list (or one after the API was absent): every node it names,
+                // since a reconcile may have judged them without it.
                 let fresh = std::mem::take(&mut buffer);
                 if let Ok(mut s) = state.write() {
-                    if let SourceState::Synced(old) = &*s {
-                        touched.extend(old.by_node.keys().cloned());
+                    match &*s {
+                        SourceState::Synced(old) => touched = old.changed_in(&fresh),
+                        SourceState::Pending | SourceState::Absent => {
+                            touched.extend(fresh.by_node.keys().cloned());
+                        }
                     }
-                    touched.extend(fresh.by_node.keys().cloned());
                     *s = SourceState::Synced(fresh);
                 }
                 settled(true);
@@ -393,19 +453,19 @@ async fn follow<K, T>(
             // An object that moved to other nodes (or stopped naming one)
             // leaves the nodes it named before.
             Event::Apply(o) => {
-                let k = key(&o);
+                let (k, v) = (key(&o), o.resource_version());
                 let e = entries(o);
                 if let Ok(mut s) = state.write()
                     && let SourceState::Synced(idx) = &mut *s
                 {
-                    touched = idx.put(&k, e);
+                    touched = idx.put(&k, v, e);
                 }
             }
             Event::Delete(o) => {
                 if let Ok(mut s) = state.write()
                     && let SourceState::Synced(idx) = &mut *s
                 {
-                    touched = idx.put(&key(&o), Vec::new());
+                    touched = idx.put(&key(&o), None, Vec::new());
                 }
             }
         }
@@ -434,19 +494,102 @@ mod tests {
         s.into_iter().collect()
     }
 
+    /// Entries of an object naming these nodes.
+    fn on(nodes: &[&str]) -> Vec<(String, u8)> {
+        nodes.iter().map(|n| ((*n).to_owned(), 1)).collect()
+    }
+
+    fn v(rv: &str) -> Option<String> {
+        Some(rv.to_owned())
+    }
+
     #[test]
     fn an_object_naming_many_nodes_touches_exactly_the_nodes_it_named_or_names() {
         let mut idx: Index<u8> = Index::default();
-        let e = |nodes: &[&str]| nodes.iter().map(|n| ((*n).to_owned(), 1)).collect();
-        assert_eq!(names(idx.put("ns/clique", e(&["a", "b"]))), ["a", "b"]);
-        assert_eq!(names(idx.put("ns/slice", e(&["c"]))), ["c"]);
+        assert_eq!(
+            names(idx.put("ns/clique", v("1"), on(&["a", "b"]))),
+            ["a", "b"]
+        );
+        assert_eq!(names(idx.put("ns/slice", v("2"), on(&["c"]))), ["c"]);
         // b leaves the clique, d joins: a, b and d, never c.
-        assert_eq!(names(idx.put("ns/clique", e(&["a", "d"]))), ["a", "b", "d"]);
+        assert_eq!(
+            names(idx.put("ns/clique", v("3"), on(&["a", "d"]))),
+            ["a", "b", "d"]
+        );
         assert!(!idx.by_node.contains_key("b"));
         assert_eq!(idx.len(), 3);
         // Deleted: the nodes it named last.
-        assert_eq!(names(idx.put("ns/clique", Vec::new())), ["a", "d"]);
+        assert_eq!(names(idx.put("ns/clique", None, Vec::new())), ["a", "d"]);
         assert_eq!(idx.by_node.keys().collect::<Vec<_>>(), ["c"]);
-        assert!(idx.put("ns/gone", Vec::new()).is_empty());
+        assert_eq!(idx.len(), 1);
+        assert!(idx.put("ns/gone", None, Vec::new()).is_empty());
+    }
+
+    /// A fleet of slices, one per node, as a DRA driver publishes them.
+    fn fleet(n: usize) -> Index<u8> {
+        let mut idx = Index::default();
+        for i in 0..n {
+            let node = format!("node-{i}");
+            idx.put(&format!("slice-{i}"), v("1"), on(&[&node]));
+        }
+        idx
+    }
+
+    #[test]
+    fn a_slice_added_touches_only_its_node() {
+        let mut idx = fleet(1000);
+        let touched = idx.put("slice-new", v("5"), on(&["node-7"]));
+        assert_eq!(names(touched), ["node-7"]);
+        assert_eq!(idx.by_node["node-7"].len(), 2);
+        assert_eq!(idx.len(), 1001);
+        // Updated in place (a device taint added): its node only, counted once.
+        assert_eq!(
+            names(idx.put("slice-new", v("6"), on(&["node-7"]))),
+            ["node-7"]
+        );
+        assert_eq!(idx.len(), 1001);
+    }
+
+    #[test]
+    fn a_slice_moved_to_another_node_touches_the_old_node_and_the_new_one() {
+        let mut idx = fleet(1000);
+        let touched = idx.put("slice-3", v("2"), on(&["node-900"]));
+        assert_eq!(names(touched), ["node-3", "node-900"]);
+        assert!(!idx.by_node.contains_key("node-3"));
+        assert_eq!(
+            idx.by_node["node-900"].keys().collect::<Vec<_>>(),
+            ["slice-3", "slice-900"]
+        );
+        assert_eq!(idx.len(), 1000);
+    }
+
+    #[test]
+    fn a_slice_deleted_touches_only_its_node() {
+        let mut idx = fleet(1000);
+        assert_eq!(names(idx.put("slice-42", None, Vec::new())), ["node-42"]);
+        assert!(!idx.by_node.contains_key("node-42"));
+        assert!(!idx.nodes_of.contains_key("slice-42"));
+        assert_eq!(idx.len(), 999);
+        // A slice that names no node (not gpuready's, or no nodeName) touches nothing.
+        assert!(idx.put("slice-shared", v("1"), Vec::new()).is_empty());
+        assert_eq!(idx.len(), 999);
+    }
+
+    #[test]
+    fn a_relist_touches_only_the_nodes_of_objects_that_differ() {
+        let old = fleet(1000);
+        let mut fresh = fleet(1000);
+        // Unchanged: nothing to re-queue.
+        assert!(old.changed_in(&fresh).is_empty());
+        // During the gap: slice-1 updated, slice-2 moved to node-3, slice-4
+        // deleted, slice-new created on node-5.
+        fresh.put("slice-1", v("9"), on(&["node-1"]));
+        fresh.put("slice-2", v("9"), on(&["node-3"]));
+        fresh.put("slice-4", None, Vec::new());
+        fresh.put("slice-new", v("9"), on(&["node-5"]));
+        assert_eq!(
+            names(old.changed_in(&fresh)),
+            ["node-1", "node-2", "node-3", "node-4", "node-5"]
+        );
     }
 }

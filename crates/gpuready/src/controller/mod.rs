@@ -227,7 +227,7 @@ async fn run_controllers(
     }
     // The node book (write ledger, brakes, refusals); the nodes it hands back
     // go through the re-queue channel.
-    let gate = Arc::new(ledger::Ledger::new(args.brake(), requeue.clone()));
+    let ledger = Arc::new(ledger::Ledger::new(args.brake(), requeue.clone()));
     // Each Node is pruned and packed (cached.rs) before it enters the cache: the
     // cache holds what the engine reads, not the API type.
     let (node_reader, node_writer) = reflector::store::<CachedNode>();
@@ -245,7 +245,11 @@ async fn run_controllers(
                 }
             }
         })
-        .inspect(node_gone(status_tx.clone(), gate.clone()))
+        .inspect(node_gone(
+            status_tx.clone(),
+            ledger.clone(),
+            node_reader.clone(),
+        ))
         .applied_objects()
         .predicate_filter(
             |n: &CachedNode| Some(n.relevance()),
@@ -255,10 +259,10 @@ async fn run_controllers(
         // writes); the echo of gpuready's own write, for a node waiting at the
         // gate, queues nothing.
         .try_filter({
-            let gate = gate.clone();
+            let ledger = ledger.clone();
             move |n| {
                 std::future::ready(
-                    gate.on_node_event(&n.name_any(), n.resource_version().as_deref()),
+                    ledger.on_node_event(&n.name_any(), n.resource_version().as_deref()),
                 )
             }
         });
@@ -274,8 +278,8 @@ async fn run_controllers(
     };
     // Re-queues and probe triggers are queued at the gate too, for nodes in the
     // cache (the Controller drops the others, and they must not hold anyone).
-    let requeued = requeued.inspect(queue_at(gate.clone(), node_reader.clone()));
-    let probe_triggers = probe_triggers.inspect(queue_at(gate.clone(), node_reader.clone()));
+    let requeued = requeued.inspect(queue_at(ledger.clone(), node_reader.clone()));
+    let probe_triggers = probe_triggers.inspect(queue_at(ledger.clone(), node_reader.clone()));
 
     let (caches_ready_tx, caches_ready) = watch::channel(false);
     let ctx = Arc::new(Context {
@@ -288,7 +292,7 @@ async fn run_controllers(
         status: status_tx,
         crd: crd.clone(),
         errors: ErrorBackoff::default(),
-        ledger: gate,
+        ledger,
         caches_ready,
         evidence: Arc::default(),
         groups: node_groups,
@@ -337,7 +341,7 @@ async fn run_controllers(
     let nfd_crds = (args.nfd_crds != config::NfdCrdMode::Off)
         .then(|| tokio::spawn(nfd::run(ctx.clone(), nfd_tx, stop.clone())));
 
-    let (nodes_for_profile, gate_for_profile) = (node_reader.clone(), ctx.ledger.clone());
+    let (nodes_for_profile, ledger_for_profile) = (node_reader.clone(), ctx.ledger.clone());
     let stop_fut = {
         let stop = stop.clone();
         async move { stop.cancelled().await }
@@ -365,7 +369,7 @@ async fn run_controllers(
         .watches_stream(profile_stream, move |profile: GpuNodeProfile| {
             let nodes = nodes_of_profile(&nodes_for_profile, &profile);
             for n in &nodes {
-                gate_for_profile.queue(&n.name);
+                ledger_for_profile.queue(&n.name);
             }
             nodes
         })
@@ -376,7 +380,7 @@ async fn run_controllers(
         .run(reconcile, error_policy, ctx.clone())
         .take_until(cut_short)
         .for_each(|r| {
-            let gate = ctx.ledger.clone();
+            let ledger = ctx.ledger.clone();
             async move {
                 if let Err(e) = r {
                     match e {
@@ -384,7 +388,7 @@ async fn run_controllers(
                         // deleted during a watch gap): it reconciles nothing,
                         // so it must not stay queued at the gate.
                         kube::runtime::controller::Error::ObjectNotFound(r) => {
-                            gate.forget(&r.name);
+                            ledger.forget(&r.name);
                         }
                         e => warn!(error = %e, "controller"),
                     }
@@ -428,18 +432,40 @@ async fn reconcile(node: Arc<CachedNode>, ctx: Arc<Context>) -> Result<Action, E
 }
 
 /// On a node's deletion: the status task drops its verdict and the gate's
-/// ledger forgets it. A deletion missed during a watch gap is caught by the
-/// status task's periodic recount; a queued ledger entry of such a node is
-/// forgotten when the Controller reports it not found (see `run_controllers`).
+/// ledger forgets it. A deletion missed during a watch gap (a 410, an API
+/// server restart) sends no Delete: the re-list replaces the cache at its
+/// `InitDone`, so the nodes cached at its `Init` and not cached after it are
+/// passed down the same path, as the profile stream does for profiles. The
+/// names are read from the cache at `Init` (before the re-list's objects
+/// replace it) and dropped at `InitDone`: a re-list costs one pass over the
+/// fleet, as its LIST already does, and nothing is kept between re-lists. A
+/// queued ledger entry of such a node is also forgotten when the Controller
+/// reports it not found (see `run_controllers`).
 fn node_gone(
     status: mpsc::UnboundedSender<StatusInput>,
-    gate: Arc<ledger::Ledger>,
+    ledger: Arc<ledger::Ledger>,
+    nodes: Store<CachedNode>,
 ) -> impl FnMut(&Result<watcher::Event<CachedNode>, watcher::Error>) {
+    let mut before_relist: Option<Vec<Arc<CachedNode>>> = None;
     move |event| {
-        if let Ok(watcher::Event::Delete(n)) = event {
-            let name = n.name_any();
-            gate.forget(&name);
+        let gone = |name: String| {
+            ledger.forget(&name);
             let _ = status.send(StatusInput::NodeGone(name));
+        };
+        match event {
+            Ok(watcher::Event::Delete(n)) => gone(n.name_any()),
+            // The reflector buffers a re-list and swaps it in at InitDone, so
+            // here the cache still holds what the last list and watch left.
+            Ok(watcher::Event::Init) => before_relist = Some(nodes.state()),
+            Ok(watcher::Event::InitDone) => {
+                for n in before_relist.take().unwrap_or_default() {
+                    if nodes.get(&ObjectRef::from_obj(n.as_ref())).is_none() {
+                        info!(node = %n.name_any(), "node deleted while the watch was down");
+                        gone(n.name_any());
+                    }
+                }
+            }
+            _ => {}
         }
     }
 }
@@ -583,12 +609,12 @@ fn nodes_of_profile(
 /// Queues a triggered node at the gate when the cache holds it (a trigger for
 /// a node not cached reconciles nothing, so it must not count as work ahead).
 fn queue_at(
-    gate: Arc<ledger::Ledger>,
+    ledger: Arc<ledger::Ledger>,
     nodes: Store<CachedNode>,
 ) -> impl FnMut(&ObjectRef<CachedNode>) {
     move |r| {
         if nodes.get(r).is_some() {
-            gate.queue(&r.name);
+            ledger.queue(&r.name);
         }
     }
 }

@@ -3,9 +3,19 @@
 //! owns the tally, never judges a node itself on the hot path, and writes a
 //! profile's status only when it differs. The tally's counts go to the node
 //! book's brakes (`Ledger::counts`: the matched count is the brake's
-//! denominator, the not-ready count the one input that may release it). A
-//! full recount from the cache, minutes apart, is the safety net for anything
-//! a message could have missed.
+//! denominator, the not-ready count the one input that may release it).
+//!
+//! Every node is judged here once, at start-up, for the first tally; after
+//! that the tally follows messages only. There used to be a recount every
+//! 5 minutes as well (every cached node judged again, inline on the async
+//! runtime: over a second each time at 100,000 nodes), kept only to catch
+//! deletions missed in a watch gap. It is gone, not moved off the runtime:
+//! nothing else needed it. The node stream now turns a deletion missed in a
+//! gap into `NodeGone` at the re-list's `InitDone` (`node_gone` in `mod.rs`),
+//! a verdict changing with time (stale GFD labels, a deadline) comes from the
+//! reconcile that requeued itself for it, and a verdict that reaches this task
+//! after its node left the cache (a reconcile that judged it just before its
+//! Delete) is counted as the node gone, not kept as a ghost.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -20,7 +30,7 @@ use gpuready_core::tally::{NodeVerdict, ProfileTally, Tally};
 use jiff::Timestamp;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType};
-use kube::runtime::reflector::ObjectRef;
+use kube::runtime::reflector::{ObjectRef, Store};
 use kube::{Resource, ResourceExt};
 use serde_json::json;
 use tokio::sync::{mpsc, watch};
@@ -28,6 +38,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+use super::cached::CachedNode;
 use super::config::NfdCrdMode;
 use super::context::Context;
 use super::error::RefusedWrite;
@@ -43,8 +54,6 @@ const DEBOUNCE: Duration = Duration::from_millis(500);
 /// Every profile's status and metrics are refreshed at least this often (the
 /// brake window moves with time; no node needs judging for it).
 const RESYNC: Duration = Duration::from_secs(30);
-/// The safety net: every cached node judged again, the tally rebuilt.
-const RECOUNT: Duration = Duration::from_secs(300);
 
 /// Which profiles a pass writes.
 #[derive(Debug, Default)]
@@ -54,9 +63,14 @@ struct Dirty {
 }
 
 impl Dirty {
-    fn apply(&mut self, tally: &mut Tally, input: StatusInput) {
+    /// `nodes` is the node cache: a verdict for a node no longer in it was
+    /// judged just before the node's Delete (whose `NodeGone` may already be
+    /// counted), so it counts as gone. The recount that used to drop such
+    /// ghosts every 5 minutes is gone (see the module's comment).
+    fn apply(&mut self, tally: &mut Tally, input: StatusInput, nodes: &Store<CachedNode>) {
         match input {
             StatusInput::Verdict { node, verdict } => {
+                let verdict = verdict.filter(|_| nodes.get(&ObjectRef::new(&node)).is_some());
                 self.profiles.extend(tally.set(&node, verdict));
             }
             StatusInput::NodeGone(node) => self.profiles.extend(tally.set(&node, None)),
@@ -86,8 +100,9 @@ pub async fn run(
         ready = ctx.wait_for_caches() => if !ready { return },
     }
     // The brake's denominators are known before the first status write: a
-    // burst at start-up is braked too.
-    let mut tally = recount(&ctx);
+    // burst at start-up is braked too. The only full count: from here on the
+    // tally follows messages (see the module's comment).
+    let mut tally = initial_count(&ctx);
     brake_counts(&ctx, &tally);
     // The first pass carries the NFD condition when the NFD reconciler will
     // set one: writing the status without it first would cost a second write
@@ -104,7 +119,6 @@ pub async fn run(
         ..Dirty::default()
     };
     let mut next_resync = Instant::now() + RESYNC;
-    let mut next_recount = Instant::now() + RECOUNT;
     loop {
         // A new NFD condition concerns every profile, even when it arrived
         // during a burst of verdicts for a few.
@@ -120,7 +134,7 @@ pub async fn run(
         tokio::select! {
             _ = stop.cancelled() => {
                 while let Ok(m) = input.try_recv() {
-                    dirty.apply(&mut tally, m);
+                    dirty.apply(&mut tally, m, &ctx.nodes);
                 }
                 dirty.all = true;
                 let nfd_now = nfd.borrow().clone();
@@ -137,7 +151,7 @@ pub async fn run(
             }
             m = input.recv() => {
                 let Some(m) = m else { return };
-                dirty.apply(&mut tally, m);
+                dirty.apply(&mut tally, m, &ctx.nodes);
                 if dirty.is_empty() {
                     // A verdict equal to the recorded one: nothing to write.
                     continue;
@@ -148,7 +162,7 @@ pub async fn run(
                     tokio::select! {
                         _ = tokio::time::sleep_until(until) => break,
                         m = input.recv() => match m {
-                            Some(m) => dirty.apply(&mut tally, m),
+                            Some(m) => dirty.apply(&mut tally, m, &ctx.nodes),
                             None => break,
                         },
                     }
@@ -158,13 +172,6 @@ pub async fn run(
                 dirty.all = true;
                 next_resync = Instant::now() + RESYNC;
             }
-        }
-        if Instant::now() >= next_recount {
-            // Messages sent before the recount are superseded by it; those sent
-            // after it (still queued) are newer and apply on top.
-            tally = recount(&ctx);
-            dirty.all = true;
-            next_recount = Instant::now() + RECOUNT;
         }
     }
 }
@@ -186,8 +193,10 @@ fn brake_counts(ctx: &Context, tally: &Tally) {
     ctx.ledger.retain_profiles(|p| names.contains(p));
 }
 
-/// Every cached node judged again: the tally from scratch.
-fn recount(ctx: &Context) -> Tally {
+/// Every cached node judged: the tally at start-up, once. (Messages sent
+/// before it are superseded by it; those sent after it are newer and apply on
+/// top.)
+fn initial_count(ctx: &Context) -> Tally {
     let now = Timestamp::now();
     let selectors = profiles_with_selectors(&ctx.profiles.state());
     let pairs: Vec<(&GpuNodeProfile, &kube::core::Selector)> =
@@ -199,7 +208,7 @@ fn recount(ctx: &Context) -> Tally {
         let a = verdict_of(&facts, &selectors, now);
         tally.set(&a.name, NodeVerdict::of(&a));
     }
-    debug!(nodes = tally.nodes(), "recounted every node's verdict");
+    debug!(nodes = tally.nodes(), "counted every node's verdict");
     tally
 }
 

@@ -1,6 +1,6 @@
 //! Verdicts without plans: the profiles with their parsed selectors, and the
 //! engine's verdict on one node. The node reconciler judges with these before
-//! it plans; the status task's recount reads only the verdict and never plans.
+//! it plans; the status task's start-up count reads only the verdict and never plans.
 
 use std::sync::Arc;
 
