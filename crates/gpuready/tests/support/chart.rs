@@ -1,16 +1,46 @@
-//! The install path: the Helm chart rendered by helm itself, YAML streams read
-//! as documents, and a client configuration that acts as a ServiceAccount, so
-//! the chart's RBAC is tested by the API server that enforces it.
+//! The install path: the Helm chart rendered and installed by helm itself, YAML
+//! streams read as documents, and a client configuration that acts as a
+//! ServiceAccount, so the chart's RBAC is tested by the API server that
+//! enforces it. What the `chart*.rs` test binaries share lives here.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use gpuready_testenv::TestEnv;
 use serde_json::Value;
 
 use super::{helm, must, repo_root};
 
+/// The release name the chart tests install and render as.
+pub const RELEASE: &str = "gpuready";
+
 pub fn chart_dir() -> PathBuf {
     repo_root().join("charts/gpuready")
+}
+
+pub fn path_str(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// The chart's `appVersion`: the tag of the images it points at.
+pub fn chart_app_version() -> String {
+    let text = std::fs::read_to_string(chart_dir().join("Chart.yaml")).expect("Chart.yaml");
+    let chart: Value = serde_yaml_ng::from_str(&text).expect("Chart.yaml");
+    chart["appVersion"].as_str().expect("appVersion").to_owned()
+}
+
+/// Installs the chart as release `gpuready` into `ns` and returns helm's output.
+pub async fn helm_install(env: &TestEnv, ns: &str, extra: &[&str]) -> String {
+    let chart = chart_dir();
+    let mut args = vec![
+        "install",
+        RELEASE,
+        path_str(&chart),
+        "--namespace",
+        ns,
+        "--create-namespace",
+    ];
+    args.extend_from_slice(extra);
+    must(helm(env, &args), None, "helm install").await
 }
 
 /// `helm template <release> charts/gpuready -n <namespace> <extra>`.

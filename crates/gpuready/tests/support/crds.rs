@@ -21,6 +21,10 @@ pub const CRD_NAME: &str = "gpunodeprofiles.gpuready.io";
 pub const CRD_FILE: &str = "deploy/crds/gpunodeprofiles.gpuready.io.yaml";
 /// The chart's copy of it (a test keeps the two equal).
 pub const CHART_CRD: &str = "charts/gpuready/files/crds/gpunodeprofiles.gpuready.io.yaml";
+/// Stand-ins for prometheus-operator's CRDs (the subset of the
+/// monitoring.coreos.com/v1 schema the chart uses), so the API server validates
+/// the chart's ServiceMonitor and PrometheusRule without the operator.
+pub const MONITORING_CRDS: &str = "crates/gpuready/tests/fixtures/monitoring-standin-crds.yaml";
 
 /// A fresh control plane (controllers are cluster-wide, so each test owns one)
 /// with the GpuNodeProfile CRD installed and Established.
@@ -46,6 +50,12 @@ pub async fn shared_env_with_crds(files: &[&str]) -> &'static TestEnv {
         .await;
     assert_eq!(installed, files, "one set of CRDs per test binary");
     env
+}
+
+/// The shared control plane with the GpuNodeProfile CRD (the chart's copy) and
+/// the monitoring stand-in CRDs installed, once per test binary.
+pub async fn chart_env() -> &'static TestEnv {
+    shared_env_with_crds(&[CHART_CRD, MONITORING_CRDS]).await
 }
 
 /// Waits until every named CRD is Established (served, schema structural).

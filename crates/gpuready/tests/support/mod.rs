@@ -14,7 +14,8 @@
 //! - [`monitoring`]: promtool and the other monitoring parts, the target
 //!   labels of a scraped series;
 //! - [`tools`]: running kubectl, helm and the `gpuready` binary;
-//! - [`chart`]: rendering the Helm chart and reading YAML streams;
+//! - [`chart`]: rendering and installing the Helm chart, reading YAML streams;
+//! - [`data`]: test tables read from YAML files under `tests/fixtures`;
 //! - [`rng`]: the seeded random source of the mutation tests;
 //! - [`cluster`]: the real single-node cluster of tests/cluster (kubelet,
 //!   containerd) for the end-to-end suite, and a heartbeat for kubelet-less nodes.
@@ -25,6 +26,7 @@
 pub mod chart;
 pub mod cluster;
 pub mod crds;
+pub mod data;
 pub mod devices;
 pub mod fixtures;
 pub mod harness;
@@ -54,6 +56,7 @@ use std::time::Duration;
 
 pub use chart::*;
 pub use crds::*;
+pub use data::*;
 pub use devices::*;
 pub use fixtures::*;
 pub use harness::*;
