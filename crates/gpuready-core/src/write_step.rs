@@ -3,9 +3,9 @@
 //! whether to write now, defer, hold (by the safety brake or the CRD guard) or
 //! skip a watch event as the echo of gpuready's own write. The controller asks
 //! [`step`] once per plan (through `node_book::NodeBook::step`) and runs one
-//! `match` of I/O (`crates/gpuready/src/controller/node.rs`); the ledger the
+//! `match` of I/O (`crates/gpuready/src/controller/write/node.rs`); the ledger the
 //! answer depends on ([`WriteLedger`]) is plain data here, part of the
-//! `NodeBook` the controller keeps behind one lock (`controller/ledger.rs`).
+//! `NodeBook` the controller keeps behind one lock (`controller/write/ledger.rs`).
 //!
 //! # Priority, not timing
 //!

@@ -139,7 +139,7 @@ fn run_controller(cluster: ClusterArgs, args: RunArgs) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-        let server = match controller::http::serve(args.http_addr, metrics.clone(), health.clone(), stop.clone()).await {
+        let server = match controller::status::http::serve(args.http_addr, metrics.clone(), health.clone(), stop.clone()).await {
             Ok((addr, task)) => {
                 tracing::info!(%addr, "serving /metrics, /healthz, /readyz");
                 task

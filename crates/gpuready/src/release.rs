@@ -23,7 +23,7 @@ use kube::{Client, ResourceExt};
 use serde_json::json;
 
 use crate::cluster::{ClusterArgs, ClusterError};
-use crate::controller::node::{condition_patch, node_patch};
+use crate::controller::write::node::{condition_patch, node_patch};
 
 /// Attempts at a node's resourceVersion-locked write before giving up on it.
 const MAX_CONFLICT_RETRIES: usize = 5;

@@ -370,7 +370,7 @@ async fn probe_service_account_may_write_only_its_own_nodes_report() {
         .await
         .expect("controller lists the reports");
     assert_eq!(list.items.len(), 1);
-    let evidence = gpuready::controller::probe_reports::evidence_of(&list.items[0]);
+    let evidence = gpuready::controller::watch::probe_reports::evidence_of(&list.items[0]);
     assert!(
         matches!(evidence, gpuready_core::health::ProbeEvidence::Report(_)),
         "{evidence:?}"

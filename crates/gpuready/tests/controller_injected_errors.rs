@@ -134,7 +134,7 @@ fn ha_args() -> gpuready::controller::RunArgs {
 }
 
 fn renew_deadline() -> Duration {
-    gpuready::controller::leader::LeaseTiming::new(LEASE_SECONDS).renew_deadline
+    gpuready::controller::lease::leader::LeaseTiming::new(LEASE_SECONDS).renew_deadline
 }
 
 /// Eight 500s on the first Lease requests (more than one request retries:

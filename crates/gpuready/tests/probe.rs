@@ -624,7 +624,7 @@ async fn the_probe_process_publishes_its_report_and_stops_on_sigterm() {
             .flatten()
     })
     .await;
-    let report = match gpuready::controller::probe_reports::evidence_of(&first) {
+    let report = match gpuready::controller::watch::probe_reports::evidence_of(&first) {
         gpuready_core::health::ProbeEvidence::Report(r) => r,
         other => panic!("not a report: {other:?}"),
     };
@@ -658,7 +658,7 @@ async fn the_probe_process_publishes_its_report_and_stops_on_sigterm() {
     // The heartbeat: a newer generatedAt within a few intervals.
     eventually(30, "a second report", || async {
         let cm = cms.get("gpuready-probe-agent-node").await.ok()?;
-        match gpuready::controller::probe_reports::evidence_of(&cm) {
+        match gpuready::controller::watch::probe_reports::evidence_of(&cm) {
             gpuready_core::health::ProbeEvidence::Report(r)
                 if r.generated_at != report.generated_at =>
             {

@@ -14,15 +14,15 @@ use kube::{Client, ResourceExt};
 use tokio::sync::{mpsc, watch};
 
 use super::backoff::ErrorBackoff;
-use super::cached::CachedNode;
 use super::config::RunArgs;
-use super::crd_guard::CrdGuard;
-use super::evidence::EvidenceStores;
-use super::groups::Groups;
-use super::ledger::Ledger;
-use super::metrics::Metrics;
-use super::probe_reports::ProbeReports;
-use super::status_input::StatusInput;
+use crate::controller::status::input::StatusInput;
+use crate::controller::status::metrics::Metrics;
+use crate::controller::watch::cached::CachedNode;
+use crate::controller::watch::evidence::EvidenceStores;
+use crate::controller::watch::groups::Groups;
+use crate::controller::watch::probe_reports::ProbeReports;
+use crate::controller::write::crd_guard::CrdGuard;
+use crate::controller::write::ledger::Ledger;
 
 /// Shared state of one running controller.
 pub struct Context {
@@ -31,7 +31,7 @@ pub struct Context {
     pub metrics: Arc<Metrics>,
     pub recorder: Recorder,
     pub profiles: Store<GpuNodeProfile>,
-    /// The node cache, compact (see `cached.rs`).
+    /// The node cache, compact (see `watch/cached.rs`).
     pub nodes: Store<CachedNode>,
     /// Verdicts and other news for the status task, which owns the tally.
     pub(super) status: mpsc::UnboundedSender<StatusInput>,

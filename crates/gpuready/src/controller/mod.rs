@@ -4,35 +4,21 @@
 
 //!
 //! This module only wires the tasks together; what they share is in
-//! `context.rs` (and `health.rs`, `status_input.rs`), which imports none of
+//! `context.rs` (and `status/health.rs`, `status/input.rs`), which imports none of
 //! them, so no module here imports one that imports it back
 //! (`tests/module_graph.rs` checks this).
 
+// Rooms by role: what is read and kept, what is written, what is reported,
+// who may write; what every room shares stays here.
 pub mod backoff;
-pub mod cached;
 pub mod config;
 pub mod context;
-pub mod crd_guard;
-pub mod device_rules;
 pub mod error;
-pub mod events;
-pub mod evidence;
-pub mod fence;
-pub mod groups;
-pub mod health;
-pub mod http;
-pub mod leader;
-pub mod ledger;
-pub mod metrics;
-pub mod nfd;
-pub mod node;
-pub mod probe_reports;
-pub mod profiles;
-pub mod prune;
+pub mod lease;
 pub mod requests;
 pub mod status;
-pub mod status_input;
-pub mod verdicts;
+pub mod watch;
+pub mod write;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -53,20 +39,20 @@ use kube::runtime::utils::{Backoff, WatchStreamExt};
 use kube::runtime::wait::{Condition, conditions};
 use kube::runtime::{Controller, PredicateConfig, watcher};
 use kube::{Client, ResourceExt};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use backoff::{ErrorBackoff, WatchBackoff};
-use cached::CachedNode;
-use crd_guard::CrdGuard;
-use status_input::StatusInput;
+use status::input::StatusInput;
+use watch::cached::CachedNode;
+use write::crd_guard::CrdGuard;
 
 pub use config::RunArgs;
 pub use context::Context;
 pub use error::Error;
-pub use health::Health;
-pub use metrics::Metrics;
+pub use status::health::Health;
+pub use status::metrics::Metrics;
 
 /// Waits until the GpuNodeProfile CRD exists and is Established. API errors
 /// (a server still starting, a dropped connection, 429/5xx) are retried with
@@ -74,7 +60,7 @@ pub use metrics::Metrics;
 /// transient error at start-up turns a blip into a CrashLoopBackOff.
 pub async fn wait_for_crd(client: &Client, stop: &CancellationToken) -> Result<(), Error> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let name = crd_guard::PROFILE_CRD;
+    let name = write::crd_guard::PROFILE_CRD;
     let mut warned = false;
     let mut retry = WatchBackoff::default();
     loop {
@@ -125,15 +111,15 @@ pub async fn run(
         return run_controllers(client, args, metrics, health, stop, None).await;
     }
     health.standby.store(true, Ordering::Relaxed);
-    let Some(lease) = leader::acquire(&client, &args, &stop).await? else {
+    let Some(lease) = lease::leader::acquire(&client, &args, &stop).await? else {
         return Ok(());
     };
-    let fence = fence::Fence::new();
+    let fence = lease::fence::Fence::new();
     let work = stop.child_token();
     // The lease is renewed through the plain client (the renewal must pass
     // even when the fence is closed); the guard opens the fence on the renewals
     // it sees and closes it for good on the first sign of loss.
-    let guard = tokio::spawn(leader::guard(
+    let guard = tokio::spawn(lease::leader::guard(
         client.clone(),
         args.clone(),
         lease.receiver.clone(),
@@ -141,11 +127,11 @@ pub async fn run(
         work.clone(),
         metrics.clone(),
     ));
-    let deadline = leader::LeaseTiming::new(args.lease_duration_seconds).renew_deadline;
+    let deadline = lease::leader::LeaseTiming::new(args.lease_duration_seconds).renew_deadline;
     let result = if fence.wait_open(deadline).await {
         metrics.leader.set(1);
         health.standby.store(false, Ordering::Relaxed);
-        let writer = fence::fenced_client(client, fence.clone());
+        let writer = lease::fence::fenced_client(client, fence.clone());
         run_controllers(
             writer,
             args,
@@ -181,7 +167,7 @@ async fn run_controllers(
     metrics: Arc<Metrics>,
     health: Arc<Health>,
     stop: CancellationToken,
-    fence: Option<Arc<fence::Fence>>,
+    fence: Option<Arc<lease::fence::Fence>>,
 ) -> Result<(), Error> {
     let lost = move || fence.as_ref().is_some_and(|f| f.is_revoked());
     let identity = args.identity();
@@ -202,7 +188,7 @@ async fn run_controllers(
     let (profile_reader, profile_writer) = reflector::store::<GpuNodeProfile>();
     // Untyped, then typed one by one: a profile that does not deserialize is
     // reported and skipped instead of failing the list (see profiles.rs).
-    let profile_stream = profiles::typed(
+    let profile_stream = watch::profiles::typed(
         watcher(
             crate::readers::dynamic_api(client.clone()),
             watcher::Config::default(),
@@ -227,15 +213,15 @@ async fn run_controllers(
     }
     // The node book (write ledger, brakes, refusals); the nodes it hands back
     // go through the re-queue channel.
-    let ledger = Arc::new(ledger::Ledger::new(args.brake(), requeue.clone()));
+    let ledger = Arc::new(write::ledger::Ledger::new(args.brake(), requeue.clone()));
     // Each Node is pruned and packed (cached.rs) before it enters the cache: the
     // cache holds what the engine reads, not the API type.
     let (node_reader, node_writer) = reflector::store::<CachedNode>();
     // fabric.groupByLabel groups follow every node event (groups.rs).
-    let node_groups = Arc::new(groups::Groups::default());
+    let node_groups = Arc::new(watch::groups::Groups::default());
     let node_stream = watcher(Api::<Node>::all(client.clone()), node_cfg)
         .backoff(WatchBackoff::default())
-        .map_ok(cached::cache_event)
+        .map_ok(watch::cached::cache_event)
         .reflect(node_writer)
         .inspect({
             let (groups, requeue) = (node_groups.clone(), requeue.clone());
@@ -271,7 +257,7 @@ async fn run_controllers(
     // Probe reports: a node's report changing in substance re-queues that node.
     let (probe_reports, probe_triggers) = match &args.probe_namespace {
         Some(ns) => {
-            let (reports, triggers) = probe_reports::watch(client.clone(), ns);
+            let (reports, triggers) = watch::probe_reports::watch(client.clone(), ns);
             (Some(reports), triggers.map(|r| cached_ref(&r)).boxed())
         }
         None => (None, futures::stream::pending().boxed()),
@@ -281,7 +267,7 @@ async fn run_controllers(
     let requeued = requeued.inspect(queue_at(ledger.clone(), node_reader.clone()));
     let probe_triggers = probe_triggers.inspect(queue_at(ledger.clone(), node_reader.clone()));
 
-    let (caches_ready_tx, caches_ready) = watch::channel(false);
+    let (caches_ready_tx, caches_ready) = tokio::sync::watch::channel(false);
     let ctx = Arc::new(Context {
         client: client.clone(),
         args: args.clone(),
@@ -298,7 +284,7 @@ async fn run_controllers(
         groups: node_groups,
         probe_reports,
     });
-    let evidence_tasks = evidence::spawn(
+    let evidence_tasks = watch::evidence::spawn(
         client.clone(),
         ctx.evidence.clone(),
         metrics.clone(),
@@ -329,8 +315,8 @@ async fn run_controllers(
     let status_stop = CancellationToken::new();
     // The NFD CRD reconciler hands its condition to the status task; with
     // --nfd-crds=off the sender is dropped and profiles carry no condition.
-    let (nfd_tx, nfd_rx) = watch::channel(None);
-    let aggregator = tokio::spawn(status::run(
+    let (nfd_tx, nfd_rx) = tokio::sync::watch::channel(None);
+    let aggregator = tokio::spawn(status::task::run(
         ctx.clone(),
         status_rx,
         nfd_rx,
@@ -339,7 +325,7 @@ async fn run_controllers(
     let crd_watch = tokio::spawn(crd.clone().watch(stop.clone()));
     // Only the leader gets here, so only one replica ever writes the NFD CRDs.
     let nfd_crds = (args.nfd_crds != config::NfdCrdMode::Off)
-        .then(|| tokio::spawn(nfd::run(ctx.clone(), nfd_tx, stop.clone())));
+        .then(|| tokio::spawn(write::nfd::run(ctx.clone(), nfd_tx, stop.clone())));
 
     let (nodes_for_profile, ledger_for_profile) = (node_reader.clone(), ctx.ledger.clone());
     let stop_fut = {
@@ -424,7 +410,7 @@ async fn run_controllers(
 /// backoff is forgotten at the node's first success.
 async fn reconcile(node: Arc<CachedNode>, ctx: Arc<Context>) -> Result<Action, Error> {
     let name = node.name_any();
-    let result = node::reconcile(node, ctx.clone()).await;
+    let result = write::node::reconcile(node, ctx.clone()).await;
     if result.is_ok() {
         ctx.errors.forget(&name);
     }
@@ -443,7 +429,7 @@ async fn reconcile(node: Arc<CachedNode>, ctx: Arc<Context>) -> Result<Action, E
 /// reports it not found (see `run_controllers`).
 fn node_gone(
     status: mpsc::UnboundedSender<StatusInput>,
-    ledger: Arc<ledger::Ledger>,
+    ledger: Arc<write::ledger::Ledger>,
     nodes: Store<CachedNode>,
 ) -> impl FnMut(&Result<watcher::Event<CachedNode>, watcher::Error>) {
     let mut before_relist: Option<Vec<Arc<CachedNode>>> = None;
@@ -609,7 +595,7 @@ fn nodes_of_profile(
 /// Queues a triggered node at the gate when the cache holds it (a trigger for
 /// a node not cached reconciles nothing, so it must not count as work ahead).
 fn queue_at(
-    ledger: Arc<ledger::Ledger>,
+    ledger: Arc<write::ledger::Ledger>,
     nodes: Store<CachedNode>,
 ) -> impl FnMut(&ObjectRef<CachedNode>) {
     move |r| {

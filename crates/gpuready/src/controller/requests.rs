@@ -29,8 +29,8 @@ use tower::buffer::BufferLayer;
 use tower::retry::RetryLayer;
 use tower::{BoxError, Layer, Service, ServiceExt};
 
-use super::fence::FenceTag;
-use super::metrics::{Code, Metrics};
+use crate::controller::lease::fence::FenceTag;
+use crate::controller::status::metrics::{Code, Metrics};
 
 /// A token bucket shared by every request of one client.
 pub type Limiter = Arc<DefaultDirectRateLimiter>;
@@ -197,7 +197,7 @@ mod tests {
     fn gets_counted(metrics: &Metrics) -> u64 {
         metrics
             .requests
-            .get_or_create(&crate::controller::metrics::Method {
+            .get_or_create(&crate::controller::status::metrics::Method {
                 method: "GET".to_owned(),
             })
             .get()
@@ -295,10 +295,10 @@ mod tests {
             let metrics = Arc::new(Metrics::default());
             let inner =
                 limited_client(kube::Config::new(url.parse().unwrap()), metrics, None).unwrap();
-            let fence = crate::controller::fence::Fence::new();
+            let fence = crate::controller::lease::fence::Fence::new();
             let deadline = std::time::Instant::now() + Duration::from_millis(300);
             fence.extend_to(deadline);
-            let client = crate::controller::fence::fenced_client(inner, fence.clone());
+            let client = crate::controller::lease::fence::fenced_client(inner, fence.clone());
             let api: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(client);
             let result = api
                 .patch(

@@ -63,9 +63,9 @@ use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use super::config::NfdCrdMode;
-use super::context::Context;
-use super::metrics::CrdState;
+use crate::controller::config::NfdCrdMode;
+use crate::controller::context::Context;
+use crate::controller::status::metrics::CrdState;
 use crate::nfd_io::{
     self, ESTABLISH_TIMEOUT, NFD_CRD_NAMES, NfdCrdError, ReadBack, apply_and_read_back,
 };

@@ -38,16 +38,16 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use super::cached::CachedNode;
-use super::config::NfdCrdMode;
-use super::context::Context;
-use super::error::RefusedWrite;
+use super::input::StatusInput;
 use super::metrics::{
     NodeLayer, NodeNotReady, NodeSeries, Profile, ProfileLayer, ProfileNode, ProfileState,
     ProfileWrite,
 };
-use super::status_input::StatusInput;
-use super::verdicts::{profiles_with_selectors, verdict_of};
+use crate::controller::config::NfdCrdMode;
+use crate::controller::context::Context;
+use crate::controller::error::RefusedWrite;
+use crate::controller::watch::cached::CachedNode;
+use crate::controller::watch::verdicts::{profiles_with_selectors, verdict_of};
 
 /// Coalesces bursts of verdicts into one status write per profile.
 const DEBOUNCE: Duration = Duration::from_millis(500);

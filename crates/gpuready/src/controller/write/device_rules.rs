@@ -13,9 +13,9 @@ use kube::api::{Api, DeleteParams, PostParams, Preconditions};
 use kube::runtime::events::{Event, EventType};
 use tracing::{info, warn};
 
-use super::context::Context;
-use super::error::Error;
 use super::events::publish_node_event;
+use crate::controller::context::Context;
+use crate::controller::error::Error;
 
 /// Sends the planned rule changes. Returns the changes that took effect (for
 /// Events); a create whose name another writer already holds is skipped.

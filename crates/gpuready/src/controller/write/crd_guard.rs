@@ -25,9 +25,9 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
-use super::backoff::WatchBackoff;
-use super::health::Health;
-use super::metrics::Metrics;
+use crate::controller::backoff::WatchBackoff;
+use crate::controller::status::health::Health;
+use crate::controller::status::metrics::Metrics;
 
 pub const PROFILE_CRD: &str = "gpunodeprofiles.gpuready.io";
 

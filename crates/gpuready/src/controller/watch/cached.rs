@@ -381,7 +381,7 @@ mod tests {
 
     #[test]
     fn the_prune_tests_full_node_keeps_its_facts() {
-        assert_same_facts(&crate::controller::prune::tests::full_node());
+        assert_same_facts(&super::super::prune::tests::full_node());
     }
 
     #[test]

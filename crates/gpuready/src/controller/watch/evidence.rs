@@ -247,7 +247,7 @@ struct Watch {
 pub fn spawn(
     client: Client,
     stores: Arc<EvidenceStores>,
-    metrics: Arc<super::metrics::Metrics>,
+    metrics: Arc<crate::controller::status::metrics::Metrics>,
     requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
     stop: CancellationToken,
 ) -> Vec<tokio::task::JoinHandle<()>> {

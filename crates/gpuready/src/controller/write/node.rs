@@ -24,16 +24,16 @@ use kube::runtime::controller::Action;
 use serde_json::json;
 use tracing::{Instrument, debug, info, info_span, warn};
 
-use super::cached::CachedNode;
-use super::context::Context;
 use super::device_rules;
-use super::error::{Error, RefusedWrite, is_conflict};
 use super::events::{
     publish_deadline, publish_refusal, publish_repair_refusal, publish_transition,
 };
-use super::metrics::Kind;
-use super::prune::prune_node;
-use super::verdicts::profiles_with_selectors;
+use crate::controller::context::Context;
+use crate::controller::error::{Error, RefusedWrite, is_conflict};
+use crate::controller::status::metrics::Kind;
+use crate::controller::watch::cached::CachedNode;
+use crate::controller::watch::prune::prune_node;
+use crate::controller::watch::verdicts::profiles_with_selectors;
 
 /// Attempts at the optimistic-lock taint write before giving the node back to
 /// the queue (which retries with backoff).

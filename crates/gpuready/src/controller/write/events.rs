@@ -13,7 +13,7 @@ use kube::api::{Api, PostParams};
 use kube::runtime::events::{Event, EventType};
 use tracing::warn;
 
-use super::context::Context;
+use crate::controller::context::Context;
 
 /// An Event on the node when its GpuReady verdict changes status.
 pub async fn publish_transition(ctx: &Context, node: &Node, facts: &NodeFacts, a: &NodeAssessment) {

@@ -21,7 +21,7 @@ use kube::client::Body;
 use tokio::sync::Notify;
 use tower::{BoxError, Service};
 
-use super::error::Error;
+use crate::controller::error::Error;
 
 /// Until when this replica may write. Starts closed; the lease guard extends it
 /// after each renewal it sees; once revoked it never opens again (the replica

@@ -233,7 +233,7 @@ impl Default for Metrics {
             m.node_tainted_devices.clone(),
         );
         // Counters the alerts take rates of start at 0 (see `Error::KINDS`).
-        for kind in super::error::Error::KINDS {
+        for kind in crate::controller::error::Error::KINDS {
             m.reconcile_errors
                 .get_or_create(&Kind {
                     kind: kind.to_owned(),
@@ -338,8 +338,8 @@ impl Metrics {
 
 #[cfg(test)]
 mod tests {
-    use super::super::error::Error;
     use super::*;
+    use crate::controller::error::Error;
 
     fn not_ready(node: &str, reason: &str) -> NodeNotReady {
         NodeNotReady {

@@ -33,10 +33,10 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use super::config::RunArgs;
-use super::error::Error;
 use super::fence::Fence;
-use super::metrics::Metrics;
+use crate::controller::config::RunArgs;
+use crate::controller::error::Error;
+use crate::controller::status::metrics::Metrics;
 
 /// Lease timing from `--lease-duration`: at the default 15 s, client-go's own
 /// defaults (15 s lease, 10 s renew deadline, 2 s retry period). The renewal
@@ -160,7 +160,7 @@ fn copy_request(
 
 /// The field manager this replica's Lease writes go under: one per identity
 /// (see the module's documentation for why it must differ between replicas).
-/// `--identity` is at most [`super::config::IDENTITY_MAX_LEN`] characters, so
+/// `--identity` is at most [`crate::controller::config::IDENTITY_MAX_LEN`] characters, so
 /// this stays within the API server's 128.
 pub fn lease_field_manager(identity: &str) -> String {
     format!("{}-lease-{identity}", gpuready_api::keys::FIELD_MANAGER)
@@ -196,7 +196,7 @@ pub async fn acquire(
 ) -> Result<Option<Lease>, Error> {
     let timing = LeaseTiming::new(args.lease_duration_seconds);
     let client = persistent_client(client.clone());
-    let mut backoff = super::backoff::WatchBackoff::default();
+    let mut backoff = crate::controller::backoff::WatchBackoff::default();
     info!(lease = %args.lease_name, namespace = %args.lease_namespace, "waiting for the leader lease");
     loop {
         let built = LeaseManagerBuilder::new(client.clone(), &args.lease_name)
@@ -356,7 +356,7 @@ mod tests {
         let b = lease_field_manager("gpuready-7d4b9c-fghij");
         assert_ne!(a, b);
         assert_eq!(a, "gpuready-lease-gpuready-7d4b9c-abcde");
-        let longest = "x".repeat(super::super::config::IDENTITY_MAX_LEN);
+        let longest = "x".repeat(crate::controller::config::IDENTITY_MAX_LEN);
         assert!(lease_field_manager(&longest).len() <= 128);
     }
 

@@ -1,0 +1,13 @@
+//! What the controller reads and keeps: the node cache (pruned and packed),
+//! the profile watch, the evidence beside the nodes, the probe reports, the
+//! `fabric.groupByLabel` groups, and the verdicts judged from them. Nothing
+//! in this room writes to the API server but the profile watch's own
+//! "cannot read" status.
+
+pub mod cached;
+pub mod evidence;
+pub mod groups;
+pub mod probe_reports;
+pub mod profiles;
+pub mod prune;
+pub mod verdicts;
