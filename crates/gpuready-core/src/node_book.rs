@@ -6,7 +6,7 @@
 //! refused. One type because the rules cross: a brake released re-queues the
 //! nodes it held, a write that passes clears a refusal, a node that leaves is
 //! forgotten by all three. The controller keeps one behind one lock
-//! (`controller/write/ledger.rs`) and sends the node names these methods return
+//! (`controller/ledger.rs`) and sends the node names these methods return
 //! back to its queue; nothing here reads a clock or sends anything.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};

@@ -5,7 +5,7 @@
 //! [`step`] once per plan (through `node_book::NodeBook::step`) and runs one
 //! `match` of I/O (`crates/gpuready/src/controller/write/node.rs`); the ledger the
 //! answer depends on ([`WriteLedger`]) is plain data here, part of the
-//! `NodeBook` the controller keeps behind one lock (`controller/write/ledger.rs`).
+//! `NodeBook` the controller keeps behind one lock (`controller/ledger.rs`).
 //!
 //! # Priority, not timing
 //!

@@ -13,7 +13,7 @@ use support::*;
 /// Sample names gpuready exports, from the metric registry's `# TYPE` lines (a
 /// family only shows up once it has a sample, so each gets one).
 fn exported_samples() -> BTreeSet<String> {
-    use gpuready::controller::status::metrics::{
+    use gpuready::controller::metrics::{
         CrdState, Kind, NodeLayer, NodeNotReady, NodeSeries, Profile, ProfileLayer, ProfileNode,
         ProfileState,
     };

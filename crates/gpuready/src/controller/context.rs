@@ -15,14 +15,14 @@ use tokio::sync::{mpsc, watch};
 
 use super::backoff::ErrorBackoff;
 use super::config::RunArgs;
-use crate::controller::status::input::StatusInput;
-use crate::controller::status::metrics::Metrics;
+use crate::controller::crd_guard::CrdGuard;
+use crate::controller::ledger::Ledger;
+use crate::controller::metrics::Metrics;
+use crate::controller::status_input::StatusInput;
 use crate::controller::watch::cached::CachedNode;
 use crate::controller::watch::evidence::EvidenceStores;
 use crate::controller::watch::groups::Groups;
 use crate::controller::watch::probe_reports::ProbeReports;
-use crate::controller::write::crd_guard::CrdGuard;
-use crate::controller::write::ledger::Ledger;
 
 /// Shared state of one running controller.
 pub struct Context {

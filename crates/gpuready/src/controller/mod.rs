@@ -4,7 +4,7 @@
 
 //!
 //! This module only wires the tasks together; what they share is in
-//! `context.rs` (and `status/health.rs`, `status/input.rs`), which imports none of
+//! `context.rs` (and `health.rs`, `status_input.rs`), which imports none of
 //! them, so no module here imports one that imports it back
 //! (`tests/module_graph.rs` checks this).
 
@@ -13,10 +13,15 @@
 pub mod backoff;
 pub mod config;
 pub mod context;
+pub mod crd_guard;
 pub mod error;
+pub mod health;
 pub mod lease;
+pub mod ledger;
+pub mod metrics;
 pub mod requests;
 pub mod status;
+pub mod status_input;
 pub mod watch;
 pub mod write;
 
@@ -44,15 +49,15 @@ use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
 use backoff::{ErrorBackoff, WatchBackoff};
-use status::input::StatusInput;
+use crd_guard::CrdGuard;
+use status_input::StatusInput;
 use watch::cached::CachedNode;
-use write::crd_guard::CrdGuard;
 
 pub use config::RunArgs;
 pub use context::Context;
 pub use error::Error;
-pub use status::health::Health;
-pub use status::metrics::Metrics;
+pub use health::Health;
+pub use metrics::Metrics;
 
 /// Waits until the GpuNodeProfile CRD exists and is Established. API errors
 /// (a server still starting, a dropped connection, 429/5xx) are retried with
@@ -60,7 +65,7 @@ pub use status::metrics::Metrics;
 /// transient error at start-up turns a blip into a CrashLoopBackOff.
 pub async fn wait_for_crd(client: &Client, stop: &CancellationToken) -> Result<(), Error> {
     let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let name = write::crd_guard::PROFILE_CRD;
+    let name = crd_guard::PROFILE_CRD;
     let mut warned = false;
     let mut retry = WatchBackoff::default();
     loop {
@@ -213,7 +218,7 @@ async fn run_controllers(
     }
     // The node book (write ledger, brakes, refusals); the nodes it hands back
     // go through the re-queue channel.
-    let ledger = Arc::new(write::ledger::Ledger::new(args.brake(), requeue.clone()));
+    let ledger = Arc::new(ledger::Ledger::new(args.brake(), requeue.clone()));
     // Each Node is pruned and packed (cached.rs) before it enters the cache: the
     // cache holds what the engine reads, not the API type.
     let (node_reader, node_writer) = reflector::store::<CachedNode>();
@@ -429,7 +434,7 @@ async fn reconcile(node: Arc<CachedNode>, ctx: Arc<Context>) -> Result<Action, E
 /// reports it not found (see `run_controllers`).
 fn node_gone(
     status: mpsc::UnboundedSender<StatusInput>,
-    ledger: Arc<write::ledger::Ledger>,
+    ledger: Arc<ledger::Ledger>,
     nodes: Store<CachedNode>,
 ) -> impl FnMut(&Result<watcher::Event<CachedNode>, watcher::Error>) {
     let mut before_relist: Option<Vec<Arc<CachedNode>>> = None;
@@ -595,7 +600,7 @@ fn nodes_of_profile(
 /// Queues a triggered node at the gate when the cache holds it (a trigger for
 /// a node not cached reconciles nothing, so it must not count as work ahead).
 fn queue_at(
-    ledger: Arc<write::ledger::Ledger>,
+    ledger: Arc<ledger::Ledger>,
     nodes: Store<CachedNode>,
 ) -> impl FnMut(&ObjectRef<CachedNode>) {
     move |r| {

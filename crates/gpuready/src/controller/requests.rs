@@ -30,7 +30,7 @@ use tower::retry::RetryLayer;
 use tower::{BoxError, Layer, Service, ServiceExt};
 
 use crate::controller::lease::fence::FenceTag;
-use crate::controller::status::metrics::{Code, Metrics};
+use crate::controller::metrics::{Code, Metrics};
 
 /// A token bucket shared by every request of one client.
 pub type Limiter = Arc<DefaultDirectRateLimiter>;
@@ -197,7 +197,7 @@ mod tests {
     fn gets_counted(metrics: &Metrics) -> u64 {
         metrics
             .requests
-            .get_or_create(&crate::controller::status::metrics::Method {
+            .get_or_create(&crate::controller::metrics::Method {
                 method: "GET".to_owned(),
             })
             .get()

@@ -36,7 +36,7 @@ use tracing::{debug, info, warn};
 use super::fence::Fence;
 use crate::controller::config::RunArgs;
 use crate::controller::error::Error;
-use crate::controller::status::metrics::Metrics;
+use crate::controller::metrics::Metrics;
 
 /// Lease timing from `--lease-duration`: at the default 15 s, client-go's own
 /// defaults (15 s lease, 10 s renew deadline, 2 s retry period). The renewal

@@ -11,8 +11,8 @@ use axum::response::IntoResponse;
 use axum::routing::get;
 use tokio_util::sync::CancellationToken;
 
-use super::health::Health;
-use super::metrics::Metrics;
+use crate::controller::health::Health;
+use crate::controller::metrics::Metrics;
 
 #[derive(Clone)]
 struct AppState {

@@ -1,9 +1,7 @@
 //! What the controller reports: the status task (profile status, metrics and
-//! profile Events from the tally), the messages it is sent, the metrics
-//! registry, this replica's health and the HTTP endpoints serving them.
+//! profile Events from the tally) and the HTTP endpoints serving metrics and
+//! health. The registry, the health flags and the task's message type are
+//! shared by every room, so they sit beside `context.rs`.
 
-pub mod health;
 pub mod http;
-pub mod input;
-pub mod metrics;
 pub mod task;

@@ -38,14 +38,14 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
-use super::input::StatusInput;
-use super::metrics::{
-    NodeLayer, NodeNotReady, NodeSeries, Profile, ProfileLayer, ProfileNode, ProfileState,
-    ProfileWrite,
-};
 use crate::controller::config::NfdCrdMode;
 use crate::controller::context::Context;
 use crate::controller::error::RefusedWrite;
+use crate::controller::metrics::{
+    NodeLayer, NodeNotReady, NodeSeries, Profile, ProfileLayer, ProfileNode, ProfileState,
+    ProfileWrite,
+};
+use crate::controller::status_input::StatusInput;
 use crate::controller::watch::cached::CachedNode;
 use crate::controller::watch::verdicts::{profiles_with_selectors, verdict_of};
 

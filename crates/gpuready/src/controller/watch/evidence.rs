@@ -247,7 +247,7 @@ struct Watch {
 pub fn spawn(
     client: Client,
     stores: Arc<EvidenceStores>,
-    metrics: Arc<crate::controller::status::metrics::Metrics>,
+    metrics: Arc<crate::controller::metrics::Metrics>,
     requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
     stop: CancellationToken,
 ) -> Vec<tokio::task::JoinHandle<()>> {

@@ -1,10 +1,9 @@
 //! What the controller writes: the node reconciler (the only writer of
-//! Nodes) with the node book behind one lock, the DeviceTaintRules, the
-//! Events, the CRD guard that holds releases, and the NFD CRD reconciler.
+//! Nodes), the DeviceTaintRules, the Events and the NFD CRD reconciler. The
+//! state they decide with and others share — the node book (`ledger.rs`),
+//! the CRD guard — sits beside `context.rs`, one owner each.
 
-pub mod crd_guard;
 pub mod device_rules;
 pub mod events;
-pub mod ledger;
 pub mod nfd;
 pub mod node;

@@ -65,7 +65,7 @@ use tracing::{debug, info, warn};
 
 use crate::controller::config::NfdCrdMode;
 use crate::controller::context::Context;
-use crate::controller::status::metrics::CrdState;
+use crate::controller::metrics::CrdState;
 use crate::nfd_io::{
     self, ESTABLISH_TIMEOUT, NFD_CRD_NAMES, NfdCrdError, ReadBack, apply_and_read_back,
 };

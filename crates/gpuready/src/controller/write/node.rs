@@ -30,7 +30,7 @@ use super::events::{
 };
 use crate::controller::context::Context;
 use crate::controller::error::{Error, RefusedWrite, is_conflict};
-use crate::controller::status::metrics::Kind;
+use crate::controller::metrics::Kind;
 use crate::controller::watch::cached::CachedNode;
 use crate::controller::watch::prune::prune_node;
 use crate::controller::watch::verdicts::profiles_with_selectors;

@@ -26,8 +26,8 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::controller::backoff::WatchBackoff;
-use crate::controller::status::health::Health;
-use crate::controller::status::metrics::Metrics;
+use crate::controller::health::Health;
+use crate::controller::metrics::Metrics;
 
 pub const PROFILE_CRD: &str = "gpunodeprofiles.gpuready.io";
 
