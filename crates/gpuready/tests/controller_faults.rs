@@ -88,30 +88,37 @@ fn apiserver_port(env: &gpuready_testenv::TestEnv) -> u16 {
         .expect("API server port")
 }
 
-#[tokio::test]
-async fn a_profile_deleted_while_the_watch_was_cut_is_released_after_the_relist() {
-    let mut env = env_with_crd().await;
-    let client = env.client().expect("client");
-    single_node_pool(&client, false).await;
-
-    let relay = Relay::start(apiserver_port(&env)).await;
+/// gpuready started against the API server through a relay the test can cut.
+async fn controller_behind_relay(env: &gpuready_testenv::TestEnv) -> (Relay, Running) {
+    let relay = Relay::start(apiserver_port(env)).await;
     let mut config = env.config();
     config.cluster_url = format!("https://127.0.0.1:{}", relay.port)
         .parse()
         .expect("relay URL");
-    let run = start_controller_with(config, test_args());
-    wait_gated(&client, "gpu-1", true, 30).await;
+    (relay, start_controller_with(config, test_args()))
+}
 
-    // gpuready sees nothing while the profile is deleted, and the API server
-    // restarts meanwhile, so the watch cannot resume from where it was: it
-    // re-lists, and a re-list has no Delete event for the profile.
+/// Deletes `name` while gpuready's watch is cut, waits until it is gone, then
+/// restarts the API server so the watch cannot resume from where it was and
+/// must re-list (a re-list has no Delete event), and heals the relay. Returns
+/// a client of the restarted server and the instant the relay healed.
+async fn deleted_while_cut<K>(
+    env: &mut gpuready_testenv::TestEnv,
+    relay: &Relay,
+    api: Api<K>,
+    name: &str,
+) -> (Client, Instant)
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
     relay.cut();
-    delete_profile(&client, "rtx3090").await;
-    eventually(30, "the profile is gone", || async {
-        Api::<gpuready_api::GpuNodeProfile>::all(client.clone())
-            .get_opt("rtx3090")
+    api.delete(name, &DeleteParams::default())
+        .await
+        .unwrap_or_else(|e| panic!("delete {name}: {e}"));
+    eventually(30, &format!("{name} is gone"), || async {
+        api.get_opt(name)
             .await
-            .expect("get profile")
+            .expect("get")
             .is_none()
             .then_some(())
     })
@@ -121,7 +128,22 @@ async fn a_profile_deleted_while_the_watch_was_cut_is_released_after_the_relist(
         .expect("restart kube-apiserver");
     let client = env.client().expect("client");
     relay.heal();
-    let healed = Instant::now();
+    (client, Instant::now())
+}
+
+#[tokio::test]
+async fn a_profile_deleted_while_the_watch_was_cut_is_released_after_the_relist() {
+    let mut env = env_with_crd().await;
+    let client = env.client().expect("client");
+    single_node_pool(&client, false).await;
+
+    let (relay, run) = controller_behind_relay(&env).await;
+    wait_gated(&client, "gpu-1", true, 30).await;
+
+    // gpuready sees nothing while the profile is deleted, and the API server
+    // restarts meanwhile: the watch re-lists, and a re-list has no Delete.
+    let profiles = Api::<gpuready_api::GpuNodeProfile>::all(client.clone());
+    let (client, healed) = deleted_while_cut(&mut env, &relay, profiles, "rtx3090").await;
 
     // The heartbeat (5 min here) would catch it eventually; the re-list must.
     eventually(30, "gpu-1 released after the re-list", || async {
@@ -149,12 +171,7 @@ async fn a_node_deleted_while_the_watch_was_cut_leaves_the_profile_counts_right_
     set_node_status(&client, "gpu-2", 1, 0, true).await;
     apply_profile(&client, &rtx3090_profile("rtx3090", "a", "")).await;
 
-    let relay = Relay::start(apiserver_port(&env)).await;
-    let mut config = env.config();
-    config.cluster_url = format!("https://127.0.0.1:{}", relay.port)
-        .parse()
-        .expect("relay URL");
-    let run = start_controller_with(config, test_args());
+    let (relay, run) = controller_behind_relay(&env).await;
     eventually(30, "the profile counts both nodes", || async {
         (profile_counts(&client, "rtx3090").await == Some((2, 1, 1))).then_some(())
     })
@@ -167,28 +184,9 @@ async fn a_node_deleted_while_the_watch_was_cut_leaves_the_profile_counts_right_
     };
     assert!(gpu2_series(&run), "gpu-2 has its not-ready series");
 
-    // As for the profile above: cut, deleted, and the API server restarted,
-    // so the watch cannot resume and re-lists.
-    relay.cut();
-    Api::<Node>::all(client.clone())
-        .delete("gpu-2", &DeleteParams::default())
-        .await
-        .expect("delete gpu-2");
-    eventually(30, "gpu-2 is gone", || async {
-        Api::<Node>::all(client.clone())
-            .get_opt("gpu-2")
-            .await
-            .expect("get node")
-            .is_none()
-            .then_some(())
-    })
-    .await;
-    env.restart_apiserver()
-        .await
-        .expect("restart kube-apiserver");
-    let client = env.client().expect("client");
-    relay.heal();
-    let healed = Instant::now();
+    // As for the profile above: cut, deleted, the API server restarted.
+    let nodes = Api::<Node>::all(client.clone());
+    let (client, healed) = deleted_while_cut(&mut env, &relay, nodes, "gpu-2").await;
 
     // Within the 30 s resync a stale tally would be written again as it is;
     // the re-list's InitDone must have dropped gpu-2 from it.

@@ -334,30 +334,22 @@ fn record_metrics(ctx: &Context, profile: &str, t: &ProfileTally, engaged: bool)
         state: s.to_owned(),
     };
     let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
-    ctx.metrics
-        .nodes
-        .get_or_create(&state("ready"))
-        .set(gauge(t.counts.ready));
-    ctx.metrics
-        .nodes
-        .get_or_create(&state("not_ready"))
-        .set(gauge(t.counts.not_ready));
-    ctx.metrics
-        .nodes
-        .get_or_create(&state(NodeState::Maintenance.metric_label()))
-        .set(gauge(t.counts.maintenance));
-    ctx.metrics
-        .nodes
-        .get_or_create(&state(NodeState::WaitingForGate.metric_label()))
-        .set(gauge(t.counts.waiting_for_gate));
-    ctx.metrics
-        .nodes
-        .get_or_create(&state("conflict"))
-        .set(gauge(t.counts.conflicts));
-    ctx.metrics
-        .nodes
-        .get_or_create(&state("past_deadline"))
-        .set(gauge(t.past_deadline));
+    for (label, n) in [
+        (NodeState::Ready, t.counts.ready),
+        (NodeState::NotReady, t.counts.not_ready),
+        (NodeState::Maintenance, t.counts.maintenance),
+        (NodeState::WaitingForGate, t.counts.waiting_for_gate),
+    ]
+    .map(|(s, n)| (s.metric_label(), n))
+    .into_iter()
+    .chain([
+        // Not node states: a node in conflict has none, and past-deadline
+        // nodes are also counted as not ready.
+        ("conflict", t.counts.conflicts),
+        ("past_deadline", t.past_deadline),
+    ]) {
+        ctx.metrics.nodes.get_or_create(&state(label)).set(gauge(n));
+    }
     ctx.metrics
         .tainted_devices
         .get_or_create(&Profile {
