@@ -60,6 +60,17 @@ async fn list_slim(api: &Api<Node>) -> Result<Vec<Slim>, Error> {
     }
 }
 
+impl FloorRun {
+    /// The run since `started`, from each node's (writes, conflicts).
+    fn of(started: Instant, results: &[(usize, usize)]) -> FloorRun {
+        FloorRun {
+            elapsed: started.elapsed(),
+            writes: results.iter().map(|r| r.0).sum(),
+            conflicts: results.iter().map(|r| r.1).sum(),
+        }
+    }
+}
+
 /// Adds (`taint`) or removes the floor's taint on every node.
 pub async fn run(client: &Client, concurrency: usize, taint: bool) -> Result<FloorRun, Error> {
     let started = Instant::now();
@@ -73,11 +84,7 @@ pub async fn run(client: &Client, concurrency: usize, taint: bool) -> Result<Flo
         .buffer_unordered(concurrency.max(1))
         .try_collect()
         .await?;
-    Ok(FloorRun {
-        elapsed: started.elapsed(),
-        writes: results.iter().map(|r| r.0).sum(),
-        conflicts: results.iter().map(|r| r.1).sum(),
-    })
+    Ok(FloorRun::of(started, &results))
 }
 
 /// The floor of the DRA rows: for each of nodes `0..m`, its ResourceSlice
@@ -113,11 +120,7 @@ pub async fn run_after_slices(
         .buffer_unordered(concurrency.max(1))
         .try_collect()
         .await?;
-    Ok(FloorRun {
-        elapsed: started.elapsed(),
-        writes: results.iter().map(|r| r.0).sum(),
-        conflicts: results.iter().map(|r| r.1).sum(),
-    })
+    Ok(FloorRun::of(started, &results))
 }
 
 /// Puts the floor's taint on `node` (or takes it off): one resourceVersion-
