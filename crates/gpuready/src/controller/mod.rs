@@ -579,18 +579,23 @@ fn nodes_of_profile(
             if selector.selects_all() {
                 return true;
             }
-            // Read for this one check only (a profile change), never kept.
-            // The node's facts only when the selector reads a label it has:
-            // only then can a label gpuready wrote be one it reads.
-            if reads
+            // A selector decides from the keys it reads alone, so only those
+            // are copied out of the packed labels (a handful, not the node's
+            // dozens: at 100,000 nodes the full copy and the node's facts
+            // were most of a profile change's first taint).
+            let read: BTreeMap<String, String> = reads
                 .iter()
-                .any(|k| labels.and_then(|l| l.get(k)).is_some())
-            {
+                .filter_map(|k| Some(((*k).to_owned(), labels?.get(k)?.to_owned())))
+                .collect();
+            // The engine matches over the labels less what gpuready wrote
+            // itself; only when a key read here is one of those is the node's
+            // full facts needed (read for this one check, never kept).
+            if read.keys().any(|k| n.may_have_written_label(k)) {
                 let facts = gpuready_core::NodeFacts::from_node(&n.to_node());
                 let pair = [(profile, &selector)];
                 selector.matches(&gpuready_core::assess::selectable_labels(&facts, &pair))
             } else {
-                selector.matches(&labels.map(|l| l.to_map()).unwrap_or_default())
+                selector.matches(&read)
             }
         })
         .map(|n| ObjectRef::from_obj(n.as_ref()))

@@ -11,6 +11,7 @@
 use std::borrow::Cow;
 use std::collections::BTreeMap;
 
+use gpuready_api::keys;
 use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus, Taint};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta, Time};
@@ -291,6 +292,20 @@ impl CachedNode {
         self.labels.as_ref()
     }
 
+    /// Whether gpuready may have written the label `key` to this node: a key
+    /// of its own domain, one its labels annotation lists, or any key of a
+    /// node it wrote with server-side apply before 0.2 (its managed fields
+    /// are not read here). A cheap over-approximation of what
+    /// `NodeFacts::owned` says, for callers that fall back to the facts.
+    pub fn may_have_written_label(&self, key: &str) -> bool {
+        gpuready_api::validate::is_owned_key(key)
+            || self.managed_fields.is_some()
+            || self
+                .annotations
+                .get(keys::ANNOTATION_LABELS)
+                .is_some_and(|v| v.split(',').any(|k| k == key))
+    }
+
     /// `prune::node_relevance` of the node as it entered the cache.
     pub fn relevance(&self) -> u64 {
         self.relevance
@@ -369,6 +384,17 @@ mod tests {
         prune_node(&mut pruned);
         assert_eq!(node_relevance(&expanded), node_relevance(&pruned), "{name}");
         assert_eq!(Some(cached.relevance()), node_relevance(&pruned), "{name}");
+        // The cheap check never misses a label the facts say gpuready wrote
+        // (the profile → node mapping falls back to the facts on it).
+        let facts = NodeFacts::from_node(n);
+        for k in facts.labels.keys() {
+            if facts.owned.labels.contains(k) || gpuready_api::validate::is_owned_key(k) {
+                assert!(cached.may_have_written_label(k), "{name}: {k}");
+            }
+        }
+        for k in &facts.owned.labels {
+            assert!(cached.may_have_written_label(k), "{name}: {k}");
+        }
         // A second round trip changes nothing.
         let again = CachedNode::from_node(expanded.clone()).to_node();
         assert_eq!(again, expanded, "{name}: round trip");
@@ -427,5 +453,22 @@ mod tests {
         let empty = PackedMap::from_map::<String>(&BTreeMap::new());
         assert!(empty.is_empty() && empty.get("a").is_none());
         assert_eq!(PackedMap::default().iter().count(), 0);
+    }
+
+    #[test]
+    fn labels_gpuready_may_have_written_are_its_domain_and_its_annotation() {
+        let node: Node = serde_json::from_value(serde_json::json!({
+            "metadata": {
+                "name": "n1",
+                "labels": {"pool.example.com/ready": "true", "pool": "a", "gpuready.io/profile": "p"},
+                "annotations": {"gpuready.io/labels": "pool.example.com/ready,gpuready.io/profile"}
+            }
+        }))
+        .expect("node");
+        let cached = CachedNode::from_node(node);
+        assert!(cached.may_have_written_label("pool.example.com/ready"));
+        assert!(cached.may_have_written_label("gpuready.io/anything"));
+        assert!(!cached.may_have_written_label("pool"));
+        assert!(!cached.may_have_written_label("pool.example.com/read"));
     }
 }
