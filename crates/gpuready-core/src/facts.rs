@@ -91,6 +91,12 @@ pub struct NodeFacts {
     pub repaired_at: Option<String>,
 }
 
+/// The label keys gpuready's labels annotation (`keys::ANNOTATION_LABELS`)
+/// lists: the labels it wrote to the node.
+pub fn listed_labels(annotation: &str) -> impl Iterator<Item = &str> {
+    annotation.split(',').filter(|k| !k.is_empty())
+}
+
 /// Whether gpuready writes node conditions of this type: `GpuReady`, the
 /// per-layer `GpuReady<Layer>` types and the Health layer's `GpuReadyProbe`.
 /// Only these are ever added, changed or removed; every other condition on the
@@ -194,8 +200,7 @@ impl NodeFacts {
                         annotations
                             .and_then(|a| a.get(keys::ANNOTATION_LABELS))
                             .into_iter()
-                            .flat_map(|v| v.split(','))
-                            .filter(|k| !k.is_empty())
+                            .flat_map(|v| listed_labels(v))
                             .map(str::to_owned),
                     )
                     .collect(),

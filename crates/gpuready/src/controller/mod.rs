@@ -581,8 +581,7 @@ fn nodes_of_profile(
             }
             // A selector decides from the keys it reads alone, so only those
             // are copied out of the packed labels (a handful, not the node's
-            // dozens: at 100,000 nodes the full copy and the node's facts
-            // were most of a profile change's first taint).
+            // dozens).
             let read: BTreeMap<String, String> = reads
                 .iter()
                 .filter_map(|k| Some(((*k).to_owned(), labels?.get(k)?.to_owned())))
