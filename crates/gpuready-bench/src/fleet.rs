@@ -179,10 +179,29 @@ pub fn status(i: usize) -> Value {
     })
 }
 
-/// Creates nodes `0..n`, each in one POST that carries its status too, as
-/// kubelet registers a node (the API server keeps a Node's status on create;
-/// kubelet's later heartbeats go through the status subresource). Prints
-/// progress every ten seconds: at 100,000 nodes this takes minutes.
+/// Node `i` as kubelet registers it: one object that carries its status too
+/// (the API server keeps a Node's status on create; kubelet's later
+/// heartbeats go through the status subresource), with `taint` on it as
+/// kubelet's `--register-with-taints` puts it.
+fn node(i: usize, taint: Option<&str>) -> Result<Node, Error> {
+    let mut doc = json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": { "name": node_name(i), "labels": labels(i) },
+        "spec": { "providerID": format!("aws:///eu-west-1a/i-{i:017x}") },
+    });
+    if let Some(key) = taint {
+        doc["spec"]["taints"] = json!([{ "key": key, "value": "true", "effect": "NoSchedule" }]);
+    }
+    if let (Some(obj), Value::Object(mut st)) = (doc.as_object_mut(), status(i))
+        && let Some(s) = st.remove("status")
+    {
+        obj.insert("status".into(), s);
+    }
+    Ok(serde_json::from_value(doc)?)
+}
+
+/// Creates nodes `0..n`, one POST each. Prints progress every ten seconds: at
+/// 100,000 nodes this takes minutes.
 pub async fn create_nodes(client: &Client, n: usize, concurrency: usize) -> Result<(), Error> {
     let api: Api<Node> = Api::all(client.clone());
     let done = std::sync::atomic::AtomicUsize::new(0);
@@ -192,18 +211,7 @@ pub async fn create_nodes(client: &Client, n: usize, concurrency: usize) -> Resu
             let api = api.clone();
             let done = &done;
             async move {
-                let mut doc = json!({
-                    "apiVersion": "v1", "kind": "Node",
-                    "metadata": { "name": node_name(i), "labels": labels(i) },
-                    "spec": { "providerID": format!("aws:///eu-west-1a/i-{i:017x}") },
-                });
-                if let (Some(obj), Value::Object(mut st)) = (doc.as_object_mut(), status(i))
-                    && let Some(s) = st.remove("status")
-                {
-                    obj.insert("status".into(), s);
-                }
-                let node: Node = serde_json::from_value(doc)?;
-                api.create(&PostParams::default(), &node).await?;
+                api.create(&PostParams::default(), &node(i, None)?).await?;
                 done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 Ok::<(), Error>(())
             }
@@ -227,6 +235,51 @@ pub async fn create_nodes(client: &Client, n: usize, concurrency: usize) -> Resu
             }
         }
     }
+}
+
+/// Creates nodes `range` at once (`concurrency` POSTs in flight), each
+/// registered with the taint `taint_key`, as an autoscaler's new nodes join.
+/// Returns each node's name and when its POST returned (the node existed).
+pub async fn create_joiners(
+    client: &Client,
+    range: std::ops::Range<usize>,
+    taint_key: &str,
+    concurrency: usize,
+) -> Result<Vec<(String, std::time::Instant)>, Error> {
+    let api: Api<Node> = Api::all(client.clone());
+    futures::stream::iter(range)
+        .map(|i| {
+            let api = api.clone();
+            async move {
+                api.create(&PostParams::default(), &node(i, Some(taint_key))?)
+                    .await?;
+                Ok::<_, Error>((node_name(i), std::time::Instant::now()))
+            }
+        })
+        .buffer_unordered(concurrency.max(1))
+        .try_collect()
+        .await
+}
+
+/// Deletes nodes `range` (`concurrency` in flight).
+pub async fn delete_nodes(
+    client: &Client,
+    range: std::ops::Range<usize>,
+    concurrency: usize,
+) -> Result<(), Error> {
+    let api: Api<Node> = Api::all(client.clone());
+    futures::stream::iter(range)
+        .map(|i| {
+            let api = api.clone();
+            async move {
+                api.delete(&node_name(i), &Default::default()).await?;
+                Ok::<(), Error>(())
+            }
+        })
+        .buffer_unordered(concurrency.max(1))
+        .try_collect::<Vec<()>>()
+        .await?;
+    Ok(())
 }
 
 /// The ResourceSlice of node `i`: one RTX 3090 as the NVIDIA DRA driver

@@ -3,7 +3,8 @@
 //! the whole taint list, re-read and retried on 409 — at the same client limits
 //! and concurrency as gpuready. It uses its own taint key so it never meets
 //! gpuready's. For the DRA rows, each node's patch follows the write of its
-//! ResourceSlice.
+//! ResourceSlice; for the join-storm rows, a watch untaints each node that
+//! joins with the floor's taint.
 
 use std::time::{Duration, Instant};
 
@@ -161,4 +162,44 @@ async fn set_taint(api: &Api<Node>, node: Slim, taint: bool) -> Result<(usize, u
             Err(e) => return Err(e.into()),
         }
     }
+}
+
+/// The floor of the join-storm rows: a watch on every Node that takes the
+/// floor's taint off each node that carries it (one resourceVersion-locked
+/// patch, `concurrency` in flight), until aborted. `listed` fires once the
+/// watch's first list is in: nodes created after it are seen as they join.
+pub async fn untaint_joiners(
+    client: Client,
+    concurrency: usize,
+    listed: tokio::sync::oneshot::Sender<()>,
+) -> Result<(), Error> {
+    use kube::runtime::{WatchStreamExt, watcher};
+    let api: Api<Node> = Api::all(client);
+    let mut listed = Some(listed);
+    let joined = watcher(api.clone(), watcher::Config::default())
+        .default_backoff()
+        .filter_map(|e| {
+            let node = match e {
+                Ok(watcher::Event::Apply(n) | watcher::Event::InitApply(n)) => Some(n),
+                Ok(watcher::Event::InitDone) => {
+                    if let Some(tx) = listed.take() {
+                        let _ = tx.send(());
+                    }
+                    None
+                }
+                _ => None,
+            };
+            let tainted = node.filter(|n| taints(n).iter().any(|t| t.key == FLOOR_TAINT));
+            std::future::ready(tainted.map(|n| slim(&n)))
+        })
+        .map(|node| {
+            let api = api.clone();
+            async move { set_taint(&api, node, false).await }
+        })
+        .buffer_unordered(concurrency.max(1));
+    let mut joined = std::pin::pin!(joined);
+    while let Some(result) = joined.next().await {
+        result?;
+    }
+    Ok(())
 }

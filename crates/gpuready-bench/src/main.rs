@@ -9,6 +9,7 @@
 mod error;
 mod fleet;
 mod floor;
+mod join;
 mod observe;
 mod process;
 
@@ -82,10 +83,23 @@ struct Args {
     /// default) skips them.
     #[arg(long, default_value_t = 0)]
     dra_updates: usize,
+    /// The join-storm rows: after the rest window, this many healthy nodes
+    /// join at once, each registered with the readiness taint, timed from
+    /// creation to untaint, gpuready's storm then the floor's (a watch that
+    /// untaints); one storm per size given. 0 skips them.
+    #[arg(long, value_delimiter = ',', default_value = "200,2000")]
+    joins: Vec<usize>,
     /// Record gpuready with `perf record` during the single-node changes, into
     /// `<DIR>/perf-<nodes>.data` (read it with `perf report -i …`).
     #[arg(long)]
     perf: Option<PathBuf>,
+}
+
+impl Args {
+    /// The join storms asked for (`--joins`, zeros dropped).
+    fn storms(&self) -> Vec<usize> {
+        self.joins.iter().copied().filter(|j| *j > 0).collect()
+    }
 }
 
 /// The control plane's flags for the benchmark, the same for the floor and
@@ -181,6 +195,8 @@ struct Row {
     /// gpuready's CPU over the rest window (the fleet converged, nothing changing).
     rest_cpu: f64,
     dra: Option<DraRow>,
+    /// One per `--joins` size.
+    joins: Vec<join::JoinRow>,
 }
 
 /// The DRA rows of one fleet size (`--dra-updates`).
@@ -868,7 +884,36 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     row.rest_window = rest.elapsed();
     row.rest_writes = after.saturating_sub(before);
     (row.rss_rest_kib, row.rss_peak_kib) = process::rss_kib(ctl.pid());
+    let storms = args.storms();
+    let ctl = if storms.is_empty() {
+        Some(ctl)
+    } else {
+        for &j in &storms {
+            let storm =
+                join::gpuready_storm(&ctl, &admin, &mut counts, n, j, args.setup_concurrency)
+                    .await?;
+            row.joins.push(storm);
+        }
+        drop(ctl);
+        for (k, &j) in storms.iter().enumerate() {
+            row.joins[k].floor = join::floor_storm(
+                &floor_client,
+                &admin,
+                &mut counts,
+                n,
+                j,
+                usize::from(args.concurrency),
+                args.setup_concurrency,
+            )
+            .await?;
+        }
+        None
+    };
     if args.dra_updates > 0 {
+        let ctl = match ctl {
+            Some(c) => c,
+            None => restart(bin, &env, args, n).await?,
+        };
         let dra = dra_phase(ctl, &mut env, &admin, &floor_client, &mut counts, args, n).await?;
         row.dra = Some(dra);
     } else {
@@ -997,6 +1042,7 @@ fn table(rows: &[Row], args: &Args) -> String {
     server_rows(&mut line, args);
     if !args.setup_only {
         gpuready_rows(&mut line);
+        join::rows(&mut line, &args.storms());
         if args.dra_updates > 0 {
             dra_rows(&mut line);
         }

@@ -1,6 +1,7 @@
 //! What the benchmark sees of the fleet: a watch that keeps, per node, whether
 //! gpuready's taint (and the floor's) is on and what its GpuReady condition
 //! says, and publishes the counts so a phase can wait for "every node tainted".
+//! A deleted node leaves the counts (the join-storm rows delete their joiners).
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -33,6 +34,44 @@ pub struct Counts {
     /// When each node's taint last went on or off (the single-node reaction:
     /// the condition follows the taint and may wait for the gate).
     pub taint_changed: HashMap<String, Instant>,
+    /// The same for the floor's taint (the join-storm rows).
+    pub floor_taint_changed: HashMap<String, Instant>,
+}
+
+impl Counts {
+    /// Moves the counts from `old` (absent: a new node) to `new` (absent:
+    /// deleted), noting when either taint changed.
+    fn shift(&mut self, name: &str, old: Option<NodeSeen>, new: Option<NodeSeen>) {
+        for (v, up) in [(old, false), (new, true)] {
+            let Some(v) = v else { continue };
+            let bump = |n: &mut usize| *n = if up { *n + 1 } else { n.saturating_sub(1) };
+            if v.tainted {
+                bump(&mut self.tainted);
+            }
+            if v.floor_tainted {
+                bump(&mut self.floor_tainted);
+            }
+            match v.gpu_ready {
+                Some(true) => bump(&mut self.condition_true),
+                Some(false) => bump(&mut self.condition_false),
+                None => {}
+            }
+        }
+        let Some(s) = new else {
+            self.state.remove(name);
+            self.taint_changed.remove(name);
+            self.floor_taint_changed.remove(name);
+            return;
+        };
+        let now = Instant::now();
+        if old.is_none_or(|o| o.tainted != s.tainted) {
+            self.taint_changed.insert(name.to_owned(), now);
+        }
+        if old.is_none_or(|o| o.floor_tainted != s.floor_tainted) {
+            self.floor_taint_changed.insert(name.to_owned(), now);
+        }
+        self.state.insert(name.to_owned(), s);
+    }
 }
 
 fn seen(node: &Node) -> NodeSeen {
@@ -59,48 +98,29 @@ pub fn start(client: Client) -> (watch::Receiver<Counts>, tokio::task::JoinHandl
     let (tx, rx) = watch::channel(Counts::default());
     let task = tokio::spawn(async move {
         let mut stream = std::pin::pin!(
-            watcher(Api::<Node>::all(client), watcher::Config::default())
-                .default_backoff()
-                .touched_objects()
+            watcher(Api::<Node>::all(client), watcher::Config::default()).default_backoff()
         );
         let mut state: HashMap<String, NodeSeen> = HashMap::new();
         while let Some(item) = stream.next().await {
-            let Ok(node) = item else { continue };
+            let (node, deleted) = match item {
+                Ok(watcher::Event::Apply(n) | watcher::Event::InitApply(n)) => (n, false),
+                Ok(watcher::Event::Delete(n)) => (n, true),
+                _ => continue,
+            };
             let name = node.name_any();
-            let s = seen(&node);
-            if state.get(&name) == Some(&s) {
+            let new = (!deleted).then(|| seen(&node));
+            if state.get(&name).copied() == new {
                 continue;
             }
-            let old = state.insert(name.clone(), s);
+            let old = match new {
+                Some(s) => state.insert(name.clone(), s),
+                None => state.remove(&name),
+            };
             // Counted incrementally: a pass over the fleet per event would make
             // the observer, on the same two cores, slower than what it observes.
             tx.send_modify(|c| {
                 c.nodes = state.len();
-                for (v, sign) in [(old, -1i64), (Some(s), 1)] {
-                    let Some(v) = v else { continue };
-                    let bump = |n: &mut usize| {
-                        *n = if sign > 0 {
-                            *n + 1
-                        } else {
-                            n.saturating_sub(1)
-                        };
-                    };
-                    if v.tainted {
-                        bump(&mut c.tainted);
-                    }
-                    if v.floor_tainted {
-                        bump(&mut c.floor_tainted);
-                    }
-                    match v.gpu_ready {
-                        Some(true) => bump(&mut c.condition_true),
-                        Some(false) => bump(&mut c.condition_false),
-                        None => {}
-                    }
-                }
-                if old.is_none_or(|o| o.tainted != s.tainted) {
-                    c.taint_changed.insert(name.clone(), Instant::now());
-                }
-                c.state.insert(name, s);
+                c.shift(&name, old, new);
             });
         }
     });

@@ -1,0 +1,227 @@
+//! The join-storm rows: J healthy GPU nodes join a governed fleet at once,
+//! each registered with the readiness taint (kubelet's `--register-with-taints`),
+//! and each is timed from its creation to its untaint as the observer's watch
+//! sees it — gpuready against a floor client that only watches and untaints.
+//! Every joiner is deleted again after its phase, so each storm meets the
+//! same fleet.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use gpuready_api::keys;
+use kube::Client;
+use tokio::sync::watch;
+
+use crate::error::Error;
+use crate::observe::Counts;
+use crate::{Controller, LONG_WAIT, diff, fleet, floor, percentile, sample, wait_counts};
+
+/// One side of one storm.
+#[derive(Clone, Debug, Default)]
+pub struct JoinSide {
+    /// All J POSTs, from the first sent to the last answered.
+    pub create: Duration,
+    /// Each joiner from its creation to its untaint: p50, p99, max.
+    pub p50: Duration,
+    pub p99: Duration,
+    pub max: Duration,
+}
+
+/// One storm of J joiners, both sides.
+#[derive(Clone, Debug, Default)]
+pub struct JoinRow {
+    pub floor: JoinSide,
+    pub gpuready: JoinSide,
+    /// From the first POST until every joiner had GpuReady=True.
+    pub gpuready_conditions: Duration,
+    /// gpuready's writes other than node patches sent before the last
+    /// joiner's untaint was seen (the gate defers them).
+    pub writes_before_last_untaint: BTreeMap<String, u64>,
+    /// gpuready's writes for the whole storm, by kind.
+    pub writes: BTreeMap<String, u64>,
+}
+
+/// Creation → untaint for each joiner, from `changed` (when the observer saw
+/// each node's taint go on or off last).
+fn side(
+    create: Duration,
+    created: &[(String, Instant)],
+    changed: &std::collections::HashMap<String, Instant>,
+) -> JoinSide {
+    let mut each: Vec<Duration> = created
+        .iter()
+        .filter_map(|(name, at)| Some(changed.get(name)?.saturating_duration_since(*at)))
+        .collect();
+    each.sort();
+    JoinSide {
+        create,
+        p50: percentile(&each, 0.50),
+        p99: percentile(&each, 0.99),
+        max: each.last().copied().unwrap_or_default(),
+    }
+}
+
+/// Deletes the joiners and waits until the observer sees the fleet as before.
+async fn remove_joiners(
+    admin: &Client,
+    counts: &mut watch::Receiver<Counts>,
+    n: usize,
+    j: usize,
+    concurrency: usize,
+) -> Result<(), Error> {
+    fleet::delete_nodes(admin, n..n + j, concurrency).await?;
+    wait_counts(counts, "the joiners gone", LONG_WAIT, |c| c.nodes == n).await?;
+    Ok(())
+}
+
+/// gpuready's side of a storm of `j`, on the converged controller.
+pub async fn gpuready_storm(
+    ctl: &Controller,
+    admin: &Client,
+    counts: &mut watch::Receiver<Counts>,
+    n: usize,
+    j: usize,
+    concurrency: usize,
+) -> Result<JoinRow, Error> {
+    let before = sample(ctl.port);
+    let began = Instant::now();
+    let created =
+        fleet::create_joiners(admin, n..n + j, keys::DEFAULT_TAINT_KEY, concurrency).await?;
+    let create = began.elapsed();
+    wait_counts(counts, "every joiner untainted", LONG_WAIT, |c| {
+        c.nodes == n + j && c.tainted == 0
+    })
+    .await?;
+    let untainted = sample(ctl.port);
+    let gpuready = side(create, &created, &counts.borrow().taint_changed);
+    let done = wait_counts(counts, "every joiner GpuReady=True", LONG_WAIT, |c| {
+        c.condition_true == n + j
+    })
+    .await?;
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let after = sample(ctl.port);
+    eprintln!(
+        "[{n}] gpuready: {j} joiners created in {create:.1?}, untainted p50 {:.2?} / p99 {:.2?} / max {:.2?}, every GpuReady=True after {:.1?}",
+        gpuready.p50,
+        gpuready.p99,
+        gpuready.max,
+        done - began
+    );
+    remove_joiners(admin, counts, n, j, concurrency).await?;
+    Ok(JoinRow {
+        gpuready,
+        gpuready_conditions: done - began,
+        writes_before_last_untaint: diff(&untainted.writes, &before.writes)
+            .into_iter()
+            .filter(|(k, _)| k != "node")
+            .collect(),
+        writes: diff(&after.writes, &before.writes),
+        ..JoinRow::default()
+    })
+}
+
+/// The floor's side of a storm of `j` (gpuready stopped).
+pub async fn floor_storm(
+    floor_client: &Client,
+    admin: &Client,
+    counts: &mut watch::Receiver<Counts>,
+    n: usize,
+    j: usize,
+    concurrency: usize,
+    setup_concurrency: usize,
+) -> Result<JoinSide, Error> {
+    let (listed, ready) = tokio::sync::oneshot::channel();
+    let untainter = tokio::spawn(floor::untaint_joiners(
+        floor_client.clone(),
+        concurrency,
+        listed,
+    ));
+    ready
+        .await
+        .map_err(|_| Error::Other("the floor's watch stopped before its first list".into()))?;
+    let began = Instant::now();
+    let created =
+        fleet::create_joiners(admin, n..n + j, floor::FLOOR_TAINT, setup_concurrency).await?;
+    let create = began.elapsed();
+    let seen = wait_counts(counts, "every joiner floor-untainted", LONG_WAIT, |c| {
+        c.nodes == n + j && c.floor_tainted == 0
+    })
+    .await;
+    untainter.abort();
+    seen?;
+    let floor = side(create, &created, &counts.borrow().floor_taint_changed);
+    eprintln!(
+        "[{n}] floor: {j} joiners created in {create:.1?}, untainted p50 {:.2?} / p99 {:.2?} / max {:.2?}",
+        floor.p50, floor.p99, floor.max
+    );
+    remove_joiners(admin, counts, n, j, setup_concurrency).await?;
+    Ok(floor)
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2}", d.as_secs_f64())
+}
+
+fn triple(s: &JoinSide) -> String {
+    format!("{} / {} / {} s", ms(s.p50), ms(s.p99), ms(s.max))
+}
+
+fn rate(j: usize, s: &JoinSide) -> String {
+    format!(
+        "{:.1} s ({:.0}/s)",
+        s.create.as_secs_f64(),
+        j as f64 / s.create.as_secs_f64().max(0.001)
+    )
+}
+
+/// The join-storm rows of the table, one block per storm size.
+pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&crate::Row) -> String), storms: &[usize]) {
+    for (k, &j) in storms.iter().enumerate() {
+        let cell = move |r: &crate::Row, f: &dyn Fn(&JoinRow) -> String| {
+            r.joins.get(k).map_or_else(|| "–".into(), f)
+        };
+        line(
+            &format!("join storm of {j}: floor, creation → untaint p50 / p99 / max"),
+            &|r| cell(r, &|s| triple(&s.floor)),
+        );
+        line(
+            &format!("join storm of {j}: gpuready, creation → untaint p50 / p99 / max"),
+            &|r| cell(r, &|s| triple(&s.gpuready)),
+        );
+        line(
+            &format!("join storm of {j}: gpuready ÷ floor (p99)"),
+            &|r| cell(r, &|s| crate::ratio(s.gpuready.p99, s.floor.p99)),
+        );
+        line(
+            &format!("join storm of {j}: the joiners created, floor run / gpuready run"),
+            &|r| {
+                cell(r, &|s| {
+                    format!(
+                        "{} / {}; gpuready's {:+.0} %",
+                        rate(j, &s.floor),
+                        rate(j, &s.gpuready),
+                        (s.gpuready.create.as_secs_f64() / s.floor.create.as_secs_f64().max(0.001)
+                            - 1.0)
+                            * 100.0
+                    )
+                })
+            },
+        );
+        line(
+            &format!("join storm of {j}: gpuready, every joiner GpuReady=True after"),
+            &|r| cell(r, &|s| crate::secs(s.gpuready_conditions)),
+        );
+        line(
+            &format!("join storm of {j}: gpuready, other writes before the last untaint / in all"),
+            &|r| {
+                cell(r, &|s| {
+                    format!(
+                        "{} / {}",
+                        crate::kinds(&s.writes_before_last_untaint),
+                        crate::kinds(&s.writes)
+                    )
+                })
+            },
+        );
+    }
+}
