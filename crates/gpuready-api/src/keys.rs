@@ -569,6 +569,9 @@ pub mod event_reasons {
     /// Node: the API server refused gpuready's write to it (the reason is in
     /// the note).
     pub const WRITE_REFUSED: &str = "WriteRefused";
+    /// Profile: a burst spent the profile's per-node Event budget; the note
+    /// counts the node Events not posted, by reason.
+    pub const NODE_EVENTS_HELD: &str = "NodeEventsHeld";
 }
 
 /// Event reasons on GpuNodeProfiles when gpuready changes the NFD CRDs, fails

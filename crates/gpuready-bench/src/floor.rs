@@ -172,6 +172,7 @@ pub async fn untaint_joiners(
     client: Client,
     concurrency: usize,
     listed: tokio::sync::oneshot::Sender<()>,
+    spent: std::sync::Arc<WriteTime>,
 ) -> Result<(), Error> {
     use kube::runtime::{WatchStreamExt, watcher};
     let api: Api<Node> = Api::all(client);
@@ -193,8 +194,13 @@ pub async fn untaint_joiners(
             std::future::ready(tainted.map(|n| slim(&n)))
         })
         .map(|node| {
-            let api = api.clone();
-            async move { set_taint(&api, node, false).await }
+            let (api, spent) = (api.clone(), spent.clone());
+            async move {
+                let began = Instant::now();
+                let done = set_taint(&api, node, false).await;
+                spent.add(began.elapsed());
+                done
+            }
         })
         .buffer_unordered(concurrency.max(1));
     let mut joined = std::pin::pin!(joined);
@@ -202,4 +208,27 @@ pub async fn untaint_joiners(
         result?;
     }
     Ok(())
+}
+
+/// The time the floor's untaints took, each from its first request to its
+/// last answer, summed, and how many there were.
+#[derive(Debug, Default)]
+pub struct WriteTime {
+    micros: std::sync::atomic::AtomicU64,
+    count: std::sync::atomic::AtomicU64,
+}
+
+impl WriteTime {
+    fn add(&self, d: Duration) {
+        use std::sync::atomic::Ordering::Relaxed;
+        self.micros
+            .fetch_add(u64::try_from(d.as_micros()).unwrap_or(u64::MAX), Relaxed);
+        self.count.fetch_add(1, Relaxed);
+    }
+
+    /// The mean untaint.
+    pub fn mean(&self) -> Duration {
+        use std::sync::atomic::Ordering::Relaxed;
+        Duration::from_micros(self.micros.load(Relaxed) / self.count.load(Relaxed).max(1))
+    }
 }

@@ -25,6 +25,9 @@ pub struct JoinSide {
     pub p50: Duration,
     pub p99: Duration,
     pub max: Duration,
+    /// The mean reconcile (gpuready) or untaint (the floor) meanwhile: wall
+    /// time, `--concurrency` of them in flight.
+    pub mean_write: Duration,
 }
 
 /// One storm of J joiners, both sides.
@@ -39,6 +42,12 @@ pub struct JoinRow {
     pub writes_before_last_untaint: BTreeMap<String, u64>,
     /// gpuready's writes for the whole storm, by kind.
     pub writes: BTreeMap<String, u64>,
+    /// gpuready's API requests by method, and its reconciles, until the last
+    /// joiner's untaint was seen.
+    pub requests_before_last_untaint: BTreeMap<String, u64>,
+    pub reconciles_before_last_untaint: u64,
+    /// gpuready's CPU seconds from the first POST until the last untaint.
+    pub cpu_until_last_untaint: f64,
 }
 
 /// Creation → untaint for each joiner, from `changed` (when the observer saw
@@ -58,6 +67,7 @@ fn side(
         p50: percentile(&each, 0.50),
         p99: percentile(&each, 0.99),
         max: each.last().copied().unwrap_or_default(),
+        mean_write: Duration::ZERO,
     }
 }
 
@@ -84,6 +94,7 @@ pub async fn gpuready_storm(
     concurrency: usize,
 ) -> Result<JoinRow, Error> {
     let before = sample(ctl.port);
+    let cpu0 = ctl.cpu();
     let began = Instant::now();
     let created =
         fleet::create_joiners(admin, n..n + j, keys::DEFAULT_TAINT_KEY, concurrency).await?;
@@ -93,7 +104,12 @@ pub async fn gpuready_storm(
     })
     .await?;
     let untainted = sample(ctl.port);
-    let gpuready = side(create, &created, &counts.borrow().taint_changed);
+    let cpu_until_last_untaint = ctl.cpu() - cpu0;
+    let mut gpuready = side(create, &created, &counts.borrow().taint_changed);
+    gpuready.mean_write = Duration::from_secs_f64(
+        (untainted.reconcile_seconds - before.reconcile_seconds).max(0.0)
+            / untainted.reconciles.saturating_sub(before.reconciles).max(1) as f64,
+    );
     let done = wait_counts(counts, "every joiner GpuReady=True", LONG_WAIT, |c| {
         c.condition_true == n + j
     })
@@ -116,6 +132,9 @@ pub async fn gpuready_storm(
             .filter(|(k, _)| k != "node")
             .collect(),
         writes: diff(&after.writes, &before.writes),
+        requests_before_last_untaint: diff(&untainted.requests, &before.requests),
+        reconciles_before_last_untaint: untainted.reconciles.saturating_sub(before.reconciles),
+        cpu_until_last_untaint,
         ..JoinRow::default()
     })
 }
@@ -131,10 +150,12 @@ pub async fn floor_storm(
     setup_concurrency: usize,
 ) -> Result<JoinSide, Error> {
     let (listed, ready) = tokio::sync::oneshot::channel();
+    let spent = std::sync::Arc::new(floor::WriteTime::default());
     let untainter = tokio::spawn(floor::untaint_joiners(
         floor_client.clone(),
         concurrency,
         listed,
+        spent.clone(),
     ));
     ready
         .await
@@ -149,7 +170,8 @@ pub async fn floor_storm(
     .await;
     untainter.abort();
     seen?;
-    let floor = side(create, &created, &counts.borrow().floor_taint_changed);
+    let mut floor = side(create, &created, &counts.borrow().floor_taint_changed);
+    floor.mean_write = spent.mean();
     eprintln!(
         "[{n}] floor: {j} joiners created in {create:.1?}, untainted p50 {:.2?} / p99 {:.2?} / max {:.2?}",
         floor.p50, floor.p99, floor.max
@@ -163,7 +185,13 @@ fn ms(d: Duration) -> String {
 }
 
 fn triple(s: &JoinSide) -> String {
-    format!("{} / {} / {} s", ms(s.p50), ms(s.p99), ms(s.max))
+    format!(
+        "{} / {} / {} s (each write {:.0} ms)",
+        ms(s.p50),
+        ms(s.p99),
+        ms(s.max),
+        s.mean_write.as_secs_f64() * 1000.0
+    )
 }
 
 fn rate(j: usize, s: &JoinSide) -> String {
@@ -181,11 +209,15 @@ pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&crate::Row) -> String), storms:
             r.joins.get(k).map_or_else(|| "–".into(), f)
         };
         line(
-            &format!("join storm of {j}: floor, creation → untaint p50 / p99 / max"),
+            &format!(
+                "join storm of {j}: floor, creation → untaint p50 / p99 / max (mean untaint)"
+            ),
             &|r| cell(r, &|s| triple(&s.floor)),
         );
         line(
-            &format!("join storm of {j}: gpuready, creation → untaint p50 / p99 / max"),
+            &format!(
+                "join storm of {j}: gpuready, creation → untaint p50 / p99 / max (mean reconcile)"
+            ),
             &|r| cell(r, &|s| triple(&s.gpuready)),
         );
         line(
@@ -210,6 +242,21 @@ pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&crate::Row) -> String), storms:
         line(
             &format!("join storm of {j}: gpuready, every joiner GpuReady=True after"),
             &|r| cell(r, &|s| crate::secs(s.gpuready_conditions)),
+        );
+        line(
+            &format!(
+                "join storm of {j}: gpuready, API requests, reconciles and CPU until the last untaint"
+            ),
+            &|r| {
+                cell(r, &|s| {
+                    format!(
+                        "{}; reconciles {}; CPU {:.1} s",
+                        crate::kinds(&s.requests_before_last_untaint),
+                        s.reconciles_before_last_untaint,
+                        s.cpu_until_last_untaint
+                    )
+                })
+            },
         );
         line(
             &format!("join storm of {j}: gpuready, other writes before the last untaint / in all"),

@@ -197,6 +197,44 @@ struct Row {
     dra: Option<DraRow>,
     /// One per `--joins` size.
     joins: Vec<join::JoinRow>,
+    /// One node's JSON as the API server serves it: as created, ready after
+    /// gpuready's start-up, not ready after its first taint phase.
+    node_bytes_created: NodeBytes,
+    node_bytes_ready: NodeBytes,
+    node_bytes_not_ready: NodeBytes,
+    /// etcd's database file grown over gpuready's first taint and untaint
+    /// phases (both bursts).
+    etcd_growth_burst: u64,
+}
+
+/// The size of etcd's database file (bbolt grows it as it needs pages and
+/// never shrinks it without a defragmentation).
+fn etcd_db_bytes(env: &TestEnv) -> u64 {
+    std::fs::metadata(env.dir().join("etcd/member/snap/db")).map_or(0, |m| m.len())
+}
+
+/// The size of one Node object's JSON, and of its managedFields entries by
+/// gpuready's field managers within it.
+#[derive(Clone, Copy, Debug, Default)]
+struct NodeBytes {
+    total: usize,
+    gpuready_managed_fields: usize,
+}
+
+async fn node_bytes(client: &Client, name: &str) -> Result<NodeBytes, Error> {
+    let node = Api::<Node>::all(client.clone()).get(name).await?;
+    let managed = node
+        .metadata
+        .managed_fields
+        .iter()
+        .flatten()
+        .filter(|m| m.manager.as_deref().is_some_and(|m| m.starts_with("gpuready")))
+        .map(|m| serde_json::to_vec(m).map(|v| v.len()).unwrap_or(0))
+        .sum();
+    Ok(NodeBytes {
+        total: serde_json::to_vec(&node)?.len(),
+        gpuready_managed_fields: managed,
+    })
 }
 
 /// The DRA rows of one fleet size (`--dra-updates`).
@@ -312,19 +350,23 @@ struct Sample {
     writes: BTreeMap<String, u64>,
     requests: BTreeMap<String, u64>,
     reconciles: u64,
+    /// Seconds spent in reconciles, all together.
+    reconcile_seconds: f64,
 }
 
 fn sample(port: u16) -> Sample {
     let text = process::scrape(port).unwrap_or_default();
-    let reconciles = text
-        .lines()
-        .find_map(|l| l.strip_prefix("gpuready_reconcile_duration_seconds_count "))
-        .and_then(|v| v.trim().parse::<f64>().ok())
-        .unwrap_or(0.0) as u64;
+    let value = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix(' '))
+            .and_then(|v| v.trim().parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
     Sample {
         writes: process::family(&text, "gpuready_writes_total", "kind"),
         requests: process::family(&text, "gpuready_api_requests_total", "method"),
-        reconciles,
+        reconciles: value("gpuready_reconcile_duration_seconds_count") as u64,
+        reconcile_seconds: value("gpuready_reconcile_duration_seconds_sum"),
     }
 }
 
@@ -471,6 +513,7 @@ async fn restart(bin: &Path, env: &TestEnv, args: &Args, n: usize) -> Result<Con
 /// of it. The first round also records writes and requests by kind.
 async fn gpuready_round(
     ctl: &Controller,
+    env: &TestEnv,
     admin: &Client,
     counts: &mut watch::Receiver<Counts>,
     n: usize,
@@ -478,6 +521,7 @@ async fn gpuready_round(
     row: &mut Row,
 ) -> Result<(), Error> {
     let before = sample(ctl.port);
+    let db_before = etcd_db_bytes(env);
     // Break: the driver minimum above every node's.
     let cpu0 = ctl.cpu();
     let broke = Instant::now();
@@ -500,6 +544,9 @@ async fn gpuready_round(
         c.condition_false == n
     })
     .await?;
+    if round == 0 {
+        row.node_bytes_not_ready = node_bytes(admin, &fleet::node_name(0)).await?;
+    }
     tokio::time::sleep(Duration::from_secs(2)).await;
     row.cpu_taint_phase.push(ctl.cpu() - cpu0);
     let tainted = sample(ctl.port).writes;
@@ -525,6 +572,7 @@ async fn gpuready_round(
     row.cpu_untaint_phase.push(ctl.cpu() - cpu1);
     if round == 0 {
         row.writes_untaint_phase = diff(&sample(ctl.port).writes, &tainted);
+        row.etcd_growth_burst = etcd_db_bytes(env).saturating_sub(db_before);
     }
     eprintln!("[{n}] gpuready: untainted all in {:.1?}", at - repaired);
     Ok(())
@@ -541,6 +589,7 @@ async fn build_fleet(n: usize, args: &Args, row: &mut Row) -> Result<TestEnv, Er
     let started = Instant::now();
     fleet::create_nodes(&admin, n, args.setup_concurrency).await?;
     row.create = started.elapsed();
+    row.node_bytes_created = node_bytes(&admin, &fleet::node_name(0)).await?;
     eprintln!("[{n}] {n} nodes created in {:.1?}", row.create);
     drop(admin);
 
@@ -770,6 +819,7 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     .await?;
     row.startup = at - spawned;
     tokio::time::sleep(Duration::from_secs(2)).await;
+    row.node_bytes_ready = node_bytes(&admin, &fleet::node_name(0)).await?;
     row.cpu_startup = ctl.as_ref().map(Controller::cpu).unwrap_or_default();
     eprintln!(
         "[{n}] gpuready: converged from start in {:.1?}",
@@ -801,7 +851,7 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
                         Some(c) => c,
                         None => restart(bin, &env, args, n).await?,
                     };
-                    gpuready_round(&c, &admin, &mut counts, n, round, &mut row).await?;
+                    gpuready_round(&c, &env, &admin, &mut counts, n, round, &mut row).await?;
                     ctl = Some(c);
                 }
             }
@@ -1128,6 +1178,24 @@ fn gpuready_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
     line("gpuready: CPU for start-up", &|r| {
         format!("{:.1} s", r.cpu_startup)
     });
+    line(
+        "one Node's JSON: as created → ready → not ready (bytes; gpuready's managedFields within)",
+        &|r| {
+            let b = |x: &NodeBytes| {
+                if x.total == 0 {
+                    "–".to_owned()
+                } else {
+                    format!("{} ({})", x.total, x.gpuready_managed_fields)
+                }
+            };
+            format!(
+                "{} → {} → {}",
+                b(&r.node_bytes_created),
+                b(&r.node_bytes_ready),
+                b(&r.node_bytes_not_ready)
+            )
+        },
+    );
     phase_rows(line, &TAINT_ALL);
     line(
         "gpuready: first taint seen, from the profile change (median)",
@@ -1161,6 +1229,10 @@ fn gpuready_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
     line("gpuready: writes while untainting (first run)", &|r| {
         kinds(&r.writes_untaint_phase)
     });
+    line(
+        "etcd's database grown by gpuready's taint + untaint bursts (first run, MiB)",
+        &|r| format!("{:.1}", r.etcd_growth_burst as f64 / (1u64 << 20) as f64),
+    );
     line("gpuready: node writes + Events per transition", &|r| {
         let total: u64 = r
             .writes_taint_phase

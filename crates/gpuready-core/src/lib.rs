@@ -31,6 +31,7 @@ pub mod select;
 // the NFD CRD repair.
 pub mod assess;
 pub mod brake;
+pub mod event_budget;
 pub mod nfd_crds;
 pub mod node_book;
 pub mod plan;

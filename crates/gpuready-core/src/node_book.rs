@@ -120,8 +120,15 @@ pub struct NodeBook {
 
 impl NodeBook {
     pub fn new(brake: BrakeConfig) -> Self {
+        NodeBook::with_release_window(brake, crate::write_step::DEFAULT_RELEASE_WINDOW)
+    }
+
+    /// A book whose gate hands deferred nodes back `window` at a time (the
+    /// controller passes twice its concurrency: every slot busy, one more
+    /// queued behind each).
+    pub fn with_release_window(brake: BrakeConfig, window: usize) -> Self {
         NodeBook {
-            ledger: WriteLedger::default(),
+            ledger: WriteLedger::with_release_window(window),
             brake,
             brakes: BTreeMap::new(),
             refused: HashMap::new(),

@@ -9,16 +9,23 @@
 //!
 //! # Priority, not timing
 //!
-//! Every pending taint write goes before any label, condition or Event write.
-//! "Pending" is what the ledger sees: nodes queued for a reconcile and not yet
-//! judged, and reconciles judged to write a taint (or a DeviceTaintRule) and
-//! not done yet. A node whose changes include a taint sends its node patch
-//! (taint, labels, annotations) at once and defers its conditions and Event; a
-//! node with no taint to change defers everything — but only while such work is
-//! ahead of it. A deferred node carries a barrier (the ledger's ticket count
-//! when it was deferred) and is handed back once everything queued before that
-//! has been judged and every taint among it written; work queued later never
-//! holds it, so a fleet whose taint work never ends still gets its conditions.
+//! Every pending taint write goes before any label, condition or Event write,
+//! across all nodes. "Pending" is what the ledger sees: nodes queued for a
+//! reconcile and not yet judged, and reconciles judged to write a taint (or a
+//! DeviceTaintRule) and not done yet. A node whose changes include a taint
+//! sends its node patch (taint, labels, annotations) at once and defers its
+//! conditions and Event; a node with no taint to change defers everything —
+//! but only while such work is ahead of it.
+//!
+//! Deferred nodes are handed back only when no taint work is pending at all,
+//! and a few at a time (the release window: twice the controller's concurrency):
+//! each handed-back node is re-queued behind whatever came meanwhile, so a
+//! node that joins while the deferred writes drain waits behind at most a
+//! window of them, never behind all. A handed-back node's own reconcile is
+//! not taint work for the others. Two bounds keep deferred writes from
+//! starving when taint work never stops: a deferred node is also handed back
+//! once everything queued before it is done and [`HOLD_TICKETS`] reconciles
+//! have been queued after it.
 //! No clock is read: the same events in the same order give the same writes.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -152,13 +159,23 @@ struct Running {
     released: bool,
 }
 
+/// How many reconciles queued after a deferred node may hold it back (while
+/// everything queued before it is done): above a 100,000-node fleet's start-up
+/// and any join storm, so those write every taint first, yet finite, so a
+/// fleet whose taint work never ends still gets its conditions.
+pub const HOLD_TICKETS: u64 = 1 << 17;
+
+/// Deferred nodes handed back at a time when none is configured: twice
+/// gpuready's default `--concurrency` of 8.
+pub const DEFAULT_RELEASE_WINDOW: usize = 16;
+
 /// The write ledger: the gate's queue of taint work and deferred nodes, and
 /// the resourceVersion of gpuready's last write to each node (for echoes and a
 /// cache that is behind). Plain data; the controller keeps one behind a lock.
 ///
 /// Every node in a reconcile's queue or run gets a ticket, in order; the set
 /// of pending tickets is the taint work still ahead.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct WriteLedger {
     next_ticket: u64,
     /// Nodes queued and not started, with their ticket.
@@ -172,23 +189,50 @@ pub struct WriteLedger {
     by_barrier: BTreeSet<(u64, String)>,
     /// Handed back and not started yet.
     released: HashSet<String>,
+    /// Handed back at most this many at a time (not started, or running).
+    release_window: usize,
     /// Node → resourceVersion gpuready's last write to it returned.
     last_writes: HashMap<String, String>,
 }
 
+impl Default for WriteLedger {
+    fn default() -> Self {
+        WriteLedger::with_release_window(DEFAULT_RELEASE_WINDOW)
+    }
+}
+
 impl WriteLedger {
+    /// An empty ledger that hands deferred nodes back `window` at a time (at
+    /// least one).
+    pub fn with_release_window(window: usize) -> Self {
+        WriteLedger {
+            next_ticket: 0,
+            queued: HashMap::new(),
+            running: HashMap::new(),
+            pending: BTreeSet::new(),
+            deferred: HashMap::new(),
+            by_barrier: BTreeSet::new(),
+            released: HashSet::new(),
+            release_window: window.max(1),
+            last_writes: HashMap::new(),
+        }
+    }
+
     fn ticket(&mut self) -> u64 {
         self.next_ticket += 1;
         self.next_ticket
     }
 
     /// A reconcile of `node` was asked for (any trigger but its own echo).
-    /// A node queued twice keeps its first place.
+    /// A node queued twice keeps its first place. A handed-back node's
+    /// reconcile writes what waited: it is not taint work for the others.
     pub fn queue(&mut self, node: &str) {
         if !self.queued.contains_key(node) {
             let t = self.ticket();
             self.queued.insert(node.to_owned(), t);
-            self.pending.insert(t);
+            if !self.released.contains(node) {
+                self.pending.insert(t);
+            }
         }
     }
 
@@ -210,20 +254,23 @@ impl WriteLedger {
     /// A reconcile of `node` starts: it leaves the queue and counts as taint
     /// work until [`WriteLedger::decided`] says otherwise.
     pub fn start(&mut self, node: &str) {
+        let released = self.released.remove(node);
         let ticket = match self.queued.remove(node) {
             Some(t) => t,
             None => {
                 let t = self.ticket();
-                self.pending.insert(t);
+                if !released {
+                    self.pending.insert(t);
+                }
                 t
             }
         };
-        let released = self.released.remove(node);
+        let pending = self.pending.contains(&ticket);
         if let Some(old) = self.running.insert(
             node.to_owned(),
             Running {
                 ticket,
-                pending: true,
+                pending,
                 released,
             },
         ) && old.pending
@@ -316,18 +363,33 @@ impl WriteLedger {
         self.release_ready()
     }
 
-    /// Deferred nodes whose barrier no pending work is before: they are
-    /// handed back (the caller re-queues them) and write what waited.
+    /// Deferred nodes to hand back now (the caller re-queues them), oldest
+    /// first, while the release window has room: all of them once no taint
+    /// work is pending, and one whose barrier no pending work is before once
+    /// [`HOLD_TICKETS`] reconciles were queued after it.
     fn release_ready(&mut self) -> Vec<String> {
-        let first_pending = self.pending.first().copied().unwrap_or(u64::MAX);
+        let first_pending = self.pending.first().copied();
+        let in_flight = self.released.len() + self.running.values().filter(|r| r.released).count();
+        let room = self.release_window.saturating_sub(in_flight);
         let mut out = Vec::new();
-        while let Some((barrier, _)) = self.by_barrier.first()
-            && *barrier <= first_pending
+        while out.len() < room
+            && let Some((barrier, _)) = self.by_barrier.first()
         {
+            let free = first_pending.is_none_or(|p| {
+                *barrier <= p && self.next_ticket.saturating_sub(*barrier) >= HOLD_TICKETS
+            });
+            if !free {
+                break;
+            }
             let Some((_, node)) = self.by_barrier.pop_first() else {
                 break;
             };
             self.deferred.remove(&node);
+            // Queued already (a watch event while it waited): that place is
+            // now the handed-back reconcile's, no taint work for the others.
+            if let Some(t) = self.queued.get(&node) {
+                self.pending.remove(t);
+            }
             self.released.insert(node.clone());
             out.push(node);
         }
@@ -364,6 +426,7 @@ impl WriteLedger {
 fn pending_nodes(l: &WriteLedger) -> std::collections::BTreeMap<u64, String> {
     l.queued
         .iter()
+        .filter(|(_, t)| l.pending.contains(t))
         .map(|(n, t)| (*t, n.clone()))
         .chain(
             l.running
@@ -633,25 +696,99 @@ mod tests {
         assert!(l.view("a").released && l.view("a").taint_work_ahead);
     }
 
-    #[test]
-    fn work_queued_after_a_deferral_never_holds_it() {
-        let mut l = WriteLedger::default();
-        l.queue("x");
-        let cond_only = NodeChanges {
+    fn cond_only() -> NodeChanges {
+        NodeChanges {
             conditions: conditions(),
             ..NodeChanges::default()
-        };
+        }
+    }
+
+    fn taint_only() -> NodeChanges {
+        NodeChanges {
+            taint: taint(),
+            ..NodeChanges::default()
+        }
+    }
+
+    #[test]
+    fn taint_work_queued_after_a_deferral_goes_first() {
+        let mut l = WriteLedger::default();
+        l.queue("x");
         l.queue("a");
-        let (s, _) = reconcile(&mut l, "a", &cond_only);
+        let (s, _) = reconcile(&mut l, "a", &cond_only());
         assert_eq!(s, WriteStep::Defer);
-        // A stream of new taint work arrives behind a.
+        // Nodes join behind a, each with a taint to take off.
         for i in 0..100 {
             l.queue(&format!("n{i}"));
         }
-        // x, queued before a, is judged: a is handed back though n* wait.
         let (_, back) = reconcile(&mut l, "x", &full());
-        assert_eq!(back, ["a"]);
-        assert_eq!(pending_nodes(&l).len(), 100);
+        assert!(
+            back.is_empty(),
+            "the joiners' untaints go before a's condition"
+        );
+        for i in 0..99 {
+            let (_, back) = reconcile(&mut l, &format!("n{i}"), &taint_only());
+            assert!(back.is_empty());
+        }
+        let (_, back) = reconcile(&mut l, "n99", &taint_only());
+        // No taint work is left: a, then x (its condition deferred after a's).
+        assert_eq!(back, ["a", "x"]);
+    }
+
+    #[test]
+    fn taint_work_that_never_ends_holds_a_deferral_only_so_long() {
+        let mut l = WriteLedger::default();
+        l.queue("x");
+        l.queue("a");
+        let (s, _) = reconcile(&mut l, "a", &cond_only());
+        assert_eq!(s, WriteStep::Defer);
+        // A stream of new work, each judged and done, one always still queued.
+        l.queue("n0");
+        let (_, back) = reconcile(&mut l, "x", &taint_only());
+        assert!(back.is_empty());
+        let mut handed_back_after = None;
+        for i in 1..=HOLD_TICKETS + 1 {
+            l.queue(&format!("n{i}"));
+            let (_, back) = reconcile(&mut l, &format!("n{}", i - 1), &taint_only());
+            if back == ["a"] {
+                handed_back_after = Some(i);
+                break;
+            }
+            assert!(back.is_empty());
+        }
+        assert!(
+            handed_back_after.is_some_and(|i| i + 1 >= HOLD_TICKETS),
+            "handed back after {handed_back_after:?} later reconciles"
+        );
+    }
+
+    #[test]
+    fn deferred_nodes_are_handed_back_a_window_at_a_time() {
+        let mut l = WriteLedger::with_release_window(3);
+        l.queue("x");
+        for i in 0..7 {
+            l.queue(&format!("d{i}"));
+            let (s, _) = reconcile(&mut l, &format!("d{i}"), &cond_only());
+            assert_eq!(s, WriteStep::Defer);
+        }
+        let (_, back) = reconcile(&mut l, "x", &full());
+        assert_eq!(back, ["d0", "d1", "d2"], "oldest first, three at a time");
+        for n in &back {
+            l.queue(n);
+        }
+        // A joiner queued now is taint work; the handed-back three are not.
+        l.queue("j");
+        l.start("d0");
+        assert!(l.view("d0").released);
+        assert_eq!(pending_nodes(&l).values().collect::<Vec<_>>(), ["j"]);
+        let s = step(&cond_only(), GOV, CrdView::Confirmed, l.view("d0"));
+        assert!(l.decided("d0", &s).is_empty());
+        assert!(
+            l.finish("d0").is_empty(),
+            "the joiner's taint work holds the rest back"
+        );
+        let (_, back) = reconcile(&mut l, "j", &full());
+        assert_eq!(back, ["d3"], "one place in the window is free");
     }
 
     #[test]

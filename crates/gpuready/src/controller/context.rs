@@ -2,9 +2,10 @@
 //! senders into other tasks. Built once by the wiring (`mod.rs`); this module
 //! imports none of the modules that use it, so data flows one way.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use gpuready_api::GpuNodeProfile;
+use gpuready_core::event_budget::EventBudget;
 use gpuready_core::tally::NodeVerdict;
 use gpuready_core::{NodeAssessment, NodeFacts};
 use k8s_openapi::api::core::v1::Node;
@@ -13,6 +14,7 @@ use kube::runtime::reflector::Store;
 use kube::{Client, ResourceExt};
 use tokio::sync::{mpsc, watch};
 
+use super::admission::Admission;
 use super::backoff::ErrorBackoff;
 use super::config::RunArgs;
 use crate::controller::crd_guard::CrdGuard;
@@ -55,6 +57,12 @@ pub struct Context {
     pub groups: Arc<Groups>,
     /// Reports of `gpuready probe`, when `--probe-namespace` is set.
     pub probe_reports: Option<ProbeReports>,
+    /// How many per-node Events a burst may post, per profile (its one owner:
+    /// `write/events.rs` admits and summarizes through it).
+    pub node_events: Mutex<EventBudget>,
+    /// The FIFO every trigger passes before kube's queue (`admission.rs`);
+    /// the reconcile says when it started.
+    pub admission: Arc<Admission>,
 }
 
 impl Context {

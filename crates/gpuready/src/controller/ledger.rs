@@ -38,9 +38,14 @@ impl Drop for Running<'_> {
 }
 
 impl Ledger {
-    pub fn new(brake: BrakeConfig, requeue: mpsc::UnboundedSender<ObjectRef<Node>>) -> Self {
+    /// `release_window`: deferred nodes handed back at a time.
+    pub fn new(
+        brake: BrakeConfig,
+        release_window: usize,
+        requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
+    ) -> Self {
         Ledger {
-            book: Mutex::new(NodeBook::new(brake)),
+            book: Mutex::new(NodeBook::with_release_window(brake, release_window)),
             requeue,
         }
     }
@@ -172,7 +177,7 @@ mod tests {
     #[test]
     fn a_deferred_node_is_handed_back_when_the_last_taint_work_finishes() {
         let (tx, mut rx) = mpsc::unbounded_channel();
-        let ledger = Ledger::new(CFG, tx);
+        let ledger = Ledger::new(CFG, 8, tx);
         ledger.queue("a");
         ledger.queue("b");
         let cond_only = NodeChanges {

@@ -126,6 +126,9 @@ pub struct Metrics {
     /// Nodes whose last write the API server refused, by profile and by what
     /// it refused (`taint`, `other`).
     pub write_refused_nodes: Family<ProfileWrite, Gauge>,
+    /// Per-node Events not posted because a burst spent its profile's budget
+    /// (`gpuready_core::event_budget`); a summary Event counts them.
+    pub node_events_held: Counter,
 }
 
 impl Default for Metrics {
@@ -150,6 +153,7 @@ impl Default for Metrics {
             node_tainted_devices: Family::default(),
             node_series: Mutex::default(),
             write_refused_nodes: Family::default(),
+            node_events_held: Counter::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -181,6 +185,11 @@ impl Default for Metrics {
             "writes",
             "Writes by kind (taint, labels, conditions, profile_status, crd, event, devicetaintrule)",
             m.writes.clone(),
+        );
+        registry.register(
+            "node_events_held",
+            "Per-node Events not posted because a burst spent its profile's Event budget; a summary Event on the profile counts them",
+            m.node_events_held.clone(),
         );
         registry.register(
             "api_requests",

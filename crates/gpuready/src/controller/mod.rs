@@ -10,6 +10,7 @@
 
 // Rooms by role: what is read and kept, what is written, what is reported,
 // who may write; what every room shares stays here.
+pub mod admission;
 pub mod backoff;
 pub mod config;
 pub mod context;
@@ -26,8 +27,8 @@ pub mod watch;
 pub mod write;
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::sync::Arc;
 use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
@@ -217,8 +218,15 @@ async fn run_controllers(
         node_cfg = node_cfg.labels(sel);
     }
     // The node book (write ledger, brakes, refusals); the nodes it hands back
-    // go through the re-queue channel.
-    let ledger = Arc::new(ledger::Ledger::new(args.brake(), requeue.clone()));
+    // go through the re-queue channel, twice --concurrency at a time: each
+    // reconcile slot has the next handed-back node already queued (with one
+    // window, a slot idled from each finish until the next node came through
+    // the channel: start-up at 10,000 nodes took 87 s instead of about 60).
+    let ledger = Arc::new(ledger::Ledger::new(
+        args.brake(),
+        2 * usize::from(args.concurrency),
+        requeue.clone(),
+    ));
     // Each Node is pruned and packed (cached.rs) before it enters the cache: the
     // cache holds what the engine reads, not the API type.
     let (node_reader, node_writer) = reflector::store::<CachedNode>();
@@ -258,6 +266,19 @@ async fn run_controllers(
             }
         });
     let node_stream = drop_watch_errors("Node", node_stream);
+    // Every trigger reaches kube through one FIFO (admission.rs), twice
+    // --concurrency at a time: the node stream, the profile mapping, the
+    // re-queues and probe triggers push into it and pass nothing on
+    // themselves, and kube reconciles what the FIFO hands it.
+    let admission = Arc::new(admission::Admission::new(
+        2 * usize::from(args.concurrency),
+    ));
+    let node_stream = node_stream
+        .inspect_ok({
+            let admission = admission.clone();
+            move |n| admission.push(ObjectRef::from_obj(n))
+        })
+        .try_filter(|_| std::future::ready(false));
 
     // Probe reports: a node's report changing in substance re-queues that node.
     let (probe_reports, probe_triggers) = match &args.probe_namespace {
@@ -269,8 +290,12 @@ async fn run_controllers(
     };
     // Re-queues and probe triggers are queued at the gate too, for nodes in the
     // cache (the Controller drops the others, and they must not hold anyone).
-    let requeued = requeued.inspect(queue_at(ledger.clone(), node_reader.clone()));
-    let probe_triggers = probe_triggers.inspect(queue_at(ledger.clone(), node_reader.clone()));
+    let requeued = requeued
+        .inspect(queue_at(ledger.clone(), admission.clone(), node_reader.clone()))
+        .filter(|_| std::future::ready(false));
+    let probe_triggers = probe_triggers
+        .inspect(queue_at(ledger.clone(), admission.clone(), node_reader.clone()))
+        .filter(|_| std::future::ready(false));
 
     let (caches_ready_tx, caches_ready) = tokio::sync::watch::channel(false);
     let ctx = Arc::new(Context {
@@ -288,6 +313,8 @@ async fn run_controllers(
         evidence: Arc::default(),
         groups: node_groups,
         probe_reports,
+        node_events: Mutex::default(),
+        admission: admission.clone(),
     });
     let evidence_tasks = watch::evidence::spawn(
         client.clone(),
@@ -328,11 +355,13 @@ async fn run_controllers(
         status_stop.clone(),
     ));
     let crd_watch = tokio::spawn(crd.clone().watch(stop.clone()));
+    let event_summaries = tokio::spawn(write::events::summarize(ctx.clone()));
     // Only the leader gets here, so only one replica ever writes the NFD CRDs.
     let nfd_crds = (args.nfd_crds != config::NfdCrdMode::Off)
         .then(|| tokio::spawn(write::nfd::run(ctx.clone(), nfd_tx, stop.clone())));
 
-    let (nodes_for_profile, ledger_for_profile) = (node_reader.clone(), ctx.ledger.clone());
+    let (nodes_for_profile, ledger_for_profile, admission_for_profile) =
+        (node_reader.clone(), ctx.ledger.clone(), admission.clone());
     let stop_fut = {
         let stop = stop.clone();
         async move { stop.cancelled().await }
@@ -358,28 +387,31 @@ async fn run_controllers(
     info!(concurrency = args.concurrency, "controller starting");
     Controller::for_stream(node_stream, node_reader)
         .watches_stream(profile_stream, move |profile: GpuNodeProfile| {
-            let nodes = nodes_of_profile(&nodes_for_profile, &profile);
-            for n in &nodes {
+            for n in nodes_of_profile(&nodes_for_profile, &profile) {
                 ledger_for_profile.queue(&n.name);
+                admission_for_profile.push(n);
             }
-            nodes
+            Vec::new()
         })
         .reconcile_on(requeued)
         .reconcile_on(probe_triggers)
+        .reconcile_on(admission.stream())
         .with_config(ControllerConfig::default().concurrency(args.concurrency))
         .graceful_shutdown_on(stop_fut)
         .run(reconcile, error_policy, ctx.clone())
         .take_until(cut_short)
         .for_each(|r| {
-            let ledger = ctx.ledger.clone();
+            let (ledger, admission) = (ctx.ledger.clone(), ctx.admission.clone());
             async move {
                 if let Err(e) = r {
                     match e {
                         // A trigger for a node the cache no longer holds (one
                         // deleted during a watch gap): it reconciles nothing,
-                        // so it must not stay queued at the gate.
+                        // so it must not stay queued at the gate, nor hold
+                        // its place in the FIFO's share of kube.
                         kube::runtime::controller::Error::ObjectNotFound(r) => {
                             ledger.forget(&r.name);
+                            admission.started(&r.name);
                         }
                         e => warn!(error = %e, "controller"),
                     }
@@ -389,6 +421,7 @@ async fn run_controllers(
         .await;
     synced.abort();
     crd_watch.abort();
+    event_summaries.abort();
     for task in evidence_tasks {
         task.abort();
     }
@@ -415,6 +448,7 @@ async fn run_controllers(
 /// backoff is forgotten at the node's first success.
 async fn reconcile(node: Arc<CachedNode>, ctx: Arc<Context>) -> Result<Action, Error> {
     let name = node.name_any();
+    ctx.admission.started(&name);
     let result = write::node::reconcile(node, ctx.clone()).await;
     if result.is_ok() {
         ctx.errors.forget(&name);
@@ -605,11 +639,13 @@ fn nodes_of_profile(
 /// a node not cached reconciles nothing, so it must not count as work ahead).
 fn queue_at(
     ledger: Arc<ledger::Ledger>,
+    admission: Arc<admission::Admission>,
     nodes: Store<CachedNode>,
 ) -> impl FnMut(&ObjectRef<CachedNode>) {
     move |r| {
         if nodes.get(r).is_some() {
             ledger.queue(&r.name);
+            admission.push(r.clone());
         }
     }
 }

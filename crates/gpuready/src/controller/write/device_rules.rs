@@ -123,6 +123,6 @@ pub async fn publish(ctx: &Context, node: &Node, profile: Option<&str>, done: &[
             action: "GateDevice".into(),
             secondary: None,
         };
-        publish_node_event(ctx, node, &ev, "device taint").await;
+        publish_node_event(ctx, node, profile, &ev, "device taint").await;
     }
 }

@@ -1,8 +1,15 @@
 //! The Events gpuready publishes on Nodes: the `GpuReady` transition and the
 //! first pass of the not-ready deadline. Called by the node reconciler after
-//! its writes; an Event never fails the reconcile that wrote the node.
+//! its writes; an Event never fails the reconcile that wrote the node. Each
+//! profile's per-node Events pass its Event budget
+//! (`gpuready_core::event_budget`); what a burst holds back, [`summarize`]
+//! posts as one Event on the profile.
+
+use std::sync::{Arc, PoisonError};
+use std::time::Duration;
 
 use gpuready_api::keys;
+use gpuready_core::event_budget::Summary;
 use gpuready_core::{NodeAssessment, NodeFacts};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
@@ -11,7 +18,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::Resource;
 use kube::api::{Api, PostParams};
 use kube::runtime::events::{Event, EventType};
-use tracing::warn;
+use kube::runtime::reflector::ObjectRef;
+use tracing::{info, warn};
 
 use crate::controller::context::Context;
 
@@ -62,13 +70,19 @@ pub async fn publish_transition(ctx: &Context, node: &Node, facts: &NodeFacts, a
         action: "Evaluate".into(),
         secondary: None,
     };
-    publish_node_event(ctx, node, &ev, "GpuReady transition").await;
+    publish_node_event(ctx, node, a.profile.as_deref(), &ev, "GpuReady transition").await;
 }
 
 /// A Warning Event on the node when the API server refused gpuready's write
 /// to it (an admission policy, RBAC): `sentence` says what was refused (its
 /// taint, or another write), `why` the server's reason.
-pub async fn publish_refusal(ctx: &Context, node: &Node, sentence: &str, why: &str) {
+pub async fn publish_refusal(
+    ctx: &Context,
+    node: &Node,
+    profile: Option<&str>,
+    sentence: &str,
+    why: &str,
+) {
     let ev = Event {
         type_: EventType::Warning,
         reason: keys::event_reasons::WRITE_REFUSED.into(),
@@ -76,12 +90,13 @@ pub async fn publish_refusal(ctx: &Context, node: &Node, sentence: &str, why: &s
         action: "Write".into(),
         secondary: None,
     };
-    publish_node_event(ctx, node, &ev, "write refusal").await;
+    publish_node_event(ctx, node, profile, &ev, "write refusal").await;
 }
 
-/// Sends one Event about `node` and counts it as a write; a failure is logged,
-/// never returned, because an Event must not fail the reconcile that wrote the
-/// node. `what` names the Event in that log line.
+/// Sends one Event about `node` and counts it as a write, if `profile`'s
+/// Event budget admits it (else it is counted for the profile's summary); a
+/// failure is logged, never returned, because an Event must not fail the
+/// reconcile that wrote the node. `what` names the Event in that log line.
 ///
 /// Created directly rather than through kube's `Recorder`: the Recorder keeps a
 /// copy of every Event it sent for six minutes (to patch a repeat into a
@@ -91,11 +106,80 @@ pub async fn publish_refusal(ctx: &Context, node: &Node, sentence: &str, why: &s
 /// held a full `Event` (about 2 KB with its hash-map slot) per node, the largest
 /// per-node cost left once the node cache was packed. The Event sent is the
 /// one the Recorder would create (same name scheme, fields and namespace).
-pub(super) async fn publish_node_event(ctx: &Context, node: &Node, ev: &Event, what: &str) {
-    let event = node_event(ctx, node, ev, Timestamp::now());
+pub(super) async fn publish_node_event(
+    ctx: &Context,
+    node: &Node,
+    profile: Option<&str>,
+    ev: &Event,
+    what: &str,
+) {
+    let now = Timestamp::now();
+    let admitted = ctx
+        .node_events
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .admit(profile.unwrap_or_default(), &ev.reason, now);
+    if !admitted {
+        ctx.metrics.node_events_held.inc();
+        return;
+    }
+    let event = node_event(ctx, node, ev, now);
     let api: Api<K8sEvent> = Api::namespaced(ctx.client.clone(), EVENT_NAMESPACE);
     if let Err(e) = api.create(&PostParams::default(), &event).await {
         warn!(error = %e, what, "publishing a node event failed");
+    } else {
+        ctx.metrics.count_write("event");
+    }
+}
+
+/// How often the budget is asked for summaries that are due.
+const SUMMARY_TICK: Duration = Duration::from_secs(10);
+
+/// Posts, for each profile whose burst held per-node Events back, one Event on
+/// the profile that counts them (at most one per profile per
+/// `event_budget::SUMMARY_SECONDS`), until aborted. Budgets of deleted
+/// profiles are dropped here too. Writes through the fenced client, so a
+/// replica that lost its lease posts nothing.
+pub async fn summarize(ctx: Arc<Context>) {
+    let mut tick = tokio::time::interval(SUMMARY_TICK);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tick.tick().await;
+        let now = Timestamp::now();
+        let due = {
+            let mut budget = ctx
+                .node_events
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            budget.retain_profiles(|p| ctx.profiles.get(&ObjectRef::new(p)).is_some());
+            budget.due(now)
+        };
+        for summary in due {
+            publish_summary(&ctx, &summary, now).await;
+        }
+    }
+}
+
+/// One summary Event on its profile (Events about nodes no profile governs
+/// have nothing to be posted on: their summary is logged).
+async fn publish_summary(ctx: &Context, summary: &Summary, now: Timestamp) {
+    let note = summary.note(now);
+    let Some(profile) = ctx.profiles.get(&ObjectRef::new(&summary.profile)) else {
+        info!(
+            held = summary.total(),
+            note, "per-node Events held back (no profile)"
+        );
+        return;
+    };
+    let ev = Event {
+        type_: EventType::Normal,
+        reason: keys::event_reasons::NODE_EVENTS_HELD.into(),
+        note: Some(note.chars().take(1000).collect()),
+        action: "Summarize".into(),
+        secondary: None,
+    };
+    if let Err(e) = ctx.recorder.publish(&ev, &profile.object_ref(&())).await {
+        warn!(error = %e, "publishing the summary of held-back node events failed");
     } else {
         ctx.metrics.count_write("event");
     }
@@ -175,7 +259,7 @@ pub async fn publish_deadline(ctx: &Context, node: &Node, facts: &NodeFacts, a: 
         action: "Evaluate".into(),
         secondary: None,
     };
-    publish_node_event(ctx, node, &ev, "not-ready deadline").await;
+    publish_node_event(ctx, node, a.profile.as_deref(), &ev, "not-ready deadline").await;
 }
 
 /// A Warning Event on the node when gpuready first refuses its repair
@@ -218,5 +302,5 @@ pub async fn publish_repair_refusal(
         action: "Evaluate".into(),
         secondary: None,
     };
-    publish_node_event(ctx, node, &ev, "repair refusal").await;
+    publish_node_event(ctx, node, a.profile.as_deref(), &ev, "repair refusal").await;
 }

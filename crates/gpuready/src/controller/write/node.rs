@@ -240,7 +240,14 @@ async fn refused(
     if !profile.is_empty() {
         ctx.profile_changed(profile);
     }
-    publish_refusal(ctx, node, what.sentence(), &why).await;
+    publish_refusal(
+        ctx,
+        node,
+        d.assessment.profile.as_deref(),
+        what.sentence(),
+        &why,
+    )
+    .await;
     Error::Refused {
         node: d.facts.name.clone(),
         why,
