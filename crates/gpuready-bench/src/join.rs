@@ -48,6 +48,8 @@ pub struct JoinRow {
     pub reconciles_before_last_untaint: u64,
     /// gpuready's CPU seconds from the first POST until the last untaint.
     pub cpu_until_last_untaint: f64,
+    /// Failed reconciles by kind over the whole storm.
+    pub errors: BTreeMap<String, u64>,
 }
 
 /// Creation → untaint for each joiner, from `changed` (when the observer saw
@@ -57,11 +59,24 @@ fn side(
     created: &[(String, Instant)],
     changed: &std::collections::HashMap<String, Instant>,
 ) -> JoinSide {
-    let mut each: Vec<Duration> = created
+    let mut named: Vec<(Duration, &str)> = created
         .iter()
-        .filter_map(|(name, at)| Some(changed.get(name)?.saturating_duration_since(*at)))
+        .filter_map(|(name, at)| {
+            Some((
+                changed.get(name)?.saturating_duration_since(*at),
+                name.as_str(),
+            ))
+        })
         .collect();
-    each.sort();
+    named.sort();
+    let slowest: Vec<String> = named
+        .iter()
+        .rev()
+        .take(3)
+        .map(|(d, n)| format!("{n} {d:.2?}"))
+        .collect();
+    eprintln!("  the slowest joiners: {}", slowest.join(", "));
+    let each: Vec<Duration> = named.into_iter().map(|(d, _)| d).collect();
     JoinSide {
         create,
         p50: percentile(&each, 0.50),
@@ -108,7 +123,10 @@ pub async fn gpuready_storm(
     let mut gpuready = side(create, &created, &counts.borrow().taint_changed);
     gpuready.mean_write = Duration::from_secs_f64(
         (untainted.reconcile_seconds - before.reconcile_seconds).max(0.0)
-            / untainted.reconciles.saturating_sub(before.reconciles).max(1) as f64,
+            / untainted
+                .reconciles
+                .saturating_sub(before.reconciles)
+                .max(1) as f64,
     );
     let done = wait_counts(counts, "every joiner GpuReady=True", LONG_WAIT, |c| {
         c.condition_true == n + j
@@ -135,6 +153,7 @@ pub async fn gpuready_storm(
         requests_before_last_untaint: diff(&untainted.requests, &before.requests),
         reconciles_before_last_untaint: untainted.reconciles.saturating_sub(before.reconciles),
         cpu_until_last_untaint,
+        errors: diff(&after.errors, &before.errors),
         ..JoinRow::default()
     })
 }
@@ -209,9 +228,7 @@ pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&crate::Row) -> String), storms:
             r.joins.get(k).map_or_else(|| "–".into(), f)
         };
         line(
-            &format!(
-                "join storm of {j}: floor, creation → untaint p50 / p99 / max (mean untaint)"
-            ),
+            &format!("join storm of {j}: floor, creation → untaint p50 / p99 / max (mean untaint)"),
             &|r| cell(r, &|s| triple(&s.floor)),
         );
         line(
@@ -250,9 +267,10 @@ pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&crate::Row) -> String), storms:
             &|r| {
                 cell(r, &|s| {
                     format!(
-                        "{}; reconciles {}; CPU {:.1} s",
+                        "{}; reconciles {} (failed in the storm: {}); CPU {:.1} s",
                         crate::kinds(&s.requests_before_last_untaint),
                         s.reconciles_before_last_untaint,
+                        crate::kinds(&s.errors),
                         s.cpu_until_last_untaint
                     )
                 })

@@ -228,7 +228,11 @@ async fn node_bytes(client: &Client, name: &str) -> Result<NodeBytes, Error> {
         .managed_fields
         .iter()
         .flatten()
-        .filter(|m| m.manager.as_deref().is_some_and(|m| m.starts_with("gpuready")))
+        .filter(|m| {
+            m.manager
+                .as_deref()
+                .is_some_and(|m| m.starts_with("gpuready"))
+        })
         .map(|m| serde_json::to_vec(m).map(|v| v.len()).unwrap_or(0))
         .sum();
     Ok(NodeBytes {
@@ -352,6 +356,8 @@ struct Sample {
     reconciles: u64,
     /// Seconds spent in reconciles, all together.
     reconcile_seconds: f64,
+    /// Failed reconciles by error kind.
+    errors: BTreeMap<String, u64>,
 }
 
 fn sample(port: u16) -> Sample {
@@ -367,6 +373,7 @@ fn sample(port: u16) -> Sample {
         requests: process::family(&text, "gpuready_api_requests_total", "method"),
         reconciles: value("gpuready_reconcile_duration_seconds_count") as u64,
         reconcile_seconds: value("gpuready_reconcile_duration_seconds_sum"),
+        errors: process::family(&text, "gpuready_reconcile_errors_total", "kind"),
     }
 }
 

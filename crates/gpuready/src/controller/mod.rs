@@ -266,13 +266,11 @@ async fn run_controllers(
             }
         });
     let node_stream = drop_watch_errors("Node", node_stream);
-    // Every trigger reaches kube through one FIFO (admission.rs), twice
-    // --concurrency at a time: the node stream, the profile mapping, the
-    // re-queues and probe triggers push into it and pass nothing on
-    // themselves, and kube reconciles what the FIFO hands it.
-    let admission = Arc::new(admission::Admission::new(
-        2 * usize::from(args.concurrency),
-    ));
+    // Every trigger reaches kube through one FIFO (admission.rs), one node
+    // at a time: the node stream, the profile mapping, the re-queues and
+    // probe triggers push into it and pass nothing on themselves, and kube
+    // reconciles what the FIFO hands it.
+    let admission = Arc::new(admission::Admission::new(1));
     let node_stream = node_stream
         .inspect_ok({
             let admission = admission.clone();
@@ -291,10 +289,18 @@ async fn run_controllers(
     // Re-queues and probe triggers are queued at the gate too, for nodes in the
     // cache (the Controller drops the others, and they must not hold anyone).
     let requeued = requeued
-        .inspect(queue_at(ledger.clone(), admission.clone(), node_reader.clone()))
+        .inspect(queue_at(
+            ledger.clone(),
+            admission.clone(),
+            node_reader.clone(),
+        ))
         .filter(|_| std::future::ready(false));
     let probe_triggers = probe_triggers
-        .inspect(queue_at(ledger.clone(), admission.clone(), node_reader.clone()))
+        .inspect(queue_at(
+            ledger.clone(),
+            admission.clone(),
+            node_reader.clone(),
+        ))
         .filter(|_| std::future::ready(false));
 
     let (caches_ready_tx, caches_ready) = tokio::sync::watch::channel(false);
@@ -411,7 +417,7 @@ async fn run_controllers(
                         // its place in the FIFO's share of kube.
                         kube::runtime::controller::Error::ObjectNotFound(r) => {
                             ledger.forget(&r.name);
-                            admission.started(&r.name);
+                            admission.dropped(&r.name);
                         }
                         e => warn!(error = %e, "controller"),
                     }
@@ -450,6 +456,7 @@ async fn reconcile(node: Arc<CachedNode>, ctx: Arc<Context>) -> Result<Action, E
     let name = node.name_any();
     ctx.admission.started(&name);
     let result = write::node::reconcile(node, ctx.clone()).await;
+    ctx.admission.finished(&name);
     if result.is_ok() {
         ctx.errors.forget(&name);
     }
