@@ -128,7 +128,7 @@ pub struct Metrics {
     pub write_refused_nodes: Family<ProfileWrite, Gauge>,
     /// Per-node Events not posted because a burst spent its profile's budget
     /// (`gpuready_core::event_budget`); a summary Event counts them.
-    pub node_events_held: Counter,
+    pub events_held: Counter,
 }
 
 impl Default for Metrics {
@@ -153,7 +153,7 @@ impl Default for Metrics {
             node_tainted_devices: Family::default(),
             node_series: Mutex::default(),
             write_refused_nodes: Family::default(),
-            node_events_held: Counter::default(),
+            events_held: Counter::default(),
             registry: Registry::default(),
         };
         registry.register(
@@ -187,9 +187,9 @@ impl Default for Metrics {
             m.writes.clone(),
         );
         registry.register(
-            "node_events_held",
+            "events_held",
             "Per-node Events not posted because a burst spent its profile's Event budget; a summary Event on the profile counts them",
-            m.node_events_held.clone(),
+            m.events_held.clone(),
         );
         registry.register(
             "api_requests",

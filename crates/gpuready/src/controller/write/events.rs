@@ -120,7 +120,7 @@ pub(super) async fn publish_node_event(
         .unwrap_or_else(PoisonError::into_inner)
         .admit(profile.unwrap_or_default(), &ev.reason, now);
     if !admitted {
-        ctx.metrics.node_events_held.inc();
+        ctx.metrics.events_held.inc();
         return;
     }
     let event = node_event(ctx, node, ev, now);
