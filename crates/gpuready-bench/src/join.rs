@@ -199,16 +199,17 @@ pub async fn floor_storm(
     Ok(floor)
 }
 
-fn ms(d: Duration) -> String {
+/// Seconds with two decimals.
+fn secs2(d: Duration) -> String {
     format!("{:.2}", d.as_secs_f64())
 }
 
 fn triple(s: &JoinSide) -> String {
     format!(
         "{} / {} / {} s (each write {:.0} ms)",
-        ms(s.p50),
-        ms(s.p99),
-        ms(s.max),
+        secs2(s.p50),
+        secs2(s.p99),
+        secs2(s.max),
         s.mean_write.as_secs_f64() * 1000.0
     )
 }

@@ -28,10 +28,10 @@ use gpuready_core::report::NodeState;
 use gpuready_core::status::{ExtraConditions, status_from_tally};
 use gpuready_core::tally::{NodeVerdict, ProfileTally, Tally};
 use jiff::Timestamp;
+use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::{Resource, ResourceExt};
 use serde_json::json;
 use tokio::sync::{mpsc, watch};
 use tokio::time::Instant;
@@ -48,6 +48,7 @@ use crate::controller::metrics::{
 use crate::controller::status_input::StatusInput;
 use crate::controller::watch::cached::CachedNode;
 use crate::controller::watch::verdicts::{profiles_with_selectors, verdict_of};
+use crate::controller::write::events::publish_profile_event;
 
 /// Coalesces bursts of verdicts into one status write per profile.
 const DEBOUNCE: Duration = Duration::from_millis(500);
@@ -474,10 +475,6 @@ async fn publish_profile_transitions(
             action: "Aggregate".into(),
             secondary: None,
         };
-        if let Err(e) = ctx.recorder.publish(&ev, &profile.object_ref(&())).await {
-            warn!(error = %e, "publishing profile event failed");
-        } else {
-            ctx.metrics.count_write("event");
-        }
+        publish_profile_event(ctx, &ev, profile, "profile transition").await;
     }
 }

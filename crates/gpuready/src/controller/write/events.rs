@@ -8,6 +8,7 @@
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
+use gpuready_api::GpuNodeProfile;
 use gpuready_api::keys;
 use gpuready_core::event_budget::Summary;
 use gpuready_core::{NodeAssessment, NodeFacts};
@@ -15,10 +16,10 @@ use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::events::v1::Event as K8sEvent;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
-use kube::Resource;
 use kube::api::{Api, PostParams};
 use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::ObjectRef;
+use kube::{Resource, ResourceExt};
 use tracing::{info, warn};
 
 use crate::controller::context::Context;
@@ -178,10 +179,23 @@ async fn publish_summary(ctx: &Context, summary: &Summary, now: Timestamp) {
         action: "Summarize".into(),
         secondary: None,
     };
-    if let Err(e) = ctx.recorder.publish(&ev, &profile.object_ref(&())).await {
-        warn!(error = %e, "publishing the summary of held-back node events failed");
-    } else {
-        ctx.metrics.count_write("event");
+    publish_profile_event(ctx, &ev, &profile, "summary of held-back node events").await;
+}
+
+/// Sends one Event about a GpuNodeProfile through kube's Recorder and counts
+/// it as a write; a failure is logged (`what` names the Event), never
+/// returned: an Event must not fail the work it reports on.
+pub async fn publish_profile_event(
+    ctx: &Context,
+    ev: &Event,
+    profile: &GpuNodeProfile,
+    what: &str,
+) {
+    match ctx.recorder.publish(ev, &profile.object_ref(&())).await {
+        Ok(()) => ctx.metrics.count_write("event"),
+        Err(e) => {
+            warn!(profile = %profile.name_any(), error = %e, what, "publishing a profile event failed")
+        }
     }
 }
 

@@ -58,7 +58,6 @@ use kube::runtime::events::{Event, EventType};
 use kube::runtime::utils::Backoff;
 use kube::runtime::watcher::ExponentialBackoff;
 use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Resource, ResourceExt};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
@@ -66,6 +65,7 @@ use tracing::{debug, info, warn};
 use crate::controller::config::NfdCrdMode;
 use crate::controller::context::Context;
 use crate::controller::metrics::CrdState;
+use crate::controller::write::events::publish_profile_event;
 use crate::nfd_io::{
     self, ESTABLISH_TIMEOUT, NFD_CRD_NAMES, NfdCrdError, ReadBack, apply_and_read_back,
 };
@@ -385,9 +385,6 @@ async fn publish(ctx: &Context, type_: EventType, reason: &str, message: &str) {
         secondary: None,
     };
     for p in profiles {
-        match ctx.recorder.publish(&ev, &p.object_ref(&())).await {
-            Ok(()) => ctx.metrics.count_write("event"),
-            Err(e) => warn!(profile = %p.name_any(), error = %e, "publishing NFD CRD event failed"),
-        }
+        publish_profile_event(ctx, &ev, &p, "NFD CRD event").await;
     }
 }
