@@ -96,10 +96,18 @@ async fn own_environment_end_to_end() {
         )
         .await
         .expect("cluster role binding");
-    nodes
-        .list(&ListParams::default())
-        .await
-        .expect("allowed once bound");
+    // The RBAC authorizer reads roles and bindings from its own informers, so a
+    // binding takes effect a moment after it is created: poll, bounded.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        match nodes.list(&ListParams::default()).await {
+            Ok(_) => break,
+            Err(kube::Error::Api(s)) if s.code == 403 && std::time::Instant::now() < deadline => {
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+            Err(e) => panic!("allowed once bound: {e:?}"),
+        }
+    }
 
     // A plain user with groups.
     let (user, groups) = whoami(env.client_as("jane", &["devs"]).expect("client")).await;
