@@ -168,6 +168,9 @@ struct Row {
     floor_cpu: f64,
     startup: Duration,
     cpu_startup: f64,
+    /// gpuready's RSS once converged from start, and its peak until then (the
+    /// initial Node list's buffers among it): KiB.
+    rss_startup_kib: (u64, u64),
     taint_all: Vec<Duration>,
     /// From the profile change until the observer saw the first taint.
     first_taint: Vec<Duration>,
@@ -828,6 +831,10 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     tokio::time::sleep(Duration::from_secs(2)).await;
     row.node_bytes_ready = node_bytes(&admin, &fleet::node_name(0)).await?;
     row.cpu_startup = ctl.as_ref().map(Controller::cpu).unwrap_or_default();
+    row.rss_startup_kib = ctl
+        .as_ref()
+        .map(|c| process::rss_kib(c.pid()))
+        .unwrap_or_default();
     eprintln!(
         "[{n}] gpuready: converged from start in {:.1?}",
         row.startup
@@ -1185,6 +1192,16 @@ fn gpuready_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
     line("gpuready: CPU for start-up", &|r| {
         format!("{:.1} s", r.cpu_startup)
     });
+    line(
+        "gpuready: RSS converged from start / peak until then",
+        &|r| {
+            format!(
+                "{:.1} / {:.1} MiB",
+                r.rss_startup_kib.0 as f64 / 1024.0,
+                r.rss_startup_kib.1 as f64 / 1024.0
+            )
+        },
+    );
     line(
         "one Node's JSON: as created → ready → not ready (bytes; gpuready's managedFields within)",
         &|r| {

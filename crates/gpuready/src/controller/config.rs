@@ -120,6 +120,14 @@ pub struct RunArgs {
     #[arg(long, env = "GPUREADY_NODE_SELECTOR")]
     pub node_selector: Option<String>,
 
+    /// How the Node watch gets its first state: `auto` (default) streams it
+    /// (a watch with sendInitialEvents: no page of 500 Nodes held at once)
+    /// and lists it in pages where the API server refuses that (WatchList is
+    /// off by default in Kubernetes 1.33); `paged` always lists in pages.
+    #[arg(long, env = "GPUREADY_INITIAL_LIST", value_enum,
+          default_value_t = crate::controller::watch::initial_list::InitialList::Auto)]
+    pub initial_list: crate::controller::watch::initial_list::InitialList,
+
     /// Safety brake: share (0..1) of a profile's nodes that must turn not-ready
     /// within --brake-window to stop adding taints. 1 disables the brake.
     #[arg(long, env = "GPUREADY_BRAKE_THRESHOLD", default_value_t = 0.5, value_parser = parse_brake_threshold)]

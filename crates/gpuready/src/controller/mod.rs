@@ -47,7 +47,7 @@ use kube::runtime::{Controller, PredicateConfig, watcher};
 use kube::{Client, ResourceExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
 use backoff::{ErrorBackoff, WatchBackoff};
 use crd_guard::CrdGuard;
@@ -233,7 +233,13 @@ async fn run_controllers(
     let (node_reader, node_writer) = reflector::store::<CachedNode>();
     // fabric.groupByLabel groups follow every node event (groups.rs).
     let node_groups = Arc::new(watch::groups::Groups::default());
-    let node_stream = watcher(Api::<Node>::all(client.clone()), node_cfg)
+    // Its first state streamed where the server can (initial_list.rs).
+    let node_watch = watch::initial_list::watch(
+        Api::<Node>::all(client.clone()),
+        node_cfg,
+        args.initial_list,
+    );
+    let node_stream = node_watch
         .backoff(WatchBackoff::default())
         .map_ok(watch::cached::cache_event)
         .reflect(node_writer)
@@ -388,10 +394,20 @@ async fn run_controllers(
     info!(concurrency = args.concurrency, "controller starting");
     Controller::for_stream(node_stream, node_reader)
         .watches_stream(profile_stream, move |profile: GpuNodeProfile| {
-            for n in nodes_of_profile(&nodes_for_profile, &profile) {
+            let started = std::time::Instant::now();
+            let nodes = nodes_of_profile(&nodes_for_profile, &profile);
+            let mapped = started.elapsed();
+            let count = nodes.len();
+            for n in nodes {
                 ledger_for_profile.queue(&n.name);
                 admission_for_profile.push(n);
             }
+            // Where a profile change's first taint waits (issue 35): the
+            // mapping over the cache, then queueing what it found.
+            debug!(
+                profile = %profile.name_any(), nodes = count, ?mapped, queued = ?started.elapsed(),
+                "profile change queued the nodes it may affect"
+            );
             Vec::new()
         })
         .reconcile_on(requeued)

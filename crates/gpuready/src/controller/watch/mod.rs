@@ -7,6 +7,7 @@
 pub mod cached;
 pub mod evidence;
 pub mod groups;
+pub mod initial_list;
 pub mod probe_reports;
 pub mod profiles;
 pub mod prune;
