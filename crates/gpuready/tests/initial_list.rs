@@ -15,8 +15,8 @@ use kube::runtime::watcher;
 use serde_json::json;
 use support::*;
 
-/// The nodes of the watch's first state, in the order it gave them; an error
-/// before the end of that state fails the test.
+/// The names of the nodes in the watch's first state, sorted; an error before
+/// the end of that state fails the test.
 async fn first_state(api: Api<Node>, initial: InitialList) -> Vec<String> {
     let mut events = initial_list::watch(api, watcher::Config::default(), initial);
     let mut names = Vec::new();

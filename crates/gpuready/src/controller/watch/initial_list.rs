@@ -3,8 +3,7 @@
 //! once) where the API server serves it, a paged LIST where it refuses one.
 //! kube-runtime's watcher takes one strategy for the life of its stream and
 //! retries a refused streaming list forever — and Kubernetes 1.33 ships the
-//! WatchList feature gate off, answering such a watch with 422 (as a server
-//! older than 1.27 does for `resourceVersionMatch` on a watch). So the stream
+//! WatchList feature gate off, answering such a watch with 422. So the stream
 //! here starts streaming and, at the first refusal, says so once and goes on
 //! with a paged LIST for the rest of the process. Kept here because
 //! kube-runtime has no fallback between the two.
@@ -68,10 +67,10 @@ where
     .boxed()
 }
 
-/// A streaming list the server does not serve: 422 where the WatchList gate
-/// is off (or `resourceVersionMatch` on a watch is unknown), 400 from a server
-/// that reads the request as malformed. Any other error is the watch's own,
-/// and the watcher retries it as it would a paged LIST's.
+/// A streaming list the server does not serve: the 422 kube-apiserver 1.37
+/// answers with the WatchList gate off (tests/initial_list.rs). Any other
+/// error is the watch's own, and the watcher retries it as it would a paged
+/// LIST's.
 fn refused(e: &watcher::Error) -> bool {
-    matches!(e, watcher::Error::WatchStartFailed(kube::Error::Api(s)) if s.code == 422 || s.code == 400)
+    matches!(e, watcher::Error::WatchStartFailed(kube::Error::Api(s)) if s.code == 422)
 }
