@@ -89,6 +89,13 @@ struct Args {
     /// untaints); one storm per size given. 0 skips them.
     #[arg(long, value_delimiter = ',', default_value = "200,2000")]
     joins: Vec<usize>,
+    /// After everything else, one more profile change breaks every node and
+    /// only its first taint is timed; the run ends there, gpuready still
+    /// tainting. For the largest fleets, where a whole round of the
+    /// fleet-wide phases costs most of an hour: with `--repeats 0` it is the
+    /// only first-taint figure in the table.
+    #[arg(long)]
+    first_taint_probe: bool,
     /// Record gpuready with `perf record` during the single-node changes, into
     /// `<DIR>/perf-<nodes>.data` (read it with `perf report -i …`).
     #[arg(long)]
@@ -973,13 +980,32 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
         }
         None
     };
-    if args.dra_updates > 0 {
+    let ctl = if args.dra_updates > 0 {
         let ctl = match ctl {
             Some(c) => c,
             None => restart(bin, &env, args, n).await?,
         };
         let dra = dra_phase(ctl, &mut env, &admin, &floor_client, &mut counts, args, n).await?;
         row.dra = Some(dra);
+        None
+    } else {
+        ctl
+    };
+    if args.first_taint_probe {
+        let ctl = match ctl {
+            Some(c) => c,
+            None => restart(bin, &env, args, n).await?,
+        };
+        let broke = Instant::now();
+        fleet::apply_profile(&admin, "999.0").await?;
+        let first =
+            wait_counts(&mut counts, "a node tainted", LONG_WAIT, |c| c.tainted > 0).await?;
+        row.first_taint.push(first - broke);
+        eprintln!(
+            "[{n}] gpuready: first taint seen {:.0?} after the profile change (probe)",
+            first - broke
+        );
+        drop(ctl);
     } else {
         drop(ctl);
     }

@@ -148,6 +148,18 @@ impl NodeBook {
         self.ledger.queue(node);
     }
 
+    /// Taint work whose nodes are not named yet (a profile change being
+    /// mapped): pending until [`NodeBook::unnamed_done`] with the ticket.
+    pub fn unnamed_work(&mut self) -> u64 {
+        self.ledger.unnamed_work()
+    }
+
+    /// Every node of that work is queued. Returns the nodes to re-queue.
+    #[must_use]
+    pub fn unnamed_done(&mut self, ticket: u64) -> Vec<String> {
+        self.ledger.unnamed_done(ticket)
+    }
+
     /// The node's own watch event: the echo of gpuready's own write to a node
     /// waiting at the gate is skipped; anything else queues it.
     pub fn on_node_event(&mut self, node: &str, resource_version: Option<&str>) -> Trigger {

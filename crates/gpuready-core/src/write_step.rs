@@ -236,6 +236,26 @@ impl WriteLedger {
         }
     }
 
+    /// Taint work whose nodes are not named yet: a profile change still being
+    /// mapped to the nodes it may affect. Its nodes are queued while it runs
+    /// (the first can be judged before the last is found), and until
+    /// [`WriteLedger::unnamed_done`] with the returned ticket it counts as
+    /// pending, so no label, condition or Event goes before a taint it may
+    /// still bring.
+    pub fn unnamed_work(&mut self) -> u64 {
+        let t = self.ticket();
+        self.pending.insert(t);
+        t
+    }
+
+    /// The work of [`WriteLedger::unnamed_work`]'s `ticket` is named: every
+    /// node it may affect is queued. Returns the nodes to hand back now.
+    #[must_use]
+    pub fn unnamed_done(&mut self, ticket: u64) -> Vec<String> {
+        self.pending.remove(&ticket);
+        self.release_ready()
+    }
+
     /// The node's own watch event at `resource_version`: its echo is skipped
     /// while the node waits at the gate (and forgotten: the cache caught up);
     /// anything else queues it.
@@ -694,6 +714,33 @@ mod tests {
         l.queue("d");
         l.start("a");
         assert!(l.view("a").released && l.view("a").taint_work_ahead);
+    }
+
+    #[test]
+    fn a_profile_change_still_being_mapped_holds_conditions_back() {
+        let mut l = WriteLedger::default();
+        let mapping = l.unnamed_work();
+        l.queue("a");
+        // a, found first, writes its taint at once; its condition waits for
+        // the nodes not found yet, which may bring taints too.
+        let (s, out) = reconcile(&mut l, "a", &full());
+        assert!(matches!(
+            s,
+            WriteStep::Write {
+                rest_deferred: true,
+                ..
+            }
+        ));
+        assert!(out.is_empty());
+        let (s, out) = reconcile(&mut l, "b", &cond_only());
+        assert_eq!(s, WriteStep::Defer, "the mapping is taint work ahead");
+        assert!(out.is_empty());
+        l.queue("c");
+        assert!(l.unnamed_done(mapping).is_empty(), "c is still queued");
+        let (_, mut back) = reconcile(&mut l, "c", &taint_only());
+        back.sort();
+        assert_eq!(back, ["a", "b"]);
+        assert!(pending_nodes(&l).is_empty() && l.pending.is_empty());
     }
 
     fn cond_only() -> NodeChanges {

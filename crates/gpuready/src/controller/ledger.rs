@@ -37,6 +37,20 @@ impl Drop for Running<'_> {
     }
 }
 
+/// Taint work not named yet (a profile change being mapped); dropping it
+/// says every node of it is queued.
+pub struct Unnamed<'a> {
+    ledger: &'a Ledger,
+    ticket: u64,
+}
+
+impl Drop for Unnamed<'_> {
+    fn drop(&mut self) {
+        let back = self.ledger.book().unnamed_done(self.ticket);
+        self.ledger.hand_back(back);
+    }
+}
+
 impl Ledger {
     /// `release_window`: deferred nodes handed back at a time.
     pub fn new(
@@ -65,6 +79,16 @@ impl Ledger {
     /// re-queue).
     pub fn queue(&self, node: &str) {
         self.book().queue(node);
+    }
+
+    /// Taint work whose nodes are still being found: pending at the gate
+    /// until the guard drops (`NodeBook::unnamed_work`).
+    pub fn unnamed_work(&self) -> Unnamed<'_> {
+        let ticket = self.book().unnamed_work();
+        Unnamed {
+            ledger: self,
+            ticket,
+        }
     }
 
     /// The node's own watch event: false for the echo of gpuready's own write

@@ -20,6 +20,7 @@ pub mod health;
 pub mod lease;
 pub mod ledger;
 pub mod metrics;
+pub mod profile_nodes;
 pub mod requests;
 pub mod status;
 pub mod status_input;
@@ -37,7 +38,6 @@ use gpuready_api::keys;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::Api;
-use kube::core::SelectorExt;
 use kube::runtime::controller::{Action, Config as ControllerConfig};
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::reflector::{self, ObjectRef, Store};
@@ -47,7 +47,7 @@ use kube::runtime::{Controller, PredicateConfig, watcher};
 use kube::{Client, ResourceExt};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, error, info, warn};
+use tracing::{error, info, warn};
 
 use backoff::{ErrorBackoff, WatchBackoff};
 use crd_guard::CrdGuard;
@@ -394,20 +394,12 @@ async fn run_controllers(
     info!(concurrency = args.concurrency, "controller starting");
     Controller::for_stream(node_stream, node_reader)
         .watches_stream(profile_stream, move |profile: GpuNodeProfile| {
-            let started = std::time::Instant::now();
-            let nodes = nodes_of_profile(&nodes_for_profile, &profile);
-            let mapped = started.elapsed();
-            let count = nodes.len();
-            for n in nodes {
-                ledger_for_profile.queue(&n.name);
-                admission_for_profile.push(n);
-            }
-            // Where a profile change's first taint waits (issue 35): the
-            // mapping over the cache, then queueing what it found.
-            debug!(
-                profile = %profile.name_any(), nodes = count, ?mapped, queued = ?started.elapsed(),
-                "profile change queued the nodes it may affect"
-            );
+            tokio::spawn(profile_nodes::queue_nodes_of(
+                nodes_for_profile.clone(),
+                ledger_for_profile.clone(),
+                admission_for_profile.clone(),
+                profile,
+            ));
             Vec::new()
         })
         .reconcile_on(requeued)
@@ -598,59 +590,6 @@ fn profile_triggers(
         }
         futures::stream::iter(out)
     }
-}
-
-/// The nodes a profile change can affect: those its selector matches now, and
-/// those labelled with its name (which it may have just stopped selecting).
-/// "Matches" as the engine matches: over the node's labels less what gpuready
-/// wrote itself (`selectable_labels`), so a profile whose selector reads a
-/// label another profile sets (`NotIn [true]` of a readyLabels key) re-queues
-/// the nodes it now conflicts on — it used to take a restart (issue 32).
-fn nodes_of_profile(
-    nodes: &Store<CachedNode>,
-    profile: &GpuNodeProfile,
-) -> Vec<ObjectRef<CachedNode>> {
-    let name = profile.name_any();
-    let Ok(selector) = gpuready_core::select::profile_selector(profile) else {
-        return nodes
-            .state()
-            .iter()
-            .filter(|n| n.labels().and_then(|l| l.get(keys::LABEL_PROFILE)) == Some(name.as_str()))
-            .map(|n| ObjectRef::from_obj(n.as_ref()))
-            .collect();
-    };
-    let reads = profile.spec.selector_keys();
-    nodes
-        .state()
-        .iter()
-        .filter(|n| {
-            let labels = n.labels();
-            if labels.and_then(|l| l.get(keys::LABEL_PROFILE)) == Some(name.as_str()) {
-                return true;
-            }
-            if selector.selects_all() {
-                return true;
-            }
-            // A selector decides from the keys it reads alone, so only those
-            // are copied out of the packed labels (a handful, not the node's
-            // dozens).
-            let read: BTreeMap<String, String> = reads
-                .iter()
-                .filter_map(|k| Some(((*k).to_owned(), labels?.get(k)?.to_owned())))
-                .collect();
-            // The engine matches over the labels less what gpuready wrote
-            // itself; only when a key read here is one of those is the node's
-            // full facts needed (read for this one check, never kept).
-            if read.keys().any(|k| n.may_have_written_label(k)) {
-                let facts = gpuready_core::NodeFacts::from_node(&n.to_node());
-                let pair = [(profile, &selector)];
-                selector.matches(&gpuready_core::assess::selectable_labels(&facts, &pair))
-            } else {
-                selector.matches(&read)
-            }
-        })
-        .map(|n| ObjectRef::from_obj(n.as_ref()))
-        .collect()
 }
 
 /// Queues a triggered node at the gate when the cache holds it (a trigger for
