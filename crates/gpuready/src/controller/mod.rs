@@ -273,11 +273,11 @@ async fn run_controllers(
             }
         });
     let node_stream = drop_watch_errors("Node", node_stream);
-    // Every trigger reaches kube through one FIFO (admission.rs), one node
-    // at a time: the node stream, the profile mapping, the re-queues and
-    // probe triggers push into it and pass nothing on themselves, and kube
-    // reconciles what the FIFO hands it.
-    let admission = Arc::new(admission::Admission::new(1));
+    // Every trigger reaches kube through one FIFO (admission.rs), a node
+    // only while a reconcile slot is free for it: the node stream, the
+    // profile mapping, the re-queues and probe triggers push into it and pass
+    // nothing on themselves, and kube reconciles what the FIFO hands it.
+    let admission = Arc::new(admission::Admission::new(usize::from(args.concurrency)));
     let node_stream = node_stream
         .inspect_ok({
             let admission = admission.clone();
