@@ -10,9 +10,8 @@
 //! kube never holds a backlog to take in hash order. Not one node at a time:
 //! kube's scheduler delays each node it is handed to the next millisecond of
 //! its timer, so one at a time cost about 2 ms a node, and a 10,000-node
-//! start-up, which hands every node over three times, spent most of its
-//! 100 s waiting on those ticks. Kept here because kube-runtime has no ordered
-//! queue.
+//! start-up spent its first 20 s handing the fleet over for its first look.
+//! Kept here because kube-runtime has no ordered queue.
 
 use std::collections::{HashSet, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
