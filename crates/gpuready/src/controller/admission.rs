@@ -25,7 +25,8 @@ use crate::controller::watch::cached::CachedNode;
 /// The FIFO in front of kube's scheduler (see the module comment).
 pub struct Admission {
     inner: Mutex<Inner>,
-    /// Wakes the stream: a node was queued, or one handed to kube started.
+    /// Wakes the stream: a node was queued, or a slot freed (a run finished,
+    /// a handed node was dropped).
     wake: Notify,
     /// kube's reconcile slots (`--concurrency`).
     slots: usize,
@@ -74,17 +75,13 @@ impl Admission {
         self.wake.notify_one();
     }
 
-    /// The node's reconcile started (whoever asked for it): its place inside
-    /// kube is free, and it is not handed over again until it finished.
+    /// The node's reconcile started (whoever asked for it): it holds its slot
+    /// as running now, and is not handed over again until it finished. No
+    /// slot frees here, so the stream is not woken.
     pub fn started(&self, node: &str) {
-        let freed = {
-            let mut i = self.inner();
-            i.running.insert(node.to_owned());
-            i.handed.remove(node)
-        };
-        if freed {
-            self.wake.notify_one();
-        }
+        let mut i = self.inner();
+        i.running.insert(node.to_owned());
+        i.handed.remove(node);
     }
 
     /// The node's reconcile ended, however it ended.
@@ -167,8 +164,9 @@ mod tests {
         a.started("b");
         a.started("c");
         a.started("d");
-        a.push(node("b"));
         a.finished("c");
+        assert_eq!(take(&mut s).await, None, "b was not queued twice");
+        a.push(node("b"));
         assert_eq!(take(&mut s).await, None, "b runs: kube would hold it");
         a.finished("b");
         assert_eq!(
