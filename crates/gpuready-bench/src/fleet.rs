@@ -200,9 +200,14 @@ fn node(i: usize, taint: Option<&str>) -> Result<Node, Error> {
     Ok(serde_json::from_value(doc)?)
 }
 
-/// Creates nodes `0..n`, one POST each. Prints progress every ten seconds: at
-/// 100,000 nodes this takes minutes.
-pub async fn create_nodes(client: &Client, n: usize, concurrency: usize) -> Result<(), Error> {
+/// Creates nodes `0..n`, one POST each, with `taint` on each when given.
+/// Prints progress every ten seconds: at 100,000 nodes this takes minutes.
+pub async fn create_nodes(
+    client: &Client,
+    n: usize,
+    concurrency: usize,
+    taint: Option<&str>,
+) -> Result<(), Error> {
     let api: Api<Node> = Api::all(client.clone());
     let done = std::sync::atomic::AtomicUsize::new(0);
     let began = std::time::Instant::now();
@@ -211,7 +216,7 @@ pub async fn create_nodes(client: &Client, n: usize, concurrency: usize) -> Resu
             let api = api.clone();
             let done = &done;
             async move {
-                api.create(&PostParams::default(), &node(i, None)?).await?;
+                api.create(&PostParams::default(), &node(i, taint)?).await?;
                 done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 Ok::<(), Error>(())
             }

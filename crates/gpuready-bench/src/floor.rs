@@ -164,6 +164,102 @@ async fn set_taint(api: &Api<Node>, node: Slim, taint: bool) -> Result<(usize, u
     }
 }
 
+/// The floor's own keys for [`converge`]: two labels, an annotation and a
+/// condition type, the shape of what gpuready writes on a healthy node (its
+/// verdict label and the profile's `readyLabels`, the annotation that records
+/// them, `GpuReady`), so they cost the API server what gpuready's do and never
+/// meet them.
+const FLOOR_READY_LABEL: &str = "bench.example.com/floor-ready";
+const FLOOR_POOL_LABEL: &str = "bench.example.com/floor-gpu";
+const FLOOR_LABELS_ANNOTATION: &str = "bench.example.com/floor-labels";
+const FLOOR_CONDITION: &str = "BenchFloorReady";
+
+/// The floor of a start-up on a healthy fleet: what gpuready must write to
+/// converge a node it has not seen, nothing more — one resourceVersion-locked
+/// merge patch of the labels and the annotation, then one strategic merge
+/// patch of the condition on the status subresource, locked to the version the
+/// first returned (409 → re-read, again) — each node's pair in order,
+/// `concurrency` nodes in flight. `undo` takes them off again the same way
+/// (setup for the next phase, not a measured floor).
+pub async fn converge(client: &Client, concurrency: usize, undo: bool) -> Result<FloorRun, Error> {
+    let started = Instant::now();
+    let api: Api<Node> = Api::all(client.clone());
+    let nodes = list_slim(&api).await?;
+    let results: Vec<(usize, usize)> = futures::stream::iter(nodes)
+        .map(|node| {
+            let api = api.clone();
+            async move { converge_one(&api, node, undo).await }
+        })
+        .buffer_unordered(concurrency.max(1))
+        .try_collect()
+        .await?;
+    Ok(FloorRun::of(started, &results))
+}
+
+/// One node's two writes for [`converge`]. Returns (writes, conflicts).
+async fn converge_one(api: &Api<Node>, node: Slim, undo: bool) -> Result<(usize, usize), Error> {
+    let name = node.name.clone();
+    let (labels, annotation) = if undo {
+        (
+            json!({ FLOOR_READY_LABEL: null, FLOOR_POOL_LABEL: null }),
+            json!(null),
+        )
+    } else {
+        (
+            json!({ FLOOR_READY_LABEL: "true", FLOOR_POOL_LABEL: "rtx3090" }),
+            json!(FLOOR_POOL_LABEL),
+        )
+    };
+    let mut version = node.resource_version;
+    let mut conflicts = 0;
+    let params = PatchParams::default();
+    let written = loop {
+        let patch = json!({
+            "metadata": {
+                "resourceVersion": version,
+                "labels": labels,
+                "annotations": { FLOOR_LABELS_ANNOTATION: annotation },
+            },
+        });
+        match api.patch(&name, &params, &Patch::Merge(&patch)).await {
+            Ok(n) => break n,
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                conflicts += 1;
+                version = api.get(&name).await?.resource_version();
+            }
+            Err(e) => return Err(e.into()),
+        }
+    };
+    let now = jiff::Timestamp::now().to_string();
+    let condition = if undo {
+        json!({ "type": FLOOR_CONDITION, "$patch": "delete" })
+    } else {
+        json!({
+            "type": FLOOR_CONDITION, "status": "True", "reason": "Ready",
+            "message": "every gating layer is Ready under GpuNodeProfile rtx3090",
+            "lastHeartbeatTime": now, "lastTransitionTime": now,
+        })
+    };
+    let mut version = written.resource_version();
+    loop {
+        let patch = json!({
+            "metadata": { "resourceVersion": version },
+            "status": { "conditions": [condition] },
+        });
+        match api
+            .patch_status(&name, &params, &Patch::Strategic(&patch))
+            .await
+        {
+            Ok(_) => return Ok((2, conflicts)),
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                conflicts += 1;
+                version = api.get(&name).await?.resource_version();
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
 /// The floor of the join-storm rows: a watch on every Node that takes the
 /// floor's taint off each node that carries it (one resourceVersion-locked
 /// patch, `concurrency` in flight), until aborted. `listed` fires once the

@@ -96,6 +96,17 @@ struct Args {
     /// only first-taint figure in the table.
     #[arg(long)]
     first_taint_probe: bool,
+    /// The fleet is registered with gpuready's readiness taint, as kubelet's
+    /// `--register-with-taints` puts it: gpuready's start-up then has a first
+    /// verdict to send for every node (its untaint), timed on its own against
+    /// the floor's one write a node.
+    #[arg(long)]
+    startup_tainted: bool,
+    /// Also time the floor of a start-up: the writes gpuready must send to
+    /// converge a healthy node (a label patch, then a condition on the status
+    /// subresource), then undo them (setup, not timed) before gpuready starts.
+    #[arg(long)]
+    floor_converge: bool,
     /// Record gpuready with `perf record` during the single-node changes, into
     /// `<DIR>/perf-<nodes>.data` (read it with `perf report -i …`).
     #[arg(long)]
@@ -173,6 +184,11 @@ struct Row {
     floor_untaint_seen: Vec<Duration>,
     floor_writes: usize,
     floor_cpu: f64,
+    /// The floor's start-up writes (`--floor-converge`), its client alone.
+    floor_converge: Option<Duration>,
+    /// From gpuready's start until the observer saw no node tainted
+    /// (`--startup-tainted`): every node's first verdict.
+    startup_first_verdicts: Option<Duration>,
     startup: Duration,
     cpu_startup: f64,
     /// gpuready's RSS once converged from start, and its peak until then (the
@@ -604,7 +620,10 @@ async fn build_fleet(n: usize, args: &Args, row: &mut Row) -> Result<TestEnv, Er
     fleet::install_crd(&admin, &repo_root()).await?;
     fleet::apply_profile(&admin, "999.0").await?;
     let started = Instant::now();
-    fleet::create_nodes(&admin, n, args.setup_concurrency).await?;
+    let taint = args
+        .startup_tainted
+        .then_some(gpuready_api::keys::DEFAULT_TAINT_KEY);
+    fleet::create_nodes(&admin, n, args.setup_concurrency, taint).await?;
     row.create = started.elapsed();
     row.node_bytes_created = node_bytes(&admin, &fleet::node_name(0)).await?;
     eprintln!("[{n}] {n} nodes created in {:.1?}", row.create);
@@ -812,6 +831,16 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
         u.elapsed,
         t.conflicts + u.conflicts
     );
+    if args.floor_converge {
+        let c = usize::from(args.concurrency);
+        let f = floor::converge(&floor_client, c, false).await?;
+        row.floor_converge = Some(f.elapsed);
+        let undone = floor::converge(&floor_client, c, true).await?;
+        eprintln!(
+            "[{n}] floor: start-up's writes {:.1?} ({} writes, {} conflicts); undone in {:.1?} (setup)",
+            f.elapsed, f.writes, f.conflicts, undone.elapsed
+        );
+    }
 
     // From here on, the floor is timed the way gpuready is: by the observer's
     // watch, which runs (on the same cores, against the same API server) during
@@ -830,6 +859,17 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     fleet::apply_profile(&admin, "570.0").await?;
     let spawned = Instant::now();
     let mut ctl = Some(Controller::start(bin, &env, args)?);
+    if args.startup_tainted {
+        let at = wait_counts(&mut counts, "every node untainted", LONG_WAIT, |c| {
+            c.tainted == 0
+        })
+        .await?;
+        row.startup_first_verdicts = Some(at - spawned);
+        eprintln!(
+            "[{n}] gpuready: every first verdict (untaint) from start in {:.1?}",
+            at - spawned
+        );
+    }
     let at = wait_counts(&mut counts, "every GpuReady=True", LONG_WAIT, |c| {
         c.condition_true == n
     })
@@ -1215,6 +1255,27 @@ fn gpuready_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
     line("gpuready: start-up, converged (from process start)", &|r| {
         secs(r.startup)
     });
+    let or_dash = |d: Option<Duration>| d.map_or_else(|| "–".to_owned(), secs);
+    line(
+        "gpuready: start-up, every node's first verdict (its untaint; --startup-tainted) ÷ the floor's one write a node (untaint, its client alone)",
+        &|r| match r.startup_first_verdicts {
+            Some(d) => format!("{} ({})", secs(d), ratio(d, r.floor_untaint)),
+            None => "–".into(),
+        },
+    );
+    line(
+        "floor: start-up's writes, a label patch then a condition a node (--floor-converge, its client alone)",
+        &|r| or_dash(r.floor_converge),
+    );
+    line(
+        "gpuready: start-up, converged ÷ the floor's one write a node / ÷ its start-up writes",
+        &|r| {
+            let writes = r
+                .floor_converge
+                .map_or_else(|| "–".to_owned(), |f| ratio(r.startup, f));
+            format!("{} / {writes}", ratio(r.startup, r.floor_untaint))
+        },
+    );
     line("gpuready: CPU for start-up", &|r| {
         format!("{:.1} s", r.cpu_startup)
     });
