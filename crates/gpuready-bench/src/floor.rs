@@ -74,14 +74,27 @@ impl FloorRun {
 
 /// Adds (`taint`) or removes the floor's taint on every node.
 pub async fn run(client: &Client, concurrency: usize, taint: bool) -> Result<FloorRun, Error> {
+    each_node(client, concurrency, move |api, node| async move {
+        set_taint(&api, node, taint).await
+    })
+    .await
+}
+
+/// One fleet-wide floor phase: every node listed, then `one` for each,
+/// `concurrency` in flight, each returning its (writes, conflicts).
+async fn each_node<Fut>(
+    client: &Client,
+    concurrency: usize,
+    one: impl Fn(Api<Node>, Slim) -> Fut,
+) -> Result<FloorRun, Error>
+where
+    Fut: std::future::Future<Output = Result<(usize, usize), Error>>,
+{
     let started = Instant::now();
     let api: Api<Node> = Api::all(client.clone());
     let nodes = list_slim(&api).await?;
     let results: Vec<(usize, usize)> = futures::stream::iter(nodes)
-        .map(|node| {
-            let api = api.clone();
-            async move { set_taint(&api, node, taint).await }
-        })
+        .map(|node| one(api.clone(), node))
         .buffer_unordered(concurrency.max(1))
         .try_collect()
         .await?;
@@ -182,18 +195,10 @@ const FLOOR_CONDITION: &str = "BenchFloorReady";
 /// `concurrency` nodes in flight. `undo` takes them off again the same way
 /// (setup for the next phase, not a measured floor).
 pub async fn converge(client: &Client, concurrency: usize, undo: bool) -> Result<FloorRun, Error> {
-    let started = Instant::now();
-    let api: Api<Node> = Api::all(client.clone());
-    let nodes = list_slim(&api).await?;
-    let results: Vec<(usize, usize)> = futures::stream::iter(nodes)
-        .map(|node| {
-            let api = api.clone();
-            async move { converge_one(&api, node, undo).await }
-        })
-        .buffer_unordered(concurrency.max(1))
-        .try_collect()
-        .await?;
-    Ok(FloorRun::of(started, &results))
+    each_node(client, concurrency, move |api, node| async move {
+        converge_one(&api, node, undo).await
+    })
+    .await
 }
 
 /// One node's two writes for [`converge`]. Returns (writes, conflicts).
