@@ -184,11 +184,18 @@ struct Row {
     floor_untaint_seen: Vec<Duration>,
     floor_writes: usize,
     floor_cpu: f64,
+    /// kube-apiserver + etcd CPU over the floor's untaint, its client alone.
+    floor_untaint_server_cpu: f64,
     /// The floor's start-up writes (`--floor-converge`), its client alone.
     floor_converge: Option<Duration>,
     /// From gpuready's start until the observer saw no node tainted
     /// (`--startup-tainted`): every node's first verdict.
     startup_first_verdicts: Option<Duration>,
+    /// gpuready's CPU, its API requests by method, and kube-apiserver + etcd
+    /// CPU, from its start until every first verdict was seen.
+    cpu_first_verdicts: f64,
+    requests_first_verdicts: BTreeMap<String, u64>,
+    server_cpu_first_verdicts: f64,
     startup: Duration,
     cpu_startup: f64,
     /// gpuready's RSS once converged from start, and its peak until then (the
@@ -302,6 +309,12 @@ fn repo_root() -> PathBuf {
 
 fn self_cpu() -> f64 {
     process::cpu_seconds(std::process::id())
+}
+
+/// CPU seconds of kube-apiserver and etcd together: what a phase cost the
+/// control plane, whose two cores the client under test shares.
+fn server_cpu(env: &TestEnv) -> f64 {
+    env.apiserver_pid().map_or(0.0, process::cpu_seconds) + process::cpu_seconds(env.etcd_pid())
 }
 
 /// The release binary, built now unless given.
@@ -821,8 +834,10 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     let cpu0 = self_cpu();
     let t = floor::run(&floor_client, usize::from(args.concurrency), true).await?;
     row.floor_taint = t.elapsed;
+    let server0 = server_cpu(&env);
     let u = floor::run(&floor_client, usize::from(args.concurrency), false).await?;
     row.floor_untaint = u.elapsed;
+    row.floor_untaint_server_cpu = server_cpu(&env) - server0;
     row.floor_writes = t.writes + u.writes;
     row.floor_cpu = self_cpu() - cpu0;
     eprintln!(
@@ -857,6 +872,7 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     // gpuready: starts on a healthy fleet and converges it (its labels and
     // condition on every node, as in every round after this one).
     fleet::apply_profile(&admin, "570.0").await?;
+    let server0 = server_cpu(&env);
     let spawned = Instant::now();
     let mut ctl = Some(Controller::start(bin, &env, args)?);
     if args.startup_tainted {
@@ -865,6 +881,11 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
         })
         .await?;
         row.startup_first_verdicts = Some(at - spawned);
+        row.server_cpu_first_verdicts = server_cpu(&env) - server0;
+        if let Some(c) = &ctl {
+            row.cpu_first_verdicts = c.cpu();
+            row.requests_first_verdicts = sample(c.port).requests;
+        }
         eprintln!(
             "[{n}] gpuready: every first verdict (untaint) from start in {:.1?}",
             at - spawned
@@ -1261,6 +1282,27 @@ fn gpuready_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
         &|r| match r.startup_first_verdicts {
             Some(d) => format!("{} ({})", secs(d), ratio(d, r.floor_untaint)),
             None => "–".into(),
+        },
+    );
+    line(
+        "gpuready: until every first verdict: CPU; API requests by method (--startup-tainted)",
+        &|r| match r.startup_first_verdicts {
+            Some(_) => format!(
+                "{:.1} s; {}",
+                r.cpu_first_verdicts,
+                kinds(&r.requests_first_verdicts)
+            ),
+            None => "–".into(),
+        },
+    );
+    line(
+        "kube-apiserver + etcd CPU: floor's untaint (its client alone) / gpuready until every first verdict (--startup-tainted)",
+        &|r| match r.startup_first_verdicts {
+            Some(_) => format!(
+                "{:.1} / {:.1} s",
+                r.floor_untaint_server_cpu, r.server_cpu_first_verdicts
+            ),
+            None => format!("{:.1} / – s", r.floor_untaint_server_cpu),
         },
     );
     line(
