@@ -18,7 +18,7 @@ use gpuready_core::{
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
 use kube::ResourceExt;
-use kube::api::{Api, PartialObjectMeta, Patch, PatchParams};
+use kube::api::{Api, Patch, PatchParams};
 use kube::core::Selector;
 use kube::runtime::controller::Action;
 use serde_json::json;
@@ -379,13 +379,13 @@ async fn write_changes(
             Some((what, why)) => with_refusal(c, what.sentence(), why),
             None => c.clone(),
         };
-        let written = patch_status_metadata(
-            &ctx.client,
-            &name,
-            &params,
-            &Patch::Strategic(condition_patch(version.clone(), &c)?),
-        )
-        .await;
+        let written = api
+            .patch_status(
+                &name,
+                &params,
+                &Patch::Strategic(condition_patch(version.clone(), &c)?),
+            )
+            .await;
         match written {
             Ok(after) => {
                 version = after.resource_version();
@@ -407,13 +407,6 @@ async fn write_changes(
     Ok((Some(version.unwrap_or_default()), rules_done))
 }
 
-/// The node's metadata after the patch that passed (none when nothing
-/// passed), and what the server refused with its reason.
-type NodePatchOutcome = (
-    Option<PartialObjectMeta<Node>>,
-    Option<(RefusedWrite, String)>,
-);
-
 /// What passed of the node patch, and what the server refused of it. The
 /// taint must never wait for anything else: a refused patch is sent again as
 /// the taint alone, which passes whatever the server refused in the rest;
@@ -424,7 +417,7 @@ async fn send_node_patch(
     params: &PatchParams,
     node: &Node,
     changes: &NodeChanges,
-) -> Result<NodePatchOutcome, Error> {
+) -> Result<(Option<Node>, Option<(RefusedWrite, String)>), Error> {
     let why = match merge_patch(api, params, node, changes).await? {
         Ok(after) => return Ok((Some(after), None)),
         Err(why) => why,
@@ -445,54 +438,23 @@ async fn send_node_patch(
     })
 }
 
-/// One merge patch of the node: the node's metadata as written, or the
-/// server's reason when it refused the write for what it is (any other failure
-/// is an error). The patch itself is the whole-object patch (taints included);
-/// only the response is metadata (`as=PartialObjectMetadata`): all gpuready
-/// reads of it is the new resourceVersion, and a full Node (≈ 8 KB) would be
-/// encoded by the server and parsed here on every write of a start-up.
+/// One merge patch of the node: the node as written, or the server's reason
+/// when it refused the write for what it is (any other failure is an error).
 async fn merge_patch(
     api: &Api<Node>,
     params: &PatchParams,
     node: &Node,
     changes: &NodeChanges,
-) -> Result<Result<PartialObjectMeta<Node>, String>, Error> {
+) -> Result<Result<Node, String>, Error> {
     let patch = node_patch(node, changes)?;
     match api
-        .patch_metadata(&node.name_any(), params, &Patch::Merge(&patch))
+        .patch(&node.name_any(), params, &Patch::Merge(&patch))
         .await
     {
         Ok(after) => Ok(Ok(after)),
         Err(e) => refusal(&e).map(Err).ok_or_else(|| e.into()),
     }
 }
-
-/// A patch of the node's status subresource answered with the node's metadata
-/// only, as [`merge_patch`]'s is: kube has `Api::patch_metadata` for the main
-/// resource but no subresource form, so the request is kube's own
-/// `patch_subresource` with the `Accept` header that asks for metadata.
-async fn patch_status_metadata(
-    client: &kube::Client,
-    name: &str,
-    params: &PatchParams,
-    patch: &Patch<serde_json::Value>,
-) -> kube::Result<PartialObjectMeta<Node>> {
-    use kube::Resource;
-    let mut req = kube::core::Request::new(Node::url_path(&(), None))
-        .patch_subresource("status", name, params, patch)
-        .map_err(kube::Error::BuildRequest)?;
-    req.headers_mut().insert(
-        http::header::ACCEPT,
-        http::HeaderValue::from_static(METADATA_ONLY),
-    );
-    req.extensions_mut().insert("patch_status");
-    client.request::<PartialObjectMeta<Node>>(req).await
-}
-
-/// The media type that asks the API server for an object's metadata alone
-/// (`meta.k8s.io/v1` `PartialObjectMetadata`), as kube-core's own metadata
-/// requests send it (its constant is crate-private).
-const METADATA_ONLY: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 
 /// The server's reason when it refused a write for what it is (admission, RBAC:
 /// 403, 422), as opposed to a conflict or an outage. `None` otherwise.
