@@ -39,9 +39,12 @@ pub const LABEL_PROFILE: &str = "gpuready.io/profile";
 /// that adds or adopts it). Release after the node leaves every profile removes
 /// exactly this taint, and only if a profile could have named its key.
 pub const ANNOTATION_TAINT: &str = "gpuready.io/taint";
-/// Comma-separated label keys gpuready set on the node and owns. gpuready never
-/// writes or deletes a label key that is not listed here unless the node lacks
-/// it (a key another writer set is left alone).
+/// Comma-separated label keys gpuready set on the node and owns beyond its
+/// own verdict labels ([`NODE_LABELS_WRITTEN`], its by exact name): a
+/// profile's `readyLabels`. Absent when there are none. gpuready never writes
+/// or deletes such a key unless this lists it or the node lacks it (a key
+/// another writer set is left alone). Annotations written by earlier builds
+/// list the verdict labels too; they are read the same and not rewritten.
 pub const ANNOTATION_LABELS: &str = "gpuready.io/labels";
 /// UntilFirstReady marker: RFC 3339 time the taint was first released. Written in
 /// the same request that removes the taint, so a crash cannot separate the two.

@@ -48,9 +48,11 @@ pub struct HardwareFacts {
 /// What gpuready itself last wrote to the node.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct OwnedState {
-    /// Label keys gpuready owns: those its `gpuready.io/labels` annotation lists,
-    /// plus (nodes written by gpuready before 0.2) those its server-side apply
-    /// owned according to managedFields.
+    /// Label keys gpuready owns on the node: its own verdict labels
+    /// (`keys::NODE_LABELS_WRITTEN`, by exact name) where the node carries
+    /// them, the other keys its `gpuready.io/labels` annotation lists (a
+    /// profile's `readyLabels` it set), and (nodes written by gpuready before
+    /// 0.2) those its server-side apply owned according to managedFields.
     pub labels: BTreeSet<String>,
     /// `gpuready.io/labels` as it is on the node (`None` when absent).
     pub labels_annotation: Option<String>,
@@ -92,7 +94,8 @@ pub struct NodeFacts {
 }
 
 /// The label keys gpuready's labels annotation (`keys::ANNOTATION_LABELS`)
-/// lists: the labels it wrote to the node.
+/// lists: the labels it wrote to the node beyond its own verdict labels
+/// (annotations written by earlier builds list those too).
 pub fn listed_labels(annotation: &str) -> impl Iterator<Item = &str> {
     annotation.split(',').filter(|k| !k.is_empty())
 }
@@ -108,7 +111,11 @@ pub fn listed_labels(annotation: &str) -> impl Iterator<Item = &str> {
 pub fn is_own_condition(type_: &str) -> bool {
     type_ == keys::CONDITION_GPU_READY
         || type_ == keys::CONDITION_PROBE_HEALTHY
-        || gpuready_api::Layer::every().any(|l| l.condition_type() == type_)
+        // By its parts, not `condition_type()`: every condition of every node
+        // passes here on each reconcile, and that allocates a String a layer.
+        || type_
+            .strip_prefix(keys::CONDITION_LAYER_PREFIX)
+            .is_some_and(|layer| gpuready_api::Layer::every().any(|l| l.as_str() == layer))
 }
 
 /// kubelet's conditions besides `Ready`: no profile's External layer reads
@@ -202,6 +209,12 @@ impl NodeFacts {
                             .into_iter()
                             .flat_map(|v| listed_labels(v))
                             .map(str::to_owned),
+                    )
+                    .chain(
+                        keys::NODE_LABELS_WRITTEN
+                            .iter()
+                            .filter(|k| labels.contains_key(**k))
+                            .map(|k| (*k).to_owned()),
                     )
                     .collect(),
                 labels_annotation: annotations
@@ -338,13 +351,20 @@ mod tests {
     fn every_condition_type_gpuready_writes_is_its_own() {
         assert!(is_own_condition(keys::CONDITION_GPU_READY));
         assert!(is_own_condition(keys::CONDITION_PROBE_HEALTHY));
-        assert!(is_own_condition(
-            &gpuready_api::Layer::Driver.condition_type()
-        ));
-        assert!(is_own_condition(
-            &gpuready_api::Layer::Health.condition_type()
-        ));
-        assert!(!is_own_condition("Ready"));
+        for layer in gpuready_api::Layer::every() {
+            assert!(is_own_condition(&layer.condition_type()), "{layer}");
+        }
+        for other in [
+            "Ready",
+            "GpuReadyForTraining",
+            "GpuReadyDrive",
+            "GpuReadyDriverX",
+            "gpureadyDriver",
+            "Driver",
+            "GpuReadyGpuReadyDriver",
+        ] {
+            assert!(!is_own_condition(other), "{other}");
+        }
     }
 
     #[test]

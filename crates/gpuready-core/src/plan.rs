@@ -21,7 +21,7 @@ use kube_core::ResourceExt;
 use serde::Serialize;
 
 use crate::devices::DeviceRuleChange;
-use crate::facts::NodeFacts;
+use crate::facts::{NodeFacts, listed_labels};
 use crate::report::{LayerReport, NodeState, Status};
 
 /// Node conditions carry a human message; keep it readable in `kubectl describe`.
@@ -470,16 +470,21 @@ fn plan_conditions(
     (!change.set.is_empty() || !change.remove.is_empty()).then_some(change)
 }
 
-/// Whether gpuready owns this label key on the node: its own `gpuready.io/`
-/// verdict labels always; any other key only if gpuready's annotation lists it.
+/// Whether gpuready owns this label key on the node: its own verdict labels
+/// (`keys::NODE_LABELS_WRITTEN`) always; any other key only if gpuready's
+/// annotation lists it.
 fn owns_label(facts: &NodeFacts, key: &str) -> bool {
-    key == keys::LABEL_PROFILE || key == keys::LABEL_READY || facts.owned.labels.contains(key)
+    keys::NODE_LABELS_WRITTEN.contains(&key) || facts.owned.labels.contains(key)
 }
 
 /// Label changes towards `desired`, touching only keys gpuready owns or that
 /// the node lacks, plus the `gpuready.io/labels` annotation recording the keys
-/// owned afterwards. A desired key another writer already set (any value) is
-/// left alone and reported.
+/// owned afterwards beyond gpuready's own verdict labels, which are its by
+/// name (no annotation at all when there are none: a profile without
+/// `readyLabels` adds no annotation to its nodes). An annotation an earlier
+/// build wrote, which lists the verdict labels too, is left as it is while it
+/// records the same other keys: no fleet-wide rewrite on upgrade. A desired
+/// key another writer already set (any value) is left alone and reported.
 fn plan_labels(
     facts: &NodeFacts,
     desired: BTreeMap<String, String>,
@@ -514,14 +519,24 @@ fn plan_labels(
             changes.insert(k.clone(), None);
         }
     }
-    let record = (!owned_after.is_empty())
-        .then(|| owned_after.iter().cloned().collect::<Vec<_>>().join(","));
-    annotation_change(
-        keys::ANNOTATION_LABELS,
-        record,
-        facts.owned.labels_annotation.as_ref(),
-        annotations,
-    );
+    let beyond_verdict = |k: &&str| !keys::NODE_LABELS_WRITTEN.contains(k);
+    let record: Vec<&str> = owned_after
+        .iter()
+        .map(String::as_str)
+        .filter(beyond_verdict)
+        .collect();
+    let recorded: BTreeSet<&str> = facts
+        .owned
+        .labels_annotation
+        .as_deref()
+        .map(|a| listed_labels(a).filter(beyond_verdict).collect())
+        .unwrap_or_default();
+    if record.iter().copied().collect::<BTreeSet<_>>() != recorded {
+        annotations.insert(
+            keys::ANNOTATION_LABELS.to_owned(),
+            (!record.is_empty()).then(|| record.join(",")),
+        );
+    }
     ((!changes.is_empty()).then_some(changes), foreign)
 }
 

@@ -376,10 +376,9 @@ fn until_first_ready_node_ready_from_the_start_gets_only_the_marker() {
     let a = assess_with(&node, &p, &opts());
     assert!(a.changes.taint.is_none(), "the taint list stays as it is");
     let ann = a.changes.annotations.expect("marker");
-    assert_eq!(
-        ann.keys().collect::<Vec<_>>(),
-        [keys::ANNOTATION_LABELS, keys::ANNOTATION_RELEASED]
-    );
+    // No labels annotation: the profile sets no readyLabels, and gpuready's
+    // own verdict labels are its by name.
+    assert_eq!(ann.keys().collect::<Vec<_>>(), [keys::ANNOTATION_RELEASED]);
 }
 
 #[test]
@@ -992,7 +991,7 @@ fn a_ready_label_another_writer_set_is_never_taken_over_nor_deleted() {
     );
     assert_eq!(
         annotation(&ready, keys::ANNOTATION_LABELS),
-        Some("example.com/tier,gpuready.io/profile,gpuready.io/ready")
+        Some("example.com/tier")
     );
     // Not ready: gpuready's own ready label goes, the other writer's stays.
     let broken = settle(
@@ -1014,6 +1013,67 @@ fn a_ready_label_another_writer_set_is_never_taken_over_nor_deleted() {
         Some("b")
     );
     assert!(!labels.contains_key(keys::LABEL_READY));
+}
+
+#[test]
+fn the_labels_annotation_records_only_what_lies_beyond_the_verdict_labels() {
+    // Without readyLabels a node gets no annotation at all: gpuready's verdict
+    // labels are its by name.
+    let plain = one(profile("p", ""));
+    let ready = settle(ready_node().build(), &plain, &opts());
+    assert_eq!(
+        labels_of(&ready).get(keys::LABEL_READY).map(String::as_str),
+        Some("true")
+    );
+    assert_eq!(annotation(&ready, keys::ANNOTATION_LABELS), None);
+    // ...and released, it loses them all the same.
+    let released = settle(ready, &[], &opts());
+    for k in keys::NODE_LABELS_WRITTEN {
+        assert!(!labels_of(&released).contains_key(*k), "{k}");
+    }
+    // A profile's readyLabels key is recorded, alone.
+    let pool = one(profile("p", "readyLabels: {example.com/pool: a}"));
+    let ready = settle(ready_node().build(), &pool, &opts());
+    assert_eq!(
+        annotation(&ready, keys::ANNOTATION_LABELS),
+        Some("example.com/pool")
+    );
+    // Not ready: the readyLabels key goes, and so does the annotation.
+    let broken = settle(
+        NodeBuilder::from_node(ready).gpus(1, 0).build(),
+        &pool,
+        &opts(),
+    );
+    assert!(!labels_of(&broken).contains_key("example.com/pool"));
+    assert_eq!(annotation(&broken, keys::ANNOTATION_LABELS), None);
+}
+
+#[test]
+fn an_earlier_annotation_that_lists_the_verdict_labels_is_not_rewritten() {
+    // Written by an earlier gpuready, which listed its verdict labels too:
+    // recording the same keys beyond them, it stays as it is (no fleet-wide
+    // rewrite on upgrade), and it still says what gpuready owns.
+    for (profile_spec, listed) in [
+        ("", "gpuready.io/profile,gpuready.io/ready"),
+        (
+            "readyLabels: {example.com/pool: a}",
+            "example.com/pool,gpuready.io/profile,gpuready.io/ready",
+        ),
+    ] {
+        let p = one(profile("p", profile_spec));
+        let settled = settle(ready_node().build(), &p, &opts());
+        let older = NodeBuilder::from_node(settled)
+            .owned_by_gpuready(&listed.split(',').collect::<Vec<_>>())
+            .build();
+        let a = assess_with(&older, &p, &opts());
+        assert!(a.changes.is_empty(), "{profile_spec}: {:#?}", a.changes);
+        let released = settle(older, &[], &opts());
+        let labels = labels_of(&released);
+        for k in listed.split(',') {
+            assert!(!labels.contains_key(k), "{profile_spec}: {k}");
+        }
+        assert_eq!(annotation(&released, keys::ANNOTATION_LABELS), None);
+    }
 }
 
 #[test]
