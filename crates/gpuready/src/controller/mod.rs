@@ -234,14 +234,15 @@ async fn run_controllers(
     // fabric.groupByLabel groups follow every node event (groups.rs).
     let node_groups = Arc::new(watch::groups::Groups::default());
     // Its first state streamed where the server can (initial_list.rs).
+    // Read straight into the cache's form (watched.rs): what the cache does
+    // not keep is never built.
     let node_watch = watch::initial_list::watch(
-        Api::<Node>::all(client.clone()),
+        Api::<CachedNode>::all(client.clone()),
         node_cfg,
         args.initial_list,
     );
     let node_stream = node_watch
         .backoff(WatchBackoff::default())
-        .map_ok(watch::cached::cache_event)
         .reflect(node_writer)
         .inspect({
             let (groups, requeue) = (node_groups.clone(), requeue.clone());

@@ -15,10 +15,10 @@ use gpuready_api::keys;
 use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus, Taint};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ManagedFieldsEntry, ObjectMeta, Time};
-use kube::runtime::watcher::Event;
 use serde::{Deserialize, Deserializer};
 
 use super::prune::{KUBELET_READY, node_relevance, prune_node};
+use super::watched::read_node;
 
 /// A string map packed into one buffer: keys and values one after another,
 /// sorted by key, with the offset where each string starts (plus the end).
@@ -312,17 +312,6 @@ impl CachedNode {
     }
 }
 
-/// A watch event with its Node packed for the cache.
-pub fn cache_event(event: Event<Node>) -> Event<CachedNode> {
-    match event {
-        Event::Apply(n) => Event::Apply(CachedNode::from_node(n)),
-        Event::Delete(n) => Event::Delete(CachedNode::from_node(n)),
-        Event::InitApply(n) => Event::InitApply(CachedNode::from_node(n)),
-        Event::Init => Event::Init,
-        Event::InitDone => Event::InitDone,
-    }
-}
-
 /// Resource identity of a Node: the cache, the controller's queue and its
 /// `ObjectRef`s treat a `CachedNode` as the Node it stands for.
 impl kube::Resource for CachedNode {
@@ -358,11 +347,11 @@ impl kube::Resource for CachedNode {
     }
 }
 
-/// kube-runtime's `Controller` asks for `DeserializeOwned`; a `CachedNode` is
-/// read as the Node it packs (the watch itself converts with `from_node`).
+/// The node watch reads `CachedNode`s straight from the API server's JSON:
+/// only the fields the cache keeps are built (`watched.rs`), then packed.
 impl<'de> Deserialize<'de> for CachedNode {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        Node::deserialize(d).map(CachedNode::from_node)
+        read_node(d).map(CachedNode::from_node)
     }
 }
 

@@ -12,3 +12,4 @@ pub mod probe_reports;
 pub mod profiles;
 pub mod prune;
 pub mod verdicts;
+pub mod watched;

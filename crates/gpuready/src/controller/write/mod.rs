@@ -7,3 +7,4 @@ pub mod device_rules;
 pub mod events;
 pub mod nfd;
 pub mod node;
+pub mod written;

@@ -28,6 +28,7 @@ use super::device_rules;
 use super::events::{
     publish_deadline, publish_refusal, publish_repair_refusal, publish_transition,
 };
+use super::written::WrittenNode;
 use crate::controller::context::Context;
 use crate::controller::error::{Error, RefusedWrite, is_conflict};
 use crate::controller::metrics::Kind;
@@ -107,7 +108,7 @@ async fn reconcile_inner(cached: Arc<CachedNode>, ctx: &Context) -> Result<Actio
                 rest_deferred,
             } => (changes, rest_deferred),
         };
-        match write_changes(ctx, &api, &node, &changes).await {
+        match write_changes(ctx, &node, &changes).await {
             Ok(done) => return Ok(written(ctx, &node, &d, done, rest_deferred).await),
             Err(Error::Kube(e)) if is_conflict(&e) => {
                 debug!("a write met a newer node (409); re-reading and planning again");
@@ -327,7 +328,6 @@ pub(crate) fn condition_patch(
 /// that took effect.
 async fn write_changes(
     ctx: &Context,
-    api: &Api<Node>,
     node: &Node,
     changes: &NodeChanges,
 ) -> Result<(Option<String>, Vec<DeviceRuleChange>), Error> {
@@ -343,6 +343,8 @@ async fn write_changes(
         device_rules::write(ctx, &changes.device_taint_rules).await?
     };
     let name = node.name_any();
+    // Answers read for their resourceVersion alone (written.rs).
+    let api: Api<WrittenNode> = Api::all(ctx.client.clone());
     let params = PatchParams {
         field_manager: Some(keys::FIELD_MANAGER.to_owned()),
         ..PatchParams::default()
@@ -352,7 +354,7 @@ async fn write_changes(
     if changes.patches_node() {
         // The gating write (taint) goes first: a workload scheduled between the
         // two writes is kept off a broken node by the taint already.
-        let (after, refusal) = send_node_patch(api, &params, node, changes).await?;
+        let (after, refusal) = send_node_patch(&api, &params, node, changes).await?;
         if let Some((what, why)) = refusal {
             let why = match (what, &changes.taint) {
                 (RefusedWrite::Taint, Some(t)) => format!("({}) {why}", taint_text(t)),
@@ -413,11 +415,11 @@ async fn write_changes(
 /// when the taint itself is refused, the rest still goes (the verdict
 /// labels), without the annotations that would record the taint.
 async fn send_node_patch(
-    api: &Api<Node>,
+    api: &Api<WrittenNode>,
     params: &PatchParams,
     node: &Node,
     changes: &NodeChanges,
-) -> Result<(Option<Node>, Option<(RefusedWrite, String)>), Error> {
+) -> Result<(Option<WrittenNode>, Option<(RefusedWrite, String)>), Error> {
     let why = match merge_patch(api, params, node, changes).await? {
         Ok(after) => return Ok((Some(after), None)),
         Err(why) => why,
@@ -441,11 +443,11 @@ async fn send_node_patch(
 /// One merge patch of the node: the node as written, or the server's reason
 /// when it refused the write for what it is (any other failure is an error).
 async fn merge_patch(
-    api: &Api<Node>,
+    api: &Api<WrittenNode>,
     params: &PatchParams,
     node: &Node,
     changes: &NodeChanges,
-) -> Result<Result<Node, String>, Error> {
+) -> Result<Result<WrittenNode, String>, Error> {
     let patch = node_patch(node, changes)?;
     match api
         .patch(&node.name_any(), params, &Patch::Merge(&patch))
