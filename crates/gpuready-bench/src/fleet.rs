@@ -24,6 +24,8 @@ use crate::error::Error;
 /// gpuready's own domain (subdomains included).
 pub const POOL_LABEL: &str = "bench.example.com/pool";
 pub const PROFILE: &str = "bench";
+/// The profile's `readyLabels` key (gpuready sets it on ready nodes).
+pub const READY_LABEL: &str = "bench.example.com/gpu";
 pub fn node_name(i: usize) -> String {
     format!("gpu-{i:05}")
 }
@@ -66,7 +68,7 @@ pub async fn apply_profile(client: &Client, min_driver: &str) -> Result<(), Erro
             "minDriverVersion": min_driver,
             // The run is long; GFD labels must not go stale during it.
             "maxLabelAgeSeconds": 86400,
-            "readyLabels": { "bench.example.com/gpu": "rtx3090" },
+            "readyLabels": { READY_LABEL: "rtx3090" },
         }
     }))?;
     Api::<GpuNodeProfile>::all(client.clone())

@@ -140,14 +140,11 @@ pub async fn run_after_slices(
 /// Puts the floor's taint on `node` (or takes it off): one resourceVersion-
 /// locked merge patch, re-read and retried on 409. Returns (writes, conflicts).
 async fn set_taint(api: &Api<Node>, node: Slim, taint: bool) -> Result<(usize, usize), Error> {
-    let name = node.name.clone();
-    let mut node = node;
-    let mut conflicts = 0;
-    loop {
+    let (written, conflicts) = locked(api, node, |node| {
         let mut list = node.taints.clone();
         let has = list.iter().any(|t| t.key == FLOOR_TAINT);
         if has == taint {
-            return Ok((0, conflicts));
+            return None;
         }
         if taint {
             list.push(Taint {
@@ -159,18 +156,78 @@ async fn set_taint(api: &Api<Node>, node: Slim, taint: bool) -> Result<(usize, u
         } else {
             list.retain(|t| t.key != FLOOR_TAINT);
         }
-        let patch = json!({
+        Some(json!({
             "metadata": { "resourceVersion": node.resource_version },
-            "spec": { "taints": if list.is_empty() { serde_json::Value::Null } else { serde_json::to_value(&list)? } },
-        });
+            "spec": { "taints": taint_list(&list) },
+        }))
+    })
+    .await?;
+    Ok((usize::from(written.is_some()), conflicts))
+}
+
+/// A taint list as a merge patch writes it: `null` for none.
+fn taint_list(list: &[Taint]) -> serde_json::Value {
+    if list.is_empty() {
+        serde_json::Value::Null
+    } else {
+        serde_json::to_value(list).unwrap_or(serde_json::Value::Null)
+    }
+}
+
+/// One resourceVersion-locked merge patch of `node`, planned by `plan` from
+/// the node as last read (`None`: nothing to write), and on 409 read again
+/// and planned again. Returns the node as written (`None` when there was
+/// nothing to write) and the conflicts met.
+async fn locked(
+    api: &Api<Node>,
+    node: Slim,
+    plan: impl Fn(&Slim) -> Option<serde_json::Value>,
+) -> Result<(Option<Node>, usize), Error> {
+    let mut node = node;
+    let mut conflicts = 0;
+    loop {
+        let Some(patch) = plan(&node) else {
+            return Ok((None, conflicts));
+        };
         match api
-            .patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
+            .patch(&node.name, &PatchParams::default(), &Patch::Merge(&patch))
             .await
         {
-            Ok(_) => return Ok((1, conflicts)),
+            Ok(written) => return Ok((Some(written), conflicts)),
             Err(kube::Error::Api(s)) if s.code == 409 => {
                 conflicts += 1;
-                node = slim(&api.get(&name).await?);
+                node = slim(&api.get(&node.name).await?);
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
+
+/// One resourceVersion-locked strategic merge patch of `node`'s conditions
+/// (`conditions`: the list's items, keyed by type) on the status
+/// subresource, locked to `version`; on 409 the version is read again.
+/// Returns the conflicts met.
+async fn locked_conditions(
+    api: &Api<Node>,
+    name: &str,
+    version: Option<String>,
+    conditions: serde_json::Value,
+) -> Result<usize, Error> {
+    let mut version = version;
+    let mut conflicts = 0;
+    loop {
+        let patch = json!({
+            "metadata": { "resourceVersion": version },
+            "status": { "conditions": conditions },
+        });
+        match api
+            .patch_status(name, &PatchParams::default(), &Patch::Strategic(&patch))
+            .await
+        {
+            Ok(_) => return Ok(conflicts),
+            Err(kube::Error::Api(s)) if s.code == 409 => {
+                conflicts += 1;
+                version = api.get(name).await?.resource_version();
             }
             Err(e) => return Err(e.into()),
         }
@@ -215,26 +272,16 @@ async fn converge_one(api: &Api<Node>, node: Slim, undo: bool) -> Result<(usize,
             json!(FLOOR_POOL_LABEL),
         )
     };
-    let mut version = node.resource_version;
-    let mut conflicts = 0;
-    let params = PatchParams::default();
-    let written = loop {
-        let patch = json!({
+    let (written, first) = locked(api, node, |node| {
+        Some(json!({
             "metadata": {
-                "resourceVersion": version,
+                "resourceVersion": node.resource_version,
                 "labels": labels,
                 "annotations": { FLOOR_LABELS_ANNOTATION: annotation },
             },
-        });
-        match api.patch(&name, &params, &Patch::Merge(&patch)).await {
-            Ok(n) => break n,
-            Err(kube::Error::Api(s)) if s.code == 409 => {
-                conflicts += 1;
-                version = api.get(&name).await?.resource_version();
-            }
-            Err(e) => return Err(e.into()),
-        }
-    };
+        }))
+    })
+    .await?;
     let now = jiff::Timestamp::now().to_string();
     let condition = if undo {
         json!({ "type": FLOOR_CONDITION, "$patch": "delete" })
@@ -245,24 +292,70 @@ async fn converge_one(api: &Api<Node>, node: Slim, undo: bool) -> Result<(usize,
             "lastHeartbeatTime": now, "lastTransitionTime": now,
         })
     };
-    let mut version = written.resource_version();
-    loop {
-        let patch = json!({
-            "metadata": { "resourceVersion": version },
-            "status": { "conditions": [condition] },
-        });
-        match api
-            .patch_status(&name, &params, &Patch::Strategic(&patch))
-            .await
-        {
-            Ok(_) => return Ok((2, conflicts)),
-            Err(kube::Error::Api(s)) if s.code == 409 => {
-                conflicts += 1;
-                version = api.get(&name).await?.resource_version();
+    let version = written.and_then(|n| n.resource_version());
+    let second = locked_conditions(api, &name, version, json!([condition])).await?;
+    Ok((2, first + second))
+}
+
+/// Takes back everything gpuready wrote to every node — its labels, its
+/// annotations, its conditions — and, with `taint`, puts its readiness taint
+/// back as kubelet's `--register-with-taints` put it: the fleet as gpuready
+/// first met it, for the next start-up (setup, not a measured floor; gpuready
+/// is stopped meanwhile). Two writes a node, `concurrency` nodes in flight.
+pub async fn forget_gpuready(
+    client: &Client,
+    concurrency: usize,
+    taint: Option<&str>,
+) -> Result<FloorRun, Error> {
+    use gpuready_api::keys;
+    let labels: serde_json::Map<String, serde_json::Value> = keys::NODE_LABELS_WRITTEN
+        .iter()
+        .copied()
+        .chain([crate::fleet::READY_LABEL])
+        .map(|k| (k.to_owned(), serde_json::Value::Null))
+        .collect();
+    let annotations: serde_json::Map<String, serde_json::Value> = keys::NODE_ANNOTATIONS_WRITTEN
+        .iter()
+        .map(|k| ((*k).to_owned(), serde_json::Value::Null))
+        .collect();
+    let conditions: Vec<serde_json::Value> =
+        [keys::CONDITION_GPU_READY, keys::CONDITION_PROBE_HEALTHY]
+            .iter()
+            .map(|t| json!({ "type": t, "$patch": "delete" }))
+            .collect();
+    let (labels, annotations, conditions) = (&labels, &annotations, &conditions);
+    each_node(client, concurrency, move |api, node| async move {
+        let name = node.name.clone();
+        let (written, first) = locked(&api, node, |node| {
+            let mut list: Vec<Taint> = node
+                .taints
+                .iter()
+                .filter(|t| taint.is_none_or(|k| t.key != k))
+                .cloned()
+                .collect();
+            if let Some(key) = taint {
+                list.push(Taint {
+                    key: key.into(),
+                    value: Some("true".into()),
+                    effect: "NoSchedule".into(),
+                    time_added: None,
+                });
             }
-            Err(e) => return Err(e.into()),
-        }
-    }
+            Some(json!({
+                "metadata": {
+                    "resourceVersion": node.resource_version,
+                    "labels": labels,
+                    "annotations": annotations,
+                },
+                "spec": { "taints": taint_list(&list) },
+            }))
+        })
+        .await?;
+        let version = written.and_then(|n| n.resource_version());
+        let second = locked_conditions(&api, &name, version, json!(conditions)).await?;
+        Ok((2, first + second))
+    })
+    .await
 }
 
 /// The floor of the join-storm rows: a watch on every Node that takes the

@@ -222,8 +222,58 @@ fn rate(j: usize, s: &JoinSide) -> String {
     )
 }
 
-/// The join-storm rows of the table, one block per storm size.
+/// Over every storm of `j` joiners, gpuready's figure against the floor's in
+/// the same storm: the median and each.
+fn over_storms(r: &crate::Row, storms: &[usize], j: usize, f: fn(&JoinRow) -> f64) -> String {
+    let each: Vec<f64> = storms
+        .iter()
+        .zip(&r.joins)
+        .filter(|(size, _)| **size == j)
+        .map(|(_, s)| f(s))
+        .collect();
+    if each.is_empty() {
+        return "–".into();
+    }
+    let shown: Vec<String> = each.iter().map(|x| format!("{x:.2}")).collect();
+    format!("**{:.2}** ({})", crate::median(&each), shown.join(", "))
+}
+
+/// The join-storm rows of the table, one block per storm, then per size
+/// stormed more than once the storms together.
 pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&crate::Row) -> String), storms: &[usize]) {
+    rows_each(line, storms);
+    let mut sizes: Vec<usize> = storms.to_vec();
+    sizes.sort_unstable();
+    sizes.dedup();
+    for j in sizes {
+        let times = storms.iter().filter(|s| **s == j).count();
+        if times < 2 {
+            continue;
+        }
+        line(
+            &format!(
+                "join storms of {j} ({times}): gpuready's p99 ÷ the floor's, storm by storm: median (each)"
+            ),
+            &|r| {
+                over_storms(r, storms, j, |s| {
+                    s.gpuready.p99.as_secs_f64() / s.floor.p99.as_secs_f64().max(0.001)
+                })
+            },
+        );
+        line(
+            &format!(
+                "join storms of {j} ({times}): the joiners' creation in gpuready's run ÷ in the floor's: median (each)"
+            ),
+            &|r| {
+                over_storms(r, storms, j, |s| {
+                    s.gpuready.create.as_secs_f64() / s.floor.create.as_secs_f64().max(0.001)
+                })
+            },
+        );
+    }
+}
+
+fn rows_each(line: &mut impl FnMut(&str, &dyn Fn(&crate::Row) -> String), storms: &[usize]) {
     for (k, &j) in storms.iter().enumerate() {
         let cell = move |r: &crate::Row, f: &dyn Fn(&JoinRow) -> String| {
             r.joins.get(k).map_or_else(|| "–".into(), f)

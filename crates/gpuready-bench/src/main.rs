@@ -12,6 +12,7 @@ mod floor;
 mod join;
 mod observe;
 mod process;
+mod startup;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -107,6 +108,14 @@ struct Args {
     /// subresource), then undo them (setup, not timed) before gpuready starts.
     #[arg(long)]
     floor_converge: bool,
+    /// Start-up pairs: gpuready's start-up and the floor's halves (its one
+    /// write a node, and with --floor-converge its start-up writes), this many
+    /// times, alternating which half goes first; between gpuready's halves its
+    /// writes are taken back (and, with --startup-tainted, its taint put back),
+    /// so each start meets the fleet as created. The ratios divide the two
+    /// halves of each pair.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
+    startup_repeats: u16,
     /// Record gpuready with `perf record` during the single-node changes, into
     /// `<DIR>/perf-<nodes>.data` (read it with `perf report -i …`).
     #[arg(long)]
@@ -184,23 +193,10 @@ struct Row {
     floor_untaint_seen: Vec<Duration>,
     floor_writes: usize,
     floor_cpu: f64,
-    /// kube-apiserver + etcd CPU over the floor's untaint, its client alone.
-    floor_untaint_server_cpu: f64,
-    /// The floor's start-up writes (`--floor-converge`), its client alone.
-    floor_converge: Option<Duration>,
-    /// From gpuready's start until the observer saw no node tainted
-    /// (`--startup-tainted`): every node's first verdict.
-    startup_first_verdicts: Option<Duration>,
-    /// gpuready's CPU, its API requests by method, and kube-apiserver + etcd
-    /// CPU, from its start until every first verdict was seen.
-    cpu_first_verdicts: f64,
-    requests_first_verdicts: BTreeMap<String, u64>,
-    server_cpu_first_verdicts: f64,
-    startup: Duration,
-    cpu_startup: f64,
-    /// gpuready's RSS once converged from start, and its peak until then (the
-    /// initial Node list's buffers among it): KiB.
-    rss_startup_kib: (u64, u64),
+    /// The start-up pairs (`--startup-repeats`), gpuready's and the floor's
+    /// halves by pair.
+    startup: Vec<startup::GpureadyStart>,
+    startup_floor: Vec<startup::FloorStart>,
     taint_all: Vec<Duration>,
     /// From the profile change until the observer saw the first taint.
     first_taint: Vec<Duration>,
@@ -315,6 +311,32 @@ fn self_cpu() -> f64 {
 /// control plane, whose two cores the client under test shares.
 fn server_cpu(env: &TestEnv) -> f64 {
     env.apiserver_pid().map_or(0.0, process::cpu_seconds) + process::cpu_seconds(env.etcd_pid())
+}
+
+/// Waits until kube-apiserver and etcd are idle — under a tenth of a core
+/// over two seconds — for at most a minute, and says how long it waited. A
+/// timed half that starts while the control plane still works off the last
+/// burst (etcd's compaction, the Go runtime's collection of the burst's
+/// garbage) would carry that work: gpuready's start right after the bench
+/// took its writes back cost the API server 56.6 s of CPU where the floor's
+/// untaint before it cost 38.9 s (2026-12-05, 10,000 nodes).
+async fn quiet_server(env: &TestEnv) {
+    let began = Instant::now();
+    let mut last = server_cpu(env);
+    while began.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let now = server_cpu(env);
+        if now - last < 0.2 {
+            break;
+        }
+        last = now;
+    }
+    if began.elapsed() > Duration::from_secs(3) {
+        eprintln!(
+            "  (the control plane went quiet after {:.0?})",
+            began.elapsed()
+        );
+    }
 }
 
 /// The release binary, built now unless given.
@@ -834,10 +856,8 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     let cpu0 = self_cpu();
     let t = floor::run(&floor_client, usize::from(args.concurrency), true).await?;
     row.floor_taint = t.elapsed;
-    let server0 = server_cpu(&env);
     let u = floor::run(&floor_client, usize::from(args.concurrency), false).await?;
     row.floor_untaint = u.elapsed;
-    row.floor_untaint_server_cpu = server_cpu(&env) - server0;
     row.floor_writes = t.writes + u.writes;
     row.floor_cpu = self_cpu() - cpu0;
     eprintln!(
@@ -846,16 +866,6 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
         u.elapsed,
         t.conflicts + u.conflicts
     );
-    if args.floor_converge {
-        let c = usize::from(args.concurrency);
-        let f = floor::converge(&floor_client, c, false).await?;
-        row.floor_converge = Some(f.elapsed);
-        let undone = floor::converge(&floor_client, c, true).await?;
-        eprintln!(
-            "[{n}] floor: start-up's writes {:.1?} ({} writes, {} conflicts); undone in {:.1?} (setup)",
-            f.elapsed, f.writes, f.conflicts, undone.elapsed
-        );
-    }
 
     // From here on, the floor is timed the way gpuready is: by the observer's
     // watch, which runs (on the same cores, against the same API server) during
@@ -869,44 +879,41 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     )
     .await?;
 
-    // gpuready: starts on a healthy fleet and converges it (its labels and
-    // condition on every node, as in every round after this one).
+    // Start-up pairs, alternating which half goes first and ending with
+    // gpuready's, whose controller the rest of the run goes on with.
     fleet::apply_profile(&admin, "570.0").await?;
-    let server0 = server_cpu(&env);
-    let spawned = Instant::now();
-    let mut ctl = Some(Controller::start(bin, &env, args)?);
-    if args.startup_tainted {
-        let at = wait_counts(&mut counts, "every node untainted", LONG_WAIT, |c| {
-            c.tainted == 0
-        })
-        .await?;
-        row.startup_first_verdicts = Some(at - spawned);
-        row.server_cpu_first_verdicts = server_cpu(&env) - server0;
-        if let Some(c) = &ctl {
-            row.cpu_first_verdicts = c.cpu();
-            row.requests_first_verdicts = sample(c.port).requests;
+    let pairs = usize::from(args.startup_repeats);
+    let mut ctl = None;
+    let mut fleet_fresh = true;
+    for pair in 0..pairs {
+        let order = if (pairs - 1 - pair) % 2 == 1 {
+            [Side::Gpuready, Side::Floor]
+        } else {
+            [Side::Floor, Side::Gpuready]
+        };
+        for side in order {
+            match side {
+                Side::Floor => {
+                    drop(ctl.take());
+                    let half =
+                        startup::floor_half(&floor_client, &env, args, &mut counts, n).await?;
+                    row.startup_floor.push(half);
+                }
+                Side::Gpuready => {
+                    drop(ctl.take());
+                    if !fleet_fresh {
+                        startup::forget(&admin, args, &mut counts, n).await?;
+                    }
+                    let (c, run) = startup::gpuready_half(bin, &env, args, &mut counts, n).await?;
+                    row.startup.push(run);
+                    ctl = Some(c);
+                    fleet_fresh = false;
+                }
+            }
         }
-        eprintln!(
-            "[{n}] gpuready: every first verdict (untaint) from start in {:.1?}",
-            at - spawned
-        );
     }
-    let at = wait_counts(&mut counts, "every GpuReady=True", LONG_WAIT, |c| {
-        c.condition_true == n
-    })
-    .await?;
-    row.startup = at - spawned;
     tokio::time::sleep(Duration::from_secs(2)).await;
     row.node_bytes_ready = node_bytes(&admin, &fleet::node_name(0)).await?;
-    row.cpu_startup = ctl.as_ref().map(Controller::cpu).unwrap_or_default();
-    row.rss_startup_kib = ctl
-        .as_ref()
-        .map(|c| process::rss_kib(c.pid()))
-        .unwrap_or_default();
-    eprintln!(
-        "[{n}] gpuready: converged from start in {:.1?}",
-        row.startup
-    );
 
     // The rounds alternate which side goes first (…; gpuready, floor; floor,
     // gpuready): the API server on a small machine speeds up and slows down
@@ -1017,30 +1024,49 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     row.rest_writes = after.saturating_sub(before);
     (row.rss_rest_kib, row.rss_peak_kib) = process::rss_kib(ctl.pid());
     let storms = args.storms();
-    let ctl = if storms.is_empty() {
-        Some(ctl)
-    } else {
-        for &j in &storms {
-            let storm =
-                join::gpuready_storm(&ctl, &admin, &mut counts, n, j, args.setup_concurrency)
+    // Each storm's two sides back to back, alternating which goes first, so
+    // the API server's drift over minutes falls on both.
+    let mut ctl = Some(ctl);
+    for (k, &j) in storms.iter().enumerate() {
+        let order = if k % 2 == 0 {
+            [Side::Gpuready, Side::Floor]
+        } else {
+            [Side::Floor, Side::Gpuready]
+        };
+        let mut storm = join::JoinRow::default();
+        let mut floor_side = join::JoinSide::default();
+        for side in order {
+            match side {
+                Side::Gpuready => {
+                    let c = match ctl.take() {
+                        Some(c) => c,
+                        None => restart(bin, &env, args, n).await?,
+                    };
+                    quiet_server(&env).await;
+                    storm =
+                        join::gpuready_storm(&c, &admin, &mut counts, n, j, args.setup_concurrency)
+                            .await?;
+                    ctl = Some(c);
+                }
+                Side::Floor => {
+                    drop(ctl.take());
+                    quiet_server(&env).await;
+                    floor_side = join::floor_storm(
+                        &floor_client,
+                        &admin,
+                        &mut counts,
+                        n,
+                        j,
+                        usize::from(args.concurrency),
+                        args.setup_concurrency,
+                    )
                     .await?;
-            row.joins.push(storm);
+                }
+            }
         }
-        drop(ctl);
-        for (k, &j) in storms.iter().enumerate() {
-            row.joins[k].floor = join::floor_storm(
-                &floor_client,
-                &admin,
-                &mut counts,
-                n,
-                j,
-                usize::from(args.concurrency),
-                args.setup_concurrency,
-            )
-            .await?;
-        }
-        None
-    };
+        storm.floor = floor_side;
+        row.joins.push(storm);
+    }
     let ctl = if args.dra_updates > 0 {
         let ctl = match ctl {
             Some(c) => c,
@@ -1192,6 +1218,7 @@ fn table(rows: &[Row], args: &Args) -> String {
     };
     server_rows(&mut line, args);
     if !args.setup_only {
+        startup::rows(&mut line);
         gpuready_rows(&mut line);
         join::rows(&mut line, &args.storms());
         if args.dra_updates > 0 {
@@ -1273,64 +1300,6 @@ fn server_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String), args: &Args
 
 /// gpuready's and the floor's rows.
 fn gpuready_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
-    line("gpuready: start-up, converged (from process start)", &|r| {
-        secs(r.startup)
-    });
-    let or_dash = |d: Option<Duration>| d.map_or_else(|| "–".to_owned(), secs);
-    line(
-        "gpuready: start-up, every node's first verdict (its untaint; --startup-tainted) ÷ the floor's one write a node (untaint, its client alone)",
-        &|r| match r.startup_first_verdicts {
-            Some(d) => format!("{} ({})", secs(d), ratio(d, r.floor_untaint)),
-            None => "–".into(),
-        },
-    );
-    line(
-        "gpuready: until every first verdict: CPU; API requests by method (--startup-tainted)",
-        &|r| match r.startup_first_verdicts {
-            Some(_) => format!(
-                "{:.1} s; {}",
-                r.cpu_first_verdicts,
-                kinds(&r.requests_first_verdicts)
-            ),
-            None => "–".into(),
-        },
-    );
-    line(
-        "kube-apiserver + etcd CPU: floor's untaint (its client alone) / gpuready until every first verdict (--startup-tainted)",
-        &|r| match r.startup_first_verdicts {
-            Some(_) => format!(
-                "{:.1} / {:.1} s",
-                r.floor_untaint_server_cpu, r.server_cpu_first_verdicts
-            ),
-            None => format!("{:.1} / – s", r.floor_untaint_server_cpu),
-        },
-    );
-    line(
-        "floor: start-up's writes, a label patch then a condition a node (--floor-converge, its client alone)",
-        &|r| or_dash(r.floor_converge),
-    );
-    line(
-        "gpuready: start-up, converged ÷ the floor's one write a node / ÷ its start-up writes",
-        &|r| {
-            let writes = r
-                .floor_converge
-                .map_or_else(|| "–".to_owned(), |f| ratio(r.startup, f));
-            format!("{} / {writes}", ratio(r.startup, r.floor_untaint))
-        },
-    );
-    line("gpuready: CPU for start-up", &|r| {
-        format!("{:.1} s", r.cpu_startup)
-    });
-    line(
-        "gpuready: RSS converged from start / peak until then",
-        &|r| {
-            format!(
-                "{:.1} / {:.1} MiB",
-                r.rss_startup_kib.0 as f64 / 1024.0,
-                r.rss_startup_kib.1 as f64 / 1024.0
-            )
-        },
-    );
     line(
         "one Node's JSON: as created → ready → not ready (bytes; gpuready's managedFields within)",
         &|r| {

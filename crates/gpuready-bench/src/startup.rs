@@ -1,0 +1,283 @@
+//! The start-up rows: gpuready started on a fleet it has never written — with
+//! `--startup-tainted`, every node registered with its readiness taint, so
+//! each node's first verdict is one write (its untaint) — timed until every
+//! first verdict and until converged, in pairs with the floor's halves: its
+//! one write a node (its own taint taken off, timed by the same watch as
+//! gpuready) and, with `--floor-converge`, the writes gpuready must send to
+//! converge a node. The pairs alternate which half goes first (the API server
+//! on two shared cores drifts by a fifth between minutes, more than the
+//! difference measured), and each ratio divides the two halves of one pair.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use gpuready_testenv::TestEnv;
+use kube::Client;
+use tokio::sync::watch;
+
+use crate::error::Error;
+use crate::observe::Counts;
+use crate::{
+    Args, Controller, LONG_WAIT, Row, floor, median, process, quiet_server, ratio, sample, secs,
+    server_cpu, wait_counts,
+};
+
+/// gpuready's half of a pair.
+#[derive(Clone, Debug, Default)]
+pub struct GpureadyStart {
+    /// From its start until the observer saw no node tainted
+    /// (`--startup-tainted`): every node's first verdict.
+    pub first_verdicts: Option<Duration>,
+    /// From its start until every node had `GpuReady=True`.
+    pub converged: Duration,
+    /// Its CPU, its API requests by method, and kube-apiserver + etcd CPU,
+    /// from its start until every first verdict was seen.
+    pub cpu_first_verdicts: f64,
+    pub requests_first_verdicts: BTreeMap<String, u64>,
+    pub server_cpu_first_verdicts: f64,
+    /// Its CPU until converged.
+    pub cpu: f64,
+    /// Its RSS once converged, and its peak until then (KiB).
+    pub rss_kib: (u64, u64),
+}
+
+/// The floor's half of a pair.
+#[derive(Clone, Debug, Default)]
+pub struct FloorStart {
+    /// Its taint taken off every node, from its first request (its list)
+    /// until the observer saw no node carry it.
+    pub untaint: Duration,
+    /// kube-apiserver + etcd CPU over that untaint.
+    pub untaint_server_cpu: f64,
+    /// `--floor-converge`: gpuready's start-up writes, timed by its client.
+    pub converge: Option<Duration>,
+}
+
+/// gpuready's half: started on the fleet as it is (it has never written it,
+/// or [`forget`] took its writes back), timed until every first verdict and
+/// until converged. Returns the running controller.
+pub async fn gpuready_half(
+    bin: &Path,
+    env: &TestEnv,
+    args: &Args,
+    counts: &mut watch::Receiver<Counts>,
+    n: usize,
+) -> Result<(Controller, GpureadyStart), Error> {
+    let mut run = GpureadyStart::default();
+    quiet_server(env).await;
+    let server0 = server_cpu(env);
+    let spawned = Instant::now();
+    let ctl = Controller::start(bin, env, args)?;
+    if args.startup_tainted {
+        let at = wait_counts(counts, "every node untainted", LONG_WAIT, |c| {
+            c.tainted == 0
+        })
+        .await?;
+        run.first_verdicts = Some(at - spawned);
+        run.server_cpu_first_verdicts = server_cpu(env) - server0;
+        run.cpu_first_verdicts = ctl.cpu();
+        run.requests_first_verdicts = sample(ctl.port).requests;
+        eprintln!(
+            "[{n}] gpuready: every first verdict (untaint) from start in {:.1?}",
+            at - spawned
+        );
+    }
+    let at = wait_counts(counts, "every GpuReady=True", LONG_WAIT, |c| {
+        c.condition_true == n
+    })
+    .await?;
+    run.converged = at - spawned;
+    run.cpu = ctl.cpu();
+    run.rss_kib = process::rss_kib(ctl.pid());
+    eprintln!(
+        "[{n}] gpuready: converged from start in {:.1?}",
+        run.converged
+    );
+    Ok((ctl, run))
+}
+
+/// The floor's half (gpuready stopped): its taint put on every node
+/// (setup), then taken off, timed until the observer saw it gone; then, with
+/// `--floor-converge`, gpuready's start-up writes timed by its client and
+/// taken back (setup).
+pub async fn floor_half(
+    floor_client: &Client,
+    env: &TestEnv,
+    args: &Args,
+    counts: &mut watch::Receiver<Counts>,
+    n: usize,
+) -> Result<FloorStart, Error> {
+    let c = usize::from(args.concurrency);
+    floor::run(floor_client, c, true).await?;
+    wait_counts(counts, "every node floor-tainted", LONG_WAIT, |c| {
+        c.floor_tainted == n
+    })
+    .await?;
+    quiet_server(env).await;
+    let server0 = server_cpu(env);
+    let began = Instant::now();
+    floor::run(floor_client, c, false).await?;
+    let at = wait_counts(counts, "no node floor-tainted", LONG_WAIT, |c| {
+        c.floor_tainted == 0
+    })
+    .await?;
+    let mut half = FloorStart {
+        untaint: at - began,
+        untaint_server_cpu: server_cpu(env) - server0,
+        converge: None,
+    };
+    eprintln!(
+        "[{n}] floor: untaint seen in {:.1?} (start-up pair)",
+        half.untaint
+    );
+    if args.floor_converge {
+        quiet_server(env).await;
+        let f = floor::converge(floor_client, c, false).await?;
+        half.converge = Some(f.elapsed);
+        let undone = floor::converge(floor_client, c, true).await?;
+        eprintln!(
+            "[{n}] floor: start-up's writes {:.1?} ({} writes, {} conflicts); undone in {:.1?} (setup)",
+            f.elapsed, f.writes, f.conflicts, undone.elapsed
+        );
+    }
+    Ok(half)
+}
+
+/// Takes gpuready's writes back from every node (it is stopped), so its next
+/// half meets the fleet as created.
+pub async fn forget(
+    client: &Client,
+    args: &Args,
+    counts: &mut watch::Receiver<Counts>,
+    n: usize,
+) -> Result<(), Error> {
+    let taint = args
+        .startup_tainted
+        .then_some(gpuready_api::keys::DEFAULT_TAINT_KEY);
+    let undone = floor::forget_gpuready(client, usize::from(args.setup_concurrency), taint).await?;
+    let want_tainted = if taint.is_some() { n } else { 0 };
+    wait_counts(counts, "the fleet as created again", LONG_WAIT, |c| {
+        c.tainted == want_tainted && c.condition_true == 0 && c.condition_false == 0
+    })
+    .await?;
+    eprintln!(
+        "[{n}] gpuready's writes taken back in {:.1?} (setup)",
+        undone.elapsed
+    );
+    Ok(())
+}
+
+fn each<T>(runs: &[T], f: impl Fn(&T) -> String) -> String {
+    runs.iter().map(f).collect::<Vec<_>>().join(", ")
+}
+
+/// Per pair, `a ÷ b`; the median ratio first, then each pair's.
+fn pair_ratios(a: &[Duration], b: &[Duration]) -> String {
+    let r: Vec<f64> = a
+        .iter()
+        .zip(b)
+        .map(|(a, b)| a.as_secs_f64() / b.as_secs_f64().max(0.001))
+        .collect();
+    if r.is_empty() {
+        return "–".into();
+    }
+    format!(
+        "**{:.2}×** ({})",
+        median(&r),
+        each(&r, |x| format!("{x:.2}×"))
+    )
+}
+
+/// The start-up rows of the table.
+pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
+    let durations = |runs: &[Duration]| {
+        if runs.is_empty() {
+            "–".to_owned()
+        } else {
+            format!("{} ({})", secs(median(runs)), each(runs, |d| secs(*d)))
+        }
+    };
+    let first =
+        |r: &Row| -> Vec<Duration> { r.startup.iter().filter_map(|s| s.first_verdicts).collect() };
+    let floor_untaint =
+        |r: &Row| -> Vec<Duration> { r.startup_floor.iter().map(|f| f.untaint).collect() };
+    let floor_converge =
+        |r: &Row| -> Vec<Duration> { r.startup_floor.iter().filter_map(|f| f.converge).collect() };
+    let converged = |r: &Row| -> Vec<Duration> { r.startup.iter().map(|s| s.converged).collect() };
+    line(
+        "start-up pairs (gpuready's half and the floor's, alternating which goes first)",
+        &|r| r.startup.len().to_string(),
+    );
+    line(
+        "gpuready: start-up, every node's first verdict (its untaint; --startup-tainted), median (each)",
+        &|r| durations(&first(r)),
+    );
+    line(
+        "floor: one write a node (its taint off, seen by the same watch), median (each)",
+        &|r| durations(&floor_untaint(r)),
+    );
+    line(
+        "gpuready's first verdicts ÷ the floor's one write, pair by pair: median (each)",
+        &|r| pair_ratios(&first(r), &floor_untaint(r)),
+    );
+    line(
+        "gpuready: start-up, converged (from process start), median (each)",
+        &|r| durations(&converged(r)),
+    );
+    line(
+        "floor: start-up's writes, a label patch then a condition a node (--floor-converge, its client), median (each)",
+        &|r| durations(&floor_converge(r)),
+    );
+    line(
+        "gpuready converged ÷ the floor's start-up writes, pair by pair: median (each)",
+        &|r| pair_ratios(&converged(r), &floor_converge(r)),
+    );
+    line(
+        "gpuready: until every first verdict: CPU; API requests by method (first pair)",
+        &|r| match r.startup.first() {
+            Some(s) if s.first_verdicts.is_some() => format!(
+                "{:.1} s; {}",
+                s.cpu_first_verdicts,
+                crate::kinds(&s.requests_first_verdicts)
+            ),
+            _ => "–".into(),
+        },
+    );
+    line(
+        "kube-apiserver + etcd CPU: the floor's untaint / gpuready until every first verdict (each pair)",
+        &|r| {
+            each(
+                &r.startup.iter().zip(&r.startup_floor).collect::<Vec<_>>(),
+                |(g, f)| {
+                    format!(
+                        "{:.1} / {:.1} s",
+                        f.untaint_server_cpu, g.server_cpu_first_verdicts
+                    )
+                },
+            )
+        },
+    );
+    line("gpuready: CPU for start-up (each)", &|r| {
+        each(&r.startup, |s| format!("{:.1} s", s.cpu))
+    });
+    line(
+        "gpuready: RSS converged from start / peak until then (last pair)",
+        &|r| match r.startup.last() {
+            Some(s) => format!(
+                "{:.1} / {:.1} MiB",
+                s.rss_kib.0 as f64 / 1024.0,
+                s.rss_kib.1 as f64 / 1024.0
+            ),
+            None => "–".into(),
+        },
+    );
+    line(
+        "gpuready: start-up, converged ÷ the floor's one write a node (its client alone, before the pairs)",
+        &|r| {
+            r.startup
+                .first()
+                .map_or_else(|| "–".into(), |s| ratio(s.converged, r.floor_untaint))
+        },
+    );
+}
