@@ -334,6 +334,11 @@ impl NodeBook {
     pub fn deferred(&self) -> usize {
         self.ledger.deferred()
     }
+
+    /// Whether any taint work is pending (`WriteLedger::taint_work_pending`).
+    pub fn taint_work_pending(&self) -> bool {
+        self.ledger.taint_work_pending()
+    }
 }
 
 #[cfg(test)]

@@ -421,6 +421,13 @@ impl WriteLedger {
         self.deferred.len()
     }
 
+    /// Whether any taint work is pending: a node queued or judging that may
+    /// bring a taint change, or a profile change still being mapped. What is
+    /// not a node's own write (a profile's status) waits while it is.
+    pub fn taint_work_pending(&self) -> bool {
+        !self.pending.is_empty()
+    }
+
     /// Remembers the resourceVersion gpuready's own write left the node at.
     pub fn note_write(&mut self, node: &str, resource_version: String) {
         self.last_writes.insert(node.to_owned(), resource_version);
@@ -664,9 +671,12 @@ mod tests {
     #[test]
     fn a_burst_writes_every_taint_before_any_condition() {
         let mut l = WriteLedger::default();
+        assert!(!l.taint_work_pending());
         for n in ["a", "b", "c"] {
             l.queue(n);
         }
+        // A profile's status waits as long as any of them may bring a taint.
+        assert!(l.taint_work_pending());
         let cond_only = NodeChanges {
             conditions: conditions(),
             ..NodeChanges::default()
@@ -703,10 +713,12 @@ mod tests {
             l.decided("c", &s).is_empty(),
             "c's taint is still being written"
         );
+        assert!(l.taint_work_pending(), "c's taint is still being written");
         let mut back = l.finish("c");
         back.sort();
         assert_eq!(back, ["a", "b"]);
         assert!(pending_nodes(&l).is_empty());
+        assert!(!l.taint_work_pending(), "only deferred writes are left");
         // Handed back, each writes what waited even if new work is queued.
         for n in &back {
             l.queue(n);

@@ -6,8 +6,9 @@
 //! handed over at a time, the first three joiners of 2,000 still waited 9 s
 //! for the storm to end). Every trigger passes this FIFO first, which hands
 //! kube the oldest node not being reconciled already (kube would hold that
-//! one until its run ends), and only while a reconcile slot is free for it, so
-//! kube never holds a backlog to take in hash order. Not one node at a time:
+//! one until its run ends), and only while a reconcile slot is free for it
+//! (or one of [`LOOKAHEAD`] places beside them), so kube never holds a
+//! backlog to take in hash order. Not one node at a time:
 //! kube's scheduler delays each node it is handed to the next millisecond of
 //! its timer, so one at a time cost about 2 ms a node, and a 10,000-node
 //! start-up spent its first 20 s handing the fleet over for its first look.
@@ -22,13 +23,23 @@ use tokio::sync::Notify;
 
 use crate::controller::watch::cached::CachedNode;
 
+/// Nodes handed to kube beyond its reconcile slots (`--concurrency`): when a
+/// slot frees, the next node is already due inside kube and starts at once,
+/// instead of a millisecond or two later, when kube's scheduler timer has
+/// fired for a node handed just then (with 8 slots and writes of 20–30 ms,
+/// that gap idled each slot about one write in twenty). Two, so kube's hash
+/// order among the nodes it holds can move a node back by a slot or two, not
+/// by a storm.
+pub const LOOKAHEAD: usize = 2;
+
 /// The FIFO in front of kube's scheduler (see the module comment).
 pub struct Admission {
     inner: Mutex<Inner>,
     /// Wakes the stream: a node was queued, or a slot freed (a run finished,
     /// a handed node was dropped).
     wake: Notify,
-    /// kube's reconcile slots (`--concurrency`).
+    /// What kube may hold at once, running or due: its reconcile slots
+    /// (`--concurrency`) and the [`LOOKAHEAD`].
     slots: usize,
 }
 
@@ -46,8 +57,9 @@ struct Inner {
 }
 
 impl Admission {
-    /// A FIFO in front of a Controller with `slots` (at least one) reconcile
-    /// slots: what it hands over and what runs stay within them.
+    /// A FIFO in front of a Controller that may hold `slots` nodes at once (at
+    /// least one; its reconcile slots and the lookahead): what it hands over
+    /// and what runs stay within them.
     pub fn new(slots: usize) -> Self {
         Admission {
             inner: Mutex::default(),

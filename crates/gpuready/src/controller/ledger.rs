@@ -185,6 +185,11 @@ impl Ledger {
     pub fn deferred(&self) -> usize {
         self.book().deferred()
     }
+
+    /// Whether any taint work is pending: profile status waits behind it.
+    pub fn taint_work_pending(&self) -> bool {
+        self.book().taint_work_pending()
+    }
 }
 
 #[cfg(test)]

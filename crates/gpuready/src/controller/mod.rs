@@ -278,7 +278,9 @@ async fn run_controllers(
     // only while a reconcile slot is free for it: the node stream, the
     // profile mapping, the re-queues and probe triggers push into it and pass
     // nothing on themselves, and kube reconciles what the FIFO hands it.
-    let admission = Arc::new(admission::Admission::new(usize::from(args.concurrency)));
+    let admission = Arc::new(admission::Admission::new(
+        usize::from(args.concurrency) + admission::LOOKAHEAD,
+    ));
     let node_stream = node_stream
         .inspect_ok({
             let admission = admission.clone();

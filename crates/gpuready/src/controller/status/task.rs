@@ -55,6 +55,12 @@ const DEBOUNCE: Duration = Duration::from_millis(500);
 /// Every profile's status and metrics are refreshed at least this often (the
 /// brake window moves with time; no node needs judging for it).
 const RESYNC: Duration = Duration::from_secs(30);
+/// How long a due status pass waits behind taint work at most: a join storm
+/// or a fleet-wide flip sends every taint first (issue 35), yet a fleet whose
+/// taint work never ends still gets its profile status.
+const MAX_HOLD: Duration = Duration::from_secs(10);
+/// How often a held pass looks whether the taint work is done.
+const HOLD_POLL: Duration = Duration::from_millis(50);
 
 /// Which profiles a pass writes.
 #[derive(Debug, Default)]
@@ -128,9 +134,16 @@ pub async fn run(
         }
         if !dirty.is_empty() {
             brake_counts(&ctx, &tally);
-            let nfd_now = nfd.borrow_and_update().clone();
-            pass(&ctx, &tally, &dirty, nfd_now.as_ref()).await;
-            dirty = Dirty::default();
+            // Behind every pending taint write, as nodes' conditions and
+            // Events are: the verdicts that come meanwhile are counted. Cut
+            // short by `stop` (or the senders gone), the select below ends
+            // the task, with its last pass.
+            if hold_for_taint_work(&ctx, &mut input, &mut dirty, &mut tally, &stop).await {
+                brake_counts(&ctx, &tally);
+                let nfd_now = nfd.borrow_and_update().clone();
+                pass(&ctx, &tally, &dirty, nfd_now.as_ref()).await;
+                dirty = Dirty::default();
+            }
         }
         tokio::select! {
             _ = stop.cancelled() => {
@@ -175,6 +188,31 @@ pub async fn run(
             }
         }
     }
+}
+
+/// Waits while taint work is pending, at most [`MAX_HOLD`], counting the
+/// verdicts that come meanwhile. `false` when the pass should not go now:
+/// `stop` came (the loop's stop branch makes the last pass) or the senders
+/// are gone (the loop ends).
+async fn hold_for_taint_work(
+    ctx: &Context,
+    input: &mut mpsc::UnboundedReceiver<StatusInput>,
+    dirty: &mut Dirty,
+    tally: &mut Tally,
+    stop: &CancellationToken,
+) -> bool {
+    let until = Instant::now() + MAX_HOLD;
+    while ctx.ledger.taint_work_pending() && Instant::now() < until {
+        tokio::select! {
+            _ = stop.cancelled() => return false,
+            _ = tokio::time::sleep(HOLD_POLL) => {},
+            m = input.recv() => match m {
+                Some(m) => dirty.apply(tally, m, &ctx.nodes),
+                None => return false,
+            },
+        }
+    }
+    true
 }
 
 /// Hands every profile's counts to its brake, which may engage or release
