@@ -99,6 +99,32 @@ async fn remove_joiners(
     Ok(())
 }
 
+/// One storm of `j` joiners, untimed, before the first measured one: the
+/// API server's first creations of the joiners' names were the slowest of a
+/// run (the first 200-storm's joiners took twice as long to create as the
+/// next ones, 2026-12-05), and whichever side met them first carried that.
+/// They carry a taint no one takes off; gpuready, if running, judges them.
+pub async fn warm_up(
+    admin: &Client,
+    counts: &mut watch::Receiver<Counts>,
+    n: usize,
+    j: usize,
+    concurrency: usize,
+) -> Result<(), Error> {
+    let began = Instant::now();
+    fleet::create_joiners(admin, n..n + j, "bench.example.com/warm-up", concurrency).await?;
+    wait_counts(counts, "the warm-up joiners seen", LONG_WAIT, |c| {
+        c.nodes == n + j
+    })
+    .await?;
+    remove_joiners(admin, counts, n, j, concurrency).await?;
+    eprintln!(
+        "[{n}] {j} joiners created and removed to warm up in {:.1?} (setup)",
+        began.elapsed()
+    );
+    Ok(())
+}
+
 /// gpuready's side of a storm of `j`, on the converged controller.
 pub async fn gpuready_storm(
     ctl: &Controller,

@@ -1026,6 +1026,9 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     let storms = args.storms();
     // Each storm's two sides back to back, alternating which goes first, so
     // the API server's drift over minutes falls on both.
+    if let Some(&largest) = storms.iter().max() {
+        join::warm_up(&admin, &mut counts, n, largest, args.setup_concurrency).await?;
+    }
     let mut ctl = Some(ctl);
     for (k, &j) in storms.iter().enumerate() {
         let order = if k % 2 == 0 {

@@ -155,7 +155,7 @@ pub async fn forget(
     let taint = args
         .startup_tainted
         .then_some(gpuready_api::keys::DEFAULT_TAINT_KEY);
-    let undone = floor::forget_gpuready(client, usize::from(args.setup_concurrency), taint).await?;
+    let undone = floor::forget_gpuready(client, args.setup_concurrency, taint).await?;
     let want_tainted = if taint.is_some() { n } else { 0 };
     wait_counts(counts, "the fleet as created again", LONG_WAIT, |c| {
         c.tainted == want_tainted && c.condition_true == 0 && c.condition_false == 0
