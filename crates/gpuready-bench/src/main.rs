@@ -1171,11 +1171,15 @@ const UNTAINT_ALL: Phase = Phase {
     gpuready: |r| &r.untaint_all,
 };
 
-/// The floor alone, the floor seen, gpuready, and their ratio.
-fn phase_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String), p: &Phase) {
+/// The floor alone, and with `--repeats` above 0 the floor seen, gpuready,
+/// and their ratio.
+fn phase_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String), p: &Phase, runs: bool) {
     line(&format!("floor: {}, its client alone", p.name), &|r| {
         secs((p.floor_alone)(r))
     });
+    if !runs {
+        return;
+    }
     line(
         &format!("floor: {}, seen by the observer (median; each run)", p.name),
         &|r| spread((p.floor_seen)(r)),
@@ -1222,7 +1226,7 @@ fn table(rows: &[Row], args: &Args) -> String {
     server_rows(&mut line, args);
     if !args.setup_only {
         startup::rows(&mut line);
-        gpuready_rows(&mut line);
+        gpuready_rows(&mut line, args.repeats > 0);
         join::rows(&mut line, &args.storms());
         if args.dra_updates > 0 {
             dra_rows(&mut line);
@@ -1301,8 +1305,10 @@ fn server_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String), args: &Args
     });
 }
 
-/// gpuready's and the floor's rows.
-fn gpuready_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
+/// gpuready's and the floor's rows; those of the fleet-wide phases only where
+/// they ran (`runs`: `--repeats` above 0), so no row reads 0 s for a phase
+/// that was not timed.
+fn gpuready_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String), runs: bool) {
     line(
         "one Node's JSON: as created → ready → not ready (bytes; gpuready's managedFields within)",
         &|r| {
@@ -1321,11 +1327,36 @@ fn gpuready_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
             )
         },
     );
-    phase_rows(line, &TAINT_ALL);
+    phase_rows(line, &TAINT_ALL, runs);
+    // Timed by every taint-all run and by `--first-taint-probe`.
     line(
         "gpuready: first taint seen, from the profile change (median)",
-        &|r| format!("{} ms", median(&r.first_taint).as_millis()),
+        &|r| {
+            if r.first_taint.is_empty() {
+                "–".to_owned()
+            } else {
+                format!("{} ms", median(&r.first_taint).as_millis())
+            }
+        },
     );
+    if runs {
+        taint_phase_rows(line);
+    }
+    phase_rows(line, &UNTAINT_ALL, runs);
+    line("floor: writes (both phases, its client alone)", &|r| {
+        r.floor_writes.to_string()
+    });
+    line("floor: client CPU (both phases, its client alone)", &|r| {
+        format!("{:.1} s", r.floor_cpu)
+    });
+    if runs {
+        untaint_phase_rows(line);
+    }
+    rest_rows(line);
+}
+
+/// What gpuready sent and spent until the last taint of a taint-all phase.
+fn taint_phase_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
     line(
         "gpuready: other writes before the last taint was seen (first run)",
         &|r| kinds(&r.writes_before_last_taint),
@@ -1344,10 +1375,11 @@ fn gpuready_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
             )
         },
     );
-    phase_rows(line, &UNTAINT_ALL);
-    line("floor: writes (both phases, its client alone)", &|r| {
-        r.floor_writes.to_string()
-    });
+}
+
+/// gpuready's writes, etcd's growth and gpuready's CPU over both fleet-wide
+/// phases.
+fn untaint_phase_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
     line("gpuready: writes while tainting (first run)", &|r| {
         kinds(&r.writes_taint_phase)
     });
@@ -1368,15 +1400,16 @@ fn gpuready_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
             .sum();
         format!("{:.2}", total as f64 / (2 * r.nodes).max(1) as f64)
     });
-    line("floor: client CPU (both phases, its client alone)", &|r| {
-        format!("{:.1} s", r.floor_cpu)
-    });
     line("gpuready: CPU, taint all (median)", &|r| {
         format!("{:.1} s", median(&r.cpu_taint_phase))
     });
     line("gpuready: CPU, untaint all (median)", &|r| {
         format!("{:.1} s", median(&r.cpu_untaint_phase))
     });
+}
+
+/// Single changes and rest: measured in every run.
+fn rest_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
     line("gpuready: CPU per single-node change", &|r| {
         format!("{:.1} ms", r.cpu_per_change_ms)
     });
