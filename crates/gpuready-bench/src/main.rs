@@ -521,6 +521,19 @@ enum Side {
     Gpuready,
 }
 
+impl Side {
+    /// The order of round `index` of `count`: alternating which side goes
+    /// first, so drift over minutes does not land on one side, and the last
+    /// round ends with gpuready (whose controller the run goes on with).
+    fn ending_with_gpuready(index: usize, count: usize) -> [Side; 2] {
+        if (count - 1 - index) % 2 == 1 {
+            [Side::Gpuready, Side::Floor]
+        } else {
+            [Side::Floor, Side::Gpuready]
+        }
+    }
+}
+
 /// The floor taints every node, then untaints it, each timed until the
 /// observer has seen all of it.
 async fn floor_round(
@@ -886,11 +899,7 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     let mut ctl = None;
     let mut fleet_fresh = true;
     for pair in 0..pairs {
-        let order = if (pairs - 1 - pair) % 2 == 1 {
-            [Side::Gpuready, Side::Floor]
-        } else {
-            [Side::Floor, Side::Gpuready]
-        };
+        let order = Side::ending_with_gpuready(pair, pairs);
         for side in order {
             match side {
                 Side::Floor => {
@@ -924,11 +933,7 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     // before its next phase.
     let rounds = usize::from(args.repeats);
     for round in 0..rounds {
-        let order = if (rounds - 1 - round) % 2 == 1 {
-            [Side::Gpuready, Side::Floor]
-        } else {
-            [Side::Floor, Side::Gpuready]
-        };
+        let order = Side::ending_with_gpuready(round, rounds);
         for side in order {
             match side {
                 Side::Floor => {

@@ -20,6 +20,7 @@ pub mod health;
 pub mod lease;
 pub mod ledger;
 pub mod metrics;
+pub mod node_resource;
 pub mod profile_nodes;
 pub mod requests;
 pub mod status;

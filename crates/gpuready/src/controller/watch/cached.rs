@@ -8,7 +8,6 @@
 //! process. The pure engine keeps reading `&Node` (`NodeFacts::from_node`):
 //! a reconcile allocating one `Node` for a moment costs nothing at rest.
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use gpuready_api::keys;
@@ -19,6 +18,7 @@ use serde::{Deserialize, Deserializer};
 
 use super::prune::{KUBELET_READY, node_relevance, prune_node};
 use super::watched::read_node;
+use crate::controller::node_resource::node_resource;
 
 /// A string map packed into one buffer: keys and values one after another,
 /// sorted by key, with the offset where each string starts (plus the end).
@@ -312,40 +312,9 @@ impl CachedNode {
     }
 }
 
-/// Resource identity of a Node: the cache, the controller's queue and its
-/// `ObjectRef`s treat a `CachedNode` as the Node it stands for.
-impl kube::Resource for CachedNode {
-    type DynamicType = ();
-    type Scope = k8s_openapi::ClusterResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        <Node as k8s_openapi::Resource>::KIND.into()
-    }
-
-    fn group(_: &()) -> Cow<'_, str> {
-        <Node as k8s_openapi::Resource>::GROUP.into()
-    }
-
-    fn version(_: &()) -> Cow<'_, str> {
-        <Node as k8s_openapi::Resource>::VERSION.into()
-    }
-
-    fn api_version(_: &()) -> Cow<'_, str> {
-        <Node as k8s_openapi::Resource>::API_VERSION.into()
-    }
-
-    fn plural(_: &()) -> Cow<'_, str> {
-        <Node as k8s_openapi::Resource>::URL_PATH_SEGMENT.into()
-    }
-
-    fn meta(&self) -> &ObjectMeta {
-        &self.meta
-    }
-
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.meta
-    }
-}
+// Resource identity of a Node: the cache, the controller's queue and its
+// `ObjectRef`s treat a `CachedNode` as the Node it stands for.
+node_resource!(CachedNode, meta);
 
 /// The node watch reads `CachedNode`s straight from the API server's JSON:
 /// only the fields the cache keeps are built (`watched.rs`), then packed.
@@ -400,22 +369,10 @@ mod tests {
 
     #[test]
     fn every_example_clusters_node_keeps_its_facts() {
-        let examples =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/examples");
-        let mut seen = 0;
-        for dir in std::fs::read_dir(&examples).expect("deploy/examples") {
-            let path = dir.expect("entry").path().join("nodes.json");
-            let Ok(text) = std::fs::read_to_string(&path) else {
-                continue;
-            };
-            let list: serde_json::Value = serde_json::from_str(&text).expect("json");
-            for item in list["items"].as_array().expect("items") {
-                let node: Node = serde_json::from_value(item.clone()).expect("node");
-                assert_same_facts(&node);
-                seen += 1;
-            }
+        for item in super::super::prune::tests::example_nodes() {
+            let node: Node = serde_json::from_value(item).expect("node");
+            assert_same_facts(&node);
         }
-        assert!(seen >= 4, "only {seen} example nodes found");
     }
 
     #[test]

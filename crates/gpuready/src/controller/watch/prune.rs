@@ -120,6 +120,24 @@ pub(super) mod tests {
     use gpuready_core::NodeFacts;
     use serde_json::json;
 
+    /// Every node of the example clusters (`deploy/examples/*/nodes.json`),
+    /// as JSON; at least four, or the test that reads them fails.
+    pub(crate) fn example_nodes() -> Vec<serde_json::Value> {
+        let examples =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../deploy/examples");
+        let mut nodes = Vec::new();
+        for dir in std::fs::read_dir(&examples).expect("deploy/examples") {
+            let path = dir.expect("entry").path().join("nodes.json");
+            let Ok(text) = std::fs::read_to_string(&path) else {
+                continue;
+            };
+            let mut list: serde_json::Value = serde_json::from_str(&text).expect("json");
+            nodes.append(list["items"].as_array_mut().expect("items"));
+        }
+        assert!(nodes.len() >= 4, "only {} example nodes found", nodes.len());
+        nodes
+    }
+
     /// A node as kubelet, GFD, NFD and gpuready leave it.
     pub(crate) fn full_node() -> Node {
         let cond = |t: &str, s: &str| {

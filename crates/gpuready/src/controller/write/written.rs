@@ -7,11 +7,10 @@
 //! metadata alone, `as=PartialObjectMetadata`, was measured too: it cost the
 //! API server more than it saved.)
 
-use std::borrow::Cow;
-
-use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::Deserialize;
+
+use crate::controller::node_resource::node_resource;
 
 /// A Node as a write's answer: its name and new resourceVersion only.
 #[derive(Clone, Debug, Default, Deserialize)]
@@ -46,44 +45,14 @@ impl From<Answer> for WrittenNode {
     }
 }
 
-/// Addressed as the Node it was written to (`Api<WrittenNode>` sends the
-/// same requests as `Api<Node>`).
-impl kube::Resource for WrittenNode {
-    type DynamicType = ();
-    type Scope = k8s_openapi::ClusterResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        <Node as k8s_openapi::Resource>::KIND.into()
-    }
-
-    fn group(_: &()) -> Cow<'_, str> {
-        <Node as k8s_openapi::Resource>::GROUP.into()
-    }
-
-    fn version(_: &()) -> Cow<'_, str> {
-        <Node as k8s_openapi::Resource>::VERSION.into()
-    }
-
-    fn api_version(_: &()) -> Cow<'_, str> {
-        <Node as k8s_openapi::Resource>::API_VERSION.into()
-    }
-
-    fn plural(_: &()) -> Cow<'_, str> {
-        <Node as k8s_openapi::Resource>::URL_PATH_SEGMENT.into()
-    }
-
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+// Addressed as the Node it was written to (`Api<WrittenNode>` sends the
+// same requests as `Api<Node>`).
+node_resource!(WrittenNode, metadata);
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use k8s_openapi::api::core::v1::Node;
     use kube::ResourceExt;
 
     #[test]
