@@ -220,6 +220,8 @@ struct Row {
     reaction_p50: Duration,
     reaction_p99: Duration,
     rest_writes: u64,
+    /// gpuready's writes at rest by kind (`gpuready_writes_total`).
+    rest_writes_by_kind: BTreeMap<String, u64>,
     rest_window: Duration,
     /// gpuready's CPU over the rest window (the fleet converged, nothing changing).
     rest_cpu: f64,
@@ -1018,6 +1020,7 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     let before = process::scrape(ctl.port)
         .map(|t| process::write_requests(&t))
         .unwrap_or(0);
+    let kinds_before = sample(ctl.port).writes;
     let rest = Instant::now();
     let rest_cpu0 = ctl.cpu();
     tokio::time::sleep(Duration::from_secs(args.rest_seconds)).await;
@@ -1027,6 +1030,7 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
         .unwrap_or(0);
     row.rest_window = rest.elapsed();
     row.rest_writes = after.saturating_sub(before);
+    row.rest_writes_by_kind = diff(&sample(ctl.port).writes, &kinds_before);
     (row.rss_rest_kib, row.rss_peak_kib) = process::rss_kib(ctl.pid());
     let storms = args.storms();
     // Each storm's two sides back to back, alternating which goes first, so
@@ -1440,10 +1444,11 @@ fn rest_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
     });
     line("gpuready: writes/s at rest", &|r| {
         format!(
-            "{:.3} ({} in {:.0} s)",
+            "{:.3} ({} in {:.0} s; by kind: {})",
             r.rest_writes as f64 / r.rest_window.as_secs_f64().max(1.0),
             r.rest_writes,
-            r.rest_window.as_secs_f64()
+            r.rest_window.as_secs_f64(),
+            kinds(&r.rest_writes_by_kind)
         )
     });
 }
