@@ -1017,20 +1017,16 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
 
     // At rest.
     tokio::time::sleep(Duration::from_secs(3)).await;
-    let before = process::scrape(ctl.port)
-        .map(|t| process::write_requests(&t))
-        .unwrap_or(0);
-    let kinds_before = sample(ctl.port).writes;
+    // One scrape each side: the request count and the kinds cover the same window.
+    let before = sample(ctl.port);
     let rest = Instant::now();
     let rest_cpu0 = ctl.cpu();
     tokio::time::sleep(Duration::from_secs(args.rest_seconds)).await;
     row.rest_cpu = ctl.cpu() - rest_cpu0;
-    let after = process::scrape(ctl.port)
-        .map(|t| process::write_requests(&t))
-        .unwrap_or(0);
+    let after = sample(ctl.port);
     row.rest_window = rest.elapsed();
-    row.rest_writes = after.saturating_sub(before);
-    row.rest_writes_by_kind = diff(&sample(ctl.port).writes, &kinds_before);
+    row.rest_writes = process::write_requests(&diff(&after.requests, &before.requests));
+    row.rest_writes_by_kind = diff(&after.writes, &before.writes);
     (row.rss_rest_kib, row.rss_peak_kib) = process::rss_kib(ctl.pid());
     let storms = args.storms();
     // Each storm's two sides back to back, alternating which goes first, so

@@ -68,9 +68,10 @@ pub fn family(text: &str, name: &str, label: &str) -> BTreeMap<String, u64> {
         .collect()
 }
 
-/// Write requests so far (anything but GET and WATCH), from the request counter.
-pub fn write_requests(text: &str) -> u64 {
-    family(text, "gpuready_api_requests_total", "method")
+/// Write requests (anything but GET and WATCH) among requests by method
+/// (`gpuready_api_requests_total`).
+pub fn write_requests(by_method: &BTreeMap<String, u64>) -> u64 {
+    by_method
         .iter()
         .filter(|(m, _)| m.as_str() != "GET" && m.as_str() != "WATCH")
         .map(|(_, n)| n)
