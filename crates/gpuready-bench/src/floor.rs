@@ -234,15 +234,59 @@ async fn locked_conditions(
     }
 }
 
-/// The floor's own keys for [`converge`]: two labels, an annotation and a
-/// condition type, the shape of what gpuready writes on a healthy node (its
-/// verdict label and the profile's `readyLabels`, the annotation that records
-/// them, `GpuReady`), so they cost the API server what gpuready's do and never
-/// meet them.
+/// The floor's own keys for [`converge`] and [`untaint_with_labels`]: three
+/// labels, an annotation and a condition type, the shape of what gpuready
+/// writes on a healthy node (its verdict and profile labels and the profile's
+/// `readyLabels`, the annotation that lists the last, `GpuReady`), so they
+/// cost the API server what gpuready's do and never meet them.
 const FLOOR_READY_LABEL: &str = "bench.example.com/floor-ready";
+const FLOOR_PROFILE_LABEL: &str = "bench.example.com/floor-profile";
 const FLOOR_POOL_LABEL: &str = "bench.example.com/floor-gpu";
 const FLOOR_LABELS_ANNOTATION: &str = "bench.example.com/floor-labels";
 const FLOOR_CONDITION: &str = "BenchFloorReady";
+
+/// The floor's labels and annotation as a merge patch sets them (`undo`:
+/// takes them off).
+fn floor_labels(undo: bool) -> serde_json::Value {
+    if undo {
+        json!({
+            "labels": { FLOOR_READY_LABEL: null, FLOOR_PROFILE_LABEL: null, FLOOR_POOL_LABEL: null },
+            "annotations": { FLOOR_LABELS_ANNOTATION: null },
+        })
+    } else {
+        json!({
+            "labels": { FLOOR_READY_LABEL: "true", FLOOR_PROFILE_LABEL: "bench", FLOOR_POOL_LABEL: "rtx3090" },
+            "annotations": { FLOOR_LABELS_ANNOTATION: FLOOR_POOL_LABEL },
+        })
+    }
+}
+
+/// The floor of gpuready's first verdict on a healthy node registered
+/// tainted: the floor's taint off together with its labels and annotation, in
+/// one resourceVersion-locked merge patch a node (409 → re-read, again),
+/// `concurrency` in flight. [`converge`] with `undo` takes the labels off
+/// again (setup).
+pub async fn untaint_with_labels(client: &Client, concurrency: usize) -> Result<FloorRun, Error> {
+    each_node(client, concurrency, move |api, node| async move {
+        let (written, conflicts) = locked(&api, node, |node| {
+            let list: Vec<Taint> = node
+                .taints
+                .iter()
+                .filter(|t| t.key != FLOOR_TAINT)
+                .cloned()
+                .collect();
+            if list.len() == node.taints.len() {
+                return None;
+            }
+            let mut metadata = floor_labels(false);
+            metadata["resourceVersion"] = json!(node.resource_version);
+            Some(json!({ "metadata": metadata, "spec": { "taints": taint_list(&list) } }))
+        })
+        .await?;
+        Ok((usize::from(written.is_some()), conflicts))
+    })
+    .await
+}
 
 /// The floor of a start-up on a healthy fleet: what gpuready must write to
 /// converge a node it has not seen, nothing more — one resourceVersion-locked
@@ -261,25 +305,10 @@ pub async fn converge(client: &Client, concurrency: usize, undo: bool) -> Result
 /// One node's two writes for [`converge`]. Returns (writes, conflicts).
 async fn converge_one(api: &Api<Node>, node: Slim, undo: bool) -> Result<(usize, usize), Error> {
     let name = node.name.clone();
-    let (labels, annotation) = if undo {
-        (
-            json!({ FLOOR_READY_LABEL: null, FLOOR_POOL_LABEL: null }),
-            json!(null),
-        )
-    } else {
-        (
-            json!({ FLOOR_READY_LABEL: "true", FLOOR_POOL_LABEL: "rtx3090" }),
-            json!(FLOOR_POOL_LABEL),
-        )
-    };
     let (written, first) = locked(api, node, |node| {
-        Some(json!({
-            "metadata": {
-                "resourceVersion": node.resource_version,
-                "labels": labels,
-                "annotations": { FLOOR_LABELS_ANNOTATION: annotation },
-            },
-        }))
+        let mut metadata = floor_labels(undo);
+        metadata["resourceVersion"] = json!(node.resource_version);
+        Some(json!({ "metadata": metadata }))
     })
     .await?;
     let now = jiff::Timestamp::now().to_string();

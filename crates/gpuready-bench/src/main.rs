@@ -108,6 +108,14 @@ struct Args {
     /// subresource), then undo them (setup, not timed) before gpuready starts.
     #[arg(long)]
     floor_converge: bool,
+    /// With --startup-tainted, also time the floor sending the write of
+    /// gpuready's first verdict on a healthy node: its taint off together with
+    /// the verdict labels and the annotation that lists them, one merge patch
+    /// a node (on the floor's own keys), then take the labels back (setup).
+    /// gpuready's first verdicts are then divided by this floor too: what the
+    /// write itself costs the API server, apart from how gpuready sends it.
+    #[arg(long, requires = "startup_tainted")]
+    floor_verdict_write: bool,
     /// Start-up pairs: gpuready's start-up and the floor's halves (its one
     /// write a node, and with --floor-converge its start-up writes), this many
     /// times, alternating which half goes first; between gpuready's halves its
@@ -473,7 +481,12 @@ impl Controller {
             .args(["--concurrency", &args.concurrency.to_string()])
             .args(&args.controller_args)
             .env("KUBECONFIG", env.kubeconfig_path())
-            .env("RUST_LOG", "warn")
+            // GPUREADY_BENCH_RUST_LOG: gpuready's own log filter, to trace a
+            // run (its log goes to the bench's stderr).
+            .env(
+                "RUST_LOG",
+                std::env::var("GPUREADY_BENCH_RUST_LOG").unwrap_or_else(|_| "warn".into()),
+            )
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()?;

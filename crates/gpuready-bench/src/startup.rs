@@ -50,6 +50,10 @@ pub struct FloorStart {
     pub untaint: Duration,
     /// kube-apiserver + etcd CPU over that untaint.
     pub untaint_server_cpu: f64,
+    /// `--floor-verdict-write`: its taint off with the verdict labels in one
+    /// write a node (the write of gpuready's first verdict), timed as
+    /// `untaint` is, and kube-apiserver + etcd CPU over it.
+    pub verdict_write: Option<(Duration, f64)>,
     /// `--floor-converge`: gpuready's start-up writes, timed by its client.
     pub converge: Option<Duration>,
 }
@@ -125,12 +129,34 @@ pub async fn floor_half(
     let mut half = FloorStart {
         untaint: at - began,
         untaint_server_cpu: server_cpu(env) - server0,
-        converge: None,
+        ..FloorStart::default()
     };
     eprintln!(
         "[{n}] floor: untaint seen in {:.1?} (start-up pair)",
         half.untaint
     );
+    if args.floor_verdict_write {
+        floor::run(floor_client, c, true).await?;
+        wait_counts(counts, "every node floor-tainted", LONG_WAIT, |c| {
+            c.floor_tainted == n
+        })
+        .await?;
+        quiet_server(env).await;
+        let server0 = server_cpu(env);
+        let began = Instant::now();
+        floor::untaint_with_labels(floor_client, c).await?;
+        let at = wait_counts(counts, "no node floor-tainted", LONG_WAIT, |c| {
+            c.floor_tainted == 0
+        })
+        .await?;
+        half.verdict_write = Some((at - began, server_cpu(env) - server0));
+        let undone = floor::converge(floor_client, c, true).await?;
+        eprintln!(
+            "[{n}] floor: untaint with the verdict labels seen in {:.1?}; labels off in {:.1?} (setup)",
+            at - began,
+            undone.elapsed
+        );
+    }
     if args.floor_converge {
         quiet_server(env).await;
         let f = floor::converge(floor_client, c, false).await?;
@@ -204,6 +230,12 @@ pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
         |r: &Row| -> Vec<Duration> { r.startup_floor.iter().map(|f| f.untaint).collect() };
     let floor_converge =
         |r: &Row| -> Vec<Duration> { r.startup_floor.iter().filter_map(|f| f.converge).collect() };
+    let floor_verdict = |r: &Row| -> Vec<Duration> {
+        r.startup_floor
+            .iter()
+            .filter_map(|f| f.verdict_write.map(|v| v.0))
+            .collect()
+    };
     let converged = |r: &Row| -> Vec<Duration> { r.startup.iter().map(|s| s.converged).collect() };
     line(
         "start-up pairs (gpuready's half and the floor's, alternating which goes first)",
@@ -220,6 +252,23 @@ pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
     line(
         "gpuready's first verdicts ÷ the floor's one write, pair by pair: median (each)",
         &|r| pair_ratios(&first(r), &floor_untaint(r)),
+    );
+    line(
+        "floor: the write of a first verdict a node (its taint off with the verdict labels, one patch; --floor-verdict-write), median (each)",
+        &|r| durations(&floor_verdict(r)),
+    );
+    line(
+        "gpuready's first verdicts ÷ the floor's same write, pair by pair: median (each)",
+        &|r| pair_ratios(&first(r), &floor_verdict(r)),
+    );
+    line(
+        "kube-apiserver + etcd CPU: the floor's untaint / its untaint with the verdict labels (each pair)",
+        &|r| {
+            each(&r.startup_floor, |f| match f.verdict_write {
+                Some((_, cpu)) => format!("{:.1} / {cpu:.1} s", f.untaint_server_cpu),
+                None => "–".into(),
+            })
+        },
     );
     line(
         "gpuready: start-up, converged (from process start), median (each)",
