@@ -101,10 +101,41 @@ pub async fn gpuready_half(
     Ok((ctl, run))
 }
 
+/// The floor's taint put on every node (setup), then taken off by `untaint`
+/// from a quiet control plane, timed until the observer saw it gone. Returns
+/// that time and kube-apiserver + etcd CPU over it.
+async fn floor_untaint_seen<F>(
+    floor_client: &Client,
+    env: &TestEnv,
+    args: &Args,
+    counts: &mut watch::Receiver<Counts>,
+    n: usize,
+    untaint: F,
+) -> Result<(Duration, f64), Error>
+where
+    F: std::future::Future<Output = Result<floor::FloorRun, Error>>,
+{
+    floor::run(floor_client, usize::from(args.concurrency), true).await?;
+    wait_counts(counts, "every node floor-tainted", LONG_WAIT, |c| {
+        c.floor_tainted == n
+    })
+    .await?;
+    quiet_server(env).await;
+    let server0 = server_cpu(env);
+    let began = Instant::now();
+    untaint.await?;
+    let at = wait_counts(counts, "no node floor-tainted", LONG_WAIT, |c| {
+        c.floor_tainted == 0
+    })
+    .await?;
+    Ok((at - began, server_cpu(env) - server0))
+}
+
 /// The floor's half (gpuready stopped): its taint put on every node
-/// (setup), then taken off, timed until the observer saw it gone; then, with
-/// `--floor-converge`, gpuready's start-up writes timed by its client and
-/// taken back (setup).
+/// (setup), then taken off, timed until the observer saw it gone; with
+/// `--floor-verdict-write` the same with the verdict labels in the untaint
+/// (taken off again, setup); then, with `--floor-converge`, gpuready's
+/// start-up writes timed by its client and taken back (setup).
 pub async fn floor_half(
     floor_client: &Client,
     env: &TestEnv,
@@ -113,48 +144,23 @@ pub async fn floor_half(
     n: usize,
 ) -> Result<FloorStart, Error> {
     let c = usize::from(args.concurrency);
-    floor::run(floor_client, c, true).await?;
-    wait_counts(counts, "every node floor-tainted", LONG_WAIT, |c| {
-        c.floor_tainted == n
-    })
-    .await?;
-    quiet_server(env).await;
-    let server0 = server_cpu(env);
-    let began = Instant::now();
-    floor::run(floor_client, c, false).await?;
-    let at = wait_counts(counts, "no node floor-tainted", LONG_WAIT, |c| {
-        c.floor_tainted == 0
-    })
-    .await?;
+    let untaint = floor::run(floor_client, c, false);
+    let (untaint, untaint_server_cpu) =
+        floor_untaint_seen(floor_client, env, args, counts, n, untaint).await?;
     let mut half = FloorStart {
-        untaint: at - began,
-        untaint_server_cpu: server_cpu(env) - server0,
+        untaint,
+        untaint_server_cpu,
         ..FloorStart::default()
     };
-    eprintln!(
-        "[{n}] floor: untaint seen in {:.1?} (start-up pair)",
-        half.untaint
-    );
+    eprintln!("[{n}] floor: untaint seen in {untaint:.1?} (start-up pair)");
     if args.floor_verdict_write {
-        floor::run(floor_client, c, true).await?;
-        wait_counts(counts, "every node floor-tainted", LONG_WAIT, |c| {
-            c.floor_tainted == n
-        })
-        .await?;
-        quiet_server(env).await;
-        let server0 = server_cpu(env);
-        let began = Instant::now();
-        floor::untaint_with_labels(floor_client, c).await?;
-        let at = wait_counts(counts, "no node floor-tainted", LONG_WAIT, |c| {
-            c.floor_tainted == 0
-        })
-        .await?;
-        half.verdict_write = Some((at - began, server_cpu(env) - server0));
+        let untaint = floor::untaint_with_labels(floor_client, c);
+        let seen = floor_untaint_seen(floor_client, env, args, counts, n, untaint).await?;
+        half.verdict_write = Some(seen);
         let undone = floor::converge(floor_client, c, true).await?;
         eprintln!(
             "[{n}] floor: untaint with the verdict labels seen in {:.1?}; labels off in {:.1?} (setup)",
-            at - began,
-            undone.elapsed
+            seen.0, undone.elapsed
         );
     }
     if args.floor_converge {
@@ -215,15 +221,30 @@ fn pair_ratios(a: &[Duration], b: &[Duration]) -> String {
     )
 }
 
+/// The median of `runs`, then each.
+fn durations(runs: &[Duration]) -> String {
+    if runs.is_empty() {
+        "–".to_owned()
+    } else {
+        format!("{} ({})", secs(median(runs)), each(runs, |d| secs(*d)))
+    }
+}
+
+/// A floor's row (`floor_row`), then gpuready's runs (`ours`) divided by it
+/// pair by pair (`ratio_row`).
+fn floor_and_ratio(
+    line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String),
+    floor_row: &str,
+    ratio_row: &str,
+    floor: impl Fn(&Row) -> Vec<Duration>,
+    ours: impl Fn(&Row) -> Vec<Duration>,
+) {
+    line(floor_row, &|r| durations(&floor(r)));
+    line(ratio_row, &|r| pair_ratios(&ours(r), &floor(r)));
+}
+
 /// The start-up rows of the table.
 pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
-    let durations = |runs: &[Duration]| {
-        if runs.is_empty() {
-            "–".to_owned()
-        } else {
-            format!("{} ({})", secs(median(runs)), each(runs, |d| secs(*d)))
-        }
-    };
     let first =
         |r: &Row| -> Vec<Duration> { r.startup.iter().filter_map(|s| s.first_verdicts).collect() };
     let floor_untaint =
@@ -245,21 +266,19 @@ pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
         "gpuready: start-up, every node's first verdict (its untaint; --startup-tainted), median (each)",
         &|r| durations(&first(r)),
     );
-    line(
+    floor_and_ratio(
+        line,
         "floor: one write a node (its taint off, seen by the same watch), median (each)",
-        &|r| durations(&floor_untaint(r)),
-    );
-    line(
         "gpuready's first verdicts ÷ the floor's one write, pair by pair: median (each)",
-        &|r| pair_ratios(&first(r), &floor_untaint(r)),
+        floor_untaint,
+        first,
     );
-    line(
+    floor_and_ratio(
+        line,
         "floor: the write of a first verdict a node (its taint off with the verdict labels, one patch; --floor-verdict-write), median (each)",
-        &|r| durations(&floor_verdict(r)),
-    );
-    line(
         "gpuready's first verdicts ÷ the floor's same write, pair by pair: median (each)",
-        &|r| pair_ratios(&first(r), &floor_verdict(r)),
+        floor_verdict,
+        first,
     );
     line(
         "kube-apiserver + etcd CPU: the floor's untaint / its untaint with the verdict labels (each pair)",
@@ -274,13 +293,12 @@ pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
         "gpuready: start-up, converged (from process start), median (each)",
         &|r| durations(&converged(r)),
     );
-    line(
+    floor_and_ratio(
+        line,
         "floor: start-up's writes, a label patch then a condition a node (--floor-converge, its client), median (each)",
-        &|r| durations(&floor_converge(r)),
-    );
-    line(
         "gpuready converged ÷ the floor's start-up writes, pair by pair: median (each)",
-        &|r| pair_ratios(&converged(r), &floor_converge(r)),
+        floor_converge,
+        converged,
     );
     line(
         "gpuready: until every first verdict: CPU; API requests by method (first pair)",
