@@ -5,9 +5,10 @@
 //! one write a node (its own taint taken off, timed by the same watch as
 //! gpuready), with `--floor-verdict-write` the same write carrying the
 //! verdict labels (the write of gpuready's first verdict), and, with
-//! `--floor-converge`, the writes gpuready must send to converge a node. The pairs alternate which half goes first (the API server
-//! on two shared cores drifts by a fifth between minutes, more than the
-//! difference measured), and each ratio divides the two halves of one pair.
+//! `--floor-converge`, the writes gpuready must send to converge a node.
+//! The pairs alternate which half goes first (the API server on two shared
+//! cores drifts by a fifth between minutes, more than the difference
+//! measured), and each ratio divides the two halves of one pair.
 
 use std::collections::BTreeMap;
 use std::path::Path;
