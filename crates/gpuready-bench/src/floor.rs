@@ -264,8 +264,7 @@ fn floor_labels(undo: bool) -> serde_json::Value {
 /// The floor of gpuready's first verdict on a healthy node registered
 /// tainted: the floor's taint off together with its labels and annotation, in
 /// one resourceVersion-locked merge patch a node (409 → re-read, again),
-/// `concurrency` in flight. [`converge`] with `undo` takes the labels off
-/// again (setup).
+/// `concurrency` in flight. [`unlabel`] takes the labels off again (setup).
 pub async fn untaint_with_labels(client: &Client, concurrency: usize) -> Result<FloorRun, Error> {
     each_node(client, concurrency, move |api, node| async move {
         let (written, conflicts) = locked(&api, node, |node| {
@@ -302,15 +301,35 @@ pub async fn converge(client: &Client, concurrency: usize, undo: bool) -> Result
     .await
 }
 
-/// One node's two writes for [`converge`]. Returns (writes, conflicts).
-async fn converge_one(api: &Api<Node>, node: Slim, undo: bool) -> Result<(usize, usize), Error> {
-    let name = node.name.clone();
-    let (written, first) = locked(api, node, |node| {
+/// The floor's labels and annotation put on `node` (`undo`: taken off), one
+/// locked merge patch. Returns the node as written and the conflicts met.
+async fn label_one(
+    api: &Api<Node>,
+    node: Slim,
+    undo: bool,
+) -> Result<(Option<Node>, usize), Error> {
+    locked(api, node, |node| {
         let mut metadata = floor_labels(undo);
         metadata["resourceVersion"] = json!(node.resource_version);
         Some(json!({ "metadata": metadata }))
     })
-    .await?;
+    .await
+}
+
+/// Takes the floor's labels and annotation off every node, one write a node
+/// (setup after [`untaint_with_labels`]).
+pub async fn unlabel(client: &Client, concurrency: usize) -> Result<FloorRun, Error> {
+    each_node(client, concurrency, |api, node| async move {
+        let (written, conflicts) = label_one(&api, node, true).await?;
+        Ok((usize::from(written.is_some()), conflicts))
+    })
+    .await
+}
+
+/// One node's two writes for [`converge`]. Returns (writes, conflicts).
+async fn converge_one(api: &Api<Node>, node: Slim, undo: bool) -> Result<(usize, usize), Error> {
+    let name = node.name.clone();
+    let (written, first) = label_one(api, node, undo).await?;
     let now = jiff::Timestamp::now().to_string();
     let condition = if undo {
         json!({ "type": FLOOR_CONDITION, "$patch": "delete" })

@@ -159,7 +159,7 @@ pub async fn floor_half(
         let untaint = floor::untaint_with_labels(floor_client, c);
         let seen = floor_untaint_seen(floor_client, env, args, counts, n, untaint).await?;
         half.verdict_write = Some(seen);
-        let undone = floor::converge(floor_client, c, true).await?;
+        let undone = floor::unlabel(floor_client, c).await?;
         eprintln!(
             "[{n}] floor: untaint with the verdict labels seen in {:.1?}; labels off in {:.1?} (setup)",
             seen.0, undone.elapsed
