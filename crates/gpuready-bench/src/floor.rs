@@ -140,6 +140,17 @@ pub async fn run_after_slices(
 /// Puts the floor's taint on `node` (or takes it off): one resourceVersion-
 /// locked merge patch, re-read and retried on 409. Returns (writes, conflicts).
 async fn set_taint(api: &Api<Node>, node: Slim, taint: bool) -> Result<(usize, usize), Error> {
+    set_taint_with(api, node, taint, None).await
+}
+
+/// [`set_taint`], the patch carrying `labels` too (the floor's labels and
+/// annotation, as [`floor_labels`] gives them) when it is sent.
+async fn set_taint_with(
+    api: &Api<Node>,
+    node: Slim,
+    taint: bool,
+    labels: Option<&serde_json::Value>,
+) -> Result<(usize, usize), Error> {
     let (written, conflicts) = locked(api, node, |node| {
         let mut list = node.taints.clone();
         let has = list.iter().any(|t| t.key == FLOOR_TAINT);
@@ -156,10 +167,9 @@ async fn set_taint(api: &Api<Node>, node: Slim, taint: bool) -> Result<(usize, u
         } else {
             list.retain(|t| t.key != FLOOR_TAINT);
         }
-        Some(json!({
-            "metadata": { "resourceVersion": node.resource_version },
-            "spec": { "taints": taint_list(&list) },
-        }))
+        let mut metadata = labels.cloned().unwrap_or_else(|| json!({}));
+        metadata["resourceVersion"] = json!(node.resource_version);
+        Some(json!({ "metadata": metadata, "spec": { "taints": taint_list(&list) } }))
     })
     .await?;
     Ok((usize::from(written.is_some()), conflicts))
@@ -266,23 +276,9 @@ fn floor_labels(undo: bool) -> serde_json::Value {
 /// one resourceVersion-locked merge patch a node (409 → re-read, again),
 /// `concurrency` in flight. [`unlabel`] takes the labels off again (setup).
 pub async fn untaint_with_labels(client: &Client, concurrency: usize) -> Result<FloorRun, Error> {
+    let labels = &floor_labels(false);
     each_node(client, concurrency, move |api, node| async move {
-        let (written, conflicts) = locked(&api, node, |node| {
-            let list: Vec<Taint> = node
-                .taints
-                .iter()
-                .filter(|t| t.key != FLOOR_TAINT)
-                .cloned()
-                .collect();
-            if list.len() == node.taints.len() {
-                return None;
-            }
-            let mut metadata = floor_labels(false);
-            metadata["resourceVersion"] = json!(node.resource_version);
-            Some(json!({ "metadata": metadata, "spec": { "taints": taint_list(&list) } }))
-        })
-        .await?;
-        Ok((usize::from(written.is_some()), conflicts))
+        set_taint_with(&api, node, false, Some(labels)).await
     })
     .await
 }

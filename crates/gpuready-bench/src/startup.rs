@@ -47,15 +47,11 @@ pub struct GpureadyStart {
 /// The floor's half of a pair.
 #[derive(Clone, Debug, Default)]
 pub struct FloorStart {
-    /// Its taint taken off every node, from its first request (its list)
-    /// until the observer saw no node carry it.
-    pub untaint: Duration,
-    /// kube-apiserver + etcd CPU over that untaint.
-    pub untaint_server_cpu: f64,
+    /// Its taint taken off every node.
+    pub untaint: Seen,
     /// `--floor-verdict-write`: its taint off with the verdict labels in one
-    /// write a node (the write of gpuready's first verdict), timed as
-    /// `untaint` is, and kube-apiserver + etcd CPU over it.
-    pub verdict_write: Option<(Duration, f64)>,
+    /// write a node (the write of gpuready's first verdict), timed alike.
+    pub verdict_write: Option<Seen>,
     /// `--floor-converge`: gpuready's start-up writes, timed by its client.
     pub converge: Option<Duration>,
 }
@@ -103,9 +99,18 @@ pub async fn gpuready_half(
     Ok((ctl, run))
 }
 
+/// One floor untaint as the observer saw it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Seen {
+    /// From the floor's first request (its list) until the observer saw no
+    /// node carry its taint.
+    pub elapsed: Duration,
+    /// kube-apiserver + etcd CPU over it.
+    pub server_cpu: f64,
+}
+
 /// The floor's taint put on every node (setup), then taken off by `untaint`
-/// from a quiet control plane, timed until the observer saw it gone. Returns
-/// that time and kube-apiserver + etcd CPU over it.
+/// from a quiet control plane, timed until the observer saw it gone.
 async fn floor_untaint_seen<F>(
     floor_client: &Client,
     env: &TestEnv,
@@ -113,7 +118,7 @@ async fn floor_untaint_seen<F>(
     counts: &mut watch::Receiver<Counts>,
     n: usize,
     untaint: F,
-) -> Result<(Duration, f64), Error>
+) -> Result<Seen, Error>
 where
     F: std::future::Future<Output = Result<floor::FloorRun, Error>>,
 {
@@ -130,7 +135,10 @@ where
         c.floor_tainted == 0
     })
     .await?;
-    Ok((at - began, server_cpu(env) - server0))
+    Ok(Seen {
+        elapsed: at - began,
+        server_cpu: server_cpu(env) - server0,
+    })
 }
 
 /// The floor's half (gpuready stopped): its taint put on every node
@@ -147,14 +155,14 @@ pub async fn floor_half(
 ) -> Result<FloorStart, Error> {
     let c = usize::from(args.concurrency);
     let untaint = floor::run(floor_client, c, false);
-    let (untaint, untaint_server_cpu) =
-        floor_untaint_seen(floor_client, env, args, counts, n, untaint).await?;
     let mut half = FloorStart {
-        untaint,
-        untaint_server_cpu,
+        untaint: floor_untaint_seen(floor_client, env, args, counts, n, untaint).await?,
         ..FloorStart::default()
     };
-    eprintln!("[{n}] floor: untaint seen in {untaint:.1?} (start-up pair)");
+    eprintln!(
+        "[{n}] floor: untaint seen in {:.1?} (start-up pair)",
+        half.untaint.elapsed
+    );
     if args.floor_verdict_write {
         let untaint = floor::untaint_with_labels(floor_client, c);
         let seen = floor_untaint_seen(floor_client, env, args, counts, n, untaint).await?;
@@ -162,7 +170,7 @@ pub async fn floor_half(
         let undone = floor::unlabel(floor_client, c).await?;
         eprintln!(
             "[{n}] floor: untaint with the verdict labels seen in {:.1?}; labels off in {:.1?} (setup)",
-            seen.0, undone.elapsed
+            seen.elapsed, undone.elapsed
         );
     }
     if args.floor_converge {
@@ -250,13 +258,13 @@ pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
     let first =
         |r: &Row| -> Vec<Duration> { r.startup.iter().filter_map(|s| s.first_verdicts).collect() };
     let floor_untaint =
-        |r: &Row| -> Vec<Duration> { r.startup_floor.iter().map(|f| f.untaint).collect() };
+        |r: &Row| -> Vec<Duration> { r.startup_floor.iter().map(|f| f.untaint.elapsed).collect() };
     let floor_converge =
         |r: &Row| -> Vec<Duration> { r.startup_floor.iter().filter_map(|f| f.converge).collect() };
     let floor_verdict = |r: &Row| -> Vec<Duration> {
         r.startup_floor
             .iter()
-            .filter_map(|f| f.verdict_write.map(|v| v.0))
+            .filter_map(|f| f.verdict_write.map(|v| v.elapsed))
             .collect()
     };
     let converged = |r: &Row| -> Vec<Duration> { r.startup.iter().map(|s| s.converged).collect() };
@@ -286,7 +294,7 @@ pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
         "kube-apiserver + etcd CPU: the floor's untaint / its untaint with the verdict labels (each pair)",
         &|r| {
             each(&r.startup_floor, |f| match f.verdict_write {
-                Some((_, cpu)) => format!("{:.1} / {cpu:.1} s", f.untaint_server_cpu),
+                Some(v) => format!("{:.1} / {:.1} s", f.untaint.server_cpu, v.server_cpu),
                 None => "–".into(),
             })
         },
@@ -321,7 +329,7 @@ pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
                 |(g, f)| {
                     format!(
                         "{:.1} / {:.1} s",
-                        f.untaint_server_cpu, g.server_cpu_first_verdicts
+                        f.untaint.server_cpu, g.server_cpu_first_verdicts
                     )
                 },
             )
