@@ -32,6 +32,7 @@ fn taints(node: &Node) -> Vec<Taint> {
 }
 
 /// What the floor keeps of a node: enough to write its taint list.
+#[derive(Clone)]
 struct Slim {
     name: String,
     resource_version: Option<String>,
@@ -151,7 +152,19 @@ async fn set_taint_with(
     taint: bool,
     labels: Option<&serde_json::Value>,
 ) -> Result<(usize, usize), Error> {
-    let (written, conflicts) = locked(api, node, |node| {
+    let (written, conflicts) = taint_locked(api, node, taint, labels).await?;
+    Ok((usize::from(written.is_some()), conflicts))
+}
+
+/// [`set_taint_with`]'s write. Returns the node as written (`None`: nothing
+/// to write) and the conflicts met.
+async fn taint_locked(
+    api: &Api<Node>,
+    node: Slim,
+    taint: bool,
+    labels: Option<&serde_json::Value>,
+) -> Result<(Option<Node>, usize), Error> {
+    locked(api, node, |node| {
         let mut list = node.taints.clone();
         let has = list.iter().any(|t| t.key == FLOOR_TAINT);
         if has == taint {
@@ -171,8 +184,7 @@ async fn set_taint_with(
         metadata["resourceVersion"] = json!(node.resource_version);
         Some(json!({ "metadata": metadata, "spec": { "taints": taint_list(&list) } }))
     })
-    .await?;
-    Ok((usize::from(written.is_some()), conflicts))
+    .await
 }
 
 /// A taint list as a merge patch writes it: `null` for none.
@@ -284,15 +296,23 @@ pub async fn untaint_with_labels(client: &Client, concurrency: usize) -> Result<
 }
 
 /// The floor of a start-up on a healthy fleet: what gpuready must write to
-/// converge a node it has not seen, nothing more — one resourceVersion-locked
+/// converge a node it has not seen, nothing more — with `untaint` (a fleet
+/// registered tainted), first its taint off alone, as gpuready's first verdict
+/// goes while other nodes' taints are pending; then one resourceVersion-locked
 /// merge patch of the labels and the annotation, then one strategic merge
-/// patch of the condition on the status subresource, locked to the version the
-/// first returned (409 → re-read, again) — each node's pair in order,
-/// `concurrency` nodes in flight. `undo` takes them off again the same way
-/// (setup for the next phase, not a measured floor).
-pub async fn converge(client: &Client, concurrency: usize, undo: bool) -> Result<FloorRun, Error> {
+/// patch of the condition on the status subresource, each locked to the
+/// version the one before returned (409 → re-read, again) — each node's
+/// writes in order, `concurrency` nodes in flight. `undo` takes the labels and
+/// the condition off again the same way (setup for the next phase, not a
+/// measured floor).
+pub async fn converge(
+    client: &Client,
+    concurrency: usize,
+    undo: bool,
+    untaint: bool,
+) -> Result<FloorRun, Error> {
     each_node(client, concurrency, move |api, node| async move {
-        converge_one(&api, node, undo).await
+        converge_one(&api, node, undo, untaint).await
     })
     .await
 }
@@ -322,9 +342,25 @@ pub async fn unlabel(client: &Client, concurrency: usize) -> Result<FloorRun, Er
     .await
 }
 
-/// One node's two writes for [`converge`]. Returns (writes, conflicts).
-async fn converge_one(api: &Api<Node>, node: Slim, undo: bool) -> Result<(usize, usize), Error> {
+/// One node's writes for [`converge`]. Returns (writes, conflicts).
+async fn converge_one(
+    api: &Api<Node>,
+    node: Slim,
+    undo: bool,
+    untaint: bool,
+) -> Result<(usize, usize), Error> {
     let name = node.name.clone();
+    let (node, untainted, before) = if untaint {
+        let (written, conflicts) = taint_locked(api, node.clone(), false, None).await?;
+        let wrote = written.is_some();
+        (
+            written.as_ref().map_or(node, slim),
+            usize::from(wrote),
+            conflicts,
+        )
+    } else {
+        (node, 0, 0)
+    };
     let (written, first) = label_one(api, node, undo).await?;
     let now = jiff::Timestamp::now().to_string();
     let condition = if undo {
@@ -338,7 +374,7 @@ async fn converge_one(api: &Api<Node>, node: Slim, undo: bool) -> Result<(usize,
     };
     let version = written.and_then(|n| n.resource_version());
     let second = locked_conditions(api, &name, version, json!([condition])).await?;
-    Ok((2, first + second))
+    Ok((untainted + 2, before + first + second))
 }
 
 /// Takes back everything gpuready wrote to every node — its labels, its

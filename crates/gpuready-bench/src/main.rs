@@ -104,16 +104,17 @@ struct Args {
     #[arg(long)]
     startup_tainted: bool,
     /// Also time the floor of a start-up: the writes gpuready must send to
-    /// converge a healthy node (a label patch, then a condition on the status
-    /// subresource), then undo them (setup, not timed) before gpuready starts.
+    /// converge a healthy node (with --startup-tainted its taint off alone,
+    /// as gpuready's first verdict goes; a label patch; a condition on the
+    /// status subresource), then undo them (setup, not timed) before
+    /// gpuready starts.
     #[arg(long)]
     floor_converge: bool,
-    /// With --startup-tainted, also time the floor sending the write of
-    /// gpuready's first verdict on a healthy node: its taint off together with
-    /// the verdict labels and the annotation that lists them, one merge patch
-    /// a node (on the floor's own keys), then take the labels back (setup).
-    /// gpuready's first verdicts are then divided by this floor too: what the
-    /// write itself costs the API server, apart from how gpuready sends it.
+    /// With --startup-tainted, also time the floor sending the taint off
+    /// together with the verdict labels and the annotation that lists them,
+    /// one merge patch a node (on the floor's own keys), then take the labels
+    /// back (setup): what gpuready's first verdict carried until it went
+    /// alone (2026-12-05), kept to show what the labels cost the API server.
     #[arg(long, requires = "startup_tainted")]
     floor_verdict_write: bool,
     /// Start-up pairs: gpuready's start-up and the floor's halves (its one

@@ -4,8 +4,10 @@
 //! first verdict and until converged, in pairs with the floor's halves: its
 //! one write a node (its own taint taken off, timed by the same watch as
 //! gpuready), with `--floor-verdict-write` the same write carrying the
-//! verdict labels (the write of gpuready's first verdict), and, with
-//! `--floor-converge`, the writes gpuready must send to converge a node.
+//! verdict labels (what gpuready's first verdict carried before the taint
+//! went alone), and, with `--floor-converge`, the writes gpuready must send
+//! to converge a node (on a tainted fleet: the taint alone, the labels, the
+//! condition).
 //! The pairs alternate which half goes first (the API server on two shared
 //! cores drifts by a fifth between minutes, more than the difference
 //! measured), and each ratio divides the two halves of one pair.
@@ -174,10 +176,16 @@ pub async fn floor_half(
         );
     }
     if args.floor_converge {
+        // On a fleet registered tainted, gpuready's first verdicts come alone
+        // (the gate sends each taint before any label): the floor's
+        // start-up begins with its own taint on every node, taken off first.
+        if args.startup_tainted {
+            floor::run(floor_client, c, true).await?;
+        }
         quiet_server(env).await;
-        let f = floor::converge(floor_client, c, false).await?;
+        let f = floor::converge(floor_client, c, false, args.startup_tainted).await?;
         half.converge = Some(f.elapsed);
-        let undone = floor::converge(floor_client, c, true).await?;
+        let undone = floor::converge(floor_client, c, true, false).await?;
         eprintln!(
             "[{n}] floor: start-up's writes {:.1?} ({} writes, {} conflicts); undone in {:.1?} (setup)",
             f.elapsed, f.writes, f.conflicts, undone.elapsed
@@ -305,7 +313,7 @@ pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
     );
     floor_and_ratio(
         line,
-        "floor: start-up's writes, a label patch then a condition a node (--floor-converge, its client), median (each)",
+        "floor: start-up's writes, a node: its taint off alone (--startup-tainted), a label patch, a condition (--floor-converge, its client), median (each)",
         "gpuready converged ÷ the floor's start-up writes, pair by pair: median (each)",
         floor_converge,
         converged,

@@ -99,7 +99,9 @@ pub struct DesiredCondition {
 ///
 /// `taint`, `labels` and `annotations` go out together as ONE merge patch on the
 /// node carrying its resourceVersion; `conditions` as one patch on the status
-/// subresource. So a transition costs at most two writes.
+/// subresource. So a transition costs at most two writes — three when taint
+/// work of other nodes is ahead and the taint goes first on its own
+/// ([`NodeChanges::gating_part`]).
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeChanges {
@@ -134,6 +136,55 @@ impl NodeChanges {
     pub fn patches_node(&self) -> bool {
         self.taint.is_some() || self.labels.is_some() || self.annotations.is_some()
     }
+
+    /// The part that keeps workloads off broken hardware — the taint change,
+    /// the annotations that record it ([`records_taint`]), the DeviceTaintRules,
+    /// and `gpuready.io/ready` unless it turns `true` — with whether anything
+    /// is left for later (the other labels and annotations, the conditions).
+    /// What a node sends first while other nodes' taint writes are pending:
+    /// the smallest write that gates it. The verdict label goes with a taint
+    /// added but after a taint removed, so a node gpuready taints never reads
+    /// `gpuready.io/ready=true`.
+    pub fn gating_part(&self) -> (NodeChanges, bool) {
+        let gating_label =
+            |k: &str, v: &Option<String>| k == keys::LABEL_READY && v.as_deref() != Some("true");
+        let (labels, rest_labels) = split_keys(&self.labels, gating_label);
+        let (annotations, rest_annotations) =
+            split_keys(&self.annotations, |k, _| records_taint(k));
+        let rest = rest_labels || rest_annotations || self.conditions.is_some();
+        let now = NodeChanges {
+            taint: self.taint.clone(),
+            labels,
+            annotations,
+            device_taint_rules: self.device_taint_rules.clone(),
+            ..NodeChanges::default()
+        };
+        (now, rest)
+    }
+}
+
+type KeyChanges = Option<BTreeMap<String, Option<String>>>;
+
+/// The entries of `m` that `now` keeps (`None` when none), and whether any
+/// entry is left out.
+fn split_keys(m: &KeyChanges, now: impl Fn(&str, &Option<String>) -> bool) -> (KeyChanges, bool) {
+    let Some(m) = m else {
+        return (None, false);
+    };
+    let kept: BTreeMap<String, Option<String>> = m
+        .iter()
+        .filter(|(k, v)| now(k, v))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    let left = kept.len() < m.len();
+    ((!kept.is_empty()).then_some(kept), left)
+}
+
+/// Whether an annotation records gpuready's taint (which taint it holds, when
+/// it first released it): written in the same request as the taint change,
+/// so a crash cannot separate the two.
+pub fn records_taint(key: &str) -> bool {
+    key == keys::ANNOTATION_TAINT || key == keys::ANNOTATION_RELEASED
 }
 
 /// Whether a taint on the node is gpuready's: exactly the governing profile's

@@ -13,9 +13,12 @@
 //! across all nodes. "Pending" is what the ledger sees: nodes queued for a
 //! reconcile and not yet judged, and reconciles judged to write a taint (or a
 //! DeviceTaintRule) and not done yet. A node whose changes include a taint
-//! sends its node patch (taint, labels, annotations) at once and defers its
-//! conditions and Event; a node with no taint to change defers everything —
-//! but only while such work is ahead of it.
+//! sends the taint alone at once — with the annotations that record it and
+//! its DeviceTaintRules, the smallest write that gates it — and defers its
+//! labels, its other annotations, its conditions and its Event; a node with
+//! no taint to change defers everything — but only while such work is ahead
+//! of it. On a quiet cluster nothing waits: the node patch carries taint,
+//! labels and annotations together, as one write.
 //!
 //! Deferred nodes are handed back only when no taint work is pending at all,
 //! and a few at a time (the release window: twice the controller's concurrency):
@@ -57,8 +60,9 @@ pub struct GateView {
 pub enum WriteStep {
     /// Nothing differs from the node: no request.
     Nothing,
-    /// Send these changes now. `rest_deferred`: the node's conditions (and
-    /// the Event they would bring) were taken out and wait at the gate.
+    /// Send these changes now. `rest_deferred`: the node's labels, other
+    /// annotations and conditions (and the Event they would bring) were
+    /// taken out and wait at the gate.
     Write {
         changes: NodeChanges,
         rest_deferred: bool,
@@ -124,8 +128,7 @@ pub fn step(
     if !gating(changes) {
         return WriteStep::Defer;
     }
-    let mut now = changes.clone();
-    let rest_deferred = now.conditions.take().is_some();
+    let (now, rest_deferred) = changes.gating_part();
     WriteStep::Write {
         changes: now,
         rest_deferred,
@@ -468,6 +471,7 @@ fn pending_nodes(l: &WriteLedger) -> std::collections::BTreeMap<u64, String> {
 mod tests {
     use super::*;
     use crate::plan::{ConditionChange, TaintChange, TaintChangeKind};
+    use gpuready_api::keys;
     use std::collections::BTreeMap;
 
     fn taint() -> Option<TaintChange> {
@@ -486,16 +490,20 @@ mod tests {
     }
 
     fn labels() -> Option<BTreeMap<String, Option<String>>> {
-        Some(BTreeMap::from([(
-            "gpuready.io/ready".to_owned(),
-            Some("false".to_owned()),
-        )]))
+        Some(BTreeMap::from([
+            (keys::LABEL_READY.to_owned(), Some("false".to_owned())),
+            (keys::LABEL_PROFILE.to_owned(), Some("p".to_owned())),
+        ]))
     }
 
     fn full() -> NodeChanges {
         NodeChanges {
             taint: taint(),
             labels: labels(),
+            annotations: Some(BTreeMap::from([
+                (keys::ANNOTATION_TAINT.to_owned(), None),
+                (keys::ANNOTATION_LABELS.to_owned(), None),
+            ])),
             conditions: conditions(),
             ..NodeChanges::default()
         }
@@ -538,7 +546,7 @@ mod tests {
     }
 
     #[test]
-    fn with_taint_work_ahead_a_taint_goes_now_and_its_condition_waits() {
+    fn with_taint_work_ahead_a_taint_goes_now_alone_and_the_rest_waits() {
         let WriteStep::Write {
             changes,
             rest_deferred,
@@ -547,8 +555,46 @@ mod tests {
             panic!("the taint is written now");
         };
         assert!(rest_deferred);
-        assert!(changes.taint.is_some() && changes.labels.is_some());
+        assert!(changes.taint.is_some());
+        assert_eq!(
+            changes.labels,
+            Some(BTreeMap::from([(
+                keys::LABEL_READY.to_owned(),
+                Some("false".to_owned())
+            )])),
+            "a taint added takes `ready=false` with it; the profile label waits"
+        );
         assert!(changes.conditions.is_none(), "the condition waits");
+        assert_eq!(
+            changes.annotations,
+            Some(BTreeMap::from([(keys::ANNOTATION_TAINT.to_owned(), None)])),
+            "the annotation recording the taint goes with it; the labels' list waits"
+        );
+        // A taint removed goes before `ready=true`: a tainted node never
+        // reads ready.
+        let release = NodeChanges {
+            taint: Some(TaintChange {
+                taints: vec![],
+                kind: TaintChangeKind::Remove,
+                ours: None,
+            }),
+            labels: Some(BTreeMap::from([(
+                keys::LABEL_READY.to_owned(),
+                Some("true".to_owned()),
+            )])),
+            ..NodeChanges::default()
+        };
+        let (now, rest) = release.gating_part();
+        assert!(now.taint.is_some() && now.labels.is_none() && rest);
+        // A taint change with nothing else leaves nothing to wait.
+        let (alone, _) = full().gating_part();
+        assert_eq!(
+            step(&alone, GOV, CrdView::Confirmed, BUSY),
+            WriteStep::Write {
+                changes: alone,
+                rest_deferred: false
+            }
+        );
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! with the pure engine, then writes only what differs, in at most two requests:
 //! one resourceVersion-locked merge patch on the node (taint list, gpuready's
 //! labels and annotations) and one strategic merge patch of gpuready's own
-//! conditions on the status subresource. Events only when `GpuReady` turns.
+//! conditions on the status subresource — while other nodes' taint writes are
+//! pending, the taint goes first alone and the rest when the gate hands the
+//! node back (`gpuready_core::write_step`). Events only when `GpuReady` turns.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,6 +13,7 @@ use gpuready_api::GpuNodeProfile;
 use gpuready_api::keys;
 use gpuready_core::devices::DeviceRuleChange;
 use gpuready_core::node_book::Turn;
+use gpuready_core::plan::records_taint;
 use gpuready_core::write_step::{WriteStep, needs_crd};
 use gpuready_core::{
     ConditionChange, GovernanceKind, NodeAssessment, NodeChanges, NodeFacts, PlanOptions, judge,
@@ -505,13 +508,12 @@ fn taint_text(t: &gpuready_core::plan::TaintChange) -> String {
 /// still goes when the server refuses the taint itself. `None` when nothing
 /// is left.
 fn rest_part(changes: &NodeChanges) -> Option<NodeChanges> {
-    let record = |k: &String| k == keys::ANNOTATION_TAINT || k == keys::ANNOTATION_RELEASED;
     let annotations = changes
         .annotations
         .as_ref()
         .map(|m| {
             m.iter()
-                .filter(|(k, _)| !record(k))
+                .filter(|(k, _)| !records_taint(k))
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect::<std::collections::BTreeMap<_, _>>()
         })
