@@ -139,15 +139,24 @@ impl NodeChanges {
 
     /// The part that keeps workloads off broken hardware — the taint change,
     /// the annotations that record it ([`records_taint`]), the DeviceTaintRules,
-    /// and `gpuready.io/ready` unless it turns `true` — with whether anything
-    /// is left for later (the other labels and annotations, the conditions).
-    /// What a node sends first while other nodes' taint writes are pending:
-    /// the smallest write that gates it. The verdict label goes with a taint
-    /// added but after a taint removed, so a node gpuready taints never reads
-    /// `gpuready.io/ready=true`.
+    /// `gpuready.io/ready` unless it turns `true`, and `gpuready.io/profile`
+    /// unless the taint is only removed — with whether anything is left for
+    /// later (the other labels and annotations, the conditions). What a node
+    /// sends first while other nodes' taint writes are pending: the smallest
+    /// write that gates it. The verdict label goes with a taint added but
+    /// after a taint removed, so a node gpuready taints never reads
+    /// `gpuready.io/ready=true`; a taint added names the profile that governs
+    /// the node in the same request (the chart's admission policy holds
+    /// gpuready to that).
     pub fn gating_part(&self) -> (NodeChanges, bool) {
-        let gating_label =
-            |k: &str, v: &Option<String>| k == keys::LABEL_READY && v.as_deref() != Some("true");
+        let adds = self
+            .taint
+            .as_ref()
+            .is_some_and(|t| t.kind != TaintChangeKind::Remove);
+        let gating_label = |k: &str, v: &Option<String>| {
+            (k == keys::LABEL_READY && v.as_deref() != Some("true"))
+                || (k == keys::LABEL_PROFILE && adds)
+        };
         let (labels, rest_labels) = split_keys(&self.labels, gating_label);
         let (annotations, rest_annotations) =
             split_keys(&self.annotations, |k, _| records_taint(k));

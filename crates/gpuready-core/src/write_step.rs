@@ -13,12 +13,14 @@
 //! across all nodes. "Pending" is what the ledger sees: nodes queued for a
 //! reconcile and not yet judged, and reconciles judged to write a taint (or a
 //! DeviceTaintRule) and not done yet. A node whose changes include a taint
-//! sends the taint alone at once — with the annotations that record it and
-//! its DeviceTaintRules, the smallest write that gates it — and defers its
-//! labels, its other annotations, its conditions and its Event; a node with
-//! no taint to change defers everything — but only while such work is ahead
-//! of it. On a quiet cluster nothing waits: the node patch carries taint,
-//! labels and annotations together, as one write.
+//! sends the taint alone at once — with the annotations that record it, its
+//! DeviceTaintRules, `gpuready.io/ready` unless it turns `true` and
+//! `gpuready.io/profile` unless the taint only goes: the smallest write that
+//! gates it ([`NodeChanges::gating_part`]) — and defers its other labels and
+//! annotations, its conditions and its Event; a node with no taint to change
+//! defers everything — but only while such work is ahead of it. On a quiet
+//! cluster nothing waits: the node patch carries taint, labels and
+//! annotations together, as one write.
 //!
 //! Deferred nodes are handed back only when no taint work is pending at all,
 //! and a few at a time (the release window: twice the controller's concurrency):
@@ -558,11 +560,8 @@ mod tests {
         assert!(changes.taint.is_some());
         assert_eq!(
             changes.labels,
-            Some(BTreeMap::from([(
-                keys::LABEL_READY.to_owned(),
-                Some("false".to_owned())
-            )])),
-            "a taint added takes `ready=false` with it; the profile label waits"
+            labels(),
+            "a taint added takes `ready=false` and the profile label with it"
         );
         assert!(changes.conditions.is_none(), "the condition waits");
         assert_eq!(
@@ -578,14 +577,15 @@ mod tests {
                 kind: TaintChangeKind::Remove,
                 ours: None,
             }),
-            labels: Some(BTreeMap::from([(
-                keys::LABEL_READY.to_owned(),
-                Some("true".to_owned()),
-            )])),
+            labels: Some(BTreeMap::from([
+                (keys::LABEL_READY.to_owned(), Some("true".to_owned())),
+                (keys::LABEL_PROFILE.to_owned(), Some("p".to_owned())),
+            ])),
             ..NodeChanges::default()
         };
         let (now, rest) = release.gating_part();
-        assert!(now.taint.is_some() && now.labels.is_none() && rest);
+        assert!(now.taint.is_some() && rest);
+        assert_eq!(now.labels, None, "a taint removed goes before every label");
         // A taint change with nothing else leaves nothing to wait.
         let (alone, _) = full().gating_part();
         assert_eq!(
