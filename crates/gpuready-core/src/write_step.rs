@@ -571,18 +571,13 @@ mod tests {
         );
         // A taint removed goes before `ready=true`: a tainted node never
         // reads ready.
-        let release = NodeChanges {
-            taint: Some(TaintChange {
-                taints: vec![],
-                kind: TaintChangeKind::Remove,
-                ours: None,
-            }),
-            labels: Some(BTreeMap::from([
-                (keys::LABEL_READY.to_owned(), Some("true".to_owned())),
-                (keys::LABEL_PROFILE.to_owned(), Some("p".to_owned())),
-            ])),
-            ..NodeChanges::default()
-        };
+        let mut release = full();
+        if let Some(t) = release.taint.as_mut() {
+            t.kind = TaintChangeKind::Remove;
+        }
+        if let Some(l) = release.labels.as_mut() {
+            l.insert(keys::LABEL_READY.to_owned(), Some("true".to_owned()));
+        }
         let (now, rest) = release.gating_part();
         assert!(now.taint.is_some() && rest);
         assert_eq!(now.labels, None, "a taint removed goes before every label");
