@@ -137,18 +137,18 @@ impl NodeChanges {
         self.taint.is_some() || self.labels.is_some() || self.annotations.is_some()
     }
 
-    /// The part that keeps workloads off broken hardware — the taint change,
-    /// the annotations that record it ([`records_taint`]), the DeviceTaintRules,
-    /// `gpuready.io/ready` unless it turns `true`, and `gpuready.io/profile`
-    /// unless the taint is only removed — with whether anything is left for
-    /// later (the other labels and annotations, the conditions). What a node
-    /// sends first while other nodes' taint writes are pending: the smallest
-    /// write that gates it. The verdict label goes with a taint added but
-    /// after a taint removed, so a node gpuready taints never reads
-    /// `gpuready.io/ready=true`; a taint added names the profile that governs
-    /// the node in the same request (the chart's admission policy holds
-    /// gpuready to that).
-    pub fn gating_part(&self) -> (NodeChanges, bool) {
+    /// The changes split in two: the part that keeps workloads off broken
+    /// hardware — the taint change, the annotations that record it
+    /// ([`records_taint`]), the DeviceTaintRules, `gpuready.io/ready` unless
+    /// it turns `true`, and `gpuready.io/profile` unless the taint is only
+    /// removed — and the rest (the other labels and annotations, the
+    /// conditions). The first is what a node sends while other nodes' taint
+    /// writes are pending: the smallest write that gates it. The verdict
+    /// label goes with a taint added but after a taint removed, so a node
+    /// gpuready taints never reads `gpuready.io/ready=true`; a taint added
+    /// names the profile that governs the node in the same request (the
+    /// chart's admission policy holds gpuready to that).
+    pub fn gating_part(&self) -> (NodeChanges, NodeChanges) {
         let adds = self
             .taint
             .as_ref()
@@ -160,12 +160,18 @@ impl NodeChanges {
         let (labels, rest_labels) = split_keys(&self.labels, gating_label);
         let (annotations, rest_annotations) =
             split_keys(&self.annotations, |k, _| records_taint(k));
-        let rest = rest_labels || rest_annotations || self.conditions.is_some();
         let now = NodeChanges {
             taint: self.taint.clone(),
             labels,
             annotations,
             device_taint_rules: self.device_taint_rules.clone(),
+            ..NodeChanges::default()
+        };
+        let rest = NodeChanges {
+            labels: rest_labels,
+            annotations: rest_annotations,
+            conditions: self.conditions.clone(),
+            foreign_labels_left: self.foreign_labels_left.clone(),
             ..NodeChanges::default()
         };
         (now, rest)
@@ -174,19 +180,20 @@ impl NodeChanges {
 
 type KeyChanges = Option<BTreeMap<String, Option<String>>>;
 
-/// The entries of `m` that `now` keeps (`None` when none), and whether any
-/// entry is left out.
-fn split_keys(m: &KeyChanges, now: impl Fn(&str, &Option<String>) -> bool) -> (KeyChanges, bool) {
+/// The entries of `m` that `now` picks and the others, each `None` when empty.
+fn split_keys(
+    m: &KeyChanges,
+    now: impl Fn(&str, &Option<String>) -> bool,
+) -> (KeyChanges, KeyChanges) {
     let Some(m) = m else {
-        return (None, false);
+        return (None, None);
     };
-    let kept: BTreeMap<String, Option<String>> = m
+    let (picked, left): (BTreeMap<_, _>, BTreeMap<_, _>) = m
         .iter()
-        .filter(|(k, v)| now(k, v))
         .map(|(k, v)| (k.clone(), v.clone()))
-        .collect();
-    let left = kept.len() < m.len();
-    ((!kept.is_empty()).then_some(kept), left)
+        .partition(|(k, v)| now(k, v));
+    let some = |m: BTreeMap<String, Option<String>>| (!m.is_empty()).then_some(m);
+    (some(picked), some(left))
 }
 
 /// Whether an annotation records gpuready's taint (which taint it holds, when

@@ -130,10 +130,10 @@ pub fn step(
     if !gating(changes) {
         return WriteStep::Defer;
     }
-    let (now, rest_deferred) = changes.gating_part();
+    let (now, rest) = changes.gating_part();
     WriteStep::Write {
         changes: now,
-        rest_deferred,
+        rest_deferred: !rest.is_empty(),
     }
 }
 
@@ -579,7 +579,7 @@ mod tests {
             l.insert(keys::LABEL_READY.to_owned(), Some("true".to_owned()));
         }
         let (now, rest) = release.gating_part();
-        assert!(now.taint.is_some() && rest);
+        assert!(now.taint.is_some() && rest.labels.is_some());
         assert_eq!(now.labels, None, "a taint removed goes before every label");
         // A taint change with nothing else leaves nothing to wait.
         let (alone, _) = full().gating_part();

@@ -56,10 +56,7 @@ async fn planned_writes(client: &Client) -> Planned {
     Planned {
         node_patches: count(&|c| c.patches_node()),
         condition_patches: count(&|c| c.conditions.is_some()),
-        may_split: count(&|c| {
-            let (now, _) = c.gating_part();
-            c.taint.is_some() && (c.labels != now.labels || c.annotations != now.annotations)
-        }),
+        may_split: count(&|c| c.taint.is_some() && c.gating_part().1.patches_node()),
     }
 }
 
