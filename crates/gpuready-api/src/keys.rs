@@ -333,6 +333,9 @@ pub mod fabric {
     /// The probe report says nothing of the host's IMEX files, or could not
     /// read them.
     pub const IMEX_STATE_UNREAD: &str = "ImexStateUnread";
+    /// NVML's GPU recovery action is RECOVER_IMEX_DOMAIN on a GPU of the node:
+    /// its IMEX domain needs recovery (judged here, never by Health).
+    pub const IMEX_DOMAIN_RECOVERY_REQUIRED: &str = "ImexDomainRecoveryRequired";
 }
 
 /// The NVIDIA DRA driver's ComputeDomainCliques (`compute_domain.rs`).
@@ -517,6 +520,10 @@ pub mod health_reasons {
     pub const DRAIN_REQUIRED: &str = "DrainRequired";
     /// NVML's GPU recovery action is DRAIN_AND_RESET (reduced capacity).
     pub const DRAIN_AND_RESET_REQUIRED: &str = "DrainAndResetRequired";
+    /// NVML's GPU recovery action is BUS_RESET (reset the GPU's PCIe bus).
+    pub const BUS_RESET_REQUIRED: &str = "BusResetRequired";
+    /// NVML's GPU recovery action is SYSTEM_REBOOT (reboot the system).
+    pub const SYSTEM_REBOOT_REQUIRED: &str = "SystemRebootRequired";
     /// NVML's GPU recovery action is a value this gpuready does not know.
     pub const RECOVERY_ACTION_REQUIRED: &str = "RecoveryActionRequired";
 }

@@ -275,6 +275,13 @@ pub struct GpuState {
 /// NVML's GPU recovery action (`nvmlDeviceGpuRecoveryAction_t`), which
 /// supersedes the deprecated fields `NVML_FI_DEV_RESET_STATUS` (226) and
 /// `NVML_FI_DEV_DRAIN_AND_RESET_STATUS` (227).
+///
+/// The numbers: 0 to 5 as `nvml.h` in the `github.com/NVIDIA/go-nvml` Go module
+/// spells them (`pkg/nvml/nvml.h`, synced with CUDA 13.3); 6 and 7 were added
+/// in NVML 615 (NVML API reference, change log "Changes between NVML v610 and
+/// v615") and are not in that header yet: their values are those of the
+/// `cuda-bindings` package's `cuda.bindings.nvml.DeviceGpuRecoveryAction`,
+/// which is generated from `nvml.h` (docs/probe.md, "The GPU recovery action").
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub enum RecoveryAction {
     /// 0: nothing to do.
@@ -288,6 +295,13 @@ pub enum RecoveryAction {
     /// 4: the GPU runs at reduced capacity; running work is safe, new work
     /// should wait for a reset.
     DrainAndReset,
+    /// 5: the GPU's IMEX domain needs recovery: an action at the fabric's
+    /// scope, not the GPU's (the NVIDIA DRA driver keeps scheduling the GPU).
+    RecoverImexDomain,
+    /// 6: reset the GPU's PCIe bus (more than a GPU reset).
+    BusReset,
+    /// 7: reboot the system.
+    SystemReboot,
     /// The driver or GPU does not answer the field.
     NotSupported,
     /// A value this gpuready does not know (a newer driver): the probe lists
@@ -305,6 +319,9 @@ impl RecoveryAction {
             2 => RecoveryAction::NodeReboot,
             3 => RecoveryAction::DrainP2p,
             4 => RecoveryAction::DrainAndReset,
+            5 => RecoveryAction::RecoverImexDomain,
+            6 => RecoveryAction::BusReset,
+            7 => RecoveryAction::SystemReboot,
             _ => RecoveryAction::Unknown,
         }
     }

@@ -768,3 +768,92 @@ fn mig_device_counts_from_gfd_mixed_single_and_the_dra_pool() {
         )
         .mentions(&["1g.18gb: 2 < 7"]);
 }
+
+/// NVML's recovery action on one GPU of eight, under device gating: the
+/// actions at the GPU's or the node's scope take the GPU out with its own
+/// rule (the node stays in service while the minimum holds); RECOVER_IMEX_DOMAIN
+/// names the IMEX domain, not the GPU, and taints nothing (the NVIDIA DRA
+/// driver treats it as non-fatal for GPU scheduling); a value this gpuready
+/// does not know fails safe.
+#[test]
+fn a_gpus_recovery_action_gets_its_own_rule_except_the_imex_domains() {
+    use gpuready_api::probe::RecoveryAction as A;
+    let rows: &[(A, Option<&str>)] = &[
+        (A::None, None),
+        (A::NotSupported, None),
+        (A::GpuReset, Some(health_reasons::GPU_RESET_REQUIRED)),
+        (A::NodeReboot, Some(health_reasons::NODE_REBOOT_REQUIRED)),
+        (A::DrainP2p, Some(health_reasons::DRAIN_REQUIRED)),
+        (
+            A::DrainAndReset,
+            Some(health_reasons::DRAIN_AND_RESET_REQUIRED),
+        ),
+        (A::RecoverImexDomain, None),
+        (A::BusReset, Some(health_reasons::BUS_RESET_REQUIRED)),
+        (
+            A::SystemReboot,
+            Some(health_reasons::SYSTEM_REBOOT_REQUIRED),
+        ),
+        (A::Unknown, Some(health_reasons::RECOVERY_ACTION_REQUIRED)),
+    ];
+    let s = slice("dra-h200-8gpu.yaml");
+    let uuid = uuid_of(&s, "gpu-3");
+    for (action, want) in rows {
+        let mut report = eight_gpu_report(&s);
+        report
+            .gpus
+            .iter_mut()
+            .find(|g| g.uuid.as_deref() == Some(uuid.as_str()))
+            .expect("gpu-3 in the report")
+            .recovery_action = Some(*action);
+        let f = facts(
+            &dra_only_node(NODE),
+            NODE,
+            std::slice::from_ref(&s),
+            None,
+            Some(vec![]),
+            Some(report),
+        );
+        let a = assess_one(&f, &profile("h200", &gated(7)));
+        assert_eq!(
+            a.ready,
+            Some(true),
+            "{action:?}: {}: {}",
+            a.reason,
+            a.message
+        );
+        assert!(a.changes.taint.is_none(), "{action:?}: no node taint");
+        let rules = &a.changes.device_taint_rules;
+        match want {
+            None => assert!(rules.is_empty(), "{action:?}: {rules:#?}"),
+            Some(reason) => {
+                assert_eq!(rules.len(), 1, "{action:?}: {rules:#?}");
+                let rule = rules[0].rule.as_ref().expect("rule");
+                assert_eq!(
+                    rule.spec
+                        .device_selector
+                        .as_ref()
+                        .and_then(|d| d.device.as_deref()),
+                    Some("gpu-3"),
+                    "{action:?}"
+                );
+                assert_eq!(rule.spec.taint.value.as_deref(), Some(*reason));
+                assert!(
+                    a.message.contains(&format!("gpu-3 ({reason})")),
+                    "{action:?}: {}",
+                    a.message
+                );
+            }
+        }
+        // The Health layer judges the GPUs that stay in service: ready.
+        let h = a
+            .layers
+            .iter()
+            .find(|l| l.layer == Layer::Health)
+            .expect("health");
+        assert_eq!(h.status, Status::Ready, "{action:?}: {}", h.message);
+        if *action == A::RecoverImexDomain {
+            assert!(h.message.contains("RECOVER_IMEX_DOMAIN"), "{}", h.message);
+        }
+    }
+}

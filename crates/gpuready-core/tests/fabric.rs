@@ -78,6 +78,66 @@ fn a_tray_in_its_clique_with_every_gpu_registered_is_ready() {
     );
 }
 
+/// NVML's RECOVER_IMEX_DOMAIN on a GPU names its IMEX domain, not the GPU:
+/// Health never gates on it (it says it in its Ready message) and device
+/// gating taints nothing; a profile that asks for a fabric reads its Fabric
+/// layer NotReady until the domain recovers (multi-node work is what it is
+/// for), a profile that does not stays ready. A GPU's own recovery action is
+/// Health's, not the Fabric layer's.
+#[test]
+fn an_imex_domain_under_recovery_is_the_fabric_layers_alone() {
+    use gpuready_api::keys::health_reasons as hr;
+    use gpuready_api::probe::RecoveryAction;
+    let with = |action| {
+        let mut rep = tray_report();
+        rep.gpus[2].recovery_action = Some(action);
+        rep
+    };
+    let imex = with(RecoveryAction::RecoverImexDomain);
+    let rep = judge_tray(PROFILE, &tray(), Some(imex.clone()));
+    rep.expect(
+        Layer::Fabric,
+        Status::NotReady,
+        r::IMEX_DOMAIN_RECOVERY_REQUIRED,
+    )
+    .mentions(&[
+        "GPU 2 (GPU-5d1c0e7a-4b2f-4c1e-9a3d-000000000002)",
+        "RECOVER_IMEX_DOMAIN",
+        "nvidia-imex.service",
+        CLIQUE,
+    ]);
+    rep.expect(Layer::Health, Status::Ready, hr::PROBE_HEALTHY)
+        .mentions(&["RECOVER_IMEX_DOMAIN", "judged by the Fabric layer"]);
+    assert!(!rep.ready(), "Fabric gates by default");
+    // Fabric reported, not gating: the node is ready.
+    let report_only = format!(
+        "{PROFILE}\ngatingLayers: [Node, Hardware, Driver, DevicePlugin, FeatureDiscovery, Profile, Compatibility, Health]"
+    );
+    let rep = judge_tray(&report_only, &tray(), Some(imex.clone()));
+    rep.expect(
+        Layer::Fabric,
+        Status::NotReady,
+        r::IMEX_DOMAIN_RECOVERY_REQUIRED,
+    );
+    assert!(rep.ready());
+    // No fabric asked for: no Fabric layer, nothing held back.
+    let rep = judge_tray("", &tray(), Some(imex));
+    assert!(rep.get(Layer::Fabric).is_none());
+    rep.expect(Layer::Health, Status::Ready, hr::PROBE_HEALTHY)
+        .mentions(&["RECOVER_IMEX_DOMAIN"]);
+    assert!(rep.ready());
+    // The GPU's own actions are Health's; the fabric itself is fine.
+    for (action, reason) in [
+        (RecoveryAction::BusReset, hr::BUS_RESET_REQUIRED),
+        (RecoveryAction::SystemReboot, hr::SYSTEM_REBOOT_REQUIRED),
+        (RecoveryAction::Unknown, hr::RECOVERY_ACTION_REQUIRED),
+    ] {
+        let rep = judge_tray(PROFILE, &tray(), Some(with(action)));
+        rep.expect(Layer::Health, Status::NotReady, reason);
+        rep.expect(Layer::Fabric, Status::Ready, r::FABRIC_READY);
+    }
+}
+
 #[test]
 fn the_clique_label_missing_malformed_or_unexpected() {
     judge_tray(

@@ -52,65 +52,124 @@ fn assess(node: &NodeBuilder, report: &ProbeReport) -> NodeAssessment {
     gpuready_core::assess(&facts(node, report), &[(&p, &sel)], &opts())
 }
 
+/// NVML's number (`nvmlDeviceGpuRecoveryAction_t`; none for what the probe
+/// reports without one), the action, and the Health layer's word on the node:
+/// `Ok(fragment)` Ready with the reading in its message, `Err((reason,
+/// fragment))` NotReady.
+type RecoveryRow = (
+    Option<u64>,
+    RecoveryAction,
+    Result<&'static str, (&'static str, &'static str)>,
+);
+
+const RECOVERY_ROWS: &[RecoveryRow] = &[
+    (
+        Some(0),
+        RecoveryAction::None,
+        Ok("NVML recovery action: none needed"),
+    ),
+    (
+        None,
+        RecoveryAction::NotSupported,
+        Ok("not supported by this driver"),
+    ),
+    (
+        Some(1),
+        RecoveryAction::GpuReset,
+        Err((r::GPU_RESET_REQUIRED, "nvidia-smi -r")),
+    ),
+    (
+        Some(2),
+        RecoveryAction::NodeReboot,
+        Err((r::NODE_REBOOT_REQUIRED, "reboot it")),
+    ),
+    (
+        Some(3),
+        RecoveryAction::DrainP2p,
+        Err((r::DRAIN_REQUIRED, "peer-to-peer")),
+    ),
+    (
+        Some(4),
+        RecoveryAction::DrainAndReset,
+        Err((r::DRAIN_AND_RESET_REQUIRED, "reduced capacity")),
+    ),
+    // The IMEX domain's, not the GPU's: said, never judged here.
+    (
+        Some(5),
+        RecoveryAction::RecoverImexDomain,
+        Ok("RECOVER_IMEX_DOMAIN: the GPU's IMEX domain needs recovery, not the GPU"),
+    ),
+    (
+        Some(6),
+        RecoveryAction::BusReset,
+        Err((r::BUS_RESET_REQUIRED, "reset its PCIe bus")),
+    ),
+    (
+        Some(7),
+        RecoveryAction::SystemReboot,
+        Err((r::SYSTEM_REBOOT_REQUIRED, "power-cycle the system")),
+    ),
+    // A newer driver's value fails safe.
+    (
+        Some(8),
+        RecoveryAction::Unknown,
+        Err((r::RECOVERY_ACTION_REQUIRED, "nvidia-smi -q")),
+    ),
+    (
+        Some(4_294_967_295),
+        RecoveryAction::Unknown,
+        Err((r::RECOVERY_ACTION_REQUIRED, "nvidia-smi -q")),
+    ),
+];
+
 #[test]
 fn every_recovery_action_is_a_reason_that_says_what_to_do() {
-    let rows: &[(RecoveryAction, Option<(&str, &str)>)] = &[
-        (RecoveryAction::None, None),
-        (RecoveryAction::NotSupported, None),
-        (
-            RecoveryAction::GpuReset,
-            Some((r::GPU_RESET_REQUIRED, "nvidia-smi -r")),
-        ),
-        (
-            RecoveryAction::NodeReboot,
-            Some((r::NODE_REBOOT_REQUIRED, "reboot it")),
-        ),
-        (
-            RecoveryAction::DrainP2p,
-            Some((r::DRAIN_REQUIRED, "peer-to-peer")),
-        ),
-        (
-            RecoveryAction::DrainAndReset,
-            Some((r::DRAIN_AND_RESET_REQUIRED, "reduced capacity")),
-        ),
-        (
-            RecoveryAction::Unknown,
-            Some((r::RECOVERY_ACTION_REQUIRED, "nvidia-smi -q")),
-        ),
-    ];
-    for (action, want) in rows {
+    for (nvml, action, want) in RECOVERY_ROWS {
+        if let Some(n) = nvml {
+            assert_eq!(RecoveryAction::from_nvml(*n), *action, "NVML value {n}");
+        }
         let mut rep = report();
         rep.gpus[0].recovery_action = Some(*action);
         let judged = gpuready_core::evaluate(&spec(""), &facts(&h200_node(), &rep), now());
         let health = judged.get(Layer::Health).expect("Health");
-        match want {
-            None => {
-                assert_eq!(
-                    health.status,
-                    Status::Ready,
-                    "{action:?}: {}",
-                    health.message
-                );
-                assert!(
-                    health.message.contains("NVML recovery action"),
-                    "{action:?}: the reading is reported: {}",
-                    health.message
-                );
-            }
-            Some((reason, words)) => {
-                assert_eq!(
-                    (health.status, health.reason.as_str()),
-                    (Status::NotReady, *reason),
-                    "{action:?}"
-                );
-                assert!(
-                    health.message.contains(words),
-                    "{action:?}: {}",
-                    health.message
-                );
-            }
-        }
+        let (status, reason, words) = match want {
+            Ok(words) => (Status::Ready, r::PROBE_HEALTHY, *words),
+            Err((reason, words)) => (Status::NotReady, *reason, *words),
+        };
+        assert_eq!(
+            (health.status, health.reason.as_str()),
+            (status, reason),
+            "{action:?}: {}",
+            health.message
+        );
+        assert!(
+            health.message.contains(words),
+            "{action:?}: {}",
+            health.message
+        );
+        assert_eq!(judged.ready(), status == Status::Ready, "{action:?}");
     }
+}
+
+/// The report's spelling of each action: what an older or newer controller
+/// reads (an unknown name is `Unknown`, never an error).
+#[test]
+fn recovery_actions_are_spelt_in_the_report_as_their_names() {
+    for (action, name) in [
+        (RecoveryAction::RecoverImexDomain, "RecoverImexDomain"),
+        (RecoveryAction::BusReset, "BusReset"),
+        (RecoveryAction::SystemReboot, "SystemReboot"),
+    ] {
+        assert_eq!(
+            serde_json::to_value(action).expect("serialises"),
+            serde_json::json!(name)
+        );
+        let back: RecoveryAction = serde_json::from_value(serde_json::json!(name)).expect("parses");
+        assert_eq!(back, action);
+    }
+    let later: RecoveryAction =
+        serde_json::from_value(serde_json::json!("SomethingNewer")).expect("parses");
+    assert_eq!(later, RecoveryAction::Unknown);
 }
 
 #[test]

@@ -35,7 +35,7 @@ fn device_plugin_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict 
             .iter()
             .map(|(k, v)| Need::Resource(k.as_str(), u64::from(*v)))
             .collect()
-    } else if facts.gfd.mig_strategy.as_deref() == Some("mixed") {
+    } else if mixed_with_mig_devices(facts) {
         vec![Need::AnyMig]
     } else {
         vec![Need::Resource(nvidia::GPU_RESOURCE, default_count)]
@@ -75,7 +75,12 @@ fn device_plugin_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict 
                         return not_ready(
                             "ResourceNotAdvertised",
                             format!(
-                                "{name} is not advertised: the device plugin is not running or has not registered with kubelet"
+                                "{name} is not advertised: the device plugin is not running or has not registered with kubelet{}",
+                                if facts.gfd.mig_strategy.as_deref() == Some("mixed") {
+                                    " (MIG strategy mixed, and GFD labels no MIG device: a GPU with MIG disabled is served as nvidia.com/gpu, one with MIG enabled only as its MIG devices, so a GPU in MIG mode without MIG devices is served as nothing: check the MIG manager's config)"
+                                } else {
+                                    ""
+                                }
                             ),
                         );
                     }
@@ -119,6 +124,33 @@ fn device_plugin_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict 
         }
     }
     ready("Allocatable", ok.join("; "))
+}
+
+/// Under GFD's `mixed` strategy, whether the node's GPUs are (partly) in MIG
+/// mode, so MIG devices are what it must advertise. The device plugin serves a
+/// GPU with MIG disabled as a whole `nvidia.com/gpu` under `mixed` too, and
+/// only a MIG-enabled one as its `nvidia.com/mig-<profile>` devices
+/// (k8s-device-plugin v0.20.0 `internal/rm/device_map.go`,
+/// `buildGPUDeviceMap` skips only MIG-enabled GPUs); GFD labels the full
+/// GPUs as usual and adds `nvidia.com/mig-<profile>.*` labels only for MIG
+/// devices that exist (`internal/lm/mig-strategy.go`,
+/// `newMigStrategyMixedLabeler`). So MIG is in use where GFD labels a MIG
+/// device or one is allocatable; elsewhere (every GPU with MIG off) the node
+/// is judged by `nvidia.com/gpu` like any other. A MIG resource left in the
+/// node's capacity at 0 does not count: kubelet keeps a resource a device
+/// plugin stopped serving at 0 rather than removing it.
+fn mixed_with_mig_devices(facts: &NodeFacts) -> bool {
+    if facts.gfd.mig_strategy.as_deref() != Some("mixed") {
+        return false;
+    }
+    let labelled = facts.labels.keys().any(|k| {
+        k.strip_prefix(nvidia::MIG_LABEL_PREFIX)
+            .is_some_and(|rest| rest.ends_with(nvidia::MIG_COUNT_SUFFIX))
+    });
+    let allocatable = facts.allocatable.iter().any(|(k, v)| {
+        k.starts_with(nvidia::MIG_RESOURCE_PREFIX) && v.present().is_some_and(|n| *n > 0)
+    });
+    labelled || allocatable
 }
 
 /// DevicePlugin: the advertisement the profile's evidence selects (device plugin, DRA pool, sandbox plugin), then the GPU

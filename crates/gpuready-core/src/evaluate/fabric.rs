@@ -4,9 +4,10 @@
 //! registration must have completed with success in the same clique (the
 //! probe's NVML fabric state: GFD labels the clique of the GPUs that did
 //! register and leaves a failed one out), and the driver must be new enough
-//! for IMEX; with `fabric.imexMode`, the host's `nvidia-imex.service` must be
-//! in the state the NVIDIA DRA driver's IMEX mode needs, as far as the probe
-//! sees it in the host's files.
+//! for IMEX; no GPU's NVML recovery action may be RECOVER_IMEX_DOMAIN (the
+//! one action judged here rather than by Health); with `fabric.imexMode`, the
+//! host's `nvidia-imex.service` must be in the state the NVIDIA DRA driver's
+//! IMEX mode needs, as far as the probe sees it in the host's files.
 
 use gpuready_api::keys::{fabric as reasons, nvidia};
 use gpuready_api::probe::{
@@ -189,6 +190,23 @@ pub(super) fn fabric_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verd
                     .map(|(_, p)| p.as_str())
                     .collect::<Vec<_>>()
                     .join("; "),
+                nvidia::GPU_CLIQUE
+            ),
+        )
+        .via(Source::ProbeReport);
+    }
+    // The driver's own word on the IMEX domain: a GPU whose recovery action
+    // is RECOVER_IMEX_DOMAIN belongs to a domain under recovery. Health and
+    // device gating leave it alone (the GPU serves single-node work); the
+    // multi-node work this profile is for waits until the domain recovers.
+    let recovering = crate::recovery::imex_domain_gpus(report);
+    if !recovering.is_empty() {
+        return not_ready(
+            reasons::IMEX_DOMAIN_RECOVERY_REQUIRED,
+            format!(
+                "NVML recovery action on {}: {}; {}={label}",
+                recovering.join(", "),
+                crate::recovery::IMEX_DOMAIN_WHAT_TO_DO,
                 nvidia::GPU_CLIQUE
             ),
         )

@@ -895,5 +895,15 @@ fn healthy_message(report: &ProbeReport, other_xids: &[String]) -> String {
             msg.push_str("; NVML recovery action: not supported by this driver or GPU");
         }
     }
+    // RECOVER_IMEX_DOMAIN is the fabric's business (the Fabric layer of a
+    // profile with `fabric` judges it); here it is said, never judged.
+    let imex = crate::recovery::imex_domain_gpus(report);
+    if !imex.is_empty() {
+        msg.push_str(&format!(
+            "; NVML recovery action on {}: {} (not a fault of the GPU: judged by the Fabric layer of profiles with spec.fabric)",
+            imex.join(", "),
+            crate::recovery::IMEX_DOMAIN_WHAT_TO_DO
+        ));
+    }
     msg
 }
