@@ -49,7 +49,7 @@ pub fn finding(action: RecoveryAction) -> Option<(&'static str, &'static str)> {
 }
 
 /// What to do when a GPU's recovery action is RECOVER_IMEX_DOMAIN.
-pub const IMEX_DOMAIN_WHAT_TO_DO: &str = "RECOVER_IMEX_DOMAIN: the GPU's IMEX domain needs recovery, not the GPU: work on this node's GPUs alone is not affected (the NVIDIA DRA driver keeps scheduling them), multi-node jobs that share GPU memory through IMEX are; recover the IMEX domain: check the IMEX daemons of the domain's nodes (the host's nvidia-imex.service, or the ComputeDomain's daemon pods of the NVIDIA DRA driver) and their logs, and nvidia-fabricmanager";
+pub const IMEX_DOMAIN_WHAT_TO_DO: &str = "RECOVER_IMEX_DOMAIN: the GPU's IMEX domain needs recovery, not the GPU: work on this node's GPUs alone is unaffected (the NVIDIA DRA driver keeps scheduling them), multi-node jobs sharing GPU memory through the domain are affected until it recovers; to recover the IMEX domain, check the IMEX daemons of the domain's nodes (the host's nvidia-imex.service, or the ComputeDomain's daemon pods of the NVIDIA DRA driver) and their logs, and nvidia-fabricmanager";
 
 /// The GPUs whose recovery action is RECOVER_IMEX_DOMAIN, by index and UUID.
 pub fn imex_domain_gpus(report: &ProbeReport) -> Vec<String> {

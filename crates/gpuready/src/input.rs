@@ -21,6 +21,7 @@ use serde::de::{self, DeserializeOwned, DeserializeSeed, Deserializer, MapAccess
 use serde_json::Value;
 
 mod yaml;
+use yaml::ListDoc;
 pub use yaml::{MAX_DEPTH, MAX_OBJECT_CHARS};
 
 /// Input that cannot be used. Always maps to exit code 2.
@@ -48,7 +49,9 @@ pub enum InputError {
         field: String,
         message: String,
     },
-    #[error("{path}: no {expected} objects found")]
+    #[error(
+        "{path}: no {expected} objects found: the file holds no document, only empty ones or comments (a command whose output went to it may have failed); where there are none, kubectl writes an empty List: {{\"apiVersion\": \"v1\", \"kind\": \"List\", \"items\": []}}"
+    )]
     Empty {
         path: PathBuf,
         expected: &'static str,
@@ -217,6 +220,8 @@ type Sink<'a> =
 struct DocCtx<'a> {
     sink: RefCell<&'a mut Sink<'a>>,
     failed: RefCell<Option<InputError>>,
+    /// The document, where it was a list.
+    list: RefCell<Option<ListDoc>>,
 }
 
 impl DocCtx<'_> {
@@ -257,17 +262,18 @@ impl<'de> de::Visitor<'de> for DocSeed<'_, '_> {
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let mut rest = serde_json::Map::new();
-        let mut had_items = false;
+        let mut items = None;
         while let Some(key) = map.next_key::<String>()? {
             if key == "items" {
-                had_items = true;
-                map.next_value_seed(ItemsSeed(self.0))?;
+                let n = map.next_value_seed(ItemsSeed(self.0))?;
+                items = Some(items.unwrap_or(0) + n);
             } else {
                 // A key twice: the last wins, as kubectl reads it.
                 rest.insert(key, map.next_value::<Value>()?);
             }
         }
-        if had_items {
+        if let Some(n) = items {
+            *self.0.list.borrow_mut() = Some(ListDoc::of(1, &rest, n));
             return Ok(());
         }
         self.0
@@ -278,41 +284,43 @@ impl<'de> de::Visitor<'de> for DocSeed<'_, '_> {
 
 struct ItemsSeed<'c, 'a>(&'c DocCtx<'a>);
 
+/// Streams `items`; its value is how many there were.
 impl<'de> DeserializeSeed<'de> for ItemsSeed<'_, '_> {
-    type Value = ();
-    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+    type Value = usize;
+    fn deserialize<D: Deserializer<'de>>(self, d: D) -> Result<usize, D::Error> {
         d.deserialize_any(self)
     }
 }
 
 impl<'de> de::Visitor<'de> for ItemsSeed<'_, '_> {
-    type Value = ();
+    type Value = usize;
     fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
         f.write_str("items: a list of objects")
     }
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        Ok(()) // `items: null`
+    fn visit_unit<E: de::Error>(self) -> Result<usize, E> {
+        Ok(0) // `items: null`
     }
-    fn visit_none<E: de::Error>(self) -> Result<(), E> {
-        Ok(())
+    fn visit_none<E: de::Error>(self) -> Result<usize, E> {
+        Ok(0)
     }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<usize, A::Error> {
         let mut index = 0;
         while let Some(item) = seq.next_element::<Value>()? {
             self.0.give(Some(index), item).map_err(de::Error::custom)?;
             index += 1;
         }
-        Ok(())
+        Ok(index)
     }
 }
 
 /// Runs one document through the sink; the sink's own error wins over the
-/// placeholder serde carried up.
+/// placeholder serde carried up. Returns the document's list header, where it
+/// was a list.
 fn one_document<'de, 'a, D>(
     de: D,
     sink: &'a mut Sink<'a>,
     syntax: impl FnOnce(String) -> InputError,
-) -> Result<(), InputError>
+) -> Result<Option<ListDoc>, InputError>
 where
     D: Deserializer<'de>,
     D::Error: fmt::Display,
@@ -320,15 +328,19 @@ where
     let ctx = DocCtx {
         sink: RefCell::new(sink),
         failed: RefCell::new(None),
+        list: RefCell::new(None),
     };
     let result = DocSeed(&ctx).deserialize(de).map_err(|e| e.to_string());
     if let Some(e) = ctx.failed.into_inner() {
         return Err(e);
     }
-    result.map_err(syntax)
+    result.map_err(syntax)?;
+    Ok(ctx.list.into_inner())
 }
 
-/// Calls `sink(doc, index, object)` for every object of a file, streaming.
+/// Calls `sink(doc, index, object)` for every object of a file, streaming;
+/// returns the documents that were lists (`items`), however many items each
+/// held.
 fn for_each_object(
     path: &Path,
     mut sink: impl FnMut(
@@ -336,7 +348,7 @@ fn for_each_object(
         Option<usize>,
         Result<Value, (String, String)>,
     ) -> Result<(), InputError>,
-) -> Result<(), InputError> {
+) -> Result<Vec<ListDoc>, InputError> {
     let text = read_text(path)?;
     let syntax = |doc: usize| {
         move |message: String| InputError::Syntax {
@@ -348,8 +360,9 @@ fn for_each_object(
     if is_single_json(&text) {
         let mut de = serde_json::Deserializer::from_str(&text);
         let mut per_doc = |index: Option<usize>, value| sink(1, index, value);
-        one_document(&mut de, &mut per_doc, syntax(1))?;
-        return de.end().map_err(|e| syntax(1)(e.to_string()));
+        let list = one_document(&mut de, &mut per_doc, syntax(1))?;
+        de.end().map_err(|e| syntax(1)(e.to_string()))?;
+        return Ok(list.into_iter().collect());
     }
     if let Some(line) = flow_too_deep(&text) {
         return Err(syntax(1)(format!(
@@ -395,7 +408,7 @@ fn objects<T: DeserializeOwned>(
 ) -> Result<usize, InputError> {
     let mut count = 0;
     let mut errors = Vec::new();
-    for_each_object(path, |doc_no, index, item| {
+    let lists = for_each_object(path, |doc_no, index, item| {
         // A file of a million broken items is not worth a million messages
         // (they cost more memory than the file).
         if errors.len() >= MAX_PROBLEMS {
@@ -489,16 +502,47 @@ fn objects<T: DeserializeOwned>(
         errors.extend(problems.into_iter().map(|(f, m)| fail(&f, m)));
         Ok(())
     })?;
+    for l in &lists {
+        if let Some(message) = empty_list_of_another_kind(l, kind) {
+            errors.push(InputError::Field {
+                path: path.to_owned(),
+                doc: l.doc,
+                what: String::new(),
+                field: "kind".to_owned(),
+                message,
+            });
+        }
+    }
     if let Some(e) = InputError::from_all(errors) {
         return Err(e);
     }
-    if count == 0 {
+    // An empty List is no objects, as kubectl prints it where there are none
+    // (a cluster without DRA has no ResourceSlices); a file without any
+    // document is no answer at all.
+    if count == 0 && lists.is_empty() {
         return Err(InputError::Empty {
             path: path.to_owned(),
             expected: kind,
         });
     }
     Ok(count)
+}
+
+/// Why an empty list is not one of `kind`: `kubectl get` prints `List`, the
+/// API `<kind>List`; an empty list of anything else is some other file (its
+/// items, had it any, would each be refused for their kind).
+fn empty_list_of_another_kind(list: &ListDoc, kind: &str) -> Option<String> {
+    if list.items > 0 {
+        return None;
+    }
+    match list.kind.as_deref() {
+        Some("List") => None,
+        Some(k) if k.strip_suffix("List") == Some(kind) => None,
+        found => Some(format!(
+            "an empty list of {}: expected List or {kind}List",
+            found.map_or_else(|| "no kind".to_owned(), |k| format!("kind {k}"))
+        )),
+    }
 }
 
 /// Nodes as `kubectl get nodes -o json` (or `-o yaml`) prints them, handed to
@@ -695,6 +739,65 @@ mod depth_tests {
             for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
                 let text = std::fs::read_to_string(entry.path()).unwrap_or_default();
                 assert_eq!(flow_too_deep(&text), None, "{}", entry.path().display());
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod empty_list_tests {
+    use super::*;
+
+    /// A file's text → how many ResourceSlices, or a fragment of the error.
+    #[test]
+    fn an_empty_list_is_no_objects_and_a_file_without_documents_is_refused() {
+        let rows: &[(&str, Result<usize, &str>)] = &[
+            (
+                r#"{"apiVersion": "v1", "kind": "List", "items": []}"#,
+                Ok(0),
+            ),
+            (
+                r#"{"apiVersion": "v1", "kind": "List", "items": null}"#,
+                Ok(0),
+            ),
+            (
+                r#"{"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSliceList", "items": []}"#,
+                Ok(0),
+            ),
+            ("apiVersion: v1\nitems: []\nkind: List\n", Ok(0)),
+            (
+                "# two kubectl runs\n---\nkind: List\nitems: []\n---\nkind: List\nitems:\n",
+                Ok(0),
+            ),
+            (
+                "",
+                Err("no ResourceSlice objects found: the file holds no document"),
+            ),
+            ("\n# only a comment\n---\n", Err("holds no document")),
+            (
+                r#"{"items": []}"#,
+                Err("document 1: kind: an empty list of no kind"),
+            ),
+            (
+                r#"{"apiVersion": "v1", "kind": "NodeList", "items": []}"#,
+                Err("an empty list of kind NodeList: expected List or ResourceSliceList"),
+            ),
+            (
+                "kind: List\nitems: []\n---\nkind: ConfigMapList\nitems: []\n",
+                Err("document 2: kind: an empty list of kind ConfigMapList"),
+            ),
+        ];
+        let dir = tempfile::tempdir().expect("tempdir");
+        for (i, (text, want)) in rows.iter().enumerate() {
+            let path = dir.path().join(format!("slices-{i}.json"));
+            std::fs::write(&path, text).expect("write");
+            let got = read_resource_slices(&path)
+                .map(|s| s.len())
+                .map_err(|e| e.to_string());
+            match (want, &got) {
+                (Ok(n), Ok(m)) => assert_eq!(n, m, "{text:?}"),
+                (Err(fragment), Err(e)) => assert!(e.contains(fragment), "{text:?}: {e}"),
+                _ => panic!("{text:?}: got {got:?}, want {want:?}"),
             }
         }
     }

@@ -901,6 +901,181 @@ fn probe_report_configmaps_judged_offline_as_run_reads_them() {
     assert!(stderr(&o).contains("nodes.json"), "{}", stderr(&o));
 }
 
+/// NVML's recovery actions 5 to 7 (and values this gpuready does not know) in
+/// a probe report ConfigMap, judged offline for the Kubemoot example's H200
+/// worker (no `fabric` in its profile): BUS_RESET and SYSTEM_REBOOT hold the
+/// node with their own reasons, RECOVER_IMEX_DOMAIN is said in Health's
+/// message and holds nothing, an unknown name fails safe.
+#[test]
+fn recovery_actions_of_newer_drivers_judged_offline() {
+    let base: Value =
+        serde_json::from_str(
+            &std::fs::read_to_string(repo_root().join(
+                "crates/gpuready-core/tests/fixtures/probe/h200-report-v2-recovery-action.json",
+            ))
+            .expect("fixture"),
+        )
+        .expect("json");
+    let nodes = [example("kubemoot-gpu-workers", "nodes.json")];
+    let profiles = [example("kubemoot-gpu-workers", "profiles.yaml")];
+    // (recoveryAction as the probe writes it, ready, Health's reason, words).
+    let rows = [
+        ("BusReset", false, "BusResetRequired", "reset its PCIe bus"),
+        (
+            "SystemReboot",
+            false,
+            "SystemRebootRequired",
+            "power-cycle the system",
+        ),
+        (
+            "RecoverImexDomain",
+            true,
+            "ProbeHealthy",
+            "RECOVER_IMEX_DOMAIN",
+        ),
+        ("Unknown", false, "RecoveryActionRequired", "nvidia-smi -q"),
+        // A name of a probe newer than this controller.
+        (
+            "RecoverSomethingNewer",
+            false,
+            "RecoveryActionRequired",
+            "nvidia-smi -q",
+        ),
+    ];
+    for (action, ready, reason, words) in rows {
+        let mut report = base.clone();
+        report["node"] = json!("gpu-worker-1");
+        report["gpus"][0]["recoveryAction"] = json!(action);
+        let list = json!({"apiVersion": "v1", "kind": "List", "items": [{
+            "apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "gpuready-probe-gpu-worker-1", "namespace": "gpuready-system",
+                         "labels": {"gpuready.io/probe-report": "true"}},
+            "data": {"report.json": report.to_string()},
+        }]});
+        let (_d, cms) = temp_file("reports.json", list.to_string());
+        let cms = cms.to_str().expect("path");
+        let o = offline_check(
+            &nodes,
+            &profiles,
+            &["--output", "json", "--probe-reports", cms],
+        );
+        let r = json(&o);
+        let n = node(&r, "gpu-worker-1");
+        let h = n["layers"]
+            .as_array()
+            .expect("layers")
+            .iter()
+            .find(|l| l["layer"] == "Health")
+            .expect("Health");
+        assert_eq!(n["ready"], ready, "{action}: {h}");
+        assert_eq!(h["reason"], reason, "{action}: {h}");
+        assert!(
+            h["message"].as_str().is_some_and(|m| m.contains(words)),
+            "{action}: {h}"
+        );
+        // The table says the same.
+        let o = offline_check(&nodes, &profiles, &["--probe-reports", cms]);
+        let table = stdout(&o);
+        let own = table
+            .split("\n\n")
+            .find(|b| b.starts_with("gpu-worker-1:"))
+            .unwrap_or_else(|| panic!("{action}: gpu-worker-1 not in\n{table}"));
+        if !ready {
+            assert!(own.contains(reason), "{action}:\n{own}");
+            assert!(own.contains(words), "{action}:\n{own}");
+        }
+    }
+}
+
+/// The recipe of docs/evidence.md on a cluster without DRA slices, NFD
+/// NodeFeatures or probe reports: each `kubectl get … -o json` writes an empty
+/// List, which is no objects, not bad input. The List as kubectl prints it in
+/// JSON and YAML, and as the API lists it (`ResourceSliceList`), all read
+/// alike. A file that holds no document (the command that wrote it failed), or
+/// an empty list of another kind, is still refused, naming the file.
+#[test]
+fn empty_evidence_lists_are_no_objects() {
+    let kubectl_json =
+        json!({"apiVersion": "v1", "items": [], "kind": "List", "metadata": {"resourceVersion": ""}})
+            .to_string();
+    let kubectl_yaml =
+        "apiVersion: v1\nitems: []\nkind: List\nmetadata:\n  resourceVersion: \"\"\n";
+    let (_d1, slices) = temp_file("slices.json", &kubectl_json);
+    let (_d2, features) = temp_file("nodefeatures.yaml", kubectl_yaml);
+    let (_d3, reports) = temp_file("reports.json", &kubectl_json);
+    let typed = json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceSliceList",
+                       "metadata": {"resourceVersion": "12"}, "items": []});
+    let (_d4, typed) = temp_file("slicelist.json", typed.to_string());
+    let path = |p: &PathBuf| p.to_str().expect("path").to_owned();
+    let without = offline_check(&[good_nodes()], &[good_profiles()], &["-o", "json"]);
+    assert_exit(&without, 0);
+    for slices in [&slices, &typed] {
+        let o = offline_check(
+            &[good_nodes()],
+            &[good_profiles()],
+            &[
+                "-o",
+                "json",
+                "--resource-slices",
+                &path(slices),
+                "--node-features",
+                &path(&features),
+                "--probe-reports",
+                &path(&reports),
+            ],
+        );
+        assert_exit(&o, 0);
+        assert_eq!(
+            json(&o)["nodes"].as_array().map(Vec::len),
+            json(&without)["nodes"].as_array().map(Vec::len),
+        );
+    }
+    // An empty list of nodes is no nodes: nothing to judge, nothing wrong.
+    let (_d5, no_nodes) = temp_file("nodes.json", &kubectl_json);
+    let o = offline_check(&[no_nodes], &[good_profiles()], &["-o", "json"]);
+    assert_exit(&o, 0);
+    assert_eq!(json(&o)["nodes"], json!([]));
+
+    // What is still refused: a file with no document at all, an empty list
+    // of another kind, a list of other objects.
+    let (_d6, empty) = temp_file("slices.json", "");
+    let o = offline_check(
+        &[good_nodes()],
+        &[good_profiles()],
+        &["--resource-slices", &path(&empty)],
+    );
+    assert_refused(
+        &o,
+        &[
+            "slices.json",
+            "no ResourceSlice objects found",
+            "holds no document",
+        ],
+    );
+    let node_list = json!({"apiVersion": "v1", "kind": "NodeList", "items": []});
+    let (_d7, wrong) = temp_file("slices.json", node_list.to_string());
+    let o = offline_check(
+        &[good_nodes()],
+        &[good_profiles()],
+        &["--resource-slices", &path(&wrong)],
+    );
+    assert_refused(
+        &o,
+        &[
+            "slices.json",
+            "document 1",
+            "kind",
+            "an empty list of kind NodeList: expected List or ResourceSliceList",
+        ],
+    );
+    let o = offline_check(
+        &[good_nodes()],
+        &[good_profiles()],
+        &["--node-features", &path(&good_nodes())],
+    );
+    assert_refused(&o, &["nodes.json", "expected NodeFeature"]);
+}
+
 /// `check --output json` lists one entry per DeviceTaintRule in the node's
 /// `changes`, and the table says it in words.
 #[test]

@@ -230,6 +230,71 @@ fn racks_grouped_by_a_label_one_united_one_with_a_minority_tray_one_tied() {
     assert!(message("gb200-rack-e-01").contains("no majority"));
 }
 
+/// Rack A's first tray with NVML's RECOVER_IMEX_DOMAIN on one GPU: its
+/// profile asks for a fabric, so the Fabric layer holds it
+/// (`ImexDomainRecoveryRequired`, what to do in the message) while Health
+/// stays Ready and only says it; the other tray of the rack is untouched.
+#[test]
+fn an_imex_domain_under_recovery_holds_the_tray_at_the_fabric_layer() {
+    let text = std::fs::read_to_string(field("fabric", "probe-reports.json")).expect("fixture");
+    let mut list: Value = serde_json::from_str(&text).expect("json");
+    let cm = list["items"]
+        .as_array_mut()
+        .expect("items")
+        .iter_mut()
+        .find(|c| c["metadata"]["name"] == "gpuready-probe-gb200-rack-a-01")
+        .expect("rack A's first tray");
+    let mut report: Value =
+        serde_json::from_str(cm["data"]["report.json"].as_str().expect("report")).expect("json");
+    report["gpus"][1]["recoveryAction"] = json!("RecoverImexDomain");
+    cm["data"]["report.json"] = json!(report.to_string());
+    let dir = tempfile::tempdir().expect("tempdir");
+    let reports = dir.path().join("probe-reports.json");
+    std::fs::write(&reports, list.to_string()).expect("write");
+    let run = |output: &str| {
+        let o = gpuready()
+            .args(["check", "--now", FIELD_NOW, "-o", output, "--nodes"])
+            .arg(field("fabric", "nodes.json"))
+            .arg("--profiles")
+            .arg(field("fabric", "profiles.yaml"))
+            .arg("--probe-reports")
+            .arg(&reports)
+            .output()
+            .expect("gpuready runs");
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        stdout(&o)
+    };
+    let r: Value = serde_json::from_str(&run("json")).expect("json report");
+    expect(
+        &r,
+        &[
+            (
+                "gb200-rack-a-01",
+                false,
+                "ImexDomainRecoveryRequired",
+                "Fabric",
+                "ProbeReport",
+            ),
+            ("gb200-rack-a-02", true, "Ready", "Fabric", "ProbeReport"),
+        ],
+    );
+    let message = fabric_message(&r, "gb200-rack-a-01");
+    assert!(
+        message.contains("GPU 1 (GPU-") && message.contains("to recover the IMEX domain"),
+        "{message}"
+    );
+    let health = r["nodes"]
+        .as_array()
+        .and_then(|n| n.iter().find(|n| n["name"] == "gb200-rack-a-01"))
+        .and_then(|n| n["layers"].as_array())
+        .and_then(|l| l.iter().find(|l| l["layer"] == "Health"))
+        .cloned()
+        .expect("Health");
+    assert_eq!(health["status"], "Ready", "{health}");
+    let table = run("table");
+    assert!(table.contains("ImexDomainRecoveryRequired"), "{table}");
+}
+
 /// A layer's message, for one node of a `check -o json` report.
 fn fabric_message(report: &Value, name: &str) -> String {
     report["nodes"]

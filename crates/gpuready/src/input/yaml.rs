@@ -43,6 +43,30 @@ const ALIAS_ALLOWANCE: usize = 100_000;
 /// that is the object itself).
 pub type Item = Result<Value, (String, String)>;
 
+/// A document that was a list (it had `items`): its number (from 1), its
+/// `kind` and `apiVersion` where they are text, and how many items it held.
+/// An empty one is what `kubectl get` prints where there is nothing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListDoc {
+    pub doc: usize,
+    pub kind: Option<String>,
+    pub api_version: Option<String>,
+    pub items: usize,
+}
+
+impl ListDoc {
+    /// The list's header, from the document's keys other than `items`.
+    pub fn of(doc: usize, header: &Map<String, Value>, items: usize) -> ListDoc {
+        let text = |k: &str| header.get(k).and_then(Value::as_str).map(str::to_owned);
+        ListDoc {
+            doc,
+            kind: text("kind"),
+            api_version: text("apiVersion"),
+            items,
+        }
+    }
+}
+
 /// Why reading stopped: the text is not YAML, not objects, or past a bound
 /// (document number, message); or the sink's own error.
 pub enum Stop<E> {
@@ -90,10 +114,12 @@ struct Reader<'s, F> {
     next_index: usize,
     had_items: bool,
     line: usize,
+    lists: Vec<ListDoc>,
 }
 
-/// Calls `sink(doc, index, item)` for every object of a YAML stream, in order.
-pub fn for_each_item<E, F>(text: &str, sink: &mut F) -> Result<(), Stop<E>>
+/// Calls `sink(doc, index, item)` for every object of a YAML stream, in order;
+/// returns the documents that were lists.
+pub fn for_each_item<E, F>(text: &str, sink: &mut F) -> Result<Vec<ListDoc>, Stop<E>>
 where
     F: FnMut(usize, Option<usize>, Item) -> Result<(), E>,
 {
@@ -109,6 +135,7 @@ where
         next_index: 0,
         had_items: false,
         line: 1,
+        lists: Vec::new(),
     };
     for event in Parser::new_from_str(text) {
         let (event, span) = event.map_err(|e| Stop::Syntax(reader.doc.max(1), e.to_string()))?;
@@ -127,7 +154,7 @@ where
             break;
         }
     }
-    Ok(())
+    Ok(reader.lists)
 }
 
 impl<E, F> Reader<'_, F>
@@ -210,10 +237,13 @@ where
                     Role::Root => {
                         let error = self.object_error.take();
                         self.object_start = None;
-                        if !self.had_items {
-                            let Body::Map(map, _) = frame.body else {
-                                return Ok(false);
-                            };
+                        let Body::Map(map, _) = frame.body else {
+                            return Ok(false);
+                        };
+                        if self.had_items {
+                            self.lists
+                                .push(ListDoc::of(self.doc, &map, self.next_index));
+                        } else {
                             let item = match error {
                                 Some(e) => Err(e),
                                 None => Ok(Value::Object(map)),
@@ -673,6 +703,29 @@ mod tests {
             ))
         );
         assert_eq!(got[1].2, Ok(json!({"ok": 1})));
+    }
+
+    #[test]
+    fn lists_are_reported_with_their_kind_and_item_count() {
+        let mut sink = |_, _, _| -> Result<(), ()> { Ok(()) };
+        let lists = for_each_item(
+            "apiVersion: v1\nitems: []\nkind: List\nmetadata:\n  resourceVersion: \"\"\n---\n# nothing\n---\nkind: ResourceSliceList\nitems:\n---\nkind: Node\n---\nkind: List\nitems: [{a: 1}, {b: 2}]\n",
+            &mut sink,
+        );
+        let list = |doc, kind: &str, api: Option<&str>, items| ListDoc {
+            doc,
+            kind: Some(kind.to_owned()),
+            api_version: api.map(str::to_owned),
+            items,
+        };
+        assert_eq!(
+            lists.ok(),
+            Some(vec![
+                list(1, "List", Some("v1"), 0),
+                list(3, "ResourceSliceList", None, 0),
+                list(5, "List", None, 2),
+            ])
+        );
     }
 
     #[test]
