@@ -412,6 +412,20 @@ impl ExternalPreset {
         matches!(self, ExternalPreset::GkeDevicePlugin)
     }
 
+    /// How a broken verdict of the preset's agent clears, where it differs
+    /// from "when the agent finds the node healthy again".
+    pub fn clears(self) -> Option<&'static str> {
+        match self {
+            ExternalPreset::GkeDevicePlugin => Some(
+                "the device plugin removes XidCriticalError once the node has rebooted (its message is the boot the XIDs were seen in)",
+            ),
+            ExternalPreset::NodeProblemDetector => Some(
+                "node-problem-detector's log-matched conditions stay True until it restarts: repair the node, then restart node-problem-detector on it",
+            ),
+            _ => None,
+        }
+    }
+
     /// Who writes the preset's conditions, for messages.
     pub fn writer(self) -> &'static str {
         match self {

@@ -123,7 +123,7 @@ fn gke_xids_are_listed_and_an_absent_condition_is_healthy() {
     let profile = "external: {presets: [GkeDevicePlugin], whenMissing: Blocking}";
     judge(profile, &NodeBuilder::gpu("n"))
         .expect(Layer::External, Status::Ready, r::HEALTHY)
-        .mentions(&["not on the node, which is healthy", "XidCriticalError"]);
+        .mentions(&["not on the node, which means healthy", "XidCriticalError"]);
     for (reason, message, says) in [
         (
             r#"{"31":true}"#,

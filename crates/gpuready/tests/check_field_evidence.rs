@@ -172,15 +172,15 @@ fn gke_and_npd_presets_say_what_their_agents_wrote() {
     for (node, says) in [
         (
             "gke-h200-broken",
-            "XidCriticalError=True (XIDs 48, 79; recorded in boot 7d4e2f9a-51c3-4b8e-9f0d-6a2b3c4d5e6f, a reboot clears it)",
+            "XidCriticalError=True (XIDs 48, 79; recorded in boot 7d4e2f9a-51c3-4b8e-9f0d-6a2b3c4d5e6f)",
         ),
         (
             "gke-h200-healthy",
-            "not on the node, which is healthy (written only while a problem holds): GKE's GPU device plugin (preset GkeDevicePlugin): XidCriticalError",
+            "Ready     ExternalSignalsHealthy  NodeConditions    not on the node, which means healthy (written only while a problem holds): GKE's GPU device plugin (preset GkeDevicePlugin): XidCriticalError",
         ),
         (
             "npd-h200-broken",
-            "node-problem-detector (preset NodeProblemDetector): CperHardwareErrorFatal=True (CperHardwareErrorFatal: [Hardware Error]: event severity: fatal)",
+            "node-problem-detector (preset NodeProblemDetector): CperHardwareErrorFatal=True (CperHardwareErrorFatal: [Hardware Error]: event severity: fatal): fix what it names; node-problem-detector's log-matched conditions stay True until it restarts",
         ),
         (
             "npd-h200-healthy",

@@ -29,6 +29,8 @@ struct Wanted {
     writer: String,
     /// Its agent writes it only while a problem holds: absent is healthy.
     absent_is_healthy: bool,
+    /// How a broken verdict of its agent clears, where the agent has its own way.
+    clears: Option<&'static str>,
 }
 
 /// The presets' conditions, then the profile's own; a type named twice is
@@ -44,6 +46,7 @@ fn wanted(spec: &GpuNodeProfileSpec) -> Vec<Wanted> {
             broken_when: c.broken_when,
             writer: "external.conditions".to_owned(),
             absent_is_healthy: false,
+            clears: None,
         });
     }
     for p in &x.presets {
@@ -54,6 +57,7 @@ fn wanted(spec: &GpuNodeProfileSpec) -> Vec<Wanted> {
                     broken_when: *broken_when,
                     writer: format!("{} (preset {})", p.writer(), p.as_str()),
                     absent_is_healthy: p.absent_is_healthy(),
+                    clears: p.clears(),
                 });
             }
         }
@@ -77,6 +81,7 @@ pub(super) fn external_layer(
     let mut absent = Vec::new();
     let mut healthy = Vec::new();
     let mut recheck: Option<u64> = None;
+    let mut clears: Vec<&str> = Vec::new();
     for w in wanted(spec) {
         let Some(c) = facts.outside_conditions.iter().find(|c| c.type_ == w.type_) else {
             if w.absent_is_healthy {
@@ -117,7 +122,15 @@ pub(super) fn external_layer(
             }
         }
         match c.status.as_str() {
-            s if s == w.broken_when.as_str() => broken.push((w.writer, said)),
+            s if s == w.broken_when.as_str() => {
+                let how = w
+                    .clears
+                    .unwrap_or("the condition clears when its agent finds the node healthy again");
+                if !clears.contains(&how) {
+                    clears.push(how);
+                }
+                broken.push((w.writer, said));
+            }
             "True" | "False" => healthy.push((w.writer, said)),
             _ => unknowns.push((w.writer, said)),
         }
@@ -126,8 +139,9 @@ pub(super) fn external_layer(
         not_ready(
             reasons::BROKEN,
             format!(
-                "an outside judge calls the node broken: {}: fix what it names; the condition clears when its agent finds the node healthy again",
-                by_writer(&broken)
+                "an outside judge calls the node broken: {}: fix what it names; {}",
+                by_writer(&broken),
+                clears.join("; ")
             ),
         )
     } else if !stale.is_empty() {
@@ -154,27 +168,29 @@ pub(super) fn external_layer(
             _ => unknown(reasons::MISSING, message),
         }
     } else {
-        let mut message = if healthy.is_empty() {
-            "no named outside condition is on the node".to_owned()
-        } else {
-            format!(
+        let mut parts = Vec::new();
+        if !healthy.is_empty() {
+            parts.push(format!(
                 "every outside verdict read is healthy: {}",
                 by_writer(&healthy)
-            )
-        };
-        if !missing.is_empty() {
-            message.push_str(&format!(
-                "; not on the node (ignored, external.whenMissing Ignore): {}",
-                by_writer(&missing)
             ));
         }
         if !absent.is_empty() {
-            message.push_str(&format!(
-                "; not on the node, which is healthy (written only while a problem holds): {}",
+            parts.push(format!(
+                "not on the node, which means healthy (written only while a problem holds): {}",
                 by_writer(&absent)
             ));
         }
-        ready(reasons::HEALTHY, message)
+        if parts.is_empty() {
+            parts.push("no named outside condition is on the node".to_owned());
+        }
+        if !missing.is_empty() {
+            parts.push(format!(
+                "not on the node (ignored, external.whenMissing Ignore): {}",
+                by_writer(&missing)
+            ));
+        }
+        ready(reasons::HEALTHY, parts.join("; "))
     };
     (v.via(Source::NodeConditions), recheck)
 }
@@ -190,7 +206,7 @@ fn details(c: &k8s_openapi::api::core::v1::NodeCondition) -> String {
         return match message {
             "" => format!(" ({xids})"),
             m if m.starts_with("GPU-") => format!(" ({xids} on {m})"),
-            m => format!(" ({xids}; recorded in boot {m}, a reboot clears it)"),
+            m => format!(" ({xids}; recorded in boot {m})"),
         };
     }
     match (reason, message) {
