@@ -380,11 +380,16 @@ async fn other_gates_are_named_and_left_alone() {
     annotate(json!("true"), json!(true)).await;
     let m = eventually(30, "NodeWright's persistent cordon named", || async {
         Some(gpu_ready_message(&get_node(&client, "gpu-1").await)).filter(|m| {
-            m.contains("NodeWright (spec.unschedulable, nodewright.nvidia.com/runtimeRequiredCordon)")
+            m.contains(
+                "NodeWright (spec.unschedulable, nodewright.nvidia.com/runtimeRequiredCordon)",
+            )
         })
     })
     .await;
-    assert!(m.contains("released when an outside validator removes"), "{m}");
+    assert!(
+        m.contains("released when an outside validator removes"),
+        "{m}"
+    );
     eventually(30, "the profile counts it under NodeWright", || async {
         let s = get_profile(&client, "gates").await.status?;
         let held: Vec<(String, i32)> = s
