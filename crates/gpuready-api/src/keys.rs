@@ -383,6 +383,25 @@ pub mod external {
         ("GcmDcgmiNvlinkStatusProblem", BrokenWhen::True),
         ("GcmDcgmiDiagProblem", BrokenWhen::True),
     ];
+    /// GKE's GPU device plugin (GoogleCloudPlatform/container-engine-accelerators
+    /// `pkg/gpu/nvidia/health_check/health_checker.go`, PR #497 and #516):
+    /// added `True` when a critical XID is seen, its reason a JSON object of
+    /// the XIDs (`{"48":true,"79":true}`), its message the node's boot ID;
+    /// removed once the node has rebooted. Absent on a healthy node.
+    pub const GKE: &[(&str, BrokenWhen)] = &[(GKE_XID_CRITICAL_ERROR, BrokenWhen::True)];
+    /// The condition type of [`GKE`].
+    pub const GKE_XID_CRITICAL_ERROR: &str = "XidCriticalError";
+    /// node-problem-detector's permanent node conditions that GPU remediation
+    /// treats as fatal (kubernetes/node-problem-detector `config/kernel-monitor.json`
+    /// and `config/readonly-monitor.json`; NVSentinel's opt-in
+    /// `values-npd-remediation.yaml` replaces the node on the last three):
+    /// `False` from NPD's start while healthy, `True` names the fault.
+    pub const NPD: &[(&str, BrokenWhen)] = &[
+        ("KernelDeadlock", BrokenWhen::True),
+        ("ReadonlyFilesystem", BrokenWhen::True),
+        ("XfsShutdown", BrokenWhen::True),
+        ("CperHardwareErrorFatal", BrokenWhen::True),
+    ];
 
     /// Ready: every outside condition read says healthy.
     pub const HEALTHY: &str = "ExternalSignalsHealthy";
@@ -445,6 +464,40 @@ pub mod lifecycle {
     /// gpuready's own default): every key there that is not gpuready's belongs
     /// to another gate.
     pub const READINESS_TAINT_PREFIX: &str = "readiness.k8s.io/";
+    /// NVSentinel's fault-handling state (NVIDIA/NVSentinel
+    /// `commons/pkg/statemanager/statemanager.go`): absent on a healthy node,
+    /// else one of [`NVSENTINEL_STATES`] while it quarantines (cordons),
+    /// drains and remediates the node.
+    pub const NVSENTINEL_STATE: &str = "dgxc.nvidia.com/nvsentinel-state";
+    /// The values of [`NVSENTINEL_STATE`], in the order NVSentinel moves a
+    /// node through them; `drain-failed` and `remediation-failed` are terminal.
+    pub const NVSENTINEL_STATES: [&str; 7] = [
+        "quarantined",
+        "draining",
+        "drain-succeeded",
+        "drain-failed",
+        "remediating",
+        "remediation-succeeded",
+        "remediation-failed",
+    ];
+    /// NVSentinel's release taint (ADR-040, NVIDIA/NVSentinel PR #1316): the
+    /// node is handed to an external remediation system; the value is the
+    /// ExternalRemediationRequest's name.
+    pub const NVSENTINEL_EXTERNAL_REMEDIATION_TAINT: &str =
+        "nvsentinel.nvidia.com/external-remediation";
+    /// NodeWright's persistent cordon (`runtimeRequiredCordonAfter`,
+    /// NVIDIA/nodewright PR #401, `docs/runtime_required.md`): set with the
+    /// cordon when the runtime-required taint comes off; an outside validator
+    /// releases the node by removing it and uncordoning in one patch.
+    pub const NODEWRIGHT_RUNTIME_REQUIRED_CORDON: &str =
+        "nodewright.nvidia.com/runtimeRequiredCordon";
+    /// NodeWright's cordon ownership, one annotation per NodeWright whose
+    /// interrupt holds the node (`cordon_<name>`; NodeWright
+    /// `docs/architecture/interrupt-flow.md`).
+    pub const NODEWRIGHT_CORDON_PREFIX: &str = "nodewright.nvidia.com/cordon_";
+    /// The same under NodeWright's former name, Skyhook
+    /// (`operator/internal/wrapper/node.go`).
+    pub const SKYHOOK_CORDON_PREFIX: &str = "skyhook.nvidia.com/cordon_";
     /// Written by an operator, never by gpuready: when the node's GPUs were
     /// repaired, as an RFC 3339 time (every GPU) or a JSON object of GPU UUID
     /// to RFC 3339 time. Faults recorded before it no longer count.

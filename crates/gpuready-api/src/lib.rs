@@ -20,6 +20,6 @@ pub use profile::{
     DeviceTaintEffect, Escalation, EvidenceMode, ExternalCondition, ExternalPreset,
     ExternalSignals, FabricExpectation, Family, GpuExpectation, GpuNodeProfile, GpuNodeProfileSpec,
     GpuNodeProfileStatus, ImexMode, LifecycleNode, MaintenanceRules, MigExpectation, Mode,
-    NotReadyDeadline, NotReadyNode, ProbeExpectation, ProbePolicy, TaintEffect, TaintPolicy,
-    TaintSpec, Workload,
+    NeighbourSystem, NotReadyDeadline, NotReadyNode, ProbeExpectation, ProbePolicy, SystemCount,
+    TaintEffect, TaintPolicy, TaintSpec, Workload,
 };

@@ -380,6 +380,14 @@ pub enum ExternalPreset {
     NebiusGpuHealthChecks,
     /// Meta GCM health checks under node-problem-detector (`GcmXidErrorsProblem`, …), broken when `True`.
     MetaGcmHealthChecks,
+    /// GKE's GPU device plugin: `XidCriticalError`, broken when `True` (its
+    /// reason lists the XIDs); the plugin writes it only on a critical XID,
+    /// so its absence is healthy, whatever `whenMissing` says.
+    GkeDevicePlugin,
+    /// node-problem-detector's generic node faults GPU remediation treats as
+    /// fatal: `KernelDeadlock`, `ReadonlyFilesystem`, `XfsShutdown`,
+    /// `CperHardwareErrorFatal`, broken when `True`.
+    NodeProblemDetector,
 }
 
 impl ExternalPreset {
@@ -391,6 +399,30 @@ impl ExternalPreset {
             ExternalPreset::AksNodeProblemDetector => e::AKS,
             ExternalPreset::NebiusGpuHealthChecks => e::NEBIUS,
             ExternalPreset::MetaGcmHealthChecks => e::META_GCM,
+            ExternalPreset::GkeDevicePlugin => e::GKE,
+            ExternalPreset::NodeProblemDetector => e::NPD,
+        }
+    }
+
+    /// Whether the preset's agent writes its conditions only while a problem
+    /// holds, so a condition the node does not carry means healthy (never
+    /// `ExternalSignalMissing`). The other presets' agents write theirs
+    /// healthy too; an absent one is judged by `whenMissing`.
+    pub fn absent_is_healthy(self) -> bool {
+        matches!(self, ExternalPreset::GkeDevicePlugin)
+    }
+
+    /// How a broken verdict of the preset's agent clears, where it differs
+    /// from "when the agent finds the node healthy again".
+    pub fn clears(self) -> Option<&'static str> {
+        match self {
+            ExternalPreset::GkeDevicePlugin => Some(
+                "the device plugin removes XidCriticalError once the node has rebooted (its message is the boot the XIDs were seen in)",
+            ),
+            ExternalPreset::NodeProblemDetector => Some(
+                "node-problem-detector's log-matched conditions stay True until it restarts: repair the node, then restart node-problem-detector on it",
+            ),
+            _ => None,
         }
     }
 
@@ -401,6 +433,8 @@ impl ExternalPreset {
             ExternalPreset::AksNodeProblemDetector => "AKS's node-problem-detector",
             ExternalPreset::NebiusGpuHealthChecks => "Nebius Managed Kubernetes' GPU health checks",
             ExternalPreset::MetaGcmHealthChecks => "Meta GCM's node-problem-detector checks",
+            ExternalPreset::GkeDevicePlugin => "GKE's GPU device plugin",
+            ExternalPreset::NodeProblemDetector => "node-problem-detector",
         }
     }
 
@@ -410,6 +444,8 @@ impl ExternalPreset {
             ExternalPreset::AksNodeProblemDetector => "AksNodeProblemDetector",
             ExternalPreset::NebiusGpuHealthChecks => "NebiusGpuHealthChecks",
             ExternalPreset::MetaGcmHealthChecks => "MetaGcmHealthChecks",
+            ExternalPreset::GkeDevicePlugin => "GkeDevicePlugin",
+            ExternalPreset::NodeProblemDetector => "NodeProblemDetector",
         }
     }
 }
@@ -972,6 +1008,65 @@ pub struct GpuNodeProfileStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 20))]
     pub escalations: Vec<DeviceEscalation>,
+    /// Governed nodes another system holds out of service (its taint, its
+    /// cordon, its state label), by system: NVSentinel, NodeWright, the GPU
+    /// operator's upgrade cordon, a node-readiness-controller rule, or Other
+    /// (a cordon no known system marks). A node two systems hold counts
+    /// under each; only systems holding a node are listed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(length(max = 5))]
+    #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["system"]))]
+    pub held_by_system: Vec<SystemCount>,
+}
+
+/// Another system that holds GPU nodes out of service, as gpuready names it
+/// (docs/operations.md, "Other systems on the node").
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+pub enum NeighbourSystem {
+    /// NVIDIA NVSentinel: its state label, its external-remediation taint.
+    #[serde(rename = "NVSentinel")]
+    NvSentinel,
+    /// NVIDIA NodeWright (formerly Skyhook): its runtime-required taint, its cordons.
+    NodeWright,
+    /// The NVIDIA GPU operator's driver-upgrade cordon.
+    #[serde(rename = "GPUOperator")]
+    GpuOperator,
+    /// A node-readiness-controller rule (a `readiness.k8s.io/` taint not gpuready's).
+    NodeReadinessController,
+    /// A cordon no known system marks: an admin's, or another controller's.
+    Other,
+}
+
+impl NeighbourSystem {
+    /// Every system, in the order status lists them.
+    pub const ALL: [NeighbourSystem; 5] = [
+        NeighbourSystem::NvSentinel,
+        NeighbourSystem::NodeWright,
+        NeighbourSystem::GpuOperator,
+        NeighbourSystem::NodeReadinessController,
+        NeighbourSystem::Other,
+    ];
+
+    /// The name as status and messages spell it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            NeighbourSystem::NvSentinel => "NVSentinel",
+            NeighbourSystem::NodeWright => "NodeWright",
+            NeighbourSystem::GpuOperator => "GPUOperator",
+            NeighbourSystem::NodeReadinessController => "NodeReadinessController",
+            NeighbourSystem::Other => "Other",
+        }
+    }
+}
+
+/// How many of a profile's nodes one system holds.
+#[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SystemCount {
+    pub system: NeighbourSystem,
+    pub nodes: i32,
 }
 
 /// One device's escalation to `NoExecute`.

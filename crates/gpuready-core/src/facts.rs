@@ -91,6 +91,9 @@ pub struct NodeFacts {
     pub unschedulable: bool,
     /// The operator's repair annotation, as written (judged in `lifecycle`).
     pub repaired_at: Option<String>,
+    /// Other systems' annotations `lifecycle` reads to name who holds a
+    /// cordon (NodeWright's; [`crate::neighbours::is_neighbour_annotation`]).
+    pub neighbour_annotations: BTreeMap<String, String>,
 }
 
 /// The label keys gpuready's labels annotation (`keys::ANNOTATION_LABELS`)
@@ -116,6 +119,13 @@ pub fn is_own_condition(type_: &str) -> bool {
         || type_
             .strip_prefix(keys::CONDITION_LAYER_PREFIX)
             .is_some_and(|layer| gpuready_api::Layer::every().any(|l| l.as_str() == layer))
+}
+
+/// Whether the engine reads a node annotation: gpuready's own
+/// (`gpuready.io/`) and other systems' marks of a cordon. The controller's
+/// node cache keeps exactly these.
+pub fn is_read_annotation(key: &str) -> bool {
+    key.starts_with(keys::KEY_PREFIX) || crate::neighbours::is_neighbour_annotation(key)
 }
 
 /// kubelet's conditions besides `Ready`: no profile's External layer reads
@@ -238,6 +248,12 @@ impl NodeFacts {
             repaired_at: annotations
                 .and_then(|a| a.get(keys::lifecycle::ANNOTATION_REPAIRED_AT))
                 .cloned(),
+            neighbour_annotations: annotations
+                .into_iter()
+                .flatten()
+                .filter(|(k, _)| crate::neighbours::is_neighbour_annotation(k))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect(),
             name,
             labels,
             probe: None,

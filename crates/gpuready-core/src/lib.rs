@@ -10,6 +10,7 @@ pub mod evidence;
 pub mod facts;
 pub mod field;
 pub mod gfd;
+pub mod neighbours;
 pub mod probe;
 pub mod product;
 pub mod repair;

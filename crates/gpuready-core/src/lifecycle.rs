@@ -2,16 +2,17 @@
 //! (a driver upgrade, a MIG change, paused operands), its bad ends, and the
 //! readiness gates other systems hold on the node. Maintenance is not failure:
 //! such a node stays gated under its own reason and is counted apart, so an
-//! upgrade wave pages no one and trips no brake. Pure: labels, taints and the
-//! `GpuReady` condition are inputs, time is an input.
+//! upgrade wave pages no one and trips no brake. Who holds the node besides
+//! is named by the table in `neighbours`. Pure: labels, taints, annotations
+//! and the `GpuReady` condition are inputs, time is an input.
 
 use gpuready_api::GpuNodeProfileSpec;
 use gpuready_api::keys::{self, lifecycle as lc, nvidia, reasons};
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Taint;
 use serde::Serialize;
 
 use crate::facts::NodeFacts;
+use crate::neighbours::{self, Gate, NeighbourSystem, NodeMarks};
 use crate::repair::RepairOutcome;
 
 /// Maintenance, or the way it ended badly.
@@ -35,10 +36,14 @@ pub struct Maintenance {
 pub struct Lifecycle {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub maintenance: Option<Maintenance>,
-    /// Other readiness gates on the node, each as `key=value:Effect (owner)`
-    /// or the cordon; gpuready never touches them.
+    /// Other systems' holds on the node, each named with what it is doing
+    /// and what releases it; gpuready never touches them.
     #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub gates: Vec<String>,
+    pub gates: Vec<Gate>,
+    /// The GPU operator's upgrade cordon: part of the maintenance, so no
+    /// other gate, but a hold by a named system all the same.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub upgrade_cordon: Option<Gate>,
     /// The operator's repair annotation and what it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub repair: Option<RepairOutcome>,
@@ -51,6 +56,37 @@ impl Lifecycle {
     /// No maintenance and no other gate: nothing to report.
     pub fn is_quiet(&self) -> bool {
         self.maintenance.is_none() && self.gates.is_empty() && self.repair.is_none()
+    }
+
+    /// Every system that holds the node, once each, in status order.
+    pub fn held_by(&self) -> Vec<NeighbourSystem> {
+        let mut out: Vec<NeighbourSystem> = self
+            .gates
+            .iter()
+            .chain(&self.upgrade_cordon)
+            .map(|g| g.system)
+            .collect();
+        out.sort();
+        out.dedup();
+        out
+    }
+
+    /// The other gates, short (`NodeWright (nodewright.nvidia.com=…)`), `; `-joined.
+    pub fn gates_short(&self) -> String {
+        self.gates
+            .iter()
+            .map(Gate::short)
+            .collect::<Vec<_>>()
+            .join("; ")
+    }
+
+    /// The other gates, each with what it is doing and what releases it.
+    pub fn gates_described(&self) -> String {
+        self.gates
+            .iter()
+            .map(Gate::describe)
+            .collect::<Vec<_>>()
+            .join("; ")
     }
 }
 
@@ -65,12 +101,22 @@ fn upgrade_step(state: &str) -> Option<usize> {
 
 /// The node's lifecycle under `spec` at `now`.
 pub fn judge(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) -> Lifecycle {
+    let upgrade_cordon = upgrade_owns_cordon(facts);
     let mut out = Lifecycle {
         maintenance: maintenance(facts),
-        gates: gates(spec, facts, upgrade_owns_cordon(facts)),
+        gates: gates(spec, facts, upgrade_cordon),
+        upgrade_cordon: upgrade_cordon
+            .filter(|_| facts.unschedulable)
+            .map(neighbours::upgrade_cordon),
         repair: None,
         recheck_after_seconds: None,
     };
+    // The maintenance names the cordon that comes with it, and what lifts it.
+    if let (Some(m), Some(g)) = (out.maintenance.as_mut(), &out.upgrade_cordon)
+        && (m.reason == lc::DRIVER_UPGRADE_IN_PROGRESS || m.reason == lc::DRIVER_UPGRADE_FAILED)
+    {
+        m.message.push_str(&format!("; held by {}", g.describe()));
+    }
     if let Some(m) = &out.maintenance
         && !m.failed
         && let Some(limit) = spec.maintenance.as_ref().and_then(|r| r.deadline_seconds)
@@ -190,12 +236,13 @@ fn maintenance(facts: &NodeFacts) -> Option<Maintenance> {
 
 /// The upgrade controller cordons the node from cordon-required on and keeps
 /// it cordoned when the upgrade fails: that cordon is part of the
-/// maintenance, not another gate.
-fn upgrade_owns_cordon(facts: &NodeFacts) -> bool {
+/// maintenance, not another gate. The state, when it does.
+fn upgrade_owns_cordon(facts: &NodeFacts) -> Option<&str> {
     facts
         .labels
         .get(lc::DRIVER_UPGRADE_STATE)
-        .is_some_and(|s| upgrade_step(s).is_some() || s == lc::UPGRADE_FAILED)
+        .map(String::as_str)
+        .filter(|s| upgrade_step(s).is_some() || *s == lc::UPGRADE_FAILED)
 }
 
 /// `device-plugin=paused-for-driver-upgrade`, … for every paused operand.
@@ -219,12 +266,11 @@ fn paused_note(paused: &[String]) -> String {
     }
 }
 
-/// Readiness gates other systems hold: NodeWright's startup taint (and its
-/// Skyhook name), any `readiness.k8s.io/` taint that is not gpuready's, and a
-/// cordon — gpuready never cordons, so every cordon is someone else's (the
-/// upgrade controller's is its maintenance: `upgrade_cordon`). Only effects
-/// that keep pods off count (`PreferNoSchedule` does not).
-fn gates(spec: &GpuNodeProfileSpec, facts: &NodeFacts, upgrade_cordon: bool) -> Vec<String> {
+/// Other systems' holds (`neighbours::KNOWN`): NVSentinel, NodeWright, a
+/// `readiness.k8s.io/` taint that is not gpuready's, a cordon (gpuready never
+/// cordons, so every cordon is someone's; the upgrade controller's is its
+/// maintenance: `upgrade_cordon`).
+fn gates(spec: &GpuNodeProfileSpec, facts: &NodeFacts, upgrade_cordon: Option<&str>) -> Vec<Gate> {
     // gpuready's own keys, whichever profile or release set them: the
     // profile's, the one its annotation records, the default's.
     let ours = |key: &str| {
@@ -233,34 +279,14 @@ fn gates(spec: &GpuNodeProfileSpec, facts: &NodeFacts, upgrade_cordon: bool) -> 
             || keys::PREVIOUS_DEFAULT_TAINT_KEYS.contains(&key)
             || facts.owned.taint.as_ref().is_some_and(|(k, _)| k == key)
     };
-    let mut out: Vec<String> = facts
-        .taints
-        .iter()
-        .filter(|t| t.effect == "NoSchedule" || t.effect == "NoExecute")
-        .filter_map(|t| {
-            let owner = match t.key.as_str() {
-                lc::NODEWRIGHT_TAINT => "NVIDIA NodeWright node tuning",
-                lc::SKYHOOK_TAINT => "NVIDIA NodeWright node tuning, former Skyhook key",
-                k if k.starts_with(lc::READINESS_TAINT_PREFIX) && !ours(k) => {
-                    "another readiness controller"
-                }
-                _ => return None,
-            };
-            Some(format!("{} ({owner})", describe_taint(t)))
-        })
-        .collect();
-    if facts.unschedulable && !upgrade_cordon {
-        out.push("spec.unschedulable (cordoned by an admin or another controller)".to_owned());
-    }
-    out
-}
-
-/// `key=value:Effect`, or `key:Effect` without a value.
-pub fn describe_taint(t: &Taint) -> String {
-    match t.value.as_deref() {
-        Some(v) if !v.is_empty() => format!("{}={v}:{}", t.key, t.effect),
-        _ => format!("{}:{}", t.key, t.effect),
-    }
+    neighbours::gates(&NodeMarks {
+        taints: &facts.taints,
+        labels: &facts.labels,
+        annotations: &facts.neighbour_annotations,
+        unschedulable: facts.unschedulable,
+        upgrade_cordon: upgrade_cordon.is_some(),
+        ours: &ours,
+    })
 }
 
 #[cfg(test)]

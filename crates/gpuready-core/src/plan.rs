@@ -315,7 +315,7 @@ pub fn gpu_ready_condition(profile: &str, report: &LayerReport) -> DesiredCondit
                 reason: keys::lifecycle::WAITING_FOR_GATE.into(),
                 message: format!(
                     "every gating layer is Ready under GpuNodeProfile {profile}, but another readiness gate holds the node: {}; it takes no GPU work until that is gone (gpuready leaves other gates to their owners, and does not hold its own taint for them){}",
-                    gates.join("; "),
+                    report.lifecycle.gates_described(),
                     trailing_notes(report)
                 ),
             };
@@ -363,7 +363,7 @@ pub fn gpu_ready_condition(profile: &str, report: &LayerReport) -> DesiredCondit
     if !gates.is_empty() {
         message.push_str(&format!(
             "; also held by another readiness gate: {}",
-            gates.join("; ")
+            report.lifecycle.gates_short()
         ));
     }
     if let Some(e) = &report.node_escalation {

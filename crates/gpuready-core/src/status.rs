@@ -360,6 +360,14 @@ pub fn status_from_tally(
                 ..e.clone()
             })
             .collect(),
+        held_by_system: tally
+            .held_by
+            .iter()
+            .map(|(system, n)| gpuready_api::SystemCount {
+                system: *system,
+                nodes: i32::try_from(*n).unwrap_or(i32::MAX),
+            })
+            .collect(),
     }
 }
 

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use gpuready_api::Layer;
+use gpuready_api::{Layer, NeighbourSystem};
 use serde::Serialize;
 
 use crate::assess::{GovernanceKind, NodeAssessment};
@@ -121,6 +121,8 @@ pub struct NodeVerdict {
     pub tainted_devices: Vec<String>,
     /// Devices whose rule escalates to `NoExecute`, with the server's report.
     pub escalations: Vec<gpuready_api::DeviceEscalation>,
+    /// The other systems that hold the node, once each (governed nodes only).
+    pub held_by: Vec<NeighbourSystem>,
 }
 
 impl NodeVerdict {
@@ -143,7 +145,7 @@ impl NodeVerdict {
                     .as_ref()
                     .map(|m| m.detail.clone())
                     .unwrap_or_default(),
-                NodeState::WaitingForGate => a.lifecycle.gates.join("; "),
+                NodeState::WaitingForGate => a.lifecycle.gates_short(),
                 NodeState::Ready | NodeState::NotReady => String::new(),
             },
             observe: a.observe,
@@ -170,6 +172,11 @@ impl NodeVerdict {
                 .collect(),
             tainted_devices: a.tainted_devices.clone(),
             escalations: a.escalations.clone(),
+            held_by: if a.governance == GovernanceKind::Governed {
+                a.lifecycle.held_by()
+            } else {
+                Vec::new()
+            },
         })
     }
 }
@@ -227,6 +234,8 @@ pub struct ProfileTally {
     pub tainted_devices: BTreeMap<String, Vec<String>>,
     /// Node → its escalating devices, in name order.
     pub escalations: BTreeMap<String, Vec<gpuready_api::DeviceEscalation>>,
+    /// Governed nodes each other system holds (a node two hold counts under both).
+    pub held_by: BTreeMap<NeighbourSystem, usize>,
 }
 
 impl ProfileTally {
@@ -243,6 +252,9 @@ fn dec(n: &mut usize) {
 impl ProfileTally {
     pub fn add(&mut self, node: &str, v: &NodeVerdict) {
         self.counts.add(v.governance, v.state);
+        for s in &v.held_by {
+            *self.held_by.entry(*s).or_default() += 1;
+        }
         if !v.tainted_devices.is_empty() {
             self.tainted_devices
                 .insert(node.to_owned(), v.tainted_devices.clone());
@@ -297,6 +309,14 @@ impl ProfileTally {
     /// Undoes [`ProfileTally::add`] of the same verdict.
     pub fn remove(&mut self, node: &str, v: &NodeVerdict) {
         self.counts.remove(v.governance, v.state);
+        for s in &v.held_by {
+            if let Some(n) = self.held_by.get_mut(s) {
+                dec(n);
+                if *n == 0 {
+                    self.held_by.remove(s);
+                }
+            }
+        }
         self.tainted_devices.remove(node);
         self.escalations.remove(node);
         self.maintenance.remove(node);
@@ -438,6 +458,7 @@ mod tests {
             summary_layer: "Driver".into(),
             tainted_devices: vec![],
             escalations: vec![],
+            held_by: vec![],
             layers: vec![LayerVerdict {
                 layer: Layer::Driver,
                 status: if layer_reason.is_some() {
@@ -504,6 +525,28 @@ mod tests {
         t.set("a", None);
         assert!(t.profile("p").is_none());
         assert_eq!(t.nodes(), 0);
+    }
+
+    #[test]
+    fn systems_holding_nodes_are_counted_and_undone_cleanly() {
+        use NeighbourSystem::{NodeWright, NvSentinel};
+        let held = |systems: &[NeighbourSystem]| NodeVerdict {
+            held_by: systems.to_vec(),
+            ..verdict(&["p"], false, None)
+        };
+        let mut t = Tally::default();
+        t.set("a", Some(held(&[NvSentinel, NodeWright])));
+        t.set("b", Some(held(&[NvSentinel])));
+        let counts = |t: &Tally| {
+            t.profile("p")
+                .map(|p| p.held_by.clone().into_iter().collect::<Vec<_>>())
+                .unwrap_or_default()
+        };
+        assert_eq!(counts(&t), [(NvSentinel, 2), (NodeWright, 1)]);
+        t.set("a", Some(held(&[])));
+        assert_eq!(counts(&t), [(NvSentinel, 1)]);
+        t.set("b", None);
+        assert_eq!(counts(&t), []);
     }
 
     #[test]

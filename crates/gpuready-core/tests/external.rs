@@ -23,8 +23,12 @@ struct Table {
 #[derive(Deserialize)]
 struct PresetCase {
     preset: String,
+    /// Empty for an agent that writes its condition only on a problem.
     healthy: Vec<Cond>,
     broken: Vec<Cond>,
+    /// More the broken verdict's message must say.
+    #[serde(default)]
+    mentions: Vec<String>,
 }
 
 #[derive(Deserialize, Clone)]
@@ -64,27 +68,37 @@ fn table() -> Table {
 #[test]
 fn each_preset_reads_its_documented_conditions_healthy_and_broken() {
     let t = table();
-    assert_eq!(t.cases.len(), 4, "one case per preset");
+    assert_eq!(t.cases.len(), 6, "one case per preset");
     for case in &t.cases {
         let profile = format!("external: {{presets: [{}]}}", case.preset);
         let ok = judge(&profile, &node_with(&case.healthy, 30));
         let l = ok.expect(Layer::External, Status::Ready, r::HEALTHY);
         assert_eq!(l.evidence, Source::NodeConditions, "{}", case.preset);
-        l.mentions(&[&case.healthy[0].type_, &format!("(preset {})", case.preset)]);
+        let first = case.healthy.first().unwrap_or(&case.broken[0]);
+        l.mentions(&[&first.type_, &format!("(preset {})", case.preset)]);
         assert!(ok.ready(), "{}: {ok:?}", case.preset);
 
         let bad = judge(&profile, &node_with(&case.broken, 30));
+        // The broken condition: the one whose status differs from its
+        // healthy twin (or any, where the healthy node carries none).
         let broken = case
             .broken
             .iter()
-            .find(|c| c.status != case.healthy[0].status || c.type_ != case.healthy[0].type_)
+            .find(|c| {
+                !case
+                    .healthy
+                    .iter()
+                    .any(|h| h.type_ == c.type_ && h.status == c.status)
+            })
             .expect("a broken condition");
+        let mut want = vec![format!("{}={}", broken.type_, broken.status)];
+        if case.mentions.is_empty() {
+            want.push(broken.reason.clone());
+            want.push(broken.message.clone());
+        }
+        want.extend(case.mentions.iter().cloned());
         bad.expect(Layer::External, Status::NotReady, r::BROKEN)
-            .mentions(&[
-                &format!("{}={}", broken.type_, broken.status),
-                &broken.reason,
-                &broken.message,
-            ]);
+            .mentions(&want.iter().map(String::as_str).collect::<Vec<_>>());
         assert!(!bad.ready(), "{}", case.preset);
         assert_eq!(
             bad.first_failure().map(|l| l.layer),
@@ -93,6 +107,83 @@ fn each_preset_reads_its_documented_conditions_healthy_and_broken() {
             case.preset
         );
     }
+}
+
+/// GKE's device plugin writes `XidCriticalError` only on a critical XID: a
+/// node without it is healthy whatever `whenMissing` says, and a reason that
+/// is not the plugin's JSON object is shown as written.
+#[test]
+fn gke_xids_are_listed_and_an_absent_condition_is_healthy() {
+    let xid = |reason: &str, message: &str| Cond {
+        type_: "XidCriticalError".into(),
+        status: "True".into(),
+        reason: reason.into(),
+        message: message.into(),
+    };
+    let profile = "external: {presets: [GkeDevicePlugin], whenMissing: Blocking}";
+    judge(profile, &NodeBuilder::gpu("n"))
+        .expect(Layer::External, Status::Ready, r::HEALTHY)
+        .mentions(&["not on the node, which means healthy", "XidCriticalError"]);
+    for (reason, message, says) in [
+        (
+            r#"{"31":true}"#,
+            "boot-1",
+            "XidCriticalError=True (XID 31; recorded in boot boot-1",
+        ),
+        // Numbers in numeric order.
+        (
+            r#"{"119":true,"48":true,"79":true}"#,
+            "",
+            "(XIDs 48, 79, 119)",
+        ),
+        // A GPU's UUID, should a plugin write one.
+        (r#"{"48":true}"#, "GPU-5f1c", "(XID 48 on GPU-5f1c)"),
+        // Not the plugin's JSON: as written, never a panic.
+        (
+            "XidCriticalError",
+            "GPU fell off the bus",
+            "(XidCriticalError: GPU fell off the bus)",
+        ),
+        ("{not json", "", "({not json)"),
+        ("{}", "boot-1", "({}: boot-1)"),
+        (r#"{"48":false}"#, "", r#"({"48":false})"#),
+        ("[48, 79]", "", "([48, 79])"),
+    ] {
+        judge(profile, &node_with(&[xid(reason, message)], 30))
+            .expect(Layer::External, Status::NotReady, r::BROKEN)
+            .mentions(&[says]);
+    }
+}
+
+/// node-problem-detector writes a configured monitor's conditions `False`
+/// from its start: one it does not write (an NPD before v0.8.21 has no CPER
+/// rule, a setup without readonly-monitor.json) is judged by `whenMissing`.
+#[test]
+fn npd_conditions_an_older_npd_does_not_write_follow_when_missing() {
+    let t = table();
+    let npd = t
+        .cases
+        .iter()
+        .find(|c| c.preset == "NodeProblemDetector")
+        .expect("npd case");
+    let without_cper: Vec<Cond> = npd
+        .healthy
+        .iter()
+        .filter(|c| c.type_ != "CperHardwareErrorFatal")
+        .cloned()
+        .collect();
+    judge(
+        "external: {presets: [NodeProblemDetector]}",
+        &node_with(&without_cper, 30),
+    )
+    .expect(Layer::External, Status::Ready, r::HEALTHY)
+    .mentions(&["(ignored, external.whenMissing Ignore): node-problem-detector (preset NodeProblemDetector): CperHardwareErrorFatal"]);
+    judge(
+        "external: {presets: [NodeProblemDetector], whenMissing: Unknown}",
+        &node_with(&without_cper, 30),
+    )
+    .expect(Layer::External, Status::Unknown, r::MISSING)
+    .mentions(&["CperHardwareErrorFatal"]);
 }
 
 #[test]

@@ -7,6 +7,7 @@
 mod common;
 
 use common::*;
+use gpuready_api::NeighbourSystem;
 use gpuready_api::keys::{self, lifecycle as lc, nvidia};
 use gpuready_core::report::NodeState;
 use gpuready_core::tally::ProfileTally;
@@ -227,7 +228,8 @@ fn rows() -> Vec<Row> {
             state: NodeState::WaitingForGate,
             reason: lc::WAITING_FOR_GATE,
             mentions: &[
-                "nodewright.nvidia.com=runtime-required:NoSchedule (NVIDIA NodeWright node tuning)",
+                "NodeWright (nodewright.nvidia.com=runtime-required:NoSchedule): applying its runtime-required packages",
+                "released when every runtime-required NodeWright completes on this node",
                 "every gating layer is Ready",
             ],
             tainted: false,
@@ -238,7 +240,7 @@ fn rows() -> Vec<Row> {
             profile: "",
             state: NodeState::WaitingForGate,
             reason: lc::WAITING_FOR_GATE,
-            mentions: &["skyhook.nvidia.com=runtime-required:NoSchedule"],
+            mentions: &["NodeWright (skyhook.nvidia.com=runtime-required:NoSchedule)"],
             tainted: false,
         },
         Row {
@@ -248,17 +250,102 @@ fn rows() -> Vec<Row> {
             state: NodeState::WaitingForGate,
             reason: lc::WAITING_FOR_GATE,
             mentions: &[
-                "readiness.k8s.io/network-ready=false:NoExecute (another readiness controller)",
+                "a readiness controller (readiness.k8s.io/network-ready=false:NoExecute)",
+                "released when the rule's controller removes the taint",
             ],
             tainted: false,
         },
         Row {
-            what: "a cordon someone else set",
+            what: "a cordon no known system marks",
             node: node("n").cordoned(true),
             profile: "",
             state: NodeState::WaitingForGate,
             reason: lc::WAITING_FOR_GATE,
-            mentions: &["spec.unschedulable"],
+            mentions: &[
+                "an unknown owner (spec.unschedulable): cordoned by an admin",
+                "released when whoever cordoned it uncordons it",
+            ],
+            tainted: false,
+        },
+        Row {
+            what: "NVSentinel draining a node it quarantined: its cordon, named",
+            node: node("n")
+                .label(lc::NVSENTINEL_STATE, "draining")
+                .cordoned(true),
+            profile: "",
+            state: NodeState::WaitingForGate,
+            reason: lc::WAITING_FOR_GATE,
+            mentions: &[
+                "NVSentinel (dgxc.nvidia.com/nvsentinel-state=draining, cordoned): draining the node's workloads",
+                "released when NVSentinel's health monitors report the node healthy",
+            ],
+            tainted: false,
+        },
+        Row {
+            what: "NVSentinel's terminal drain-failed needs a person",
+            node: node("n")
+                .label(lc::NVSENTINEL_STATE, "drain-failed")
+                .cordoned(true),
+            profile: "",
+            state: NodeState::WaitingForGate,
+            reason: lc::WAITING_FOR_GATE,
+            mentions: &[
+                "terminal",
+                "released when a person remediates the node by hand",
+            ],
+            tainted: false,
+        },
+        Row {
+            what: "NVSentinel handed the node to an external remediation",
+            node: node("n").taint(
+                lc::NVSENTINEL_EXTERNAL_REMEDIATION_TAINT,
+                "gpu0-xid79-node-01",
+                "NoSchedule",
+            ),
+            profile: "",
+            state: NodeState::WaitingForGate,
+            reason: lc::WAITING_FOR_GATE,
+            mentions: &[
+                "NVSentinel (nvsentinel.nvidia.com/external-remediation=gpu0-xid79-node-01:NoSchedule): handed the node to an external remediation system",
+                "sets ExternalRemediationComplete",
+            ],
+            tainted: false,
+        },
+        Row {
+            what: "NodeWright's persistent cordon waits for an outside validator",
+            node: node("n")
+                .annotate(lc::NODEWRIGHT_RUNTIME_REQUIRED_CORDON, "true")
+                .cordoned(true),
+            profile: "",
+            state: NodeState::WaitingForGate,
+            reason: lc::WAITING_FOR_GATE,
+            mentions: &[
+                "NodeWright (spec.unschedulable, nodewright.nvidia.com/runtimeRequiredCordon)",
+                "released when an outside validator removes the nodewright.nvidia.com/runtimeRequiredCordon annotation and uncordons",
+            ],
+            tainted: false,
+        },
+        Row {
+            what: "NodeWright's interrupt cordon names the NodeWright",
+            node: node("n")
+                .annotate("nodewright.nvidia.com/cordon_gpu-tuning", "true")
+                .cordoned(true),
+            profile: "",
+            state: NodeState::WaitingForGate,
+            reason: lc::WAITING_FOR_GATE,
+            mentions: &[
+                "NodeWright (spec.unschedulable, nodewright.nvidia.com/cordon_gpu-tuning)",
+                "needs an interrupt",
+            ],
+            tainted: false,
+        },
+        Row {
+            what: "NodeWright's annotation without a cordon holds nothing",
+            node: node("n").annotate(lc::NODEWRIGHT_RUNTIME_REQUIRED_CORDON, "true"),
+            profile: "",
+            state: NodeState::Ready,
+            reason: "Ready",
+            mentions: &[],
             tainted: false,
         },
         Row {
@@ -289,7 +376,7 @@ fn rows() -> Vec<Row> {
             profile: "minDriverVersion: 580.65.06",
             state: NodeState::NotReady,
             reason: "DriverTooOld",
-            mentions: &["also held by another readiness gate: nodewright.nvidia.com"],
+            mentions: &["also held by another readiness gate: NodeWright (nodewright.nvidia.com"],
             tainted: true,
         },
     ]
@@ -491,6 +578,112 @@ fn a_wave_counts_maintenance_apart_from_failures() {
     );
     assert_eq!(status.maintenance_summary[0].detail, "pod-restart-required");
     assert_eq!(status.waiting_for_gate_summary[0].name, "gpu-4");
+    // Who holds them: the upgrade controller's cordon, NodeWright's taint.
+    let held: Vec<(NeighbourSystem, i32)> = status
+        .held_by_system
+        .iter()
+        .map(|c| (c.system, c.nodes))
+        .collect();
+    assert_eq!(
+        held,
+        [
+            (NeighbourSystem::NodeWright, 1),
+            (NeighbourSystem::GpuOperator, 1)
+        ]
+    );
+    let upgrade = &assessed[1].message;
+    assert!(
+        upgrade.contains("held by the GPU operator (spec.unschedulable, nvidia.com/gpu-driver-upgrade-state=pod-restart-required)")
+            && upgrade.contains("released when the upgrade controller uncordons the node at uncordon-required"),
+        "{upgrade}"
+    );
+}
+
+/// The fleet's other systems, one node each, counted by system in profile
+/// status the way they hold the node: a node two systems hold counts under
+/// both, a failing node held by one counts too, and the counts stay a fixed
+/// small set (the systems, then Other).
+#[test]
+fn profile_status_counts_the_nodes_each_system_holds() {
+    let p = profile("p", "minDriverVersion: 580.65.06");
+    let nodes = [
+        node("nvs-1")
+            .label(lc::NVSENTINEL_STATE, "quarantined")
+            .cordoned(true),
+        node("nvs-2").taint(
+            lc::NVSENTINEL_EXTERNAL_REMEDIATION_TAINT,
+            "gpu0-xid79-nvs-2",
+            "NoSchedule",
+        ),
+        // A broken GPU NVSentinel quarantined: a failure, and held.
+        node("nvs-3")
+            .driver("570.86.15")
+            .label(lc::NVSENTINEL_STATE, "remediating")
+            .cordoned(true),
+        node("nw-1")
+            .annotate(lc::NODEWRIGHT_RUNTIME_REQUIRED_CORDON, "true")
+            .cordoned(true)
+            .taint(lc::NODEWRIGHT_TAINT, "runtime-required", "NoSchedule"),
+        node("nrc-1").taint("readiness.k8s.io/network-ready", "false", "NoSchedule"),
+        node("admin-1").cordoned(true),
+        // NVSentinel and a readiness rule at once.
+        node("both-1")
+            .label(lc::NVSENTINEL_STATE, "draining")
+            .taint("readiness.k8s.io/storage-ready", "pending", "NoSchedule"),
+        node("free-1"),
+    ];
+    let assessed: Vec<NodeAssessment> = nodes
+        .iter()
+        .map(|n| assess_with(&n.clone().build(), std::slice::from_ref(&p), &opts()))
+        .collect();
+    let t = ProfileTally::of(&assessed);
+    let status = gpuready_core::status::status_from_tally(
+        "p",
+        Some(1),
+        &t,
+        &Default::default(),
+        None,
+        now(),
+    );
+    let held: Vec<(&str, i32)> = status
+        .held_by_system
+        .iter()
+        .map(|c| (c.system.as_str(), c.nodes))
+        .collect();
+    assert_eq!(
+        held,
+        [
+            ("NVSentinel", 4),
+            ("NodeWright", 1),
+            ("NodeReadinessController", 2),
+            ("Other", 1)
+        ]
+    );
+    assert_eq!(
+        (
+            status.waiting_for_gate_nodes,
+            status.not_ready_nodes,
+            status.ready_nodes
+        ),
+        (6, 1, 1)
+    );
+    // The failing node names its GPU fault first and NVSentinel beside it.
+    let nvs3 = &assessed[2];
+    assert_eq!(nvs3.reason, "DriverTooOld");
+    assert!(
+        nvs3.message.contains(
+            "also held by another readiness gate: NVSentinel (dgxc.nvidia.com/nvsentinel-state=remediating, cordoned)"
+        ),
+        "{}",
+        nvs3.message
+    );
+    // One NodeWright node, two marks: counted once.
+    assert_eq!(assessed[3].lifecycle.gates.len(), 2);
+    // The summary's detail names who, short.
+    assert_eq!(
+        t.waiting_for_gate["nvs-1"].detail,
+        "NVSentinel (dgxc.nvidia.com/nvsentinel-state=quarantined, cordoned)"
+    );
 }
 
 fn gpu_ready_since(secs_ago: i64) -> NodeCondition {

@@ -941,7 +941,7 @@ pub(crate) fn node_details(n: &NodeAssessment, s: &mut dyn std::io::Write) -> st
                 )?;
             }
             for g in &n.lifecycle.gates {
-                writeln!(s, "  other gate: {}", printable(g))?;
+                writeln!(s, "  held by: {}", printable(&g.describe()))?;
             }
             if let Some(note) = n.lifecycle.repair.as_ref().and_then(|r| r.note()) {
                 writeln!(s, "  repair: {}", printable(&note))?;

@@ -1,6 +1,8 @@
 //! `gpuready check` over the field-evidence inputs of issue 31
 //! (`tests/fixtures/field/`): single-strategy MIG nodes (ready, pending,
-//! failed), one healthy and one broken node per outside-signal preset, a
+//! failed), one healthy and one broken node per outside-signal preset, one
+//! node per other system that holds nodes (NVSentinel, NodeWright, the GPU
+//! operator's upgrade cordon, a readiness rule, an admin's cordon), a
 //! ready and a broken multi-node NVLink rack, racks grouped by a label and
 //! the DRA driver's ComputeDomainCliques, the host's IMEX service in both
 //! of the DRA driver's IMEX modes, and DRA slices with list-typed
@@ -124,7 +126,7 @@ fn single_strategy_mig_nodes_ready_pending_failed() {
 fn one_node_per_outside_signal_preset_healthy_and_broken() {
     let r = check("external", &[]);
     let mut rows = Vec::new();
-    for pool in ["eks", "aks", "nebius", "gcm"] {
+    for pool in ["eks", "aks", "nebius", "gcm", "gke", "npd"] {
         rows.push((format!("{pool}-h200-healthy"), true, "Ready"));
         rows.push((format!("{pool}-h200-broken"), false, "ExternalSignalBroken"));
     }
@@ -133,6 +135,132 @@ fn one_node_per_outside_signal_preset_healthy_and_broken() {
         .map(|(n, ready, reason)| (n.as_str(), *ready, *reason, "External", "NodeConditions"))
         .collect();
     expect(&r, &rows);
+}
+
+/// `check`'s table for one folder, as a user reads it.
+fn check_table(dir: &str) -> String {
+    let o = gpuready()
+        .args(["check", "--now", FIELD_NOW, "--nodes"])
+        .arg(field(dir, "nodes.json"))
+        .arg("--profiles")
+        .arg(field(dir, "profiles.yaml"))
+        .output()
+        .expect("gpuready runs");
+    assert!(
+        matches!(o.status.code(), Some(0 | 1)),
+        "{}\n{}",
+        stdout(&o),
+        stderr(&o)
+    );
+    stdout(&o)
+}
+
+/// The part of the table about one node: from its verdict line to the next
+/// node's.
+fn node_part<'a>(table: &'a str, name: &str) -> &'a str {
+    let start = table
+        .find(&format!("\n{name}: "))
+        .unwrap_or_else(|| panic!("{name} not in the table:\n{table}"));
+    let rest = &table[start + 1..];
+    let end = rest[1..].find("\n\n").map_or(rest.len(), |i| i + 1);
+    &rest[..end]
+}
+
+#[test]
+fn gke_and_npd_presets_say_what_their_agents_wrote() {
+    let t = check_table("external");
+    for (node, says) in [
+        (
+            "gke-h200-broken",
+            "XidCriticalError=True (XIDs 48, 79; recorded in boot 7d4e2f9a-51c3-4b8e-9f0d-6a2b3c4d5e6f)",
+        ),
+        (
+            "gke-h200-healthy",
+            "Ready     ExternalSignalsHealthy  NodeConditions    not on the node, which means healthy (written only while a problem holds): GKE's GPU device plugin (preset GkeDevicePlugin): XidCriticalError",
+        ),
+        (
+            "npd-h200-broken",
+            "node-problem-detector (preset NodeProblemDetector): CperHardwareErrorFatal=True (CperHardwareErrorFatal: [Hardware Error]: event severity: fatal): fix what it names; node-problem-detector's log-matched conditions stay True until it restarts",
+        ),
+        (
+            "npd-h200-healthy",
+            "every outside verdict read is healthy: node-problem-detector (preset NodeProblemDetector): KernelDeadlock=False",
+        ),
+    ] {
+        let part = node_part(&t, node);
+        assert!(part.contains(says), "{node}: {says:?} not in\n{part}");
+    }
+}
+
+/// One node per other system on the fleet: `check` names who holds it, what
+/// that system is doing and what releases it; the GPU operator's upgrade
+/// cordon is the maintenance's; gpuready would write no taint for any of them.
+#[test]
+fn each_neighbour_is_named_with_what_it_does_and_what_releases_it() {
+    let r = check("neighbours", &[]);
+    for (name, state, reason) in [
+        ("nvsentinel-draining", "waitingForGate", "WaitingForGate"),
+        ("nvsentinel-external", "waitingForGate", "WaitingForGate"),
+        ("nodewright-tuning", "waitingForGate", "WaitingForGate"),
+        ("nodewright-cordon", "waitingForGate", "WaitingForGate"),
+        ("upgrade-drain", "maintenance", "DriverUpgradeInProgress"),
+        ("readiness-rule", "waitingForGate", "WaitingForGate"),
+        ("admin-cordon", "waitingForGate", "WaitingForGate"),
+        ("free", "ready", "Ready"),
+    ] {
+        let n = r["nodes"]
+            .as_array()
+            .expect("nodes")
+            .iter()
+            .find(|n| n["name"] == name)
+            .unwrap_or_else(|| panic!("{name} not in the report"));
+        assert_eq!(
+            (&n["state"], &n["reason"]),
+            (&json!(state), &json!(reason)),
+            "{name}: {n}"
+        );
+    }
+    let t = check_table("neighbours");
+    for (node, says) in [
+        (
+            "nvsentinel-draining",
+            "held by: NVSentinel (dgxc.nvidia.com/nvsentinel-state=draining, cordoned): draining the node's workloads after a fault; released when NVSentinel's health monitors report the node healthy",
+        ),
+        (
+            "nvsentinel-external",
+            "held by: NVSentinel (nvsentinel.nvidia.com/external-remediation=gpu0-xid79-nvsentinel-external:NoSchedule): handed the node to an external remediation system",
+        ),
+        (
+            "nodewright-tuning",
+            "held by: NodeWright (nodewright.nvidia.com=runtime-required:NoSchedule): applying its runtime-required packages",
+        ),
+        (
+            "nodewright-cordon",
+            "held by: NodeWright (spec.unschedulable, nodewright.nvidia.com/runtimeRequiredCordon): keeps the node cordoned after its runtime-required packages",
+        ),
+        (
+            "upgrade-drain",
+            "held by the GPU operator (spec.unschedulable, nvidia.com/gpu-driver-upgrade-state=drain-required): the upgrade controller cordoned the node for its driver upgrade; released when the upgrade controller uncordons the node at uncordon-required",
+        ),
+        (
+            "readiness-rule",
+            "held by: a readiness controller (readiness.k8s.io/network-ready=pending:NoSchedule)",
+        ),
+        (
+            "admin-cordon",
+            "held by: an unknown owner (spec.unschedulable): cordoned by an admin or by a controller gpuready does not know; released when whoever cordoned it uncordons it",
+        ),
+    ] {
+        let part = node_part(&t, node);
+        assert!(part.contains(says), "{node}: {says:?} not in\n{part}");
+        // gpuready would never add its taint for another system's gate (the
+        // upgrade is maintenance: gated by gpuready's own taint).
+        assert_eq!(
+            part.contains("would: add taint"),
+            node == "upgrade-drain",
+            "{node}:\n{part}"
+        );
+    }
 }
 
 #[test]

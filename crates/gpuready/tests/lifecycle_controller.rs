@@ -352,15 +352,79 @@ async fn other_gates_are_named_and_left_alone() {
     wait_reason(&client, "gpu-1", "False", lc::WAITING_FOR_GATE).await;
     relabel(&client, "gpu-1", json!({}), Some(false)).await;
     wait_reason(&client, "gpu-1", "True", "Ready").await;
+    // NodeWright's persistent cordon: first a cordon nobody is named for,
+    // then NodeWright's annotation beside it (an annotation alone changes:
+    // the controller's cache keeps it and the node is judged again), then
+    // the outside validator's release, annotation and cordon in one patch.
+    relabel(&client, "gpu-1", json!({}), Some(true)).await;
+    eventually(30, "an unknown owner's cordon", || async {
+        Some(gpu_ready_message(&get_node(&client, "gpu-1").await))
+            .filter(|m| m.contains("an unknown owner (spec.unschedulable)"))
+    })
+    .await;
+    let annotate = |value: Value, unschedulable: Value| {
+        let api = api.clone();
+        async move {
+            api.patch(
+                "gpu-1",
+                &PatchParams::default(),
+                &Patch::Merge(&json!({
+                    "metadata": { "annotations": { lc::NODEWRIGHT_RUNTIME_REQUIRED_CORDON: value } },
+                    "spec": { "unschedulable": unschedulable },
+                })),
+            )
+            .await
+            .expect("annotate")
+        }
+    };
+    annotate(json!("true"), json!(true)).await;
+    let m = eventually(30, "NodeWright's persistent cordon named", || async {
+        Some(gpu_ready_message(&get_node(&client, "gpu-1").await)).filter(|m| {
+            m.contains(
+                "NodeWright (spec.unschedulable, nodewright.nvidia.com/runtimeRequiredCordon)",
+            )
+        })
+    })
+    .await;
+    assert!(
+        m.contains("released when an outside validator removes"),
+        "{m}"
+    );
+    eventually(30, "the profile counts it under NodeWright", || async {
+        let s = get_profile(&client, "gates").await.status?;
+        let held: Vec<(String, i32)> = s
+            .held_by_system
+            .iter()
+            .map(|c| (c.system.as_str().to_owned(), c.nodes))
+            .collect();
+        (held == [("NodeWright".to_owned(), 1)]).then_some(())
+    })
+    .await;
+    say!("gate nodewright cordon: {m}");
+    annotate(Value::Null, Value::Null).await;
+    wait_reason(&client, "gpu-1", "True", "Ready").await;
+    eventually(30, "no system holds a node", || async {
+        let s = get_profile(&client, "gates").await.status?;
+        s.held_by_system.is_empty().then_some(())
+    })
+    .await;
     // Another readiness controller's gate.
     set_taints(json!([{ "key": "readiness.k8s.io/network-ready", "value": "false", "effect": "NoSchedule" }])).await;
     wait_reason(&client, "gpu-1", "False", lc::WAITING_FOR_GATE).await;
     set_taints(json!([])).await;
     wait_reason(&client, "gpu-1", "True", "Ready").await;
-    // gpuready never cordoned or uncordoned: the cordon changed twice, by the test.
+    // gpuready never cordoned or uncordoned: the cordon changed four times,
+    // by the test; NodeWright's annotation came and went by the test alone.
     let versions = history.snapshot();
     let cordoned = |n: &Node| n.spec.as_ref().and_then(|s| s.unschedulable) == Some(true);
-    assert_eq!(transitions(&versions, cordoned), 2);
+    assert_eq!(transitions(&versions, cordoned), 4);
+    let annotated = |n: &Node| {
+        n.metadata
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(lc::NODEWRIGHT_RUNTIME_REQUIRED_CORDON))
+    };
+    assert_eq!(transitions(&versions, annotated), 2);
     // No version carried gpuready's taint beside another gate.
     assert!(
         versions

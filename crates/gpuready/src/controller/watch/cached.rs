@@ -167,7 +167,7 @@ pub struct CachedNode {
     /// `None` when the node has no `labels` at all (kept apart from an empty
     /// map: the relevance hash tells them apart).
     labels: Option<PackedMap>,
-    /// gpuready's own annotations (the others are pruned).
+    /// The annotations the engine reads (`is_read_annotation`; the others are pruned).
     annotations: PackedMap,
     /// gpuready's server-side apply entry, only on nodes written before 0.2.
     managed_fields: Option<Box<[ManagedFieldsEntry]>>,

@@ -7,7 +7,7 @@ use std::collections::hash_map::DefaultHasher;
 use std::hash::{Hash, Hasher};
 
 use gpuready_api::keys;
-use gpuready_core::facts::is_outside_condition;
+use gpuready_core::facts::{is_outside_condition, is_read_annotation};
 use k8s_openapi::api::core::v1::{Node, NodeSpec, NodeStatus};
 
 /// The kubelet condition the engine reads; the others (memory, disk, PID
@@ -16,7 +16,8 @@ pub(crate) const KUBELET_READY: &str = "Ready";
 
 /// Keeps only what the engine judges from (`NodeFacts::from_node`) and what a
 /// write needs (name, resourceVersion, uid for Events): labels (any of them may
-/// be in a profile's selector), gpuready's annotations and server-side apply managedFields entry,
+/// be in a profile's selector), gpuready's annotations and the other systems'
+/// ones that name a cordon's owner, gpuready's server-side apply managedFields entry,
 /// taints, extended resources, and the conditions the engine reads: kubelet's
 /// Ready, gpuready's own, and other writers' (the External layer's verdicts of
 /// other judges; kubelet's pressure conditions are dropped). Images, nodeInfo,
@@ -38,7 +39,7 @@ pub fn prune_node(node: &mut Node) {
         });
     }
     if let Some(a) = meta.annotations.as_mut() {
-        a.retain(|k, _| k.starts_with(keys::KEY_PREFIX));
+        a.retain(|k, _| is_read_annotation(k));
     }
     meta.owner_references = None;
     meta.generate_name = None;
@@ -83,7 +84,7 @@ pub fn node_relevance(node: &Node) -> Option<u64> {
         .annotations
         .iter()
         .flatten()
-        .filter(|(k, _)| k.starts_with(keys::KEY_PREFIX))
+        .filter(|(k, _)| is_read_annotation(k))
         .for_each(|kv| kv.hash(&mut h));
     node.metadata.deletion_timestamp.is_some().hash(&mut h);
     if let Some(spec) = &node.spec {

@@ -12,6 +12,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use gpuready_api::keys;
+use gpuready_core::facts::is_read_annotation;
 use k8s_openapi::api::core::v1::{Node, NodeCondition, NodeSpec, NodeStatus, Taint};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
@@ -179,12 +180,13 @@ fn filtered<'de, D: Deserializer<'de>, V: Deserialize<'de>>(
     })
 }
 
-/// gpuready's own annotations; the rest (NFD's feature lists among them) are
-/// not read.
+/// The annotations the engine reads: gpuready's own and other systems' marks
+/// of a cordon (`is_read_annotation`); the rest (NFD's feature lists among
+/// them) are not read.
 fn own_annotations<'de, D: Deserializer<'de>>(
     d: D,
 ) -> Result<Option<BTreeMap<String, String>>, D::Error> {
-    filtered(d, |k| k.starts_with(keys::KEY_PREFIX))
+    filtered(d, is_read_annotation)
 }
 
 /// Extended resources only (keys with '/'): cpu, memory and the rest are not read.
@@ -258,6 +260,35 @@ mod tests {
         assert_eq!(
             mf[0].fields_v1.as_ref().map(|f| &f.0),
             Some(&json!({ "f:metadata": { "f:labels": { "f:gpuready.io/ready": {} } } }))
+        );
+    }
+
+    #[test]
+    fn other_systems_cordon_marks_are_kept_and_their_other_annotations_dropped() {
+        let json = json!({
+            "metadata": { "name": "n", "annotations": {
+                "nodewright.nvidia.com/runtimeRequiredCordon": "true",
+                "nodewright.nvidia.com/cordon_gpu-tuning": "true",
+                "nodewright.nvidia.com/status_gpu-tuning": "complete",
+                "example.com/note": "x",
+            }},
+            "spec": { "unschedulable": true },
+        });
+        assert_reads_as_pruned(&json);
+        let n = read_node(json).expect("node");
+        let kept: Vec<String> = n
+            .metadata
+            .annotations
+            .into_iter()
+            .flatten()
+            .map(|(k, _)| k)
+            .collect();
+        assert_eq!(
+            kept,
+            [
+                "nodewright.nvidia.com/cordon_gpu-tuning",
+                "nodewright.nvidia.com/runtimeRequiredCordon"
+            ]
         );
     }
 
