@@ -425,6 +425,14 @@ pub mod lifecycle {
     pub const UPGRADE_FAILED: &str = "upgrade-failed";
     /// `nvidia.com/gpu.deploy.<operand>`: whether the GPU operator deploys an operand.
     pub const DEPLOY_LABEL_PREFIX: &str = "nvidia.com/gpu.deploy.";
+    /// GPU operator v26.7.0 (`controllers/state_manager.go`, PR #2607): `true`
+    /// on every GPU node it manages, for third-party GPU clients such as
+    /// gpuready's probe. k8s-driver-manager v0.12.0 sets it to
+    /// [`PAUSED_FOR_DRIVER_UPGRADE`] before unloading the driver, mig-manager
+    /// v0.15.0 to [`PAUSED_FOR_MIG_CHANGE`] while it re-partitions, and both
+    /// set it back to `true` after. The chart's probe requires it absent or
+    /// `true` (docs/probe.md, "Maintenance").
+    pub const DEPLOY_CLIENT: &str = "nvidia.com/gpu.deploy.client";
     /// The driver manager evicted the operand for a driver upgrade.
     pub const PAUSED_FOR_DRIVER_UPGRADE: &str = "paused-for-driver-upgrade";
     /// mig-manager evicted the operand while it re-partitions the GPUs.
