@@ -488,6 +488,10 @@ pub mod health_reasons {
     pub const PROBE_REPORT_STALE: &str = "ProbeReportStale";
     /// The carrier holds something that is not a report this gpuready reads.
     pub const PROBE_REPORT_INVALID: &str = "ProbeReportInvalid";
+    /// Unknown: the probe released the GPUs because its node is in maintenance
+    /// (a driver upgrade, a MIG change, GPU clients paused); also while a
+    /// paused report outlives the maintenance, until it is fresh no more.
+    pub const PROBE_PAUSED: &str = "ProbePausedForMaintenance";
     /// NVML could not be loaded or initialised inside the probe's container.
     pub const NVML_UNUSABLE: &str = "NvmlUnusable";
     /// NVML sees fewer GPUs than the profile or the node's labels say.
