@@ -459,7 +459,8 @@ probe:
             { "matchExpressions": [is_true], "matchFields": field },
         ])
     );
-    let affinity = &find_doc(&docs, "DaemonSet", Some(&probe))["spec"]["template"]["spec"]["affinity"];
+    let affinity =
+        &find_doc(&docs, "DaemonSet", Some(&probe))["spec"]["template"]["spec"]["affinity"];
     assert_eq!(
         affinity["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["weight"],
         1
@@ -485,8 +486,9 @@ probe:
     assert_eq!(terms.as_array().map(Vec::len), Some(2), "{terms}");
     assert!(!terms.to_string().contains(DEPLOY_CLIENT), "{terms}");
     assert!(
-        !docs.iter().any(|d| d["kind"] == "ClusterRole"
-            && d["metadata"]["name"] == probe.as_str()),
+        !docs
+            .iter()
+            .any(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == probe.as_str()),
         "a ClusterRole for the probe without watchNode"
     );
     let pod = &find_doc(&docs, "DaemonSet", Some(&probe))["spec"]["template"]["spec"];
