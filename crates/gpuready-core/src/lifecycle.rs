@@ -208,7 +208,9 @@ pub fn gpu_clients_paused(labels: &BTreeMap<String, String>) -> Vec<String> {
             let paused = |p: &str| v.as_str() == p || v.ends_with(&format!("_{p}"));
             match k.as_str() {
                 lc::DRIVER_UPGRADE_STATE => upgrade_step(v).is_some(),
-                nvidia::MIG_CONFIG_STATE => matches!(v.as_str(), lc::MIG_PENDING | lc::MIG_REBOOTING),
+                nvidia::MIG_CONFIG_STATE => {
+                    matches!(v.as_str(), lc::MIG_PENDING | lc::MIG_REBOOTING)
+                }
                 k if k.starts_with(lc::DEPLOY_LABEL_PREFIX) => {
                     paused(lc::PAUSED_FOR_DRIVER_UPGRADE) || paused(lc::PAUSED_FOR_MIG_CHANGE)
                 }
@@ -301,7 +303,9 @@ mod tests {
     /// What makes the probe step aside, and what does not.
     #[test]
     fn gpu_clients_leave_for_paused_labels_upgrade_steps_and_mig_changes() {
-        let cases: &[(&[(&str, &str)], &[&str])] = &[
+        /// The node's labels, and what `gpu_clients_paused` names of them.
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
+        let cases: &[Case] = &[
             (&[], &[]),
             (&[(lc::DEPLOY_CLIENT, "true")], &[]),
             (&[(lc::DEPLOY_CLIENT, "false")], &[]),
@@ -321,7 +325,10 @@ mod tests {
             (&[(lc::DEPLOY_CLIENT, "not-paused-for-driver-upgrade")], &[]),
             // An operator before 26.7 pauses only its operands.
             (
-                &[("nvidia.com/gpu.deploy.device-plugin", "paused-for-driver-upgrade")],
+                &[(
+                    "nvidia.com/gpu.deploy.device-plugin",
+                    "paused-for-driver-upgrade",
+                )],
                 &["nvidia.com/gpu.deploy.device-plugin=paused-for-driver-upgrade"],
             ),
             (&[(lc::DRIVER_UPGRADE_STATE, "upgrade-required")], &[]),

@@ -1147,7 +1147,11 @@ fn a_paused_probe_reads_as_maintenance_while_it_lasts_and_never_as_healthy() {
         if c.recheck.is_some() {
             assert_eq!(judged.recheck_after_seconds, c.recheck, "{}", c.what);
         }
-        assert!(!c.paused || !judged.ready(), "{}: ready while paused", c.what);
+        assert!(
+            !c.paused || !judged.ready(),
+            "{}: ready while paused",
+            c.what
+        );
     }
 }
 
