@@ -102,7 +102,8 @@ paused-for-* value, and recreates it when the label is "true" again
 */}}
 {{- define "gpuready.probeAffinity" -}}
 {{- $affinity := deepCopy (.Values.probe.affinity | default (dict)) }}
-{{- if .Values.probe.maintenance.stepAside }}
+{{- /* dig: a release upgraded with --reuse-values from a chart before these values has none */}}
+{{- if dig "maintenance" "stepAside" true .Values.probe }}
 {{- $key := "nvidia.com/gpu.deploy.client" }}
 {{- $node := get $affinity "nodeAffinity" | default (dict) }}
 {{- $required := get $node "requiredDuringSchedulingIgnoredDuringExecution" | default (dict) }}
