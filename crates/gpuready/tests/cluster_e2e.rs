@@ -12,7 +12,9 @@
 //! driver-upgrade wave over four GPU nodes that never counts as not ready nor
 //! engages the brake, the taint held and released in the upgrade's order;
 //! `helm uninstall`
-//! leaving no node stranded; the probe DaemonSet on the real node; and the
+//! leaving no node stranded; the probe DaemonSet on the real node, sitting out
+//! a driver-upgrade wave's labels (its pod removed and back, or paused in
+//! place); and the
 //! README's `kubectl get gnp` / `kubectl describe node`.
 //!
 //! Runs only with `GPUREADY_CLUSTER_E2E` set (tests/run.sh sets it after
