@@ -90,6 +90,42 @@ app.kubernetes.io/component: probe
 {{- end }}
 {{- end }}
 
+{{/*
+The probe's affinity: probe.affinity, and with probe.maintenance.stepAside the
+GPU operator's client label (nvidia.com/gpu.deploy.client) required absent or
+"true". Node selector terms are ORed and a term's expressions ANDed, so each of
+the user's required terms becomes two: itself and DoesNotExist, itself and
+In [true] (no term: those two alone). The DaemonSet controller then deletes the
+probe's pod when the driver manager or mig-manager sets the label to a
+paused-for-* value, and recreates it when the label is "true" again
+(docs/probe.md, "Maintenance").
+*/}}
+{{- define "gpuready.probeAffinity" -}}
+{{- $affinity := deepCopy (.Values.probe.affinity | default (dict)) }}
+{{- /* dig: a release upgraded with --reuse-values from a chart before these values has none */}}
+{{- if dig "maintenance" "stepAside" true .Values.probe }}
+{{- $key := "nvidia.com/gpu.deploy.client" }}
+{{- $node := get $affinity "nodeAffinity" | default (dict) }}
+{{- $required := get $node "requiredDuringSchedulingIgnoredDuringExecution" | default (dict) }}
+{{- $terms := get $required "nodeSelectorTerms" | default (list (dict)) }}
+{{- $clauses := list (dict "key" $key "operator" "DoesNotExist") (dict "key" $key "operator" "In" "values" (list "true")) }}
+{{- $merged := list }}
+{{- range $term := $terms }}
+{{- range $clause := $clauses }}
+{{- $t := deepCopy $term }}
+{{- $_ := set $t "matchExpressions" (append (get $term "matchExpressions" | default (list)) $clause) }}
+{{- $merged = append $merged $t }}
+{{- end }}
+{{- end }}
+{{- $_ := set $required "nodeSelectorTerms" $merged }}
+{{- $_ := set $node "requiredDuringSchedulingIgnoredDuringExecution" $required }}
+{{- $_ := set $affinity "nodeAffinity" $node }}
+{{- end }}
+{{- with $affinity }}
+{{- toYaml . }}
+{{- end }}
+{{- end }}
+
 {{/* The NFD CRDs gpuready may install or upgrade (--nfd-crds=apply). */}}
 {{- define "gpuready.nfdCrdNames" -}}
 - nodefeatures.nfd.k8s-sigs.io

@@ -447,6 +447,14 @@ pub mod lifecycle {
     pub const UPGRADE_FAILED: &str = "upgrade-failed";
     /// `nvidia.com/gpu.deploy.<operand>`: whether the GPU operator deploys an operand.
     pub const DEPLOY_LABEL_PREFIX: &str = "nvidia.com/gpu.deploy.";
+    /// GPU operator v26.7.0 (`controllers/state_manager.go`, PR #2607): `true`
+    /// on every GPU node it manages, for third-party GPU clients such as
+    /// gpuready's probe. k8s-driver-manager v0.12.0 sets it to
+    /// [`PAUSED_FOR_DRIVER_UPGRADE`] before unloading the driver, mig-manager
+    /// v0.15.0 to [`PAUSED_FOR_MIG_CHANGE`] while it re-partitions, and both
+    /// set it back to `true` after. The chart's probe requires it absent or
+    /// `true` (docs/probe.md, "Maintenance").
+    pub const DEPLOY_CLIENT: &str = "nvidia.com/gpu.deploy.client";
     /// The driver manager evicted the operand for a driver upgrade.
     pub const PAUSED_FOR_DRIVER_UPGRADE: &str = "paused-for-driver-upgrade";
     /// mig-manager evicted the operand while it re-partitions the GPUs.
@@ -536,6 +544,10 @@ pub mod health_reasons {
     pub const PROBE_REPORT_STALE: &str = "ProbeReportStale";
     /// The carrier holds something that is not a report this gpuready reads.
     pub const PROBE_REPORT_INVALID: &str = "ProbeReportInvalid";
+    /// Unknown: the probe released the GPUs because its node is in maintenance
+    /// (a driver upgrade, a MIG change, GPU clients paused); also while a
+    /// paused report outlives the maintenance, until it is fresh no more.
+    pub const PROBE_PAUSED: &str = "ProbePausedForMaintenance";
     /// NVML could not be loaded or initialised inside the probe's container.
     pub const NVML_UNUSABLE: &str = "NvmlUnusable";
     /// NVML sees fewer GPUs than the profile or the node's labels say.

@@ -88,6 +88,31 @@ pub struct ProbeReport {
     /// host's `/etc`, or an older one), which the Fabric layer says.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imex: Option<ImexHost>,
+    /// v2, optional: the probe stepped aside because its node is in GPU
+    /// maintenance. It holds no NVML handle and runs no compute check then, so
+    /// `nvml` says why it is not used and the GPU fields are empty. Absent: the
+    /// probe reads the GPUs (or is older than this field).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub paused: Option<ProbePause>,
+}
+
+/// Why, and since when, the probe leaves the GPUs alone.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ProbePause {
+    /// RFC 3339 time the probe released NVML; kept while it stays paused.
+    pub since: String,
+    /// The node's labels that call for it, as `key=value`
+    /// (`nvidia.com/gpu.deploy.client=paused-for-driver-upgrade`,
+    /// `nvidia.com/gpu-driver-upgrade-state=drain-required`, …), as the probe
+    /// last read them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub labels: Vec<String>,
+    /// The `/dev/nvidia*` files the probe's process still had open when it
+    /// wrote this report (`/proc/self/fd`): empty is the proof that it keeps
+    /// no GPU device open. Absent when `/proc/self/fd` could not be read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_device_files: Option<Vec<String>>,
 }
 
 /// The IMEX daemon's configuration file, at the path the NVIDIA DRA driver's

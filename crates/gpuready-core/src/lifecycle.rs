@@ -6,6 +6,8 @@
 //! is named by the table in `neighbours`. Pure: labels, taints, annotations
 //! and the `GpuReady` condition are inputs, time is an input.
 
+use std::collections::BTreeMap;
+
 use gpuready_api::GpuNodeProfileSpec;
 use gpuready_api::keys::{self, lifecycle as lc, nvidia, reasons};
 use jiff::Timestamp;
@@ -234,6 +236,37 @@ fn maintenance(facts: &NodeFacts) -> Option<Maintenance> {
     None
 }
 
+/// The labels that tell GPU clients to leave the node now, each as
+/// `key=value` in key order; empty when none does. A GPU operator operand or
+/// its client label paused (`paused-for-driver-upgrade`,
+/// `paused-for-mig-change`, or such a suffix, which k8s-driver-manager v0.12.0
+/// appends to a value it does not know), a driver upgrade between the cordon
+/// and the uncordon, a MIG change under way. A process holding `/dev/nvidia*`
+/// then keeps the driver from unloading or the GPU from changing MIG mode:
+/// `gpuready probe` releases NVML while any of these holds, and the Health
+/// layer reads its paused report as expected exactly then, so the two cannot
+/// disagree on what maintenance is. Failed upgrades and MIG changes are not
+/// in it: the probe's reading helps find the cause.
+pub fn gpu_clients_paused(labels: &BTreeMap<String, String>) -> Vec<String> {
+    labels
+        .iter()
+        .filter(|(k, v)| {
+            let paused = |p: &str| v.as_str() == p || v.ends_with(&format!("_{p}"));
+            match k.as_str() {
+                lc::DRIVER_UPGRADE_STATE => upgrade_step(v).is_some(),
+                nvidia::MIG_CONFIG_STATE => {
+                    matches!(v.as_str(), lc::MIG_PENDING | lc::MIG_REBOOTING)
+                }
+                k if k.starts_with(lc::DEPLOY_LABEL_PREFIX) => {
+                    paused(lc::PAUSED_FOR_DRIVER_UPGRADE) || paused(lc::PAUSED_FOR_MIG_CHANGE)
+                }
+                _ => false,
+            }
+        })
+        .map(|(k, v)| format!("{k}={v}"))
+        .collect()
+}
+
 /// The upgrade controller cordons the node from cordon-required on and keeps
 /// it cordoned when the upgrade fails: that cordon is part of the
 /// maintenance, not another gate. The state, when it does.
@@ -292,6 +325,82 @@ fn gates(spec: &GpuNodeProfileSpec, facts: &NodeFacts, upgrade_cordon: Option<&s
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// What makes the probe step aside, and what does not.
+    #[test]
+    fn gpu_clients_leave_for_paused_labels_upgrade_steps_and_mig_changes() {
+        /// The node's labels, and what `gpu_clients_paused` names of them.
+        type Case<'a> = (&'a [(&'a str, &'a str)], &'a [&'a str]);
+        let cases: &[Case] = &[
+            (&[], &[]),
+            (&[(lc::DEPLOY_CLIENT, "true")], &[]),
+            (&[(lc::DEPLOY_CLIENT, "false")], &[]),
+            (
+                &[(lc::DEPLOY_CLIENT, "paused-for-driver-upgrade")],
+                &["nvidia.com/gpu.deploy.client=paused-for-driver-upgrade"],
+            ),
+            (
+                &[(lc::DEPLOY_CLIENT, "paused-for-mig-change")],
+                &["nvidia.com/gpu.deploy.client=paused-for-mig-change"],
+            ),
+            // k8s-driver-manager v0.12.0's maybeSetPaused over another value.
+            (
+                &[(lc::DEPLOY_CLIENT, "custom_paused-for-driver-upgrade")],
+                &["nvidia.com/gpu.deploy.client=custom_paused-for-driver-upgrade"],
+            ),
+            (&[(lc::DEPLOY_CLIENT, "not-paused-for-driver-upgrade")], &[]),
+            // An operator before 26.7 pauses only its operands.
+            (
+                &[(
+                    "nvidia.com/gpu.deploy.device-plugin",
+                    "paused-for-driver-upgrade",
+                )],
+                &["nvidia.com/gpu.deploy.device-plugin=paused-for-driver-upgrade"],
+            ),
+            (&[(lc::DRIVER_UPGRADE_STATE, "upgrade-required")], &[]),
+            (
+                &[(lc::DRIVER_UPGRADE_STATE, "cordon-required")],
+                &["nvidia.com/gpu-driver-upgrade-state=cordon-required"],
+            ),
+            (
+                &[(lc::DRIVER_UPGRADE_STATE, "pod-restart-required")],
+                &["nvidia.com/gpu-driver-upgrade-state=pod-restart-required"],
+            ),
+            (
+                &[(lc::DRIVER_UPGRADE_STATE, "uncordon-required")],
+                &["nvidia.com/gpu-driver-upgrade-state=uncordon-required"],
+            ),
+            (&[(lc::DRIVER_UPGRADE_STATE, "upgrade-done")], &[]),
+            (&[(lc::DRIVER_UPGRADE_STATE, "upgrade-failed")], &[]),
+            (
+                &[(nvidia::MIG_CONFIG_STATE, "pending")],
+                &["nvidia.com/mig.config.state=pending"],
+            ),
+            (
+                &[(nvidia::MIG_CONFIG_STATE, "rebooting")],
+                &["nvidia.com/mig.config.state=rebooting"],
+            ),
+            (&[(nvidia::MIG_CONFIG_STATE, "success")], &[]),
+            (&[(nvidia::MIG_CONFIG_STATE, "failed")], &[]),
+            (
+                &[
+                    (lc::DRIVER_UPGRADE_STATE, "drain-required"),
+                    (lc::DEPLOY_CLIENT, "paused-for-driver-upgrade"),
+                ],
+                &[
+                    "nvidia.com/gpu-driver-upgrade-state=drain-required",
+                    "nvidia.com/gpu.deploy.client=paused-for-driver-upgrade",
+                ],
+            ),
+        ];
+        for (labels, want) in cases {
+            let labels: BTreeMap<String, String> = labels
+                .iter()
+                .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+                .collect();
+            assert_eq!(gpu_clients_paused(&labels), *want, "{labels:?}");
+        }
+    }
 
     #[test]
     fn the_steps_between_cordon_and_uncordon_are_maintenance() {

@@ -929,3 +929,241 @@ fn only_uvm_tools_missing_is_a_note() {
         .expect(Layer::Health, Status::Ready, r::PROBE_HEALTHY)
         .mentions(&["/dev/nvidia-uvm-tools is missing (CUDA runs without it"]);
 }
+
+// ---- the probe paused for maintenance (docs/probe.md, "Sitting out maintenance")
+
+/// A report the probe publishes while it steps aside: NVML released, no GPU
+/// read, `paused` since 4000 s before `NOW`; taken `secs_ago` before `NOW`.
+fn paused_report(secs_ago: i64) -> ProbeReport {
+    use gpuready_api::probe::{NvmlState, ProbePause};
+    ProbeReport {
+        api_version: gpuready_api::probe::PROBE_REPORT_API_VERSION.into(),
+        node: Some("h200-a".into()),
+        generated_at: at(-secs_ago).to_string(),
+        probe_started_at: at(-7200).to_string(),
+        nvml: NvmlState {
+            usable: false,
+            error: Some("released: the node is in maintenance".into()),
+            ..NvmlState::default()
+        },
+        paused: Some(ProbePause {
+            since: at(-4000).to_string(),
+            labels: vec!["nvidia.com/gpu.deploy.client=paused-for-driver-upgrade".into()],
+            open_device_files: Some(Vec::new()),
+        }),
+        ..ProbeReport::default()
+    }
+}
+
+/// One row: the node's maintenance labels, the report (paused or the healthy
+/// H200's, and its age), the profile, and the Health verdict with a phrase of
+/// its message and the re-check it schedules.
+struct PausedCase {
+    what: &'static str,
+    labels: &'static [(&'static str, &'static str)],
+    paused: bool,
+    age: i64,
+    spec: &'static str,
+    status: Status,
+    reason: &'static str,
+    mentions: &'static [&'static str],
+    recheck: Option<u64>,
+}
+
+const DRIVER_PAUSED: (&str, &str) = (
+    keys::lifecycle::DEPLOY_CLIENT,
+    keys::lifecycle::PAUSED_FOR_DRIVER_UPGRADE,
+);
+const CLIENT_BACK: (&str, &str) = (keys::lifecycle::DEPLOY_CLIENT, "true");
+const STATE: &str = keys::lifecycle::DRIVER_UPGRADE_STATE;
+
+const PAUSED_CASES: &[PausedCase] = &[
+    PausedCase {
+        what: "paused while the client label is paused",
+        labels: &[DRIVER_PAUSED],
+        paused: true,
+        age: 30,
+        spec: "",
+        status: Status::Unknown,
+        reason: r::PROBE_PAUSED,
+        mentions: &[
+            "released the GPUs at 2026-",
+            "in maintenance (nvidia.com/gpu.deploy.client=paused-for-driver-upgrade)",
+        ],
+        recheck: None,
+    },
+    PausedCase {
+        what: "a long upgrade: the removed pod's last report is old, not stale",
+        labels: &[DRIVER_PAUSED, (STATE, "pod-restart-required")],
+        paused: true,
+        age: 3600,
+        spec: "probe: {whenMissing: Blocking}",
+        status: Status::Unknown,
+        reason: r::PROBE_PAUSED,
+        mentions: &[
+            "nvidia.com/gpu-driver-upgrade-state=pod-restart-required, nvidia.com/gpu.deploy.client=paused-for-driver-upgrade",
+        ],
+        recheck: None,
+    },
+    PausedCase {
+        what: "an operator before 26.7: the upgrade state alone",
+        labels: &[(STATE, "cordon-required")],
+        paused: true,
+        age: 30,
+        spec: "",
+        status: Status::Unknown,
+        reason: r::PROBE_PAUSED,
+        mentions: &["nvidia.com/gpu-driver-upgrade-state=cordon-required"],
+        recheck: None,
+    },
+    PausedCase {
+        what: "a MIG change",
+        labels: &[(nvidia::MIG_CONFIG_STATE, "pending")],
+        paused: true,
+        age: 30,
+        spec: "",
+        status: Status::Unknown,
+        reason: r::PROBE_PAUSED,
+        mentions: &["nvidia.com/mig.config.state=pending"],
+        recheck: None,
+    },
+    PausedCase {
+        what: "in maintenance but the probe still reads: judged as ever",
+        labels: &[(STATE, "cordon-required")],
+        paused: false,
+        age: 30,
+        spec: "",
+        status: Status::Ready,
+        reason: r::PROBE_HEALTHY,
+        mentions: &[],
+        recheck: Some(271),
+    },
+    PausedCase {
+        what: "in maintenance, a stale report that is not paused: stale as ever",
+        labels: &[DRIVER_PAUSED],
+        paused: false,
+        age: 301,
+        spec: "",
+        status: Status::Unknown,
+        reason: r::PROBE_REPORT_STALE,
+        mentions: &[],
+        recheck: None,
+    },
+    PausedCase {
+        what: "maintenance just ended, the probe not back yet",
+        labels: &[CLIENT_BACK, (STATE, "upgrade-done")],
+        paused: true,
+        age: 30,
+        spec: "",
+        status: Status::Unknown,
+        reason: r::PROBE_PAUSED,
+        mentions: &[
+            "in maintenance no more",
+            "(nvidia.com/gpu.deploy.client=paused-for-driver-upgrade)",
+        ],
+        recheck: Some(271),
+    },
+    PausedCase {
+        what: "paused on a node never in maintenance",
+        labels: &[],
+        paused: true,
+        age: 0,
+        spec: "probe: {maxReportAgeSeconds: 120}",
+        status: Status::Unknown,
+        reason: r::PROBE_PAUSED,
+        mentions: &["in maintenance no more"],
+        recheck: Some(121),
+    },
+    PausedCase {
+        what: "a failed upgrade is no maintenance the probe sits out",
+        labels: &[(STATE, "upgrade-failed")],
+        paused: true,
+        age: 30,
+        spec: "",
+        status: Status::Unknown,
+        reason: r::PROBE_PAUSED,
+        mentions: &["in maintenance no more"],
+        recheck: Some(271),
+    },
+    PausedCase {
+        what: "paused past the limit after maintenance: stale",
+        labels: &[CLIENT_BACK, (STATE, "upgrade-done")],
+        paused: true,
+        age: 301,
+        spec: "",
+        status: Status::Unknown,
+        reason: r::PROBE_REPORT_STALE,
+        mentions: &["older than the 300s limit"],
+        recheck: None,
+    },
+    PausedCase {
+        what: "… and NotReady where a missing report blocks",
+        labels: &[CLIENT_BACK],
+        paused: true,
+        age: 301,
+        spec: "probe: {whenMissing: Blocking}",
+        status: Status::NotReady,
+        reason: r::PROBE_REPORT_STALE,
+        mentions: &[],
+        recheck: None,
+    },
+    PausedCase {
+        what: "without a staleness limit it stays Unknown, never healthy",
+        labels: &[CLIENT_BACK],
+        paused: true,
+        age: 86_400,
+        spec: "probe: {maxReportAgeSeconds: 0}",
+        status: Status::Unknown,
+        reason: r::PROBE_PAUSED,
+        mentions: &["in maintenance no more"],
+        recheck: None,
+    },
+];
+
+#[test]
+fn a_paused_probe_reads_as_maintenance_while_it_lasts_and_never_as_healthy() {
+    for c in PAUSED_CASES {
+        let mut node = h200_node();
+        for (k, v) in c.labels {
+            node = node.label(k, v);
+        }
+        let report = if c.paused {
+            paused_report(c.age)
+        } else {
+            let mut r = h200_report();
+            r.generated_at = at(-c.age).to_string();
+            r
+        };
+        let judged = judge_with(c.spec, &node, &report);
+        let health = judged.get(Layer::Health).expect("a Health layer");
+        assert_eq!(
+            (health.status, health.reason.as_str()),
+            (c.status, c.reason),
+            "{}: {}",
+            c.what,
+            health.message
+        );
+        health.mentions(c.mentions);
+        if c.recheck.is_some() {
+            assert_eq!(judged.recheck_after_seconds, c.recheck, "{}", c.what);
+        }
+        assert!(
+            !c.paused || !judged.ready(),
+            "{}: ready while paused",
+            c.what
+        );
+    }
+}
+
+/// The paused verdict while maintenance lasts names the report's pause time,
+/// never its age: the probe's heartbeats do not rewrite the node condition.
+#[test]
+fn paused_heartbeats_leave_the_message_alone() {
+    let node = h200_node().label(DRIVER_PAUSED.0, DRIVER_PAUSED.1);
+    let first = judge_with("", &node, &paused_report(50));
+    let later = judge_with("", &node, &paused_report(5));
+    let message = |r: &LayerReport| r.get(Layer::Health).map(|l| l.message.clone());
+    assert_eq!(message(&first), message(&later));
+    // The node itself reads as the maintenance it is.
+    assert!(first.lifecycle.maintenance.is_some());
+}

@@ -2,7 +2,9 @@
 //! it reaches the GPUs without requesting one and passes the restricted Pod
 //! Security Standard, `probe.imex.enabled` mounts the host's `/etc` read-only
 //! and only when asked, and the probe's ServiceAccount may write only its own
-//! node's report.
+//! node's report; by default it leaves a node whose GPU clients the GPU
+//! operator paused (`nvidia.com/gpu.deploy.client`) and may read Nodes, never
+//! write them.
 
 mod support;
 
@@ -316,16 +318,12 @@ async fn probe_service_account_may_write_only_its_own_nodes_report() {
     );
     let elsewhere = publish(&on_n1, "default", "n1", &report("n1")).await;
     assert!(elsewhere.is_err(), "wrote outside its namespace");
+    // Nodes: read (its own, by field selector, to sit out maintenance), never written.
     let nodes: Api<Node> = Api::all(on_n1.clone());
-    assert_eq!(
-        status_code(
-            &nodes
-                .list(&ListParams::default())
-                .await
-                .expect_err("list nodes")
-        ),
-        Some(403)
-    );
+    nodes
+        .list(&ListParams::default().fields("metadata.name=n1"))
+        .await
+        .expect("the probe lists its own node");
     let patch = json!({"metadata": {"labels": {"x": "y"}}});
     assert_eq!(
         status_code(
@@ -383,4 +381,125 @@ async fn probe_service_account_may_write_only_its_own_nodes_report() {
         ),
         Some(403)
     );
+}
+
+/// `probe.maintenance`: by default a required node affinity keeps the probe on
+/// nodes whose `nvidia.com/gpu.deploy.client` is absent or `true`, ANDed with
+/// each of the user's required terms (node selector terms are ORed, so each
+/// becomes two), and the probe may read Nodes; both can be turned off.
+#[tokio::test]
+async fn probe_steps_aside_for_gpu_maintenance_by_node_affinity() {
+    use keys::lifecycle::DEPLOY_CLIENT;
+
+    let env = chart_env().await;
+    let ns = env
+        .create_namespace("chart-maint")
+        .await
+        .expect("namespace");
+    let release = unique_name("gr");
+    let probe = format!("{release}-gpuready-probe");
+    let absent = json!({ "key": DEPLOY_CLIENT, "operator": "DoesNotExist" });
+    let is_true = json!({ "key": DEPLOY_CLIENT, "operator": "In", "values": ["true"] });
+    let terms_of = |docs: &[Value]| -> Value {
+        find_doc(docs, "DaemonSet", Some(&probe))["spec"]["template"]["spec"]["affinity"]
+            ["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+            ["nodeSelectorTerms"]
+            .clone()
+    };
+
+    // Defaults: the two terms alone, the nodeSelector untouched beside them,
+    // read access to Nodes, and the probe told to watch its node.
+    let text = render(env, &release, &ns, PROBE_VALUES).await;
+    let docs = yaml_documents(&text);
+    assert_eq!(
+        terms_of(&docs),
+        json!([{ "matchExpressions": [absent] }, { "matchExpressions": [is_true] }])
+    );
+    let pod = &find_doc(&docs, "DaemonSet", Some(&probe))["spec"]["template"]["spec"];
+    assert_eq!(pod["nodeSelector"]["nvidia.com/gpu.present"], "true");
+    assert!(args_of(&pod["containers"][0]).contains(&"--watch-node=true".to_owned()));
+    let role = find_doc(&docs, "ClusterRole", Some(&probe));
+    assert_eq!(
+        role["rules"],
+        json!([{ "apiGroups": [""], "resources": ["nodes"], "verbs": ["get", "list", "watch"] }])
+    );
+    let binding = find_doc(&docs, "ClusterRoleBinding", Some(&probe));
+    assert_eq!(binding["subjects"][0]["name"], probe.as_str());
+    assert_eq!(binding["subjects"][0]["namespace"], ns.as_str());
+
+    // The user's affinity: each required term ANDed with each of ours, the
+    // rest of the affinity kept.
+    let (_dir, user) = temp_file(
+        "affinity.yaml",
+        r#"
+probe:
+  affinity:
+    nodeAffinity:
+      requiredDuringSchedulingIgnoredDuringExecution:
+        nodeSelectorTerms:
+          - matchExpressions: [{key: pool, operator: In, values: [a, b]}]
+          - matchFields: [{key: metadata.name, operator: In, values: [n1]}]
+      preferredDuringSchedulingIgnoredDuringExecution:
+        - weight: 1
+          preference:
+            matchExpressions: [{key: zone, operator: In, values: [z1]}]
+"#,
+    );
+    let mut values = PROBE_VALUES.to_vec();
+    values.extend(["-f", path_str(&user)]);
+    let docs = yaml_documents(&render(env, &release, &ns, &values).await);
+    let pool = json!({ "key": "pool", "operator": "In", "values": ["a", "b"] });
+    let field = json!([{ "key": "metadata.name", "operator": "In", "values": ["n1"] }]);
+    assert_eq!(
+        terms_of(&docs),
+        json!([
+            { "matchExpressions": [pool, absent] },
+            { "matchExpressions": [pool, is_true] },
+            { "matchExpressions": [absent], "matchFields": field },
+            { "matchExpressions": [is_true], "matchFields": field },
+        ])
+    );
+    let affinity =
+        &find_doc(&docs, "DaemonSet", Some(&probe))["spec"]["template"]["spec"]["affinity"];
+    assert_eq!(
+        affinity["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["weight"],
+        1
+    );
+    // The API server takes the merged affinity.
+    let text = render(env, &release, &ns, &values).await;
+    let out = run(
+        kubectl(env, &["apply", "--dry-run=server", "-f", "-"]),
+        Some(&text),
+    )
+    .await;
+    assert!(out.ok, "{}\n{}", out.stdout, out.stderr);
+
+    // Both off: no affinity of ours (the user's stays as given), no Node read.
+    values.extend([
+        "--set",
+        "probe.maintenance.stepAside=false",
+        "--set",
+        "probe.maintenance.watchNode=false",
+    ]);
+    let docs = yaml_documents(&render(env, &release, &ns, &values).await);
+    let terms = terms_of(&docs);
+    assert_eq!(terms.as_array().map(Vec::len), Some(2), "{terms}");
+    assert!(!terms.to_string().contains(DEPLOY_CLIENT), "{terms}");
+    assert!(
+        !docs
+            .iter()
+            .any(|d| d["kind"] == "ClusterRole" && d["metadata"]["name"] == probe.as_str()),
+        "a ClusterRole for the probe without watchNode"
+    );
+    let pod = &find_doc(&docs, "DaemonSet", Some(&probe))["spec"]["template"]["spec"];
+    assert!(args_of(&pod["containers"][0]).contains(&"--watch-node=false".to_owned()));
+    let only_step_aside_off = [
+        PROBE_VALUES,
+        &["--set", "probe.maintenance.stepAside=false"],
+    ]
+    .concat();
+    let off = render(env, &release, &ns, &only_step_aside_off).await;
+    let docs = yaml_documents(&off);
+    let pod = &find_doc(&docs, "DaemonSet", Some(&probe))["spec"]["template"]["spec"];
+    assert!(pod["affinity"].is_null(), "{}", pod["affinity"]);
 }

@@ -12,7 +12,9 @@
 //! driver-upgrade wave over four GPU nodes that never counts as not ready nor
 //! engages the brake, the taint held and released in the upgrade's order;
 //! `helm uninstall`
-//! leaving no node stranded; the probe DaemonSet on the real node; and the
+//! leaving no node stranded; the probe DaemonSet on the real node, sitting out
+//! a driver-upgrade wave's labels (its pod removed and back, or paused in
+//! place); and the
 //! README's `kubectl get gnp` / `kubectl describe node`.
 //!
 //! Runs only with `GPUREADY_CLUSTER_E2E` set (tests/run.sh sets it after
@@ -954,6 +956,235 @@ async fn probe_on_the_real_node(c: &Cluster, repo: &str, tag: &str, image_values
         .await;
     say!("{ds}");
     assert!(ds.contains("Running"), "{ds}");
+    probe_sits_out_a_driver_upgrade(c).await;
+}
+
+/// The probe's pods on the real node that are not being deleted: (name, uid).
+async fn probe_pods(c: &Cluster) -> Vec<(String, String, String)> {
+    let out = c
+        .try_kubectl(&[
+            "-n",
+            NS,
+            "get",
+            "pods",
+            "-l",
+            "app.kubernetes.io/component=probe",
+            "-o",
+            "json",
+        ])
+        .await;
+    let v: Value = serde_json::from_str(&out.stdout).unwrap_or(Value::Null);
+    v["items"]
+        .as_array()
+        .map(|items| {
+            items
+                .iter()
+                .filter(|p| p["metadata"]["deletionTimestamp"].is_null())
+                .filter(|p| p["spec"]["nodeName"] == c.node.as_str())
+                .map(|p| {
+                    let s = |v: &Value| v.as_str().unwrap_or_default().to_owned();
+                    (
+                        s(&p["metadata"]["name"]),
+                        s(&p["metadata"]["uid"]),
+                        s(&p["status"]["phase"]),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The probe's report of the real node, as published.
+async fn probe_report(c: &Cluster) -> Option<Value> {
+    let cm = format!("gpuready-probe-{}", c.node);
+    let out = c
+        .try_kubectl(&["-n", NS, "get", "configmap", &cm, "-o", "json"])
+        .await;
+    let v: Value = serde_json::from_str(&out.stdout).ok()?;
+    let data = v["data"]["report.json"].as_str()?.to_owned();
+    serde_json::from_str(&data).ok()
+}
+
+/// `report.paused` in a line: its labels and open device files, or "not paused".
+fn paused_of(report: &Value) -> String {
+    match report.get("paused") {
+        Some(p) => format!(
+            "paused since {} for {} (openDeviceFiles {})",
+            p["since"].as_str().unwrap_or("?"),
+            p["labels"],
+            p["openDeviceFiles"]
+        ),
+        None => "not paused".to_owned(),
+    }
+}
+
+/// The `/dev/nvidia*` files among a process's open files, and how many it has.
+fn nvidia_fds(pid: u32) -> (usize, Vec<String>) {
+    let links: Vec<String> = std::fs::read_dir(format!("/proc/{pid}/fd"))
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| std::fs::read_link(e.path()).ok())
+                .map(|p| p.to_string_lossy().into_owned())
+                .collect()
+        })
+        .unwrap_or_default();
+    let nvidia = links
+        .iter()
+        .filter(|l| l.starts_with("/dev/nvidia"))
+        .cloned()
+        .collect();
+    (links.len(), nvidia)
+}
+
+/// Issue 48's proof on the real node (chart defaults: `probe.maintenance`
+/// stepAside and watchNode on). A driver-upgrade wave's labels in order —
+/// `nvidia.com/gpu.deploy.client=paused-for-driver-upgrade`, the upgrade
+/// states from `cordon-required` to `upgrade-done`, then the client label
+/// `true` — make the DaemonSet controller delete the probe's pod before
+/// `pod-restart-required` (its last report says it paused) and recreate it
+/// after; then the states alone (an operator before 26.7, no client label)
+/// leave the pod in place while the probe itself reports paused with no
+/// `/dev/nvidia*` open (`/proc/<pid>/fd`). No GPU here: NVML never opened,
+/// so the files were never open either; the GPU run is the agent's test.
+async fn probe_sits_out_a_driver_upgrade(c: &Cluster) {
+    use gpuready_api::keys::lifecycle as lc;
+    let t0 = Instant::now();
+    let mut timeline: Vec<String> = Vec::new();
+    let mut mark = |what: String| {
+        let line = format!("  +{:>5.1}s  {what}", since(t0));
+        say!("{line}");
+        timeline.push(line);
+    };
+    let label = |kv: String| async move {
+        c.must_kubectl(&["label", "node", &c.node, "--overwrite", &kv], None)
+            .await;
+    };
+    let first = eventually(WAIT, "one probe pod Running", || async {
+        let pods = probe_pods(c).await;
+        (pods.len() == 1 && pods[0].2 == "Running").then(|| pods[0].clone())
+    })
+    .await;
+    let (fds, nvidia) = nvidia_fds(container_pid(c, &first.0).await);
+    mark(format!(
+        "probe pod {} Running ({fds} open files, /dev/nvidia*: {nvidia:?}); report {}",
+        first.0,
+        probe_report(c)
+            .await
+            .map(|r| paused_of(&r))
+            .unwrap_or_default()
+    ));
+
+    // ---- the GPU operator 26.7 way: the client label, then the states
+    label(format!(
+        "{}={}",
+        lc::DEPLOY_CLIENT,
+        lc::PAUSED_FOR_DRIVER_UPGRADE
+    ))
+    .await;
+    mark(format!(
+        "label {}={}",
+        lc::DEPLOY_CLIENT,
+        lc::PAUSED_FOR_DRIVER_UPGRADE
+    ));
+    eventually(WAIT, "the probe pod deleted", || async {
+        let pods = probe_pods(c).await;
+        let gone = !pods.iter().any(|p| p.1 == first.1);
+        let out = c
+            .try_kubectl(&["-n", NS, "get", "pod", &first.0, "-o", "name"])
+            .await;
+        (gone && !out.ok).then_some(())
+    })
+    .await;
+    let left = eventually(WAIT, "the paused report of the removed pod", || async {
+        probe_report(c).await.filter(|r| r.get("paused").is_some())
+    })
+    .await;
+    mark(format!(
+        "probe pod {} deleted by the DaemonSet controller; its last report: {}",
+        first.0,
+        paused_of(&left)
+    ));
+    assert_eq!(left["paused"]["openDeviceFiles"], json!([]), "{left}");
+    let mut deleted_before_restart = true;
+    for state in lc::UPGRADE_STATES
+        .into_iter()
+        .filter(|s| *s != lc::UPGRADE_FAILED && *s != lc::UPGRADE_REQUIRED)
+    {
+        let pods = probe_pods(c).await;
+        if state == "pod-restart-required" {
+            deleted_before_restart = pods.is_empty();
+        }
+        label(format!("{}={state}", lc::DRIVER_UPGRADE_STATE)).await;
+        // Time for the DaemonSet controller to act, were it to.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        let pods = probe_pods(c).await;
+        mark(format!(
+            "label {}={state:<26} probe pods on the node: {}",
+            lc::DRIVER_UPGRADE_STATE,
+            pods.len()
+        ));
+        assert!(pods.is_empty(), "a probe pod at {state}: {pods:?}");
+    }
+    assert!(
+        deleted_before_restart,
+        "the probe pod was still there at pod-restart-required"
+    );
+    label(format!("{}=true", lc::DEPLOY_CLIENT)).await;
+    mark(format!("label {}=true", lc::DEPLOY_CLIENT));
+    let back = eventually(WAIT, "a new probe pod Running", || async {
+        let pods = probe_pods(c).await;
+        (pods.len() == 1 && pods[0].2 == "Running" && pods[0].1 != first.1).then(|| pods[0].clone())
+    })
+    .await;
+    mark(format!("probe pod {} Running (recreated)", back.0));
+    let fresh = eventually(WAIT, "a report not paused", || async {
+        probe_report(c).await.filter(|r| r.get("paused").is_none())
+    })
+    .await;
+    mark(format!(
+        "report {} (nvml usable {}: no GPU here)",
+        paused_of(&fresh),
+        fresh["nvml"]["usable"]
+    ));
+
+    // ---- an operator before 26.7: no client label, the states alone
+    label(format!("{}-", lc::DEPLOY_CLIENT)).await;
+    label(format!("{}=cordon-required", lc::DRIVER_UPGRADE_STATE)).await;
+    mark(format!(
+        "label {}- and {}=cordon-required (the states alone)",
+        lc::DEPLOY_CLIENT,
+        lc::DRIVER_UPGRADE_STATE
+    ));
+    let paused = eventually(WAIT, "the probe's own paused report", || async {
+        probe_report(c).await.filter(|r| r.get("paused").is_some())
+    })
+    .await;
+    let pods = probe_pods(c).await;
+    assert_eq!(pods.len(), 1, "{pods:?}");
+    assert_eq!(
+        pods[0].1, back.1,
+        "the pod stays: the probe steps aside itself"
+    );
+    let (fds, nvidia) = nvidia_fds(container_pid(c, &back.0).await);
+    mark(format!(
+        "probe pod {} still Running; report {}; /proc/<pid>/fd: {fds} open, /dev/nvidia*: {nvidia:?}",
+        back.0,
+        paused_of(&paused)
+    ));
+    assert!(nvidia.is_empty(), "{nvidia:?}");
+    label(format!("{}=upgrade-done", lc::DRIVER_UPGRADE_STATE)).await;
+    mark(format!("label {}=upgrade-done", lc::DRIVER_UPGRADE_STATE));
+    let resumed = eventually(WAIT, "the probe resumes", || async {
+        probe_report(c).await.filter(|r| r.get("paused").is_none())
+    })
+    .await;
+    mark(format!("report {}", paused_of(&resumed)));
+    label(format!("{}-", lc::DRIVER_UPGRADE_STATE)).await;
+    say!(
+        "probe timeline against the driver-upgrade labels (real node {}):\n{}",
+        c.node,
+        timeline.join("\n")
+    );
 }
 
 /// `helm install` (or `upgrade`) of the chart into the test namespace, waiting

@@ -680,3 +680,226 @@ async fn the_probe_process_publishes_its_report_and_stops_on_sigterm() {
         .expect("wait");
     assert_eq!(status.code(), Some(0), "{status:?}");
 }
+
+// ---- sitting out maintenance (docs/probe.md, "Sitting out maintenance")
+
+const PAUSED_CLIENT: &str = "nvidia.com/gpu.deploy.client=paused-for-driver-upgrade";
+
+/// The agent in-process: while its node is in maintenance it holds no NVML
+/// handle and reports itself paused with no GPU device file open; back in
+/// service it reads the GPUs again. Where NVML opens (a GPU machine) it also
+/// proves the `/dev/nvidia*` files were open before and are closed after; in
+/// CI, without NVML, the agent never holds a handle at all.
+#[test]
+fn the_agent_holds_no_nvml_handle_while_its_node_is_in_maintenance() {
+    use gpuready::probe::agent::Agent;
+    use gpuready::probe::compute::{ComputeCheckMode, Memory, Settings};
+    use gpuready::probe::nvml::open_device_files;
+
+    let checker = gpuready::probe::Checker {
+        settings: Settings {
+            mode: ComputeCheckMode::Off,
+            min_interval: Duration::ZERO,
+            every: Duration::ZERO,
+            timeout: Duration::from_secs(60),
+        },
+        memory: Memory::default(),
+        once: false,
+    };
+    let mut agent = Agent::new(std::env::var_os("GPUREADY_NVML_LIBRARY"), checker);
+    let maintenance = vec![PAUSED_CLIENT.to_owned()];
+
+    let reading = agent.report("n1", None, None, &[]);
+    assert!(reading.paused.is_none());
+    let gpu = reading.nvml.usable;
+    assert_eq!(agent.holds_nvml(), gpu);
+    let before = open_device_files().expect("/proc/self/fd");
+    if gpu {
+        assert!(
+            !before.is_empty(),
+            "NVML open and no /dev/nvidia* file open"
+        );
+    } else {
+        println!("NOT RUN on a GPU (NVML unusable here): the handle is never taken");
+    }
+
+    let paused = agent.report("n1", None, None, &maintenance);
+    assert!(!agent.holds_nvml(), "NVML held while paused");
+    let pause = paused.paused.clone().expect("a paused report");
+    assert_eq!(pause.labels, maintenance);
+    assert_eq!(pause.open_device_files, Some(Vec::new()), "{pause:?}");
+    assert_eq!(open_device_files(), Some(Vec::new()));
+    assert!(!paused.nvml.usable);
+    assert!(
+        paused
+            .nvml
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("released NVML")),
+        "{:?}",
+        paused.nvml
+    );
+    assert!(paused.gpus.is_empty() && paused.device_count.is_none());
+    assert!(paused.compute_check.is_none());
+    // Still paused a report later: the same `since`, the labels as they are now.
+    let later = agent.report(
+        "n1",
+        None,
+        None,
+        &["nvidia.com/gpu-driver-upgrade-state=pod-restart-required".to_owned()],
+    );
+    let later_pause = later.paused.expect("still paused");
+    assert_eq!(later_pause.since, pause.since);
+    assert_eq!(
+        later_pause.labels,
+        ["nvidia.com/gpu-driver-upgrade-state=pod-restart-required"]
+    );
+
+    let back = agent.report("n1", None, None, &[]);
+    assert!(back.paused.is_none());
+    assert_eq!(agent.holds_nvml(), gpu);
+    // Events count afresh from the resume, as for a restarted probe.
+    assert!(back.probe_started_at >= pause.since, "{back:?}");
+    agent.release();
+    assert!(!agent.holds_nvml());
+}
+
+/// The node watch fails open: an identity that may not read Nodes leaves the
+/// view `Unread` (the probe then reads the GPUs as without it), and the read
+/// on SIGTERM answers within its limit instead of blocking.
+#[tokio::test]
+async fn the_node_watch_fails_open_without_access_to_nodes() {
+    use gpuready::probe::maintenance::{NodeView, read_now, watch_node};
+    let env = gpuready_testenv::TestEnv::shared()
+        .await
+        .expect("test control plane");
+    let nobody = env.client_as("nobody", &[]).expect("client");
+    let (tx, rx) = tokio::sync::watch::channel(NodeView::Unread);
+    let watch = tokio::spawn(watch_node(nobody.clone(), "n1".into(), tx));
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(*rx.borrow(), NodeView::Unread);
+    assert!(rx.borrow().maintenance().is_empty());
+    let t = std::time::Instant::now();
+    assert_eq!(read_now(&nobody, "n1", Duration::from_secs(5)).await, None);
+    assert!(t.elapsed() < Duration::from_secs(6));
+    watch.abort();
+}
+
+/// The agent process against a real kube-apiserver: its report turns paused
+/// as soon as its Node's labels say maintenance (the interval is 30 s, so the
+/// watch, not the heartbeat, triggers it), names the labels, holds no device
+/// file, and turns back when the labels clear; on SIGTERM during maintenance
+/// it publishes the paused report on its way out.
+#[tokio::test]
+async fn the_probe_process_sits_out_its_nodes_maintenance() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
+    let env = gpuready_testenv::TestEnv::shared()
+        .await
+        .expect("test control plane");
+    let client = env.client().expect("client");
+    let ns = env
+        .create_namespace("probe-maint")
+        .await
+        .expect("namespace");
+    let node = gpuready_testenv::unique_name("maint");
+    let nodes: Api<Node> = Api::all(client.clone());
+    nodes
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({ "metadata": { "name": node } })).expect("node"),
+        )
+        .await
+        .expect("create node");
+    let label = |labels: Value| {
+        let nodes = nodes.clone();
+        let node = node.clone();
+        async move {
+            nodes
+                .patch(
+                    &node,
+                    &PatchParams::default(),
+                    &Patch::Merge(&json!({ "metadata": { "labels": labels } })),
+                )
+                .await
+                .expect("label node");
+        }
+    };
+    let mut child = tokio::process::Command::from({
+        let mut c = gpuready_on(env);
+        c.args(["probe", "--interval", "30s", "--compute-check", "off"])
+            .env("NODE_NAME", &node)
+            .env("POD_NAMESPACE", &ns)
+            .env("GPUREADY_NVML_LIBRARY", "/nonexistent/libnvidia-ml.so.1")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        c
+    })
+    .kill_on_drop(true)
+    .spawn()
+    .expect("start gpuready probe");
+    let cms: Api<ConfigMap> = Api::namespaced(client.clone(), &ns);
+    let name = format!("gpuready-probe-{node}");
+    let report = |paused: bool| {
+        let cms = cms.clone();
+        let name = name.clone();
+        async move {
+            let cm = cms.get_opt(&name).await.ok()??;
+            match gpuready::controller::watch::probe_reports::evidence_of(&cm) {
+                gpuready_core::health::ProbeEvidence::Report(r) if r.paused.is_some() == paused => {
+                    Some(r)
+                }
+                _ => None,
+            }
+        }
+    };
+    eventually(60, "the first report, not paused", || report(false)).await;
+
+    let t = std::time::Instant::now();
+    label(json!({ keys::lifecycle::DEPLOY_CLIENT: "paused-for-driver-upgrade" })).await;
+    let paused = eventually(20, "the paused report", || report(true)).await;
+    let took = t.elapsed();
+    assert!(took < Duration::from_secs(20), "{took:?}");
+    let pause = paused.paused.clone().expect("paused");
+    assert_eq!(pause.labels, [PAUSED_CLIENT]);
+    assert_eq!(pause.open_device_files, Some(Vec::new()));
+    assert!(paused.gpus.is_empty() && !paused.nvml.usable);
+    println!("paused report {:.1}s after the label", took.as_secs_f64());
+
+    label(json!({
+        keys::lifecycle::DEPLOY_CLIENT: "true",
+        keys::lifecycle::DRIVER_UPGRADE_STATE: "upgrade-done",
+    }))
+    .await;
+    eventually(20, "the report back in service", || report(false)).await;
+
+    // SIGTERM in maintenance: the paused report is published on the way out
+    // (deleted first, so only that publication can bring it back).
+    label(json!({ keys::lifecycle::DRIVER_UPGRADE_STATE: "drain-required" })).await;
+    eventually(20, "paused again", || report(true)).await;
+    cms.delete(&name, &DeleteParams::default())
+        .await
+        .expect("delete the report");
+    let pid = child.id().expect("pid").to_string();
+    let killed = Command::new("kill")
+        .args(["-TERM", &pid])
+        .status()
+        .expect("kill -TERM");
+    assert!(killed.success());
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("the probe stops within 20 s of SIGTERM")
+        .expect("wait");
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    let last = report(true)
+        .await
+        .expect("the paused report published on SIGTERM");
+    assert_eq!(
+        last.paused.expect("paused").labels,
+        ["nvidia.com/gpu-driver-upgrade-state=drain-required"]
+    );
+    nodes
+        .delete(&node, &DeleteParams::default())
+        .await
+        .expect("delete node");
+}

@@ -104,6 +104,22 @@ pub fn judge(
             ),
         ));
     };
+    // Paused while the node is in maintenance: expected, whatever its age (a
+    // probe pod the DaemonSet controller removed published it on its way out).
+    let maintenance = crate::lifecycle::gpu_clients_paused(&facts.labels);
+    if let Some(pause) = &report.paused
+        && !maintenance.is_empty()
+    {
+        return Some(verdict(
+            Status::Unknown,
+            r::PROBE_PAUSED,
+            format!(
+                "the probe released the GPUs at {} because the node is in maintenance ({}): it holds no NVML handle, so the driver can unload and MIG can change; it reads the GPUs again when the maintenance ends",
+                pause.since,
+                maintenance.join(", ")
+            ),
+        ));
+    }
     let mut recheck = None;
     if rules.max_report_age_seconds > 0 {
         let max = i64::from(rules.max_report_age_seconds);
@@ -124,6 +140,26 @@ pub fn judge(
             ));
         }
         recheck = Some(u64::try_from(max - age.max(0) + 1).unwrap_or(1));
+    }
+    // Paused outside maintenance: the maintenance just ended and the probe
+    // has not resumed yet (or disagrees). Never healthy: Unknown until a fresh
+    // report, stale like any other report once it passes the limit.
+    if let Some(pause) = &report.paused {
+        let mut v = verdict(
+            Status::Unknown,
+            r::PROBE_PAUSED,
+            format!(
+                "the probe's report says it released the GPUs at {} for maintenance ({}), but the node is in maintenance no more: the GPUs are not judged until the probe reads them again, which it does within one interval of seeing the node back (a probe pod the DaemonSet controller removed is recreated first); if it stays so, look at the probe pod on this node",
+                pause.since,
+                if pause.labels.is_empty() {
+                    "no label named".to_owned()
+                } else {
+                    pause.labels.join(", ")
+                }
+            ),
+        );
+        v.recheck_after_seconds = recheck;
+        return Some(v);
     }
     let mut v = judge_report(spec, rules, facts, report, now);
     v.recheck_after_seconds = match (recheck, compute_recheck(rules, report, now)) {

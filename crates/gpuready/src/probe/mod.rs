@@ -3,26 +3,28 @@
 //! them), and publishes a versioned report for its node (or, with `--once`,
 //! prints it). The controller's Health layer judges the report.
 
+pub mod agent;
 pub mod compute;
 pub mod cuda;
 mod ffi;
 pub mod imex;
+pub mod maintenance;
 pub mod nvml;
 pub mod publish;
+pub mod report;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use gpuready_api::probe::{
-    ComputeTrigger, EventLog, NvmlState, PROBE_REPORT_API_VERSION, ProbeReport,
-};
+use gpuready_api::probe::EventLog;
 use jiff::Timestamp;
 
 use compute::{ComputeCheckMode, Memory, Settings};
+pub use report::{Checker, build_report};
 
 use crate::cli::{LogFormat, parse_duration};
 
@@ -100,18 +102,18 @@ pub struct ProbeArgs {
     #[arg(long, env = "GPUREADY_HOST_ROOT", value_name = "DIR")]
     pub host_root: Option<PathBuf>,
 
+    /// Read this node's labels (a watch on its Node, by field selector) and
+    /// release NVML while the GPU operator takes the node through maintenance
+    /// (a driver upgrade between cordon and uncordon, a MIG change, GPU
+    /// clients paused); `false`: never read the Node. Needs get, list and watch
+    /// on nodes; without them the probe works as with `false`.
+    #[arg(long, env = "GPUREADY_PROBE_WATCH_NODE", default_value_t = true, action = clap::ArgAction::Set)]
+    pub watch_node: bool,
+
     /// Internal: run the compute check in this process and print its result
     /// (the probe starts itself so; a hang is then bounded by its timeout).
     #[arg(long, hide = true)]
     pub compute_check_child: bool,
-}
-
-/// The compute check's settings and what the probe remembers of it; `once`:
-/// `--once`, where the check is due at once and no minimum interval applies.
-pub struct Checker {
-    pub settings: Settings,
-    pub memory: Memory,
-    pub once: bool,
 }
 
 impl ProbeArgs {
@@ -138,88 +140,6 @@ impl ProbeArgs {
 pub const EXIT_NVML_UNUSABLE: u8 = 1;
 /// Exit code for arguments or an environment the probe cannot work with.
 pub const EXIT_USAGE: u8 = 2;
-
-/// Assembles a report from what NVML gave (nothing when it is unusable) and,
-/// with a host root, the host's IMEX files, and runs the compute check first
-/// when it is due and allowed (`once`: due now).
-#[allow(clippy::too_many_arguments)]
-pub fn build_report(
-    node: Option<&str>,
-    host_root: Option<&std::path::Path>,
-    started: Timestamp,
-    state: NvmlState,
-    nvml: Option<&nvml_wrapper::Nvml>,
-    events: EventLog,
-    checker: &mut Checker,
-    request: Option<String>,
-) -> ProbeReport {
-    let Checker {
-        settings,
-        memory,
-        once,
-    } = checker;
-    let (settings, once) = (&*settings, *once);
-    let snap = nvml.map(nvml::snapshot);
-    let (driver_version, cuda_driver_version, device_count, mut gpus, minors) = match snap {
-        Some(s) => (
-            s.driver_version,
-            s.cuda_driver_version,
-            s.device_count,
-            s.gpus,
-            s.minors,
-        ),
-        None => (None, None, None, Vec::new(), Vec::new()),
-    };
-    let boot_id = compute::boot_id();
-    let mut device_nodes = Vec::new();
-    if settings.mode == ComputeCheckMode::Auto {
-        device_nodes = compute::device_nodes(&minors);
-        let now = Timestamp::now();
-        let stack = compute::stack(driver_version.as_deref(), boot_id.as_deref(), &gpus);
-        let trigger = if once {
-            Some(ComputeTrigger::Once)
-        } else {
-            compute::due(memory, &stack, request.as_deref(), now, settings.every)
-        };
-        if let Some(trigger) = trigger {
-            let min = if once {
-                Duration::ZERO
-            } else {
-                settings.min_interval
-            };
-            match compute::blocker(state.usable, &gpus, memory, now, min) {
-                None => {
-                    tracing::info!(?trigger, "running the compute check");
-                    compute::run(settings, memory, trigger, stack, request);
-                }
-                Some((reason, message)) => {
-                    tracing::info!(?trigger, ?reason, "compute check due but skipped");
-                    compute::note_skip(memory, trigger, reason, message, now);
-                }
-            }
-        } else {
-            memory.skipped = None;
-        }
-    }
-    let compute_check = Some(compute::report_fields(settings, memory, &mut gpus));
-    ProbeReport {
-        api_version: PROBE_REPORT_API_VERSION.to_owned(),
-        node: node.map(str::to_owned),
-        generated_at: Timestamp::now().to_string(),
-        probe_started_at: started.to_string(),
-        probe_version: env!("CARGO_PKG_VERSION").to_owned(),
-        nvml: state,
-        driver_version,
-        cuda_driver_version,
-        device_count,
-        gpus,
-        events,
-        boot_id,
-        device_nodes,
-        compute_check,
-        imex: host_root.map(imex::read),
-    }
-}
 
 /// `gpuready probe`.
 pub fn run(args: ProbeArgs) -> ExitCode {
@@ -263,82 +183,94 @@ pub fn run(args: ProbeArgs) -> ExitCode {
             return ExitCode::from(EXIT_USAGE);
         }
     };
-    let started = Timestamp::now();
-    let events = Arc::new(nvml::Events::default());
-    let stop = AtomicBool::new(false);
-    // NVML lives for the rest of the process once initialised; the event thread
-    // borrows it, so both live inside one thread scope.
-    let nvml_cell: OnceLock<nvml_wrapper::Nvml> = OnceLock::new();
-    std::thread::scope(|scope| {
-        runtime.block_on(async {
-            let mut term =
-                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-            let mut last_state = NvmlState::default();
-            let mut checker = args.checker(false);
-            loop {
-                // The driver may come up after the probe (the GPU operator installs
-                // it in a pod of its own): keep trying until NVML initialises.
-                if nvml_cell.get().is_none() {
-                    let (nvml, state) = nvml::init(args.nvml_library.as_deref());
-                    if state != last_state {
-                        match &state.error {
-                            None => tracing::info!(library = ?state.library, version = ?state.version, "NVML initialised"),
-                            Some(e) => tracing::warn!(error = %e, "NVML unusable; retrying every interval"),
-                        }
-                    }
-                    last_state = state;
-                    if let Some(nvml) = nvml
-                        && nvml_cell.set(nvml).is_ok()
-                        && let Some(n) = nvml_cell.get()
-                    {
-                        let (events, stop) = (events.clone(), &stop);
-                        scope.spawn(move || nvml::watch_events(n, &events, stop));
-                    }
-                }
-                let request = args
-                    .compute_check_request_file
-                    .as_deref()
-                    .and_then(compute::read_request);
-                // The compute check blocks this single-threaded loop while its
-                // child runs (bounded by --compute-check-timeout; about a
-                // second measured): nothing else waits on it but the signal.
-                let report = build_report(
-                    Some(&node),
-                    args.host_root.as_deref(),
-                    started,
-                    last_state.clone(),
-                    nvml_cell.get(),
-                    events.snapshot(),
-                    &mut checker,
-                    request,
-                );
-                match publish::publish(&client, &namespace, &node, &report).await {
-                    Ok(()) => tracing::debug!(gpus = report.gpus.len(), "report published"),
-                    Err(e) => tracing::error!(error = %e, "publishing the report failed"),
-                }
-                let stopping = async {
-                    match term.as_mut() {
-                        Some(t) => {
-                            tokio::select! {
-                                _ = t.recv() => {},
-                                _ = tokio::signal::ctrl_c() => {},
-                            }
-                        }
-                        None => {
-                            let _ = tokio::signal::ctrl_c().await;
-                        }
-                    }
-                };
-                tokio::select! {
-                    _ = stopping => break,
-                    _ = tokio::time::sleep(args.interval) => {},
-                }
-            }
-            tracing::info!("probe stopping");
-        });
-        stop.store(true, Ordering::Relaxed);
-    });
+    runtime.block_on(agent_loop(&args, &client, &node, &namespace));
     ExitCode::SUCCESS
+}
+
+/// How long the probe spends, on SIGTERM, reading its node and publishing the
+/// paused report: well inside the pod's 30 s grace period.
+const STOP_STEP_LIMIT: Duration = Duration::from_secs(5);
+
+/// Reports every interval, and at once when the node's maintenance view
+/// changes, until SIGTERM (or Ctrl-C); then releases NVML and, when the node
+/// is in maintenance, publishes the paused report before returning.
+async fn agent_loop(args: &ProbeArgs, client: &kube::Client, node: &str, namespace: &str) {
+    let mut view = args.watch_node.then(|| {
+        let (tx, rx) = tokio::sync::watch::channel(maintenance::NodeView::Unread);
+        tokio::spawn(maintenance::watch_node(client.clone(), node.to_owned(), tx));
+        rx
+    });
+    let mut agent = agent::Agent::new(args.nvml_library.clone(), args.checker(false));
+    let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    loop {
+        let labels = view
+            .as_mut()
+            .map(|v| v.borrow_and_update().maintenance().to_vec())
+            .unwrap_or_default();
+        let request = args
+            .compute_check_request_file
+            .as_deref()
+            .and_then(compute::read_request);
+        // The compute check blocks this single-threaded loop while its child
+        // runs (bounded by --compute-check-timeout; about a second measured).
+        let report = agent.report(node, args.host_root.as_deref(), request, &labels);
+        match publish::publish(client, namespace, node, &report).await {
+            Ok(()) => tracing::debug!(gpus = report.gpus.len(), "report published"),
+            Err(e) => tracing::error!(error = %e, "publishing the report failed"),
+        }
+        let node_changed = async {
+            let changed = match view.as_mut() {
+                Some(v) => v.changed().await.is_ok(),
+                None => false,
+            };
+            if !changed {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            _ = stopping(term.as_mut()) => break,
+            _ = node_changed => {},
+            _ = tokio::time::sleep(args.interval) => {},
+        }
+    }
+    // Whatever comes next, the GPU files close first: the DaemonSet
+    // controller deleting the pod for a driver upgrade is why it stops.
+    agent.release();
+    if let Some(v) = &view {
+        let last = v.borrow().clone();
+        let now = maintenance::read_now(client, node, STOP_STEP_LIMIT)
+            .await
+            .unwrap_or(last);
+        if !now.maintenance().is_empty() {
+            let report = agent.report(node, args.host_root.as_deref(), None, now.maintenance());
+            let sent = tokio::time::timeout(
+                STOP_STEP_LIMIT,
+                publish::publish(client, namespace, node, &report),
+            )
+            .await;
+            match sent {
+                Ok(Ok(())) => tracing::info!("published the paused report before stopping"),
+                Ok(Err(e)) => tracing::warn!(error = %e, "publishing the paused report failed"),
+                Err(_) => tracing::warn!("publishing the paused report timed out"),
+            }
+        }
+    }
+    tracing::info!("probe stopping");
+}
+
+/// Resolves on SIGTERM or Ctrl-C.
+async fn stopping(term: Option<&mut tokio::signal::unix::Signal>) {
+    match term {
+        Some(t) => {
+            tokio::select! {
+                _ = t.recv() => {},
+                _ = tokio::signal::ctrl_c() => {},
+            }
+        }
+        None => {
+            let _ = tokio::signal::ctrl_c().await;
+        }
+    }
 }
 
 fn run_once(args: &ProbeArgs) -> ExitCode {

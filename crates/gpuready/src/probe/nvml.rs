@@ -513,3 +513,93 @@ fn register<'n>(
     }
     Ok(set)
 }
+
+/// NVML while the probe holds it: the library, and the thread reading its
+/// critical events into `events`. [`Session::release`] stops the thread and
+/// shuts NVML down (`nvmlShutdown`, then the library is closed), which closes
+/// the probe's `/dev/nvidia*` files: the driver can then be unloaded and a
+/// GPU's MIG mode changed (docs/probe.md, "Sitting out maintenance").
+pub struct Session {
+    /// `None` only once released (a session is consumed by its release).
+    nvml: Option<Arc<Nvml>>,
+    stop: Arc<AtomicBool>,
+    watcher: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Session {
+    /// Initialises NVML (as [`init`]) and starts recording its events into
+    /// `events`; `None` with the state saying why when NVML is unusable.
+    pub fn open(explicit: Option<&OsStr>, events: &Arc<Events>) -> (Option<Session>, NvmlState) {
+        let (nvml, state) = init(explicit);
+        let Some(nvml) = nvml else {
+            return (None, state);
+        };
+        let nvml = Arc::new(nvml);
+        let stop = Arc::new(AtomicBool::new(false));
+        let watcher = {
+            let (nvml, events, stop) = (nvml.clone(), events.clone(), stop.clone());
+            std::thread::Builder::new()
+                .name("nvml-events".into())
+                .spawn(move || watch_events(&nvml, &events, &stop))
+        };
+        let watcher = match watcher {
+            Ok(w) => Some(w),
+            Err(e) => {
+                events.set_status(false, Some(format!("starting the event thread: {e}")));
+                None
+            }
+        };
+        let session = Session {
+            nvml: Some(nvml),
+            stop,
+            watcher,
+        };
+        (Some(session), state)
+    }
+
+    pub fn nvml(&self) -> Option<&Nvml> {
+        self.nvml.as_deref()
+    }
+
+    /// Stops the event thread (its wait returns within a second) and shuts
+    /// NVML down. Returns NVML's answer to the shutdown.
+    pub fn release(mut self) -> Result<(), String> {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(w) = self.watcher.take()
+            && w.join().is_err()
+        {
+            tracing::warn!("the NVML event thread panicked");
+        }
+        // The thread held the only other reference, and it has ended.
+        match self.nvml.take().map(Arc::try_unwrap) {
+            Some(Ok(nvml)) => nvml.shutdown().map_err(|e| e.to_string()),
+            Some(Err(_)) => {
+                Err("NVML still referenced: dropped without an explicit shutdown".into())
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Session {
+    /// A session dropped unreleased still ends its thread, whose reference
+    /// is then the last: NVML's own drop shuts it down.
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+    }
+}
+
+/// The `/dev/nvidia*` files this process has open, from `/proc/self/fd`:
+/// empty after [`Session::release`] is the proof that the probe no longer
+/// keeps the driver loaded. `None` when `/proc/self/fd` cannot be read.
+pub fn open_device_files() -> Option<Vec<String>> {
+    let mut out: Vec<String> = std::fs::read_dir("/proc/self/fd")
+        .ok()?
+        .filter_map(|e| std::fs::read_link(e.ok()?.path()).ok())
+        .map(|p| p.to_string_lossy().into_owned())
+        .filter(|p| p.starts_with("/dev/nvidia"))
+        .collect();
+    out.sort();
+    out.dedup();
+    Some(out)
+}
