@@ -719,6 +719,7 @@ fn the_agent_holds_no_nvml_handle_while_its_node_is_in_maintenance() {
             !before.is_empty(),
             "NVML open and no /dev/nvidia* file open"
         );
+        println!("NVML open: /dev/nvidia* files open {before:?}");
     } else {
         println!("NOT RUN on a GPU (NVML unusable here): the handle is never taken");
     }
@@ -729,6 +730,7 @@ fn the_agent_holds_no_nvml_handle_while_its_node_is_in_maintenance() {
     assert_eq!(pause.labels, maintenance);
     assert_eq!(pause.open_device_files, Some(Vec::new()), "{pause:?}");
     assert_eq!(open_device_files(), Some(Vec::new()));
+    println!("paused: NVML released, /dev/nvidia* files open []");
     assert!(!paused.nvml.usable);
     assert!(
         paused
@@ -758,6 +760,11 @@ fn the_agent_holds_no_nvml_handle_while_its_node_is_in_maintenance() {
     let back = agent.report("n1", None, None, &[]);
     assert!(back.paused.is_none());
     assert_eq!(agent.holds_nvml(), gpu);
+    if gpu {
+        let again = open_device_files().expect("/proc/self/fd");
+        println!("resumed: /dev/nvidia* files open {again:?}");
+        assert!(!again.is_empty(), "resumed without reopening NVML");
+    }
     // Events count afresh from the resume, as for a restarted probe.
     assert!(back.probe_started_at >= pause.since, "{back:?}");
     agent.release();
