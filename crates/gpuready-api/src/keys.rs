@@ -265,6 +265,16 @@ pub mod dra {
     pub const TYPE_GPU: &str = "gpu";
     pub const TYPE_MIG: &str = "mig";
     pub const TYPE_VFIO: &str = "vfio";
+    /// `ResourceClaim`: read for the claims the scheduler makes for DRA-backed
+    /// extended resources (KEP-5004), which the device taint eviction
+    /// controller does not evict (kubernetes #141290).
+    pub const CLAIM_KIND: &str = "ResourceClaim";
+    pub const CLAIM_PLURAL: &str = "resourceclaims";
+    /// On the claim the scheduler makes for a pod's DRA-backed extended
+    /// resources; its one valid value is `"true"` (k8s.io/api `resource/v1`
+    /// `ExtendedResourceClaimAnnotation`).
+    pub const ANNOTATION_EXTENDED_RESOURCE_CLAIM: &str =
+        "resource.kubernetes.io/extended-resource-claim";
 }
 
 /// gpuready's own `resource.k8s.io/v1` DeviceTaintRules: one per bad device

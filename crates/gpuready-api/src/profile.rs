@@ -972,6 +972,12 @@ pub struct GpuNodeProfileStatus {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     #[schemars(length(max = 20))]
     pub escalations: Vec<DeviceEscalation>,
+    /// Pods, over every matched node, that hold a device gpuready taints
+    /// `NoExecute` (or is to, after a dry run) as a DRA-backed extended
+    /// resource: Kubernetes' device taint eviction does not evict them
+    /// (kubernetes #141290). `check` and the nodes' `GpuReady` message name them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_evicted_pods: i32,
 }
 
 /// One device's escalation to `NoExecute`.
@@ -992,6 +998,11 @@ pub struct DeviceEscalation {
     /// evicted. Absent until the server reports it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eviction: Option<String>,
+    /// The pods that hold the device as a DRA-backed extended resource, in
+    /// words: Kubernetes' device taint eviction does not evict them
+    /// (kubernetes #141290), so `eviction` does not count them either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_evicted: Option<String>,
 }
 
 /// One node of a lifecycle summary.

@@ -75,7 +75,14 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
                 Some(ProbeEvidence::Report(r)) => Some(r.as_ref()),
                 _ => None,
             };
-            Some(crate::devices::judge_devices(spec, p, probe, owned, now))
+            Some(crate::devices::judge_devices(
+                spec,
+                p,
+                probe,
+                owned,
+                facts.evidence.extended_resource_holds.as_deref(),
+                now,
+            ))
         }
         _ => None,
     };

@@ -121,6 +121,9 @@ pub struct NodeVerdict {
     pub tainted_devices: Vec<String>,
     /// Devices whose rule escalates to `NoExecute`, with the server's report.
     pub escalations: Vec<gpuready_api::DeviceEscalation>,
+    /// Pods a `NoExecute` taint of gpuready's leaves running on the node's
+    /// devices (DRA-backed extended resources, kubernetes #141290).
+    pub not_evicted_pods: usize,
 }
 
 impl NodeVerdict {
@@ -170,6 +173,7 @@ impl NodeVerdict {
                 .collect(),
             tainted_devices: a.tainted_devices.clone(),
             escalations: a.escalations.clone(),
+            not_evicted_pods: a.not_evicted_pods,
         })
     }
 }
@@ -227,6 +231,9 @@ pub struct ProfileTally {
     pub tainted_devices: BTreeMap<String, Vec<String>>,
     /// Node → its escalating devices, in name order.
     pub escalations: BTreeMap<String, Vec<gpuready_api::DeviceEscalation>>,
+    /// Pods left running on devices gpuready taints `NoExecute`, over every
+    /// node (kubernetes #141290).
+    pub not_evicted_pods: usize,
 }
 
 impl ProfileTally {
@@ -251,6 +258,7 @@ impl ProfileTally {
             self.escalations
                 .insert(node.to_owned(), v.escalations.clone());
         }
+        self.not_evicted_pods += v.not_evicted_pods;
         if v.past_deadline {
             self.past_deadline += 1;
         }
@@ -299,6 +307,7 @@ impl ProfileTally {
         self.counts.remove(v.governance, v.state);
         self.tainted_devices.remove(node);
         self.escalations.remove(node);
+        self.not_evicted_pods = self.not_evicted_pods.saturating_sub(v.not_evicted_pods);
         self.maintenance.remove(node);
         self.waiting_for_gate.remove(node);
         if v.past_deadline {
@@ -438,6 +447,7 @@ mod tests {
             summary_layer: "Driver".into(),
             tainted_devices: vec![],
             escalations: vec![],
+            not_evicted_pods: 0,
             layers: vec![LayerVerdict {
                 layer: Layer::Driver,
                 status: if layer_reason.is_some() {
