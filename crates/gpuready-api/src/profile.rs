@@ -973,9 +973,10 @@ pub struct GpuNodeProfileStatus {
     #[schemars(length(max = 20))]
     pub escalations: Vec<DeviceEscalation>,
     /// Pods, over every matched node, that hold a device gpuready taints
-    /// `NoExecute` (or is to, after a dry run) as a DRA-backed extended
-    /// resource: Kubernetes' device taint eviction does not evict them
-    /// (kubernetes #141290). `check` and the nodes' `GpuReady` message name them.
+    /// `NoExecute` as a DRA-backed extended resource: Kubernetes' device taint
+    /// eviction does not evict them (kubernetes #141290). `check` and the
+    /// nodes' `GpuReady` message name them (and, during a dry run, those it
+    /// will not evict).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub not_evicted_pods: i32,
 }

@@ -104,7 +104,8 @@ pub struct NodeAssessment {
     /// resource (kubernetes #141290), in words.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub not_evicted: Vec<String>,
-    /// How many pods `not_evicted` names in all.
+    /// How many pods `not_evicted` names under a taint that is `NoExecute`
+    /// now (not a dry run, not an `Observe` profile's): left running.
     #[serde(skip_serializing_if = "is_zero")]
     pub not_evicted_pods: usize,
 }
@@ -191,7 +192,9 @@ pub fn judge<'a>(
                         .devices
                         .iter()
                         .flat_map(|g| g.bad.iter())
-                        .filter_map(|b| b.not_evicted.as_ref().map(|n| n.pods.len()))
+                        .filter_map(|b| b.not_evicted.as_ref())
+                        .filter(|n| n.no_execute_now)
+                        .map(|n| n.pods.len())
                         .sum(),
                 },
                 basis: Basis::Governed(profile, Box::new(report)),

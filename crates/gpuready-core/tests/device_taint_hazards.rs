@@ -125,6 +125,7 @@ struct Case {
     claims: Option<Vec<Value>>,
     /// The message on gpu-3, or none.
     want: Option<&'static str>,
+    /// Pods left running under a taint that is `NoExecute` now.
     pods: usize,
 }
 
@@ -177,7 +178,7 @@ fn pods_holding_a_no_execute_device_as_an_extended_resource_are_named() {
             want: Some(
                 "1 pod(s) hold gpu-3 as a DRA extended resource and will not be evicted by Kubernetes when the taint turns NoExecute (kubernetes #141290): ml/trainer-0",
             ),
-            pods: 1,
+            pods: 0,
         },
         Case {
             what: "the rule not created yet: a dry run to come",
@@ -185,7 +186,7 @@ fn pods_holding_a_no_execute_device_as_an_extended_resource_are_named() {
             rules: vec![],
             claims: trainer(),
             want: Some("will not be evicted by Kubernetes when the taint turns NoExecute"),
-            pods: 1,
+            pods: 0,
         },
         Case {
             what: "deviceGating.effect NoExecute: the device's own rule evicts at once",
@@ -201,7 +202,7 @@ fn pods_holding_a_no_execute_device_as_an_extended_resource_are_named() {
             rules: vec![escalation_rule(3600, "None")],
             claims: trainer(),
             want: Some("would not be evicted by Kubernetes under NoExecute"),
-            pods: 1,
+            pods: 0,
         },
         Case {
             what: "two pods share the device (time-slicing): both named",

@@ -237,7 +237,7 @@ impl Default for Metrics {
         );
         registry.register(
             "not_evicted_pods",
-            "Pods that hold a device gpuready taints NoExecute (or is to, after a dry run) as a DRA-backed extended resource, which Kubernetes does not evict (kubernetes #141290), by profile",
+            "Pods that hold a device gpuready taints NoExecute as a DRA-backed extended resource, which Kubernetes does not evict (kubernetes #141290), by profile",
             m.not_evicted_pods.clone(),
         );
         registry.register(
