@@ -195,6 +195,11 @@ pub mod reasons {
     /// Device gating: fewer ready GPUs remain than `deviceGating.minReadyGpus`
     /// once gpuready's DeviceTaintRules took the bad devices out.
     pub const TOO_FEW_READY_DEVICES: &str = "TooFewReadyDevices";
+    /// Device gating with `escalation.extendedResourcePods: TaintNode`: pods
+    /// hold a device escalated to `NoExecute` as a DRA-backed extended
+    /// resource, which Kubernetes does not evict (kubernetes #141290), so the
+    /// node's taint escalates to `NoExecute` instead.
+    pub const EXTENDED_RESOURCE_PODS_NOT_EVICTED: &str = "ExtendedResourcePodsNotEvicted";
     /// A GPU attribute the profile needs is not in the node's ResourceSlices.
     pub const DRA_ATTRIBUTE_MISSING: &str = "DraAttributeMissing";
     /// Ready under DRA: the pool's usable devices cover what the profile needs.

@@ -18,9 +18,9 @@ pub mod validate;
 pub use layer::Layer;
 pub use profile::{
     BrokenWhen, ComputeDomainCliquePolicy, DeadlineStart, DeviceEscalation, DeviceGating,
-    DeviceTaintEffect, Escalation, EvidenceMode, ExternalCondition, ExternalPreset,
-    ExternalSignals, FabricExpectation, Family, GpuExpectation, GpuNodeProfile, GpuNodeProfileSpec,
-    GpuNodeProfileStatus, ImexMode, LifecycleNode, MaintenanceRules, MigExpectation, Mode,
-    NotReadyDeadline, NotReadyNode, ProbeExpectation, ProbePolicy, TaintEffect, TaintPolicy,
-    TaintSpec, Workload,
+    DeviceTaintEffect, Escalation, EvidenceMode, ExtendedResourcePods, ExternalCondition,
+    ExternalPreset, ExternalSignals, FabricExpectation, Family, GpuExpectation, GpuNodeProfile,
+    GpuNodeProfileSpec, GpuNodeProfileStatus, ImexMode, LifecycleNode, MaintenanceRules,
+    MigExpectation, Mode, NotReadyDeadline, NotReadyNode, ProbeExpectation, ProbePolicy,
+    TaintEffect, TaintPolicy, TaintSpec, Workload,
 };

@@ -10,13 +10,14 @@ mod common;
 use common::*;
 use gpuready_api::device_taint_rule::{self, DeviceTaintRule};
 use gpuready_api::dra::ResourceSlice;
+use gpuready_api::keys;
 use gpuready_api::probe::{EventKind, EventRecord, GpuState, ProbeReport};
 use gpuready_api::resource_claim::ResourceClaim;
 use gpuready_core::devices::{escalation_rule_name, no_execute_devices};
 use gpuready_core::evidence::EvidenceIndex;
 use gpuready_core::health::ProbeEvidence;
 use gpuready_core::wide_rules::{Reach, wide_rule};
-use gpuready_core::{NodeAssessment, assess};
+use gpuready_core::{NodeAssessment, PlanOptions, TaintChangeKind, assess};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube_core::Selector;
 use serde_json::{Value, json};
@@ -130,6 +131,10 @@ struct Case {
 }
 
 fn assessed(c: &Case) -> NodeAssessment {
+    assessed_on(c, &NodeBuilder::bare(NODE).label(POOL.0, POOL.1), &opts())
+}
+
+fn assessed_on(c: &Case, node: &NodeBuilder, opts: &PlanOptions) -> NodeAssessment {
     let s = slice();
     let claims: Option<Vec<ResourceClaim>> = c.claims.as_ref().map(|v| {
         v.iter()
@@ -138,8 +143,7 @@ fn assessed(c: &Case) -> NodeAssessment {
     });
     let slices = [s.clone()];
     let index = EvidenceIndex::new(Some(&slices), None).with_resource_claims(claims.as_deref());
-    let facts = NodeBuilder::bare(NODE)
-        .label(POOL.0, POOL.1)
+    let facts = node
         .facts()
         .with_evidence(
             index
@@ -151,7 +155,7 @@ fn assessed(c: &Case) -> NodeAssessment {
         )))));
     let p = profile("h200", &format!("{H200_8}{}", c.spec));
     let selector: Selector = gpuready_core::select::profile_selector(&p).expect("selector");
-    assess(&facts, &[(&p, &selector)], &opts())
+    assess(&facts, &[(&p, &selector)], opts)
 }
 
 #[test]
@@ -453,4 +457,101 @@ fn claims_are_kept_only_for_devices_gpuready_taints_no_execute() {
         ["gpu-3", "gpu-5"],
         "NoSchedule and foreign rules left out"
     );
+}
+
+/// `escalation.extendedResourcePods: TaintNode`: while pods hold an escalated
+/// device as a DRA extended resource, the node's own taint turns `NoExecute`
+/// (the node-level path, which the taint manager enforces), planned like any
+/// other node taint: the safety brake holds it when it would be new.
+#[test]
+fn taint_node_escalates_the_node_taint_while_such_pods_remain() {
+    const TAINT_NODE: &str = "deviceGating: {minReadyGpus: 7}\nescalation: {reasons: [FatalXid], dryRunSeconds: 300, extendedResourcePods: TaintNode}\n";
+    let case = |rules: Vec<DeviceTaintRule>, claims: Vec<Value>| Case {
+        what: "",
+        spec: TAINT_NODE,
+        rules,
+        claims: Some(claims),
+        want: None,
+        pods: 0,
+    };
+    let trainer = || vec![extended_claim("trainer-0", "gpu-3", json!([]))];
+    let node = NodeBuilder::bare(NODE).label(POOL.0, POOL.1);
+    let escalated_taint = format!("{}=true:NoExecute", keys::DEFAULT_TAINT_KEY);
+
+    // Escalated and held: not ready, the node taint added as NoExecute.
+    let a = assessed(&case(vec![escalation_rule(3600, "NoExecute")], trainer()));
+    assert_eq!(a.ready, Some(false), "{}", a.message);
+    assert_eq!(a.reason, keys::reasons::EXTENDED_RESOURCE_PODS_NOT_EVICTED);
+    for words in [
+        "pods hold gpu-3 (1 pod(s)) as a DRA extended resource",
+        "Kubernetes does not evict such pods (kubernetes #141290)",
+        "the taint escalated to NoExecute at 2026-11-29T11:05:00Z (ExtendedResourcePodsNotEvicted)",
+    ] {
+        assert!(a.message.contains(words), "{words:?} not in {}", a.message);
+    }
+    let t = a.changes.taint.as_ref().expect("node taint");
+    assert_eq!(t.kind, TaintChangeKind::Add);
+    assert_eq!(taint_strings(t.ours.as_slice()), [escalated_taint]);
+
+    // The safety brake engaged: a new taint is held, NoExecute or not.
+    let braked = PlanOptions {
+        hold_new_taints: true,
+        ..opts()
+    };
+    let a = assessed_on(
+        &case(vec![escalation_rule(3600, "NoExecute")], trainer()),
+        &node,
+        &braked,
+    );
+    assert!(a.changes.taint.is_none(), "{:?}", a.changes.taint);
+    assert!(a.changes.taint_held_by_brake);
+
+    // Still in the dry run, or nobody holds the device that way: ready, untainted.
+    for (rules, claims) in [
+        (vec![escalation_rule(10, "None")], trainer()),
+        (vec![escalation_rule(3600, "NoExecute")], vec![]),
+        (
+            vec![escalation_rule(3600, "NoExecute")],
+            vec![own_claim("trainer-0", "gpu-3")],
+        ),
+    ] {
+        let a = assessed(&case(rules, claims));
+        assert_eq!(a.ready, Some(true), "{}", a.message);
+        assert!(a.changes.taint.is_none());
+    }
+
+    // The pods are gone (the node NoExecute evicted them; their claims went
+    // with them): the node taint goes, the device's rule stays.
+    let tainted = node
+        .clone()
+        .taint(keys::DEFAULT_TAINT_KEY, "true", "NoExecute")
+        .annotate(
+            keys::ANNOTATION_TAINT,
+            &format!("{}:NoExecute", keys::DEFAULT_TAINT_KEY),
+        );
+    let a = assessed_on(
+        &case(vec![escalation_rule(3600, "NoExecute")], vec![]),
+        &tainted,
+        &opts(),
+    );
+    assert_eq!(a.ready, Some(true), "{}", a.message);
+    assert_eq!(
+        a.changes.taint.as_ref().map(|t| t.kind),
+        Some(TaintChangeKind::Remove)
+    );
+    // While they remain, nothing changes on a node already tainted NoExecute.
+    let a = assessed_on(
+        &case(vec![escalation_rule(3600, "NoExecute")], trainer()),
+        &tainted,
+        &opts(),
+    );
+    assert!(a.changes.taint.is_none(), "{:?}", a.changes.taint);
+
+    // An Observe profile never taints.
+    let observe = Case {
+        spec: "mode: Observe\ndeviceGating: {minReadyGpus: 7}\nescalation: {reasons: [FatalXid], extendedResourcePods: TaintNode}\n",
+        ..case(vec![escalation_rule(3600, "None")], trainer())
+    };
+    let a = assessed(&observe);
+    assert_eq!(a.ready, Some(true), "{}", a.message);
 }
