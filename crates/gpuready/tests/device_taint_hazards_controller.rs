@@ -148,7 +148,7 @@ async fn pods_holding_an_escalated_gpu_as_an_extended_resource_are_named_and_may
     let a = report.nodes.iter().find(|n| n.name == NODE).expect("node");
     assert_eq!(
         a.not_evicted,
-        [words.clone()],
+        std::slice::from_ref(&words),
         "check reads the same claims"
     );
 
