@@ -195,6 +195,11 @@ pub mod reasons {
     /// Device gating: fewer ready GPUs remain than `deviceGating.minReadyGpus`
     /// once gpuready's DeviceTaintRules took the bad devices out.
     pub const TOO_FEW_READY_DEVICES: &str = "TooFewReadyDevices";
+    /// Device gating with `escalation.extendedResourcePods: TaintNode`: pods
+    /// hold a device escalated to `NoExecute` as a DRA-backed extended
+    /// resource, which Kubernetes does not evict (kubernetes #141290), so the
+    /// node's taint escalates to `NoExecute` instead.
+    pub const EXTENDED_RESOURCE_PODS_NOT_EVICTED: &str = "ExtendedResourcePodsNotEvicted";
     /// A GPU attribute the profile needs is not in the node's ResourceSlices.
     pub const DRA_ATTRIBUTE_MISSING: &str = "DraAttributeMissing";
     /// Ready under DRA: the pool's usable devices cover what the profile needs.
@@ -265,6 +270,16 @@ pub mod dra {
     pub const TYPE_GPU: &str = "gpu";
     pub const TYPE_MIG: &str = "mig";
     pub const TYPE_VFIO: &str = "vfio";
+    /// `ResourceClaim`: read for the claims the scheduler makes for DRA-backed
+    /// extended resources (KEP-5004), which the device taint eviction
+    /// controller does not evict (kubernetes #141290).
+    pub const CLAIM_KIND: &str = "ResourceClaim";
+    pub const CLAIM_PLURAL: &str = "resourceclaims";
+    /// On the claim the scheduler makes for a pod's DRA-backed extended
+    /// resources; its one valid value is `"true"` (k8s.io/api `resource/v1`
+    /// `ExtendedResourceClaimAnnotation`).
+    pub const ANNOTATION_EXTENDED_RESOURCE_CLAIM: &str =
+        "resource.kubernetes.io/extended-resource-claim";
 }
 
 /// gpuready's own `resource.k8s.io/v1` DeviceTaintRules: one per bad device

@@ -11,15 +11,17 @@ pub mod layer;
 pub mod nfd;
 pub mod probe;
 pub mod profile;
+pub mod resource_claim;
 pub mod selector_schema;
 pub mod validate;
 
 pub use layer::Layer;
 pub use profile::{
     BrokenWhen, ComputeDomainCliquePolicy, DeadlineStart, DeviceEscalation, DeviceGating,
-    DeviceTaintEffect, Escalation, EvidenceMode, ExternalCondition, ExternalPreset,
-    ExternalSignals, FabricExpectation, Family, GpuExpectation, GpuNodeProfile, GpuNodeProfileSpec,
-    GpuNodeProfileStatus, ImexMode, LifecycleNode, MaintenanceRules, MigExpectation, Mode,
-    NeighbourSystem, NotReadyDeadline, NotReadyNode, ProbeExpectation, ProbePolicy, SystemCount,
+    DeviceTaintEffect, Escalation, EvidenceMode, ExtendedResourcePods, ExternalCondition,
+    ExternalPreset, ExternalSignals, FabricExpectation, Family, GpuExpectation, GpuNodeProfile,
+    GpuNodeProfileSpec, GpuNodeProfileStatus, ImexMode, LifecycleNode, MaintenanceRules,
+    MigExpectation, Mode, NeighbourSystem, NotReadyDeadline, NotReadyNode, ProbeExpectation,
+    ProbePolicy, SystemCount,
     TaintEffect, TaintPolicy, TaintSpec, Workload,
 };

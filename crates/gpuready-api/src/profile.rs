@@ -78,6 +78,7 @@ pub const MAX_NOT_READY_SUMMARY: usize = 20;
     )
 )]
 #[serde(rename_all = "camelCase")]
+#[x_kube(validation = Rule::new("!has(self.escalation) || !has(self.escalation.extendedResourcePods) || self.escalation.extendedResourcePods != 'TaintNode' || has(self.deviceGating)").message("escalation.extendedResourcePods TaintNode needs deviceGating: without it no device escalates, the node's own taint does"))]
 #[x_kube(validation = Rule::new("!has(self.readyLabels) || self.readyLabels.all(k, !(has(self.nodeSelector.matchLabels) && k in self.nodeSelector.matchLabels) && !(has(self.nodeSelector.matchExpressions) && self.nodeSelector.matchExpressions.exists(e, e.key == k)))").message("readyLabels must not name a key of nodeSelector: gpuready would remove the label that makes the node belong to this profile"))]
 pub struct GpuNodeProfileSpec {
     /// Which nodes this profile governs. A node matched by two profiles is reported
@@ -489,6 +490,28 @@ pub struct Escalation {
     #[serde(default = "default_dry_run_seconds")]
     #[schemars(range(min = 10, max = 604800))]
     pub dry_run_seconds: u32,
+
+    /// Pods that hold an escalated device as a DRA-backed extended resource
+    /// (they asked for `nvidia.com/gpu` and the scheduler served it from DRA)
+    /// are not evicted by Kubernetes' device taint eviction (kubernetes
+    /// #141290). `Report` (default): gpuready names them (node message,
+    /// profile status, `check`, a metric). `TaintNode`: while any such pod
+    /// holds a device whose escalation rule is `NoExecute`, the node's taint
+    /// turns `NoExecute` too, which evicts every pod on the node that does not
+    /// tolerate it (through the safety brake, as any node taint). Needs
+    /// `deviceGating`.
+    #[serde(default)]
+    pub extended_resource_pods: ExtendedResourcePods,
+}
+
+/// What gpuready does about pods a `NoExecute` device taint does not evict.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum ExtendedResourcePods {
+    /// Name them; change nothing else.
+    #[default]
+    Report,
+    /// Escalate the node's own taint to `NoExecute` while they hold the device.
+    TaintNode,
 }
 
 fn default_dry_run_seconds() -> u32 {
@@ -1017,6 +1040,13 @@ pub struct GpuNodeProfileStatus {
     #[schemars(length(max = 5))]
     #[schemars(extend("x-kubernetes-list-type" = "map", "x-kubernetes-list-map-keys" = ["system"]))]
     pub held_by_system: Vec<SystemCount>,
+    /// Pods, over every matched node, that hold a device gpuready taints
+    /// `NoExecute` as a DRA-backed extended resource: Kubernetes' device taint
+    /// eviction does not evict them (kubernetes #141290). `check` and the
+    /// nodes' `GpuReady` message name them (and, during a dry run, those it
+    /// will not evict).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub not_evicted_pods: i32,
 }
 
 /// Another system that holds GPU nodes out of service, as gpuready names it
@@ -1087,6 +1117,11 @@ pub struct DeviceEscalation {
     /// evicted. Absent until the server reports it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eviction: Option<String>,
+    /// The pods that hold the device as a DRA-backed extended resource, in
+    /// words: Kubernetes' device taint eviction does not evict them
+    /// (kubernetes #141290), so `eviction` does not count them either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub not_evicted: Option<String>,
 }
 
 /// One node of a lifecycle summary.

@@ -580,6 +580,14 @@ impl GpuNodeProfileSpec {
                     );
                 }
             }
+            if e.extended_resource_pods == crate::ExtendedResourcePods::TaintNode
+                && self.device_gating.is_none()
+            {
+                fail(
+                    "escalation.extendedResourcePods",
+                    "TaintNode needs deviceGating: without it no device escalates, the node's own taint does".into(),
+                );
+            }
             if !(10..=604_800).contains(&e.dry_run_seconds) {
                 fail(
                     "escalation.dryRunSeconds",

@@ -99,6 +99,19 @@ pub struct NodeAssessment {
     /// Devices whose DeviceTaintRule escalates to `NoExecute` (`escalation`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub escalations: Vec<gpuready_api::DeviceEscalation>,
+    /// Per bad device, the pods a `NoExecute` taint of gpuready's leaves
+    /// running because they hold the device as a DRA-backed extended
+    /// resource (kubernetes #141290), in words.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub not_evicted: Vec<String>,
+    /// How many pods `not_evicted` names under a taint that is `NoExecute`
+    /// now (not a dry run, not an `Observe` profile's): left running.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub not_evicted_pods: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 /// The verdict on one node before any write is planned: which profile governs
@@ -165,9 +178,24 @@ pub fn judge<'a>(
                                 effect: e.effect.to_owned(),
                                 no_execute_at: e.no_execute_at.clone(),
                                 eviction: e.eviction.clone(),
+                                not_evicted: b.not_evicted.as_ref().map(|n| n.message.clone()),
                             })
                         })
                         .collect(),
+                    not_evicted: report
+                        .devices
+                        .iter()
+                        .flat_map(|g| g.bad.iter())
+                        .filter_map(|b| b.not_evicted.as_ref().map(|n| n.message.clone()))
+                        .collect(),
+                    not_evicted_pods: report
+                        .devices
+                        .iter()
+                        .flat_map(|g| g.bad.iter())
+                        .filter_map(|b| b.not_evicted.as_ref())
+                        .filter(|n| n.no_execute_now)
+                        .map(|n| n.pods.len())
+                        .sum(),
                 },
                 basis: Basis::Governed(profile, Box::new(report)),
             }
@@ -201,6 +229,8 @@ pub fn judge<'a>(
                     state: None,
                     lifecycle: Lifecycle::default(),
                     escalations: vec![],
+                    not_evicted: vec![],
+                    not_evicted_pods: 0,
                 },
                 basis: Basis::Conflict(names),
             }
@@ -223,6 +253,8 @@ pub fn judge<'a>(
                 state: None,
                 lifecycle: Lifecycle::default(),
                 escalations: vec![],
+                not_evicted: vec![],
+                not_evicted_pods: 0,
             },
             basis: Basis::Ungoverned,
         },

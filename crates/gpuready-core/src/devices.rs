@@ -2,8 +2,10 @@
 //! devices of the node's complete pool are bad by their own evidence (the
 //! probe report's per-GPU state matched by UUID, the device's attributes
 //! against the profile, the parent GPU of a MIG device), and the
-//! DeviceTaintRules gpuready wants for them. Pure: the pool, the report and
-//! the rules gpuready owns are inputs.
+//! DeviceTaintRules gpuready wants for them, and the pods a `NoExecute` taint
+//! of gpuready's leaves running because they hold the device as a DRA-backed
+//! extended resource (kubernetes #141290). Pure: the pool, the report, the
+//! rules gpuready owns and the extended-resource claims are inputs.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -13,12 +15,12 @@ use gpuready_api::device_taint_rule::{
 use gpuready_api::dra::DeviceTaint;
 use gpuready_api::keys::{self, dra, health_reasons as hr};
 use gpuready_api::probe::{EventKind, ProbeReport};
-use gpuready_api::profile::{DEFAULT_FATAL_XIDS, ProbeExpectation};
+use gpuready_api::profile::{DEFAULT_FATAL_XIDS, DeviceTaintEffect, ProbeExpectation};
 use gpuready_api::{GpuNodeProfileSpec, Mode};
 use jiff::Timestamp;
 use serde::Serialize;
 
-use crate::evidence::{DeviceKind, DraDevice, DraPool};
+use crate::evidence::{DeviceKind, DraDevice, DraPool, ExtendedResourceHold};
 use crate::product;
 use crate::version::MajorMinor;
 
@@ -36,6 +38,62 @@ pub struct BadDevice {
     /// The profile escalates this reason: the escalation rule's state.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub escalation: Option<EscalationState>,
+    /// Pods that hold this device as a DRA-backed extended resource while
+    /// gpuready's taint on it is, or is to turn, `NoExecute`: Kubernetes'
+    /// device taint eviction does not evict them (kubernetes #141290).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub not_evicted: Option<NotEvicted>,
+}
+
+/// The pods a `NoExecute` device taint of gpuready's leaves running because
+/// they hold the device as a DRA-backed extended resource (KEP-5004): the
+/// device taint eviction controller reads only `pod.spec.resourceClaims`
+/// (kubernetes #141290, open; fix proposed in kubernetes PR #142289).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct NotEvicted {
+    /// `namespace/name`, sorted.
+    pub pods: Vec<String>,
+    /// gpuready's taint on the device is `NoExecute` now (not a dry run, not
+    /// an `Observe` profile's).
+    pub no_execute_now: bool,
+    /// In words, naming the device, the pods and the upstream issue.
+    pub message: String,
+}
+
+/// The upstream issue every word about these pods names.
+pub const EXTENDED_RESOURCE_EVICTION_ISSUE: &str = "kubernetes #141290";
+
+/// Pod names a message lists before it says how many more.
+const PODS_NAMED: usize = 5;
+
+impl NotEvicted {
+    fn new(device: &str, pods: Vec<String>, no_execute_now: bool, observe: bool) -> NotEvicted {
+        let n = pods.len();
+        let mut named = pods
+            .iter()
+            .take(PODS_NAMED)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if n > PODS_NAMED {
+            named.push_str(&format!(" and {} more", n - PODS_NAMED));
+        }
+        let verb = if observe {
+            "would not be evicted by Kubernetes under NoExecute"
+        } else if no_execute_now {
+            "are not evicted by Kubernetes"
+        } else {
+            "will not be evicted by Kubernetes when the taint turns NoExecute"
+        };
+        NotEvicted {
+            message: format!(
+                "{n} pod(s) hold {device} as a DRA extended resource and {verb} ({EXTENDED_RESOURCE_EVICTION_ISSUE}): {named}"
+            ),
+            pods,
+            no_execute_now,
+        }
+    }
 }
 
 /// A bad device's escalation to `NoExecute`: a second rule of gpuready's
@@ -224,18 +282,84 @@ fn escalation(
     })
 }
 
+/// The pods holding `bad`'s device as a DRA-backed extended resource that a
+/// `NoExecute` taint of gpuready's on it leaves running: counted when the
+/// device's taint is or is to turn `NoExecute` (an escalation, or
+/// `deviceGating.effect: NoExecute`); an allocation that tolerates the taint
+/// is not counted (Kubernetes would not evict it either).
+fn not_evicted(
+    spec: &GpuNodeProfileSpec,
+    bad: &BadDevice,
+    holds: &[ExtendedResourceHold],
+) -> Option<NotEvicted> {
+    let own_no_execute = spec
+        .device_gating
+        .as_ref()
+        .is_some_and(|g| g.effect == DeviceTaintEffect::NoExecute);
+    let escalated = bad
+        .escalation
+        .as_ref()
+        .is_some_and(|e| e.effect == "NoExecute");
+    if !own_no_execute && bad.escalation.is_none() {
+        return None;
+    }
+    let key = keys::device_rules::TAINT_KEY;
+    let pods: BTreeSet<&str> = holds
+        .iter()
+        .filter(|h| h.is_on(&bad.driver, &bad.pool, &bad.device))
+        .filter(|h| !h.tolerates(key, Some(&bad.reason), "NoExecute"))
+        .flat_map(|h| h.pods.iter().map(String::as_str))
+        .collect();
+    if pods.is_empty() {
+        return None;
+    }
+    let observe = spec.mode == Mode::Observe;
+    let now = !observe && (own_no_execute || escalated);
+    Some(NotEvicted::new(
+        &bad.device,
+        pods.into_iter().map(str::to_owned).collect(),
+        now,
+        observe,
+    ))
+}
+
+/// One device as a DeviceTaintRule selects it: driver, pool, device.
+pub type DeviceKey = (String, String, String);
+
+/// The devices gpuready taints, or is to taint, `NoExecute`: those of its own
+/// rules whose effect is not `NoSchedule` (an escalation rule in its dry run
+/// or escalated, a `deviceGating.effect: NoExecute` rule, an `Observe`
+/// profile's rule). Only claims on these devices can hold a pod that a
+/// `NoExecute` taint of gpuready's leaves running, so the controller keeps
+/// no other ResourceClaim.
+pub fn no_execute_devices<'a>(
+    owned: impl IntoIterator<Item = &'a DeviceTaintRule>,
+) -> BTreeSet<DeviceKey> {
+    owned
+        .into_iter()
+        .filter(|r| device_taint_rule::is_owned(r) && r.spec.taint.effect != "NoSchedule")
+        .filter_map(|r| {
+            let s = r.spec.device_selector.as_ref()?;
+            Some((s.driver.clone()?, s.pool.clone()?, s.device.clone()?))
+        })
+        .collect()
+}
+
 /// The name of a device's escalation rule: its own rule's with `-noexecute`.
 pub fn escalation_rule_name(driver: &str, pool: &str, device: &str) -> String {
     device_taint_rule::rule_name(driver, pool, &format!("{device}-noexecute"))
 }
 
 /// The bad devices of a complete pool; `owned` are gpuready's rules for the
-/// node (their age and status drive escalations), `now` the judgement's time.
+/// node (their age and status drive escalations), `holds` the devices pods
+/// hold as DRA-backed extended resources (`None`: not read), `now` the
+/// judgement's time.
 pub fn judge_devices(
     spec: &GpuNodeProfileSpec,
     pool: &DraPool,
     probe: Option<&ProbeReport>,
     owned: &[DeviceTaintRule],
+    holds: Option<&[ExtendedResourceHold]>,
     now: Timestamp,
 ) -> DeviceGatingReport {
     let by_gpu = probe
@@ -263,8 +387,10 @@ pub fn judge_devices(
                 reason: reason.to_owned(),
                 message,
                 escalation: None,
+                not_evicted: None,
             };
             b.escalation = escalation(spec, &b, owned, now);
+            b.not_evicted = holds.and_then(|h| not_evicted(spec, &b, h));
             bad.push(b);
         }
     }

@@ -75,7 +75,14 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
                 Some(ProbeEvidence::Report(r)) => Some(r.as_ref()),
                 _ => None,
             };
-            Some(crate::devices::judge_devices(spec, p, probe, owned, now))
+            Some(crate::devices::judge_devices(
+                spec,
+                p,
+                probe,
+                owned,
+                facts.evidence.extended_resource_holds.as_deref(),
+                now,
+            ))
         }
         _ => None,
     };
@@ -227,6 +234,8 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
         lifecycle,
         node_escalation: None,
     };
+    // First: it may fail the DevicePlugin layer, which the deadline counts.
+    escalation::apply_extended_resource_escalation(spec, &mut report);
     deadline::apply_deadline(spec, facts, now, &mut report);
     escalation::apply_node_escalation(spec, facts, now, &mut report);
     report

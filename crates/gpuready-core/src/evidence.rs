@@ -11,6 +11,7 @@ use gpuready_api::compute_domain::ComputeDomainClique;
 use gpuready_api::dra::{Device, ResourceSlice};
 use gpuready_api::keys::{dra, nfd};
 use gpuready_api::nfd::NodeFeature;
+use gpuready_api::resource_claim::ResourceClaim;
 use serde::Serialize;
 
 use crate::field::Field;
@@ -111,6 +112,75 @@ pub struct Evidence {
     /// `None` when they were not read (the API is not served or not readable,
     /// or offline without `--compute-domain-cliques`).
     pub compute_domains: Option<Vec<CliqueMembership>>,
+    /// The devices of this node that pods hold through the claim the
+    /// scheduler made for their DRA-backed extended resources; `None` when
+    /// ResourceClaims were not read (not served, not readable, offline
+    /// without `--resource-claims`). Only what device gating needs: the
+    /// controller keeps the claims on devices gpuready taints `NoExecute`.
+    pub extended_resource_holds: Option<Vec<ExtendedResourceHold>>,
+}
+
+/// One device a pod holds as a DRA-backed extended resource (KEP-5004): an
+/// allocation result of a claim the scheduler made for the pod. Kubernetes'
+/// device taint eviction does not evict such pods (kubernetes #141290).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ExtendedResourceHold {
+    /// `namespace/name` of the claim.
+    pub claim: String,
+    /// `namespace/name` of the pods holding it.
+    pub pods: Vec<String>,
+    pub driver: String,
+    pub pool: String,
+    pub device: String,
+    /// The device taints the allocation tolerates.
+    pub tolerations: Vec<gpuready_api::resource_claim::DeviceToleration>,
+}
+
+impl ExtendedResourceHold {
+    /// Every device of an extended-resource claim, with the node it is on:
+    /// the allocation's node selector, else the pool's name (the NVIDIA DRA
+    /// driver names its pool after the node). Nothing for any other claim, or
+    /// one not allocated.
+    pub fn of_claim(c: &ResourceClaim) -> Vec<(String, ExtendedResourceHold)> {
+        if !c.is_extended_resource_claim() {
+            return Vec::new();
+        }
+        let claim = format!(
+            "{}/{}",
+            c.metadata.namespace.as_deref().unwrap_or_default(),
+            c.metadata.name.as_deref().unwrap_or_default()
+        );
+        let pods = c.pods();
+        let node = c.allocated_node();
+        c.allocated()
+            .iter()
+            .map(|r| {
+                (
+                    node.unwrap_or(&r.pool).to_owned(),
+                    ExtendedResourceHold {
+                        claim: claim.clone(),
+                        pods: pods.clone(),
+                        driver: r.driver.clone(),
+                        pool: r.pool.clone(),
+                        device: r.device.clone(),
+                        tolerations: r.tolerations.clone(),
+                    },
+                )
+            })
+            .collect()
+    }
+
+    /// Whether this hold is on the device `driver/pool/device`.
+    pub fn is_on(&self, driver: &str, pool: &str, device: &str) -> bool {
+        self.driver == driver && self.pool == pool && self.device == device
+    }
+
+    /// Whether the allocation tolerates the taint `key=value:effect`.
+    pub fn tolerates(&self, key: &str, value: Option<&str>, effect: &str) -> bool {
+        self.tolerations
+            .iter()
+            .any(|t| t.tolerates(key, value, effect))
+    }
 }
 
 /// One ComputeDomainClique entry naming a node: the node's IMEX daemon in one
@@ -171,6 +241,7 @@ impl Evidence {
             device_rules: None,
             clique_group: None,
             compute_domains: None,
+            extended_resource_holds: None,
         }
     }
 
@@ -180,6 +251,16 @@ impl Evidence {
         rules: Option<Vec<gpuready_api::device_taint_rule::DeviceTaintRule>>,
     ) -> Evidence {
         self.device_rules = rules;
+        self
+    }
+
+    /// The same evidence with the node's extended-resource holds (`None`:
+    /// ResourceClaims were not read).
+    pub fn with_extended_resource_holds(
+        mut self,
+        holds: Option<Vec<ExtendedResourceHold>>,
+    ) -> Evidence {
+        self.extended_resource_holds = holds;
         self
     }
 }
@@ -192,6 +273,8 @@ pub struct EvidenceIndex<'a> {
     node_features: Option<BTreeMap<&'a str, Vec<&'a NodeFeature>>>,
     /// One ComputeDomainClique names many nodes: its entries by node.
     compute_domains: Option<BTreeMap<String, Vec<CliqueMembership>>>,
+    /// The devices pods hold as DRA-backed extended resources, by node.
+    holds: Option<BTreeMap<String, Vec<ExtendedResourceHold>>>,
 }
 
 impl<'a> EvidenceIndex<'a> {
@@ -219,7 +302,21 @@ impl<'a> EvidenceIndex<'a> {
                 by_node
             }),
             compute_domains: None,
+            holds: None,
         }
+    }
+
+    /// The same index with the ResourceClaims read (`None`: not read): only
+    /// the scheduler's extended-resource claims are kept.
+    pub fn with_resource_claims(mut self, claims: Option<&[ResourceClaim]>) -> EvidenceIndex<'a> {
+        self.holds = claims.map(|all| {
+            let mut by_node: BTreeMap<String, Vec<ExtendedResourceHold>> = BTreeMap::new();
+            for (node, h) in all.iter().flat_map(ExtendedResourceHold::of_claim) {
+                by_node.entry(node).or_default().push(h);
+            }
+            by_node
+        });
+        self
     }
 
     /// The same index with the ComputeDomainCliques read (`None`: not read).
@@ -249,6 +346,10 @@ impl<'a> EvidenceIndex<'a> {
         let mut e = Evidence::for_node(node, slices, features);
         e.compute_domains = self
             .compute_domains
+            .as_ref()
+            .map(|m| m.get(node).cloned().unwrap_or_default());
+        e.extended_resource_holds = self
+            .holds
             .as_ref()
             .map(|m| m.get(node).cloned().unwrap_or_default());
         e

@@ -26,6 +26,7 @@ pub mod lifecycle;
 pub mod recovery;
 pub mod report;
 pub mod select;
+pub mod wide_rules;
 
 // What follows from a judgement: the node changes, the safety brake, the
 // node book (ledger, brakes, refusals), the tallies and profile status, and

@@ -421,8 +421,14 @@ fn devices_note(report: &LayerReport) -> String {
                     })
                 })
                 .collect();
+            let not_evicted: String = g
+                .bad
+                .iter()
+                .filter_map(|b| b.not_evicted.as_ref())
+                .map(|n| format!("; {}", n.message))
+                .collect();
             format!(
-                "; {} device(s) tainted by gpuready's DeviceTaintRules: {}; {} of at least {} GPU(s) ready{}",
+                "; {} device(s) tainted by gpuready's DeviceTaintRules: {}; {} of at least {} GPU(s) ready{}{not_evicted}",
                 g.bad.len(),
                 g.describe(),
                 g.ready_gpus,

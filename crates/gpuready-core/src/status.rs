@@ -357,6 +357,10 @@ pub fn status_from_tally(
             .take(MAX_NOT_READY_SUMMARY)
             .map(|e| gpuready_api::DeviceEscalation {
                 eviction: e.eviction.as_ref().map(|m| m.chars().take(512).collect()),
+                not_evicted: e
+                    .not_evicted
+                    .as_ref()
+                    .map(|m| m.chars().take(512).collect()),
                 ..e.clone()
             })
             .collect(),
@@ -368,6 +372,7 @@ pub fn status_from_tally(
                 nodes: i32::try_from(*n).unwrap_or(i32::MAX),
             })
             .collect(),
+        not_evicted_pods: i32::try_from(tally.not_evicted_pods).unwrap_or(i32::MAX),
     }
 }
 

@@ -123,6 +123,9 @@ pub struct NodeVerdict {
     pub escalations: Vec<gpuready_api::DeviceEscalation>,
     /// The other systems that hold the node, once each (governed nodes only).
     pub held_by: Vec<NeighbourSystem>,
+    /// Pods a `NoExecute` taint of gpuready's leaves running on the node's
+    /// devices (DRA-backed extended resources, kubernetes #141290).
+    pub not_evicted_pods: usize,
 }
 
 impl NodeVerdict {
@@ -177,6 +180,7 @@ impl NodeVerdict {
             } else {
                 Vec::new()
             },
+            not_evicted_pods: a.not_evicted_pods,
         })
     }
 }
@@ -236,6 +240,9 @@ pub struct ProfileTally {
     pub escalations: BTreeMap<String, Vec<gpuready_api::DeviceEscalation>>,
     /// Governed nodes each other system holds (a node two hold counts under both).
     pub held_by: BTreeMap<NeighbourSystem, usize>,
+    /// Pods left running on devices gpuready taints `NoExecute`, over every
+    /// node (kubernetes #141290).
+    pub not_evicted_pods: usize,
 }
 
 impl ProfileTally {
@@ -263,6 +270,7 @@ impl ProfileTally {
             self.escalations
                 .insert(node.to_owned(), v.escalations.clone());
         }
+        self.not_evicted_pods += v.not_evicted_pods;
         if v.past_deadline {
             self.past_deadline += 1;
         }
@@ -319,6 +327,7 @@ impl ProfileTally {
         }
         self.tainted_devices.remove(node);
         self.escalations.remove(node);
+        self.not_evicted_pods = self.not_evicted_pods.saturating_sub(v.not_evicted_pods);
         self.maintenance.remove(node);
         self.waiting_for_gate.remove(node);
         if v.past_deadline {
@@ -459,6 +468,7 @@ mod tests {
             tainted_devices: vec![],
             escalations: vec![],
             held_by: vec![],
+            not_evicted_pods: 0,
             layers: vec![LayerVerdict {
                 layer: Layer::Driver,
                 status: if layer_reason.is_some() {

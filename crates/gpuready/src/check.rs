@@ -12,12 +12,14 @@ use gpuready_api::compute_domain::ComputeDomainClique;
 use gpuready_api::device_taint_rule::DeviceTaintRule;
 use gpuready_api::dra::ResourceSlice;
 use gpuready_api::nfd::NodeFeature;
+use gpuready_api::resource_claim::ResourceClaim;
 use gpuready_core::clique_groups::GroupIndex;
 use gpuready_core::evidence::EvidenceIndex;
 use gpuready_core::group_peers::{group_keys, read_group};
 use gpuready_core::probe::{Carriers, ProbeEvidence};
 use gpuready_core::report::NodeState;
 use gpuready_core::tally::NodeCounts;
+use gpuready_core::wide_rules::WideRule;
 use gpuready_core::{GovernanceKind, NodeAssessment, NodeFacts, PlanOptions, assess};
 use jiff::Timestamp;
 use kube::core::Selector;
@@ -66,6 +68,19 @@ pub struct CheckArgs {
     /// from the cluster when resource.nvidia.com/v1beta1 is served.
     #[arg(long, value_name = "FILE", num_args = 1..)]
     pub compute_domain_cliques: Vec<PathBuf>,
+    /// DeviceTaintRules: what `kubectl get devicetaintrules -o json` prints.
+    /// gpuready's own among them are the rules device gating plans against
+    /// (without the flag an offline check assumes none exist), and any rule's
+    /// `NoExecute` taint without a pool in its selector is reported: it evicts
+    /// across the cluster (kubernetes #141422). Live checks read them all.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub device_taint_rules: Vec<PathBuf>,
+    /// ResourceClaims: what `kubectl get resourceclaims -A -o json` prints.
+    /// The claims the scheduler made for DRA-backed extended resources name
+    /// the pods a `NoExecute` device taint does not evict (kubernetes
+    /// #141290). Live checks read them from the cluster.
+    #[arg(long, value_name = "FILE", num_args = 1..)]
+    pub resource_claims: Vec<PathBuf>,
 
     /// Probe report ConfigMaps for the Health layer, as `gpuready run` reads
     /// them: what `kubectl get configmaps -n gpuready-system -l
@@ -189,7 +204,13 @@ pub async fn check_cluster(
     if args.node_features.is_empty() {
         extra.node_features = list_node_features(client).await?;
     }
-    extra.device_rules = list_device_rules(client).await?;
+    if args.device_taint_rules.is_empty() {
+        let all = list_device_rules(client).await?;
+        extra.set_device_taint_rules(all);
+    }
+    if args.resource_claims.is_empty() {
+        extra.resource_claims = list_resource_claims(client).await?;
+    }
     if args.compute_domain_cliques.is_empty() {
         extra.compute_domain_cliques = list_compute_domain_cliques(client).await?;
     }
@@ -290,30 +311,43 @@ async fn list_probe_reports(client: &kube::Client, namespace: &str) -> Result<Ca
     }
 }
 
-/// The DeviceTaintRules gpuready owns (its label, its name prefix), or `None`
-/// where `resource.k8s.io/v1` DeviceTaintRules are not served or not readable:
+/// Every DeviceTaintRule (anyone's: they are few), or `None` where
+/// `resource.k8s.io/v1` DeviceTaintRules are not served or not readable:
 /// device gating then plans no rule and gates whole nodes.
 async fn list_device_rules(
     client: &kube::Client,
 ) -> Result<Option<Vec<DeviceTaintRule>>, LiveError> {
     use kube::api::{Api, ListParams};
-    let selector = format!(
-        "{}={}",
-        gpuready_api::keys::device_rules::LABEL_OWNED,
-        gpuready_api::keys::device_rules::LABEL_OWNED_VALUE
-    );
     match Api::<DeviceTaintRule>::all(client.clone())
-        .list(&ListParams::default().labels(&selector))
+        .list(&ListParams::default())
         .await
     {
-        Ok(list) => Ok(Some(
-            list.items
-                .into_iter()
-                .filter(gpuready_api::device_taint_rule::is_owned)
-                .collect(),
-        )),
+        Ok(list) => Ok(Some(list.items)),
         Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => Ok(None),
         Err(e) => Err(LiveError::Request(format!("listing devicetaintrules: {e}"))),
+    }
+}
+
+/// ResourceClaims in every namespace, or `None` where they are not served or
+/// not readable: the pods a `NoExecute` device taint leaves running are then
+/// not counted.
+async fn list_resource_claims(
+    client: &kube::Client,
+) -> Result<Option<Vec<ResourceClaim>>, LiveError> {
+    use kube::api::{Api, ListParams};
+    match Api::<ResourceClaim>::all(client.clone())
+        .list(&ListParams::default())
+        .await
+    {
+        Ok(list) => Ok(Some(list.items)),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => {
+            eprintln!(
+                "warning: resource.k8s.io/v1 ResourceClaims are not served or not readable ({}): pods holding a GPU as a DRA extended resource are not counted",
+                s.code
+            );
+            Ok(None)
+        }
+        Err(e) => Err(LiveError::Request(format!("listing resourceclaims: {e}"))),
     }
 }
 
@@ -330,8 +364,14 @@ pub struct ExtraEvidence {
     /// ConfigMap for the same node.
     pub probe_reports: std::collections::BTreeMap<String, ProbeEvidence>,
     /// gpuready's own DeviceTaintRules. Offline, with ResourceSlice files
-    /// given, none are assumed to exist: the plan shows every rule to create.
+    /// given and no `--device-taint-rules`, none are assumed to exist: the
+    /// plan shows every rule to create.
     pub device_rules: Option<Vec<DeviceTaintRule>>,
+    /// Anyone's `NoExecute` DeviceTaintRules whose selector names no pool
+    /// (kubernetes #141422), from every rule read.
+    pub wide_rules: Vec<WideRule>,
+    /// ResourceClaims (the scheduler's extended-resource claims are read).
+    pub resource_claims: Option<Vec<ResourceClaim>>,
     /// The nodes in a `fabric.groupByLabel` group, read before any node is
     /// judged (each node's verdict reads its group's cliques).
     pub grouped: GroupedNodes,
@@ -383,6 +423,22 @@ impl GroupedNodes {
     }
 }
 
+impl ExtraEvidence {
+    /// Every DeviceTaintRule read (`None`: not read): gpuready's own for
+    /// device gating, anyone's wide `NoExecute` rule for the report.
+    fn set_device_taint_rules(&mut self, all: Option<Vec<DeviceTaintRule>>) {
+        self.wide_rules = all
+            .as_deref()
+            .map(gpuready_core::wide_rules::wide_rules)
+            .unwrap_or_default();
+        self.device_rules = all.map(|a| {
+            a.into_iter()
+                .filter(gpuready_api::device_taint_rule::is_owned)
+                .collect()
+        });
+    }
+}
+
 fn read_evidence_files(args: &CheckArgs) -> Result<ExtraEvidence, InputError> {
     let mut extra = ExtraEvidence::default();
     if !args.resource_slices.is_empty() {
@@ -392,6 +448,20 @@ fn read_evidence_files(args: &CheckArgs) -> Result<ExtraEvidence, InputError> {
         }
         extra.resource_slices = Some(all);
         extra.device_rules = Some(Vec::new());
+    }
+    if !args.device_taint_rules.is_empty() {
+        let mut all = Vec::new();
+        for p in &args.device_taint_rules {
+            all.extend(input::read_device_taint_rules(p)?);
+        }
+        extra.set_device_taint_rules(Some(all));
+    }
+    if !args.resource_claims.is_empty() {
+        let mut all = Vec::new();
+        for p in &args.resource_claims {
+            all.extend(input::read_resource_claims(p)?);
+        }
+        extra.resource_claims = Some(all);
     }
     if !args.node_features.is_empty() {
         let mut all = Vec::new();
@@ -462,6 +532,14 @@ pub struct CheckReport {
     /// are not gated as their verdict says.
     #[serde(rename = "taintRefused", skip_serializing_if = "Vec::is_empty")]
     pub taint_refused: Vec<String>,
+    /// Anyone's `NoExecute` DeviceTaintRules whose selector names no pool:
+    /// they evict across the cluster (kubernetes #141422). Reported only: the
+    /// exit code does not change for them.
+    #[serde(
+        rename = "clusterWideDeviceTaintRules",
+        skip_serializing_if = "Vec::is_empty"
+    )]
+    pub wide_rules: Vec<WideRule>,
 }
 
 /// The report's summary: the same counting as profile status and metrics.
@@ -528,6 +606,7 @@ pub fn judge(
         nodes: out,
         summary,
         taint_refused,
+        wide_rules: extra.wide_rules.clone(),
     })
 }
 
@@ -545,7 +624,8 @@ pub(crate) fn judge_each(
         extra.resource_slices.as_deref(),
         extra.node_features.as_deref(),
     )
-    .with_compute_domain_cliques(extra.compute_domain_cliques.as_deref());
+    .with_compute_domain_cliques(extra.compute_domain_cliques.as_deref())
+    .with_resource_claims(extra.resource_claims.as_deref());
     let selectors: Vec<Selector> = profiles
         .iter()
         .map(|p| {
@@ -796,7 +876,13 @@ fn render_table(report: &CheckReport, s: &mut dyn std::io::Write) -> std::io::Re
     for n in &report.nodes {
         node_details(n, s)?;
     }
-    table_foot(&report.summary, &report.taint_refused, &report.now, s)
+    table_foot(
+        &report.summary,
+        &report.taint_refused,
+        &report.wide_rules,
+        &report.now,
+        s,
+    )
 }
 
 /// A node's row in the table's first part.
@@ -960,6 +1046,9 @@ pub(crate) fn node_details(n: &NodeAssessment, s: &mut dyn std::io::Write) -> st
                         .unwrap_or_default()
                 )?;
             }
+            for m in &n.not_evicted {
+                writeln!(s, "  not evicted: {}", printable(m))?;
+            }
         }
     }
     let changes = describe_changes(n);
@@ -973,9 +1062,20 @@ pub(crate) fn node_details(n: &NodeAssessment, s: &mut dyn std::io::Write) -> st
 pub(crate) fn table_foot(
     m: &Summary,
     taint_refused: &[String],
+    wide_rules: &[WideRule],
     now: &str,
     s: &mut dyn std::io::Write,
 ) -> std::io::Result<()> {
+    if !wide_rules.is_empty() {
+        writeln!(
+            s,
+            "\n{} DeviceTaintRule(s) evict across the cluster (reported only; gpuready changes no one else's rule):",
+            wide_rules.len()
+        )?;
+        for r in wide_rules {
+            writeln!(s, "  {}", printable(&r.message))?;
+        }
+    }
     if !taint_refused.is_empty() {
         writeln!(
             s,

@@ -596,6 +596,44 @@ pub fn read_compute_domain_cliques(
     Ok(out)
 }
 
+/// DeviceTaintRules, anyone's, as `kubectl get devicetaintrules -o json`
+/// prints them.
+pub fn read_device_taint_rules(
+    path: &Path,
+) -> Result<Vec<gpuready_api::device_taint_rule::DeviceTaintRule>, InputError> {
+    let mut out = Vec::new();
+    objects(
+        path,
+        "resource.k8s.io/v1",
+        "DeviceTaintRule",
+        |_: &mut Value| Vec::new(),
+        |r: gpuready_api::device_taint_rule::DeviceTaintRule, _| {
+            out.push(r);
+            Vec::new()
+        },
+    )?;
+    Ok(out)
+}
+
+/// ResourceClaims as `kubectl get resourceclaims -A -o json` prints them
+/// (only the scheduler's extended-resource claims are read from them).
+pub fn read_resource_claims(
+    path: &Path,
+) -> Result<Vec<gpuready_api::resource_claim::ResourceClaim>, InputError> {
+    let mut out = Vec::new();
+    objects(
+        path,
+        "resource.k8s.io/v1",
+        "ResourceClaim",
+        |_: &mut Value| Vec::new(),
+        |c: gpuready_api::resource_claim::ResourceClaim, _| {
+            out.push(c);
+            Vec::new()
+        },
+    )?;
+    Ok(out)
+}
+
 /// NFD NodeFeatures as `kubectl get nodefeatures -A -o json` prints them.
 /// ConfigMaps (probe report carriers, for `check --probe-reports`): a List,
 /// single objects, multi-document YAML, as `kubectl get configmaps -o yaml`

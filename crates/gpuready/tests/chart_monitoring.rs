@@ -36,7 +36,14 @@ fn exported_samples() -> BTreeSet<String> {
             profile: profile.clone(),
         })
         .set(1);
-    m.tainted_devices.get_or_create(&Profile { profile }).set(1);
+    m.tainted_devices
+        .get_or_create(&Profile {
+            profile: profile.clone(),
+        })
+        .set(1);
+    m.not_evicted_pods
+        .get_or_create(&Profile { profile })
+        .set(1);
     // The per-node families, from one not-ready node with a gated GPU.
     let node = |s: &str| s.to_owned();
     m.set_node_series(

@@ -1144,6 +1144,136 @@ fn device_gating_shows_one_rule_per_bad_device_in_the_plan() {
     );
 }
 
+/// Kubernetes' device-taint hazards offline (issue 48): with the cluster's
+/// DeviceTaintRules (`--device-taint-rules`) and ResourceClaims
+/// (`--resource-claims`), `check` names the pods an escalated `NoExecute`
+/// device taint leaves running because they hold the GPU as a DRA extended
+/// resource (kubernetes #141290), and every `NoExecute` rule of anyone's whose
+/// selector names no pool (kubernetes #141422). Reported only: the node is
+/// ready (7 of 8 GPUs serve) and the exit code stays 0.
+#[test]
+fn device_taint_hazards_are_reported_offline() {
+    let (_d1, nodes) = temp_file("nodes.json", DRA_NODES);
+    let profile = DRA_PROFILE.replace(
+        "gpu: { products: [NVIDIA-H200], count: 1 }",
+        "gpu: { products: [NVIDIA-H200], count: 8 }\n  deviceGating: { minReadyGpus: 7 }\n  escalation: { reasons: [ProductMismatch], dryRunSeconds: 60 }",
+    );
+    let (_d2, profiles) = temp_file("profiles.yaml", profile);
+    let path = repo_root().join("crates/gpuready-core/tests/fixtures/evidence/dra-h200-8gpu.yaml");
+    let mut slice: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("slice");
+    slice["spec"]["devices"][2]["attributes"]["productName"] =
+        json!({"string": "NVIDIA H100 80GB HBM3"});
+    let (_d3, slices) = temp_file(
+        "slices.json",
+        json!({"apiVersion": "v1", "kind": "List", "items": [slice]}).to_string(),
+    );
+    // gpuready's two rules for gpu-2 as the controller wrote them (the
+    // escalation's dry run long over), and three of an admin's.
+    let ours = |name: &str, effect: &str| {
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
+            "metadata": {"name": name, "creationTimestamp": "2026-01-01T00:00:00Z",
+                "labels": {"gpuready.io/device-taint-rule": "true", "gpuready.io/profile": "h200"},
+                "annotations": {"gpuready.io/node": "gpu-h200-01", "gpuready.io/reason": "ProductMismatch"}},
+            "spec": {"deviceSelector": {"driver": "gpu.nvidia.com", "pool": "gpu-h200-01", "device": "gpu-2"},
+                "taint": {"key": "gpuready.io/device-not-ready", "value": "ProductMismatch", "effect": effect}}})
+    };
+    let admins = |name: &str, selector: Value| {
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule", "metadata": {"name": name},
+            "spec": {"deviceSelector": selector, "taint": {"key": "example.com/drain", "effect": "NoExecute"}}})
+    };
+    let rules = json!({"apiVersion": "v1", "kind": "List", "items": [
+        ours("gpuready-gpu-h200-01-gpu-2", "NoSchedule"),
+        ours("gpuready-gpu-h200-01-gpu-2-noexecute", "NoExecute"),
+        admins("drain-everything", json!({})),
+        admins("drain-nvidia", json!({"driver": "gpu.nvidia.com"})),
+        admins("drain-one-node", json!({"driver": "gpu.nvidia.com", "pool": "gpu-h200-02"})),
+    ]});
+    let (_d4, rules) = temp_file("rules.json", rules.to_string());
+    // The scheduler's claim for trainer-0's `nvidia.com/gpu: 1`, and a pod's own claim.
+    let claim = |name: &str, pod: &str, extended: bool| {
+        let annotations = if extended {
+            json!({"resource.kubernetes.io/extended-resource-claim": "true"})
+        } else {
+            json!({})
+        };
+        json!({"apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+            "metadata": {"name": name, "namespace": "ml", "annotations": annotations,
+                "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": pod, "uid": pod}]},
+            "spec": {"devices": {"requests": [{"name": "r", "exactly": {"deviceClassName": "gpu.nvidia.com"}}]}},
+            "status": {"allocation": {"devices": {"results": [
+                {"request": "r", "driver": "gpu.nvidia.com", "pool": "gpu-h200-01", "device": "gpu-2"}]}},
+                "reservedFor": [{"resource": "pods", "name": pod, "uid": pod}]}})
+    };
+    let claims = json!({"apiVersion": "v1", "kind": "List", "items": [
+        claim("trainer-0-extended-resources-x7k2p", "trainer-0", true),
+        claim("notebook-gpu", "notebook", false),
+    ]});
+    let (_d5, claims) = temp_file("claims.json", claims.to_string());
+    let args = [
+        "--resource-slices",
+        slices.to_str().expect("utf-8"),
+        "--device-taint-rules",
+        rules.to_str().expect("utf-8"),
+        "--resource-claims",
+        claims.to_str().expect("utf-8"),
+    ];
+    let mut with_json = vec!["-o", "json"];
+    with_json.extend(args);
+    let o = offline_check(
+        std::slice::from_ref(&nodes),
+        std::slice::from_ref(&profiles),
+        &with_json,
+    );
+    assert_exit(&o, 0);
+    let report = json(&o);
+    let n = node(&report, "gpu-h200-01");
+    let words = "1 pod(s) hold gpu-2 as a DRA extended resource and are not evicted by Kubernetes (kubernetes #141290): ml/trainer-0";
+    assert_eq!(n["notEvicted"], json!([words]), "{n:#}");
+    assert_eq!(n["notEvictedPods"], 1);
+    assert_eq!(n["escalations"][0]["effect"], "NoExecute");
+    assert_eq!(n["escalations"][0]["notEvicted"], words);
+    assert!(
+        n["changes"]["deviceTaintRules"]
+            .as_array()
+            .is_none_or(Vec::is_empty),
+        "gpuready's rules from the file are already as wanted: {n:#}"
+    );
+    let wide: Vec<(&str, &str)> = report["clusterWideDeviceTaintRules"]
+        .as_array()
+        .expect("clusterWideDeviceTaintRules")
+        .iter()
+        .map(|r| {
+            (
+                r["name"].as_str().unwrap_or_default(),
+                r["reach"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        wide,
+        [
+            ("drain-everything", "everyDevice"),
+            ("drain-nvidia", "everyDeviceOfDriver")
+        ]
+    );
+    // The table says the same in words.
+    let o = offline_check(
+        std::slice::from_ref(&nodes),
+        std::slice::from_ref(&profiles),
+        &args,
+    );
+    assert_exit(&o, 0);
+    let table = stdout(&o);
+    for line in [
+        format!("  not evicted: {words}"),
+        "2 DeviceTaintRule(s) evict across the cluster (reported only; gpuready changes no one else's rule):".to_owned(),
+        "  DeviceTaintRule drain-everything taints every device of every driver (an empty deviceSelector) with example.com/drain:NoExecute: Kubernetes evicts every pod using those devices, in every namespace and at every priority, until the rule goes (kubernetes #141422)".to_owned(),
+    ] {
+        assert!(table.contains(&line), "missing {line:?} in:\n{table}");
+    }
+}
+
 /// Issue 32: the offline check writes its report as it judges (each node's
 /// part spilled, one small row per node kept). The report must be byte for
 /// byte the one the library renders from the whole `CheckReport`: every

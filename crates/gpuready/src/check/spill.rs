@@ -143,7 +143,14 @@ pub fn check_files_to(
         taint_refused: taint_refused.len(),
     };
     let spilled = spill.into_inner().map_err(|e| e.into_error())?;
-    let written = write_report(&rows, spilled, now, summary, taint_refused, output, out);
+    let shell = CheckReport {
+        now: now.to_string(),
+        nodes: Vec::new(),
+        summary,
+        taint_refused,
+        wide_rules: extra.wide_rules.clone(),
+    };
+    let written = write_report(&rows, spilled, shell, output, out);
     Ok((checked, written))
 }
 
@@ -151,20 +158,12 @@ pub fn check_files_to(
 fn write_report(
     rows: &[Row],
     spilled: std::fs::File,
-    now: Timestamp,
-    summary: NodeCounts,
-    taint_refused: Vec<String>,
+    shell: CheckReport,
     output: Output,
     out: &mut dyn Write,
 ) -> std::io::Result<()> {
     let mut spilled = BufReader::with_capacity(1 << 16, spilled);
     let mut out = BufWriter::with_capacity(1 << 16, out);
-    let shell = CheckReport {
-        now: now.to_string(),
-        nodes: Vec::new(),
-        summary,
-        taint_refused,
-    };
     let mut copy_parts = |out: &mut dyn Write, between: &[u8]| -> std::io::Result<()> {
         let mut buf = Vec::new();
         for (i, r) in rows.iter().enumerate() {
@@ -220,7 +219,13 @@ fn write_report(
             table_head(&table, &mut out)?;
             drop(table);
             copy_parts(&mut out, b"")?;
-            table_foot(&shell.summary, &shell.taint_refused, &shell.now, &mut out)?;
+            table_foot(
+                &shell.summary,
+                &shell.taint_refused,
+                &shell.wide_rules,
+                &shell.now,
+                &mut out,
+            )?;
         }
     }
     out.flush()

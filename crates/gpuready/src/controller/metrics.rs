@@ -111,6 +111,13 @@ pub struct Metrics {
     pub nfd_crds: Family<CrdState, Gauge>,
     /// DeviceTaintRules gpuready holds (device gating), all nodes.
     pub device_taint_rules: Gauge,
+    /// Anyone's `NoExecute` DeviceTaintRules whose selector names no pool:
+    /// they evict across the cluster (kubernetes #141422).
+    pub cluster_wide_device_taint_rules: Gauge,
+    /// Pods that hold a device gpuready taints `NoExecute` as a DRA-backed
+    /// extended resource, per profile: Kubernetes does not evict them
+    /// (kubernetes #141290).
+    pub not_evicted_pods: Family<Profile, Gauge>,
     /// Devices gated by DeviceTaintRules, per profile (from the verdicts).
     pub tainted_devices: Family<Profile, Gauge>,
     /// 1 for each not-ready node (only those: a healthy fleet exports none).
@@ -147,6 +154,8 @@ impl Default for Metrics {
             retryable_responses: Family::default(),
             nfd_crds: Family::default(),
             device_taint_rules: Gauge::default(),
+            cluster_wide_device_taint_rules: Gauge::default(),
+            not_evicted_pods: Family::default(),
             tainted_devices: Family::default(),
             node_not_ready: Family::default(),
             node_layer_not_ready: Family::default(),
@@ -220,6 +229,16 @@ impl Default for Metrics {
             "device_taint_rules",
             "DeviceTaintRules gpuready holds for bad devices (device gating), all nodes",
             m.device_taint_rules.clone(),
+        );
+        registry.register(
+            "cluster_wide_device_taint_rules",
+            "DeviceTaintRules in the cluster, anyone's, whose NoExecute taint has a selector naming no pool (empty, only a driver, or a device name in every pool): each evicts every pod using the devices it matches, cluster-wide (kubernetes #141422)",
+            m.cluster_wide_device_taint_rules.clone(),
+        );
+        registry.register(
+            "not_evicted_pods",
+            "Pods that hold a device gpuready taints NoExecute as a DRA-backed extended resource, which Kubernetes does not evict (kubernetes #141290), by profile",
+            m.not_evicted_pods.clone(),
         );
         registry.register(
             "tainted_devices",

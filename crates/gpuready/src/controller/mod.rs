@@ -327,13 +327,18 @@ async fn run_controllers(
         node_events: Mutex::default(),
         admission: admission.clone(),
     });
-    let evidence_tasks = watch::evidence::spawn(
+    let mut evidence_tasks = watch::evidence::spawn(
         client.clone(),
         ctx.evidence.clone(),
         metrics.clone(),
         requeue,
         stop.clone(),
     );
+    evidence_tasks.push(watch::wide_rules::spawn(
+        client.clone(),
+        metrics.clone(),
+        stop.clone(),
+    ));
 
     let synced = {
         let (p, n, health) = (profile_reader.clone(), node_reader.clone(), health.clone());

@@ -261,6 +261,7 @@ async fn pass(ctx: &Context, tally: &Tally, dirty: &Dirty, nfd: Option<&NfdCrdCo
         ctx.metrics.nodes.clear();
         ctx.metrics.layer_ready.clear();
         ctx.metrics.brake.clear();
+        ctx.metrics.not_evicted_pods.clear();
         let names: BTreeSet<String> = profiles.iter().map(|p| p.name_any()).collect();
         ctx.metrics.retain_node_series(|p| names.contains(p));
         ctx.metrics.write_refused_nodes.clear();
@@ -395,6 +396,12 @@ fn record_metrics(ctx: &Context, profile: &str, t: &ProfileTally, engaged: bool)
             profile: profile.to_owned(),
         })
         .set(gauge(t.tainted_device_count()));
+    ctx.metrics
+        .not_evicted_pods
+        .get_or_create(&Profile {
+            profile: profile.to_owned(),
+        })
+        .set(gauge(t.not_evicted_pods));
     for layer in Layer::ALL {
         ctx.metrics
             .layer_ready

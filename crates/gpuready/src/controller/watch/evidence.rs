@@ -1,7 +1,10 @@
 //! Evidence read beside the Nodes: DRA ResourceSlices (`resource.k8s.io/v1`),
-//! NFD NodeFeatures, gpuready's own DeviceTaintRules and the NVIDIA DRA
-//! driver's ComputeDomainCliques (`resource.nvidia.com/v1beta1`), each kept in
-//! a per-node index by its own watch. A change re-queues only the nodes it
+//! NFD NodeFeatures, gpuready's own DeviceTaintRules, the NVIDIA DRA
+//! driver's ComputeDomainCliques (`resource.nvidia.com/v1beta1`) and the
+//! scheduler's extended-resource ResourceClaims on devices gpuready taints
+//! `NoExecute` (kubernetes #141290: Kubernetes does not evict their pods), each
+//! kept in a per-node index by its own watch. The claim watch keeps nothing
+//! else of a cluster's claims, and lists again when a device joins that set. A change re-queues only the nodes it
 //! names (a ComputeDomainClique names every node of its clique). A source whose API is not served
 //! (no DRA, NFD's CRD not installed) is logged once and reads as "not read":
 //! the engine turns that into Unknown evidence, and nothing else waits on it.
@@ -27,15 +30,17 @@ use gpuready_api::device_taint_rule::{self, DeviceTaintRule};
 use gpuready_api::dra::ResourceSlice;
 use gpuready_api::keys;
 use gpuready_api::nfd::NodeFeature;
+use gpuready_api::resource_claim::ResourceClaim;
 use gpuready_core::Evidence;
-use gpuready_core::evidence::{CliqueMembership, node_feature_node};
+use gpuready_core::devices::{DeviceKey, no_execute_devices};
+use gpuready_core::evidence::{CliqueMembership, ExtendedResourceHold, node_feature_node};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::{self, Event, watcher};
 use kube::{Client, ResourceExt};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::{Notify, mpsc, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
@@ -173,6 +178,12 @@ pub struct EvidenceStores {
     rules: RwLock<SourceState<DeviceTaintRule>>,
     /// The DRA driver's ComputeDomainClique entries, per node they name.
     cliques: RwLock<SourceState<CliqueMembership>>,
+    /// The devices pods hold as DRA-backed extended resources, per node: only
+    /// claims on devices in `no_execute_devices` are kept.
+    holds: RwLock<SourceState<Vec<ExtendedResourceHold>>>,
+    /// The devices gpuready taints, or is to taint, `NoExecute` (from its own
+    /// rules); the claim watch lists again when a device joins.
+    no_execute_devices: watch::Sender<BTreeSet<DeviceKey>>,
     /// True once each source (slices, NodeFeatures, rules, cliques) is synced
     /// or known absent.
     settled: watch::Sender<[bool; 4]>,
@@ -185,6 +196,8 @@ impl Default for EvidenceStores {
             features: RwLock::new(SourceState::Pending),
             rules: RwLock::new(SourceState::Pending),
             cliques: RwLock::new(SourceState::Pending),
+            holds: RwLock::new(SourceState::Pending),
+            no_execute_devices: watch::Sender::new(BTreeSet::new()),
             settled: watch::Sender::new([false; 4]),
         }
     }
@@ -198,7 +211,10 @@ impl EvidenceStores {
         let slice_refs: Option<Vec<&ResourceSlice>> = slices.as_ref().map(|v| v.iter().collect());
         let feature_refs: Option<Vec<&NodeFeature>> = features.as_ref().map(|v| v.iter().collect());
         let mut e = Evidence::for_node(node, slice_refs.as_deref(), feature_refs.as_deref())
-            .with_device_rules(read(&self.rules, node));
+            .with_device_rules(read(&self.rules, node))
+            .with_extended_resource_holds(
+                read(&self.holds, node).map(|h| h.into_iter().flatten().collect()),
+            );
         e.compute_domains = read(&self.cliques, node);
         e
     }
@@ -269,6 +285,7 @@ pub fn spawn(
             &w.stores.slices,
             |a| w.stores.settled.send_modify(|s| s[0] = a),
             |_| {},
+            None,
             w.requeue,
             w.stop,
         )
@@ -294,7 +311,40 @@ pub fn spawn(
                 metrics
                     .device_taint_rules
                     .set(i64::try_from(idx.len()).unwrap_or(i64::MAX));
+                let devices = no_execute_devices(idx.by_node.values().flat_map(BTreeMap::values));
+                w.stores.no_execute_devices.send_if_modified(|d| {
+                    let changed = *d != devices;
+                    *d = devices;
+                    changed
+                });
             },
+            None,
+            w.requeue,
+            w.stop,
+        )
+        .await;
+    });
+    let w = watch.clone();
+    let relist = Arc::new(Notify::new());
+    let relister = tokio::spawn(relist_on_growth(
+        w.stores.no_execute_devices.subscribe(),
+        relist.clone(),
+        w.stop.clone(),
+    ));
+    let claims = tokio::spawn(async move {
+        let api: Api<ResourceClaim> = Api::all(w.client);
+        let wanted = w.stores.no_execute_devices.subscribe();
+        follow(
+            "ResourceClaim",
+            api,
+            None,
+            |c: &ResourceClaim| format!("{}/{}", c.namespace().unwrap_or_default(), c.name_any()),
+            |c| holds_on(&c, &wanted.borrow()),
+            &w.stores.holds,
+            // Not waited for at start-up: until listed, no pod is counted.
+            |_| {},
+            |_| {},
+            Some(relist),
             w.requeue,
             w.stop,
         )
@@ -312,6 +362,7 @@ pub fn spawn(
             &w.stores.features,
             |a| w.stores.settled.send_modify(|s| s[1] = a),
             |_| {},
+            None,
             w.requeue,
             w.stop,
         )
@@ -330,12 +381,70 @@ pub fn spawn(
             &w.stores.cliques,
             |a| w.stores.settled.send_modify(|s| s[3] = a),
             |_| {},
+            None,
             w.requeue,
             w.stop,
         )
         .await;
     });
-    vec![slices, features, rules, cliques]
+    vec![slices, features, rules, cliques, claims, relister]
+}
+
+/// The holds of an extended-resource claim on devices in `wanted`, per node
+/// (one entry per node and claim: the index keeps one entry per object and
+/// node): any other claim, most of a cluster's, is dropped as it arrives.
+fn holds_on(
+    c: &ResourceClaim,
+    wanted: &BTreeSet<DeviceKey>,
+) -> Vec<(String, Vec<ExtendedResourceHold>)> {
+    if !c.is_extended_resource_claim() || wanted.is_empty() {
+        return Vec::new();
+    }
+    let mut by_node: BTreeMap<String, Vec<ExtendedResourceHold>> = BTreeMap::new();
+    for (node, h) in ExtendedResourceHold::of_claim(c) {
+        if wanted.contains(&(h.driver.clone(), h.pool.clone(), h.device.clone())) {
+            by_node.entry(node).or_default().push(h);
+        }
+    }
+    by_node.into_iter().collect()
+}
+
+/// How long the claim watch waits after a device joins the `NoExecute` set
+/// before it lists again, so a burst of new escalation rules costs one list.
+const RELIST_DELAY: Duration = Duration::from_secs(2);
+
+/// Asks the claim watch to list again whenever a device joins the set of
+/// devices gpuready taints `NoExecute`: the claims on it were dropped as they
+/// arrived, before the device was in the set. A device leaving needs nothing
+/// (its entries go with the next list; the engine reads holds only on bad
+/// devices).
+async fn relist_on_growth(
+    mut devices: watch::Receiver<BTreeSet<DeviceKey>>,
+    relist: Arc<Notify>,
+    stop: CancellationToken,
+) {
+    let mut known = devices.borrow_and_update().clone();
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            r = devices.changed() => if r.is_err() { return },
+        }
+        let now = devices.borrow_and_update().clone();
+        if now.is_subset(&known) {
+            known = now;
+            continue;
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = tokio::time::sleep(RELIST_DELAY) => {}
+        }
+        known = devices.borrow_and_update().clone();
+        debug!(
+            devices = known.len(),
+            "a device joined gpuready's NoExecute set: listing ResourceClaims again"
+        );
+        relist.notify_one();
+    }
 }
 
 /// The entry of a source whose object names one node (`None`: it is not one
@@ -367,45 +476,18 @@ async fn follow<K, T>(
     state: &RwLock<SourceState<T>>,
     settled: impl Fn(bool),
     changed: impl Fn(&Index<T>),
+    relist: Option<Arc<Notify>>,
     requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
     stop: CancellationToken,
 ) where
     K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
 {
-    let mut logged = false;
-    loop {
-        let mut probe = ListParams::default().limit(1);
-        if let Some(l) = &labels {
-            probe = probe.labels(l);
-        }
-        match api.list(&probe).await {
-            Ok(_) => break,
-            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => {
-                if !logged {
-                    warn!(
-                        kind,
-                        code = s.code,
-                        "not served or not readable: this evidence is Unknown; looking again every {}s",
-                        REDISCOVER.as_secs()
-                    );
-                    logged = true;
-                }
-                set(state, SourceState::Absent);
-                settled(true);
-            }
-            Err(e) => {
-                debug!(kind, error = %e, "probing the API failed; retrying");
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    _ = tokio::time::sleep(Duration::from_secs(5)) => {}
-                }
-                continue;
-            }
-        }
-        tokio::select! {
-            _ = stop.cancelled() => return,
-            _ = tokio::time::sleep(REDISCOVER) => {}
-        }
+    let absent = || {
+        set(state, SourceState::Absent);
+        settled(true);
+    };
+    if !served(kind, &api, labels.as_deref(), absent, &stop).await {
+        return;
     }
     info!(kind, "watching as evidence");
     let mut buffer: Index<T> = Index::default();
@@ -413,10 +495,16 @@ async fn follow<K, T>(
     if let Some(l) = &labels {
         config = config.labels(l);
     }
-    let mut events = std::pin::pin!(watcher(api, config).default_backoff());
+    let mut events = std::pin::pin!(watcher(api.clone(), config.clone()).default_backoff());
     loop {
         let ev = tokio::select! {
             _ = stop.cancelled() => return,
+            () = asked(relist.as_deref()) => {
+                // A fresh watcher lists again; its `InitDone` swaps the index
+                // and re-queues the nodes whose entries differ.
+                events.set(watcher(api.clone(), config.clone()).default_backoff());
+                continue;
+            }
             ev = events.next() => ev,
         };
         let Some(ev) = ev else { return };
@@ -480,6 +568,63 @@ async fn follow<K, T>(
     }
 }
 
+/// Waits until the API answers a LIST (of one object): `true` then, `false`
+/// if stopped first. While it is not served or not readable (404, 403),
+/// `absent` is called and the API is looked for again every [`REDISCOVER`].
+pub(crate) async fn served<K>(
+    kind: &'static str,
+    api: &Api<K>,
+    labels: Option<&str>,
+    absent: impl Fn(),
+    stop: &CancellationToken,
+) -> bool
+where
+    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned,
+{
+    let mut logged = false;
+    loop {
+        let mut probe = ListParams::default().limit(1);
+        if let Some(l) = labels {
+            probe = probe.labels(l);
+        }
+        match api.list(&probe).await {
+            Ok(_) => return true,
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => {
+                if !logged {
+                    warn!(
+                        kind,
+                        code = s.code,
+                        "not served or not readable: this evidence is Unknown; looking again every {}s",
+                        REDISCOVER.as_secs()
+                    );
+                    logged = true;
+                }
+                absent();
+            }
+            Err(e) => {
+                debug!(kind, error = %e, "probing the API failed; retrying");
+                tokio::select! {
+                    _ = stop.cancelled() => return false,
+                    _ = tokio::time::sleep(Duration::from_secs(5)) => {}
+                }
+                continue;
+            }
+        }
+        tokio::select! {
+            _ = stop.cancelled() => return false,
+            _ = tokio::time::sleep(REDISCOVER) => {}
+        }
+    }
+}
+
+/// Resolves when `relist` is notified; never without one.
+async fn asked(relist: Option<&Notify>) {
+    match relist {
+        Some(n) => n.notified().await,
+        None => std::future::pending().await,
+    }
+}
+
 fn set<T>(state: &RwLock<SourceState<T>>, new: SourceState<T>) {
     if let Ok(mut s) = state.write() {
         *s = new;
@@ -489,6 +634,68 @@ fn set<T>(state: &RwLock<SourceState<T>>, new: SourceState<T>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn claim(pod: &str, devices: &[&str], extended: bool) -> ResourceClaim {
+        let results: Vec<serde_json::Value> = devices
+            .iter()
+            .map(|d| serde_json::json!({"request": "r", "driver": "gpu.nvidia.com", "pool": "n1", "device": d}))
+            .collect();
+        serde_json::from_value(serde_json::json!({
+            "metadata": {"name": format!("{pod}-extended-resources-x"), "namespace": "ml",
+                "annotations": if extended {
+                    serde_json::json!({"resource.kubernetes.io/extended-resource-claim": "true"})
+                } else { serde_json::json!({}) }},
+            "status": {"allocation": {"devices": {"results": results}},
+                "reservedFor": [{"resource": "pods", "name": pod, "uid": "u"}]}
+        }))
+        .expect("claim")
+    }
+
+    fn key(device: &str) -> DeviceKey {
+        ("gpu.nvidia.com".into(), "n1".into(), device.into())
+    }
+
+    #[test]
+    fn only_extended_resource_claims_on_wanted_devices_are_kept_one_entry_per_node() {
+        let wanted: BTreeSet<DeviceKey> = [key("gpu-3"), key("gpu-5")].into();
+        // Two wanted devices of one claim: one entry for the node, both holds.
+        let kept = holds_on(&claim("p", &["gpu-3", "gpu-5", "gpu-6"], true), &wanted);
+        assert_eq!(kept.len(), 1);
+        assert_eq!(kept[0].0, "n1", "the pool names the node");
+        let devices: Vec<&str> = kept[0].1.iter().map(|h| h.device.as_str()).collect();
+        assert_eq!(devices, ["gpu-3", "gpu-5"]);
+        assert!(holds_on(&claim("p", &["gpu-6"], true), &wanted).is_empty());
+        assert!(
+            holds_on(&claim("p", &["gpu-3"], false), &wanted).is_empty(),
+            "a pod's own claim"
+        );
+        assert!(holds_on(&claim("p", &["gpu-3"], true), &BTreeSet::new()).is_empty());
+    }
+
+    #[tokio::test]
+    async fn the_claim_watch_lists_again_only_when_a_device_joins() {
+        let (tx, rx) = watch::channel(BTreeSet::from([key("gpu-3")]));
+        let relist = Arc::new(Notify::new());
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(relist_on_growth(rx, relist.clone(), stop.clone()));
+        let asked = |ms| {
+            let r = relist.clone();
+            async move {
+                tokio::time::timeout(Duration::from_millis(ms), r.notified())
+                    .await
+                    .is_ok()
+            }
+        };
+        // A device leaves: nothing to list.
+        tx.send_replace(BTreeSet::new());
+        assert!(!asked(RELIST_DELAY.as_millis() as u64 + 500).await);
+        // Two join at once: one list, after the delay.
+        tx.send_replace(BTreeSet::from([key("gpu-3"), key("gpu-4")]));
+        assert!(asked(RELIST_DELAY.as_millis() as u64 + 2000).await);
+        assert!(!asked(300).await, "asked once");
+        stop.cancel();
+        task.await.expect("task ends");
+    }
 
     fn names(s: BTreeSet<String>) -> Vec<String> {
         s.into_iter().collect()

@@ -1,6 +1,7 @@
 //! What the controller reads and keeps: the node cache (pruned and packed),
 //! the profile watch, the evidence beside the nodes, the probe reports, the
-//! `fabric.groupByLabel` groups, and the verdicts judged from them. Nothing
+//! `fabric.groupByLabel` groups, the verdicts judged from them, and anyone's
+//! DeviceTaintRules that evict across the cluster. Nothing
 //! in this room writes to the API server but the profile watch's own
 //! "cannot read" status.
 
@@ -13,3 +14,4 @@ pub mod profiles;
 pub mod prune;
 pub mod verdicts;
 pub mod watched;
+pub mod wide_rules;

@@ -1,0 +1,154 @@
+//! Every DeviceTaintRule in the cluster, anyone's, watched for one thing: a
+//! `NoExecute` taint whose selector names no pool, which evicts every pod
+//! using the devices it matches on every node (kubernetes #141422). A second
+//! watch beside the evidence watch of gpuready's own rules (which selects them
+//! by label): DeviceTaintRules are few, and this one keeps only the wide
+//! rules' words. Reported — a warning in the log, the
+//! `gpuready_cluster_wide_device_taint_rules` gauge and its alert — never
+//! touched: gpuready changes no one else's rule.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use gpuready_api::device_taint_rule::DeviceTaintRule;
+use gpuready_core::wide_rules::{WideRule, wide_rule};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event, watcher};
+use kube::{Api, Client, ResourceExt};
+use tokio_util::sync::CancellationToken;
+use tracing::{info, warn};
+
+use crate::controller::metrics::Metrics;
+use crate::controller::watch::evidence::served;
+
+/// Starts the watch; it ends when `stop` is cancelled.
+pub fn spawn(
+    client: Client,
+    metrics: Arc<Metrics>,
+    stop: CancellationToken,
+) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let api: Api<DeviceTaintRule> = Api::all(client);
+        let gauge = |n: usize| {
+            metrics
+                .cluster_wide_device_taint_rules
+                .set(i64::try_from(n).unwrap_or(i64::MAX));
+        };
+        if !served("DeviceTaintRule", &api, None, || gauge(0), &stop).await {
+            return;
+        }
+        let mut wide = WideRules::default();
+        let mut events = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
+        loop {
+            let ev = tokio::select! {
+                _ = stop.cancelled() => return,
+                ev = events.next() => ev,
+            };
+            match ev {
+                None => return,
+                Some(Ok(ev)) => {
+                    wide.apply(ev);
+                    gauge(wide.now.len());
+                }
+                Some(Err(e)) => {
+                    warn!(error = %e, "DeviceTaintRule watch failed; the watcher retries with backoff")
+                }
+            }
+        }
+    })
+}
+
+/// The wide rules by name, and the next list's while it comes in.
+#[derive(Default)]
+struct WideRules {
+    now: BTreeMap<String, WideRule>,
+    listing: Option<BTreeMap<String, WideRule>>,
+}
+
+impl WideRules {
+    fn apply(&mut self, ev: Event<DeviceTaintRule>) {
+        match ev {
+            Event::Init => self.listing = Some(BTreeMap::new()),
+            Event::InitApply(r) => {
+                if let (Some(l), Some(w)) = (self.listing.as_mut(), wide_rule(&r)) {
+                    l.insert(w.name.clone(), w);
+                }
+            }
+            Event::InitDone => {
+                let fresh = self.listing.take().unwrap_or_default();
+                for w in fresh.values().filter(|w| !self.now.contains_key(&w.name)) {
+                    warn!(rule = %w.name, "{}", w.message);
+                }
+                self.now = fresh;
+            }
+            Event::Apply(r) => match wide_rule(&r) {
+                Some(w) => {
+                    if self.now.get(&w.name) != Some(&w) {
+                        warn!(rule = %w.name, "{}", w.message);
+                    }
+                    self.now.insert(w.name.clone(), w);
+                }
+                None => {
+                    if self.now.remove(&r.name_any()).is_some() {
+                        info!(rule = %r.name_any(), "DeviceTaintRule no longer evicts across the cluster");
+                    }
+                }
+            },
+            Event::Delete(r) => {
+                if self.now.remove(&r.name_any()).is_some() {
+                    info!(rule = %r.name_any(), "DeviceTaintRule that evicted across the cluster deleted");
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn rule(name: &str, selector: serde_json::Value, effect: &str) -> DeviceTaintRule {
+        serde_json::from_value(json!({
+            "metadata": {"name": name},
+            "spec": {"deviceSelector": selector, "taint": {"key": "k", "effect": effect}}
+        }))
+        .expect("rule")
+    }
+
+    #[test]
+    fn a_relist_replaces_and_updates_add_and_remove() {
+        let mut w = WideRules::default();
+        w.apply(Event::Init);
+        w.apply(Event::InitApply(rule("all", json!({}), "NoExecute")));
+        w.apply(Event::InitApply(rule(
+            "one",
+            json!({"pool": "n", "device": "gpu-0"}),
+            "NoExecute",
+        )));
+        assert!(w.now.is_empty(), "nothing counts before the list is done");
+        w.apply(Event::InitDone);
+        assert_eq!(w.now.keys().collect::<Vec<_>>(), ["all"]);
+        w.apply(Event::Apply(rule(
+            "drv",
+            json!({"driver": "gpu.nvidia.com"}),
+            "NoExecute",
+        )));
+        assert_eq!(w.now.len(), 2);
+        // Narrowed to a pool: no longer wide.
+        w.apply(Event::Apply(rule("all", json!({"pool": "n"}), "NoExecute")));
+        assert_eq!(w.now.keys().collect::<Vec<_>>(), ["drv"]);
+        w.apply(Event::Delete(rule(
+            "drv",
+            json!({"driver": "gpu.nvidia.com"}),
+            "NoExecute",
+        )));
+        assert!(w.now.is_empty());
+        // A re-list drops what went while the watch was down.
+        w.apply(Event::Apply(rule("x", json!({}), "NoExecute")));
+        w.apply(Event::Init);
+        w.apply(Event::InitDone);
+        assert!(w.now.is_empty());
+    }
+}
