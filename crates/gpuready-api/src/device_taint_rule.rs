@@ -9,7 +9,9 @@
 //! older API server. The [`kube::Resource`] impl below is what kube's
 //! `Api<DeviceTaintRule>` needs, so no DynamicObject round-trip is involved.
 //! Unknown fields are ignored (`timeAdded`), so a newer server's object still
-//! parses; `status` is read (escalation) and never written.
+//! parses; `status` is read (escalation) and never sent with the object:
+//! gpuready's one condition there goes by server-side apply on the status
+//! subresource (`controller/write/device_rules.rs`).
 
 use std::borrow::Cow;
 use std::collections::BTreeMap;
@@ -28,9 +30,11 @@ pub struct DeviceTaintRule {
     pub metadata: ObjectMeta,
     #[serde(default)]
     pub spec: DeviceTaintRuleSpec,
-    /// Written by the API server's device taint eviction controller, never by
-    /// gpuready (so never sent): `EvictionInProgress`, and for effect `None`
-    /// what `NoExecute` would evict.
+    /// Written by the API server's device taint eviction controller
+    /// (`EvictionInProgress`, and for effect `None` what `NoExecute` would
+    /// evict) and, on gpuready's own rules, gpuready's one condition
+    /// (`keys::device_rules::CONDITION_PODS_NOT_EVICTED`), applied on the
+    /// status subresource: never sent with the object.
     #[serde(default, skip_serializing)]
     pub status: Option<DeviceTaintRuleStatus>,
 }

@@ -300,6 +300,24 @@ pub mod device_rules {
     pub const ANNOTATION_REASON: &str = "gpuready.io/reason";
     /// Key of the device taint gpuready's rules set; the value is the reason.
     pub const TAINT_KEY: &str = "gpuready.io/device-not-ready";
+    /// The one condition gpuready writes into `status.conditions` of its own
+    /// rules (server-side apply on `devicetaintrules/status`, field manager
+    /// [`crate::keys::FIELD_MANAGER`], never forced): `True` while pods hold
+    /// the rule's device as a DRA-backed extended resource, which Kubernetes'
+    /// device taint eviction does not evict (kubernetes #141290). The list is
+    /// a map keyed by `type`; the eviction controller applies only its own
+    /// `EvictionInProgress` (KEP-5055, `DeviceTaintRuleStatus`).
+    pub const CONDITION_PODS_NOT_EVICTED: &str = "GpuReadyPodsNotEvicted";
+    /// Reasons of [`CONDITION_PODS_NOT_EVICTED`].
+    pub mod condition_reasons {
+        /// `True`: the rule's taint is `NoExecute` now and such pods stay.
+        pub const NOT_EVICTED: &str = "ExtendedResourcePodsNotEvicted";
+        /// `True`: the rule's effect is `None` (an escalation's dry run, an
+        /// `Observe` profile): such pods would stay under `NoExecute`.
+        pub const WOULD_NOT_BE_EVICTED: &str = "ExtendedResourcePodsWouldNotBeEvicted";
+        /// `False`: no such pod holds the device any more.
+        pub const NONE: &str = "NoExtendedResourcePods";
+    }
 }
 
 /// The Fabric layer's reasons (docs/fabric.md).

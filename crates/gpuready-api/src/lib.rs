@@ -22,6 +22,5 @@ pub use profile::{
     ExternalPreset, ExternalSignals, FabricExpectation, Family, GpuExpectation, GpuNodeProfile,
     GpuNodeProfileSpec, GpuNodeProfileStatus, ImexMode, LifecycleNode, MaintenanceRules,
     MigExpectation, Mode, NeighbourSystem, NotReadyDeadline, NotReadyNode, ProbeExpectation,
-    ProbePolicy, SystemCount,
-    TaintEffect, TaintPolicy, TaintSpec, Workload,
+    ProbePolicy, SystemCount, TaintEffect, TaintPolicy, TaintSpec, Workload,
 };

@@ -18,6 +18,7 @@ use gpuready_api::probe::{EventKind, ProbeReport};
 use gpuready_api::profile::{DEFAULT_FATAL_XIDS, DeviceTaintEffect, ProbeExpectation};
 use gpuready_api::{GpuNodeProfileSpec, Mode};
 use jiff::Timestamp;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use serde::Serialize;
 
 use crate::evidence::{DeviceKind, DraDevice, DraPool, ExtendedResourceHold};
@@ -455,6 +456,10 @@ pub enum RuleAction {
     Create,
     Update,
     Delete,
+    /// gpuready's own condition in the rule's `status.conditions`
+    /// ([`keys::device_rules::CONDITION_PODS_NOT_EVICTED`]), applied on the
+    /// status subresource of a rule gpuready already holds.
+    Status,
 }
 
 /// A DeviceTaintRule to create, update or delete: one entry per device rule
@@ -481,6 +486,9 @@ pub struct DeviceRuleChange {
     pub resource_version: Option<String>,
     #[serde(skip)]
     pub uid: Option<String>,
+    /// The condition to apply (status).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub condition: Option<Condition>,
 }
 
 /// The rule gpuready wants for one bad device, written for `profile`.
@@ -607,6 +615,7 @@ pub fn rule_changes(
             rule: Some(rule.clone()),
             resource_version: seen.and_then(|c| c.metadata.resource_version.clone()),
             uid: seen.and_then(|c| c.metadata.uid.clone()),
+            condition: None,
         });
     }
     for (name, rule) in &current {
@@ -624,6 +633,105 @@ pub fn rule_changes(
             rule: None,
             resource_version: rule.metadata.resource_version.clone(),
             uid: rule.metadata.uid.clone(),
+            condition: None,
+        });
+    }
+    out
+}
+
+/// The condition gpuready wants in the `status` of one of its rules: `True`
+/// while pods hold the rule's device as a DRA-backed extended resource under
+/// a taint that is, or is to turn, `NoExecute` (the rule's effect is not
+/// `NoSchedule`); `False` once a rule that said so has none left. `None`:
+/// gpuready writes nothing (a `NoSchedule` rule, or no such pod ever seen).
+fn wanted_condition(
+    rule: &DeviceTaintRule,
+    bad: &BadDevice,
+    current: Option<&Condition>,
+) -> Option<(&'static str, &'static str, String)> {
+    use keys::device_rules::condition_reasons as r;
+    if rule.spec.taint.effect == "NoSchedule" {
+        return None;
+    }
+    match &bad.not_evicted {
+        Some(n) => {
+            let reason = if rule.spec.taint.effect == "NoExecute" {
+                r::NOT_EVICTED
+            } else {
+                r::WOULD_NOT_BE_EVICTED
+            };
+            Some(("True", reason, n.message.clone()))
+        }
+        None => current.map(|_| {
+            (
+                "False",
+                r::NONE,
+                format!(
+                    "no pod holds {} as a DRA extended resource ({EXTENDED_RESOURCE_EVICTION_ISSUE})",
+                    bad.device
+                ),
+            )
+        }),
+    }
+}
+
+/// The status writes that bring gpuready's condition on its rules for the
+/// node to what the gating report says, `now` the judgement's time. Only
+/// rules gpuready already holds (seen with their uid) and keeps: a rule just
+/// created gets its condition on the next pass, from the watch's copy. A
+/// condition already as wanted (status, reason, message) is not rewritten;
+/// `lastTransitionTime` moves only with the status.
+pub fn status_changes(
+    owned: &[DeviceTaintRule],
+    gating: &DeviceGatingReport,
+    now: Timestamp,
+) -> Vec<DeviceRuleChange> {
+    let ty = keys::device_rules::CONDITION_PODS_NOT_EVICTED;
+    let mut out = Vec::new();
+    for rule in owned.iter().filter(|r| device_taint_rule::is_owned(r)) {
+        let Some(sel) = &rule.spec.device_selector else {
+            continue;
+        };
+        let Some(bad) = gating.bad.iter().find(|b| {
+            sel.driver.as_deref() == Some(b.driver.as_str())
+                && sel.pool.as_deref() == Some(b.pool.as_str())
+                && sel.device.as_deref() == Some(b.device.as_str())
+        }) else {
+            continue;
+        };
+        let current = rule
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.iter().find(|c| c.type_ == ty));
+        let Some((status, reason, message)) = wanted_condition(rule, bad, current) else {
+            continue;
+        };
+        if current.is_some_and(|c| c.status == status && c.reason == reason && c.message == message)
+        {
+            continue;
+        }
+        let transition = current
+            .filter(|c| c.status == status)
+            .map(|c| c.last_transition_time.clone())
+            .unwrap_or(Time(now));
+        out.push(DeviceRuleChange {
+            action: RuleAction::Status,
+            name: rule.metadata.name.clone().unwrap_or_default(),
+            pool: bad.pool.clone(),
+            device: bad.device.clone(),
+            reason: Some(reason.to_owned()),
+            message: Some(message.clone()),
+            rule: None,
+            resource_version: None,
+            uid: rule.metadata.uid.clone(),
+            condition: Some(Condition {
+                type_: ty.to_owned(),
+                status: status.to_owned(),
+                reason: reason.to_owned(),
+                message,
+                last_transition_time: transition,
+                observed_generation: None,
+            }),
         });
     }
     out

@@ -20,9 +20,10 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use kube_core::ResourceExt;
 use serde::Serialize;
 
-use crate::devices::DeviceRuleChange;
+use crate::devices::{DeviceRuleChange, RuleAction};
 use crate::facts::{NodeFacts, listed_labels};
 use crate::report::{LayerReport, NodeState, Status};
+use gpuready_api::device_taint_rule::DeviceTaintRule;
 
 /// Node conditions carry a human message; keep it readable in `kubectl describe`.
 const MAX_CONDITION_MESSAGE: usize = 1024;
@@ -453,6 +454,7 @@ fn plan_device_rules(
     spec: &gpuready_api::GpuNodeProfileSpec,
     facts: &NodeFacts,
     report: &LayerReport,
+    now: jiff::Timestamp,
 ) -> Vec<DeviceRuleChange> {
     let Some(owned) = &facts.evidence.device_rules else {
         return vec![];
@@ -460,7 +462,24 @@ fn plan_device_rules(
     match (&spec.device_gating, &report.devices) {
         (None, _) => crate::devices::rule_changes(&facts.name, owned, None),
         (Some(_), Some(g)) => {
-            crate::devices::rule_changes(&facts.name, owned, Some((g, profile, spec)))
+            let mut changes =
+                crate::devices::rule_changes(&facts.name, owned, Some((g, profile, spec)));
+            // gpuready's condition on the rules it keeps, only where the
+            // claims were read: unread, no pod is known to be gone.
+            if facts.evidence.extended_resource_holds.is_some() {
+                let kept: Vec<DeviceTaintRule> = owned
+                    .iter()
+                    .filter(|r| {
+                        !changes.iter().any(|c| {
+                            c.action == RuleAction::Delete
+                                && r.metadata.name.as_deref() == Some(c.name.as_str())
+                        })
+                    })
+                    .cloned()
+                    .collect();
+                changes.extend(crate::devices::status_changes(&kept, g, now));
+            }
+            changes
         }
         (Some(_), None) => vec![],
     }
@@ -621,7 +640,7 @@ pub fn plan_governed(
     opts: &PlanOptions,
 ) -> NodeChanges {
     let spec = &profile.spec;
-    let device_taint_rules = plan_device_rules(&profile.name_any(), spec, facts, report);
+    let device_taint_rules = plan_device_rules(&profile.name_any(), spec, facts, report, opts.now);
     if spec.mode == Mode::Observe {
         // Zero node writes; device rules only with effect None (reported by the
         // API server as what NoExecute would do, with no effect on pods).

@@ -13,12 +13,12 @@ use gpuready_api::dra::ResourceSlice;
 use gpuready_api::keys;
 use gpuready_api::probe::{EventKind, EventRecord, GpuState, ProbeReport};
 use gpuready_api::resource_claim::ResourceClaim;
-use gpuready_core::devices::{escalation_rule_name, no_execute_devices};
+use gpuready_core::devices::{RuleAction, escalation_rule_name, no_execute_devices};
 use gpuready_core::evidence::EvidenceIndex;
 use gpuready_core::health::ProbeEvidence;
 use gpuready_core::wide_rules::{Reach, wide_rule};
 use gpuready_core::{NodeAssessment, PlanOptions, TaintChangeKind, assess};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use kube_core::Selector;
 use serde_json::{Value, json};
 
@@ -554,4 +554,194 @@ fn taint_node_escalates_the_node_taint_while_such_pods_remain() {
     };
     let a = assessed(&observe);
     assert_eq!(a.ready, Some(true), "{}", a.message);
+}
+
+/// `rule` with uid and gpuready's condition in its status, as the watch
+/// keeps it (`None`: no condition of gpuready's).
+fn held(mut rule: DeviceTaintRule, condition: Option<(&str, &str, &str)>) -> DeviceTaintRule {
+    rule.metadata.uid = Some("uid-1".into());
+    rule.status = Some(device_taint_rule::DeviceTaintRuleStatus {
+        conditions: condition
+            .map(|(status, reason, message)| Condition {
+                type_: keys::device_rules::CONDITION_PODS_NOT_EVICTED.into(),
+                status: status.into(),
+                reason: reason.into(),
+                message: message.into(),
+                last_transition_time: Time(at(-600)),
+                observed_generation: None,
+            })
+            .into_iter()
+            // The eviction controller's own condition is left as it is.
+            .chain(std::iter::once(Condition {
+                type_: device_taint_rule::CONDITION_EVICTION_IN_PROGRESS.into(),
+                status: "False".into(),
+                reason: "Completed".into(),
+                message: "0 pods evicted".into(),
+                last_transition_time: Time(at(-600)),
+                observed_generation: None,
+            }))
+            .collect(),
+    });
+    rule
+}
+
+/// gpu-3's own rule (deviceGating's NoSchedule): never carries the condition.
+fn own_rule() -> DeviceTaintRule {
+    let mut r = escalation_rule(3600, "NoSchedule");
+    r.metadata.name = Some(device_taint_rule::rule_name(
+        "gpu.nvidia.com",
+        NODE,
+        "gpu-3",
+    ));
+    r
+}
+
+#[test]
+fn gpureadys_condition_on_its_rule_follows_the_pods() {
+    use keys::device_rules::condition_reasons as r;
+    const NOW_MSG: &str = "1 pod(s) hold gpu-3 as a DRA extended resource and are not evicted by Kubernetes (kubernetes #141290): ml/trainer-0";
+    let escalating =
+        "deviceGating: {minReadyGpus: 7}\nescalation: {reasons: [FatalXid], dryRunSeconds: 300}\n";
+    let trainer = || Some(vec![extended_claim("trainer-0", "gpu-3", json!([]))]);
+    let esc = escalation_rule_name("gpu.nvidia.com", NODE, "gpu-3");
+    // (what, spec, rules, claims, the one status write: (status, reason, the
+    // message contains, lastTransitionTime kept))
+    type Want = Option<(&'static str, &'static str, &'static str, bool)>;
+    let cases: Vec<(&str, &str, Vec<DeviceTaintRule>, Option<Vec<Value>>, Want)> = vec![
+        (
+            "escalated, pods stay: True on the escalation rule, none on the NoSchedule rule",
+            escalating,
+            vec![
+                held(own_rule(), None),
+                held(escalation_rule(3600, "NoExecute"), None),
+            ],
+            trainer(),
+            Some(("True", r::NOT_EVICTED, NOW_MSG, false)),
+        ),
+        (
+            "already says so: no write",
+            escalating,
+            vec![held(
+                escalation_rule(3600, "NoExecute"),
+                Some(("True", r::NOT_EVICTED, NOW_MSG)),
+            )],
+            trainer(),
+            None,
+        ),
+        (
+            "another pod joins: the message moves, the transition time stays",
+            escalating,
+            vec![held(
+                escalation_rule(3600, "NoExecute"),
+                Some(("True", r::NOT_EVICTED, "1 pod(s) hold gpu-3 …: ml/other")),
+            )],
+            trainer(),
+            Some(("True", r::NOT_EVICTED, NOW_MSG, true)),
+        ),
+        (
+            "the pods are gone: False",
+            escalating,
+            vec![held(
+                escalation_rule(3600, "NoExecute"),
+                Some(("True", r::NOT_EVICTED, NOW_MSG)),
+            )],
+            Some(vec![]),
+            Some((
+                "False",
+                r::NONE,
+                "no pod holds gpu-3 as a DRA extended resource",
+                false,
+            )),
+        ),
+        (
+            "never any such pod: nothing written",
+            escalating,
+            vec![held(escalation_rule(3600, "NoExecute"), None)],
+            Some(vec![]),
+            None,
+        ),
+        (
+            "dry run: True, would not be evicted",
+            escalating,
+            vec![held(escalation_rule(10, "None"), None)],
+            trainer(),
+            Some((
+                "True",
+                r::WOULD_NOT_BE_EVICTED,
+                "when the taint turns NoExecute",
+                false,
+            )),
+        ),
+        (
+            "deviceGating.effect NoExecute: on the device's own rule",
+            "deviceGating: {minReadyGpus: 7, effect: NoExecute}\n",
+            vec![held(
+                {
+                    let mut r = own_rule();
+                    r.spec.taint.effect = "NoExecute".into();
+                    r
+                },
+                None,
+            )],
+            trainer(),
+            Some(("True", r::NOT_EVICTED, "ml/trainer-0", false)),
+        ),
+        (
+            "ResourceClaims not read: the condition stays as it is",
+            escalating,
+            vec![held(
+                escalation_rule(3600, "NoExecute"),
+                Some(("True", r::NOT_EVICTED, NOW_MSG)),
+            )],
+            None,
+            None,
+        ),
+        (
+            "the rule not created yet: its condition waits for the watch's copy",
+            escalating,
+            vec![],
+            trainer(),
+            None,
+        ),
+    ];
+    for (what, spec, rules, claims, want) in cases {
+        let c = Case {
+            what,
+            spec,
+            rules,
+            claims,
+            want: None,
+            pods: 0,
+        };
+        let a = assessed(&c);
+        let writes: Vec<_> = a
+            .changes
+            .device_taint_rules
+            .iter()
+            .filter(|w| w.action == RuleAction::Status)
+            .collect();
+        let Some((status, reason, message, kept)) = want else {
+            assert!(writes.is_empty(), "{what}: {writes:#?}");
+            continue;
+        };
+        assert_eq!(writes.len(), 1, "{what}: {writes:#?}");
+        let w = writes[0];
+        let cond = w.condition.as_ref().expect("a condition");
+        let own = if spec.contains("NoExecute") {
+            device_taint_rule::rule_name("gpu.nvidia.com", NODE, "gpu-3")
+        } else {
+            esc.clone()
+        };
+        assert_eq!(w.name, own, "{what}");
+        assert_eq!(w.uid.as_deref(), Some("uid-1"), "{what}");
+        assert_eq!(cond.type_, keys::device_rules::CONDITION_PODS_NOT_EVICTED);
+        assert_eq!(
+            (cond.status.as_str(), cond.reason.as_str()),
+            (status, reason),
+            "{what}"
+        );
+        assert!(cond.message.contains(message), "{what}: {}", cond.message);
+        let ltt = if kept { at(-600) } else { now() };
+        assert_eq!(cond.last_transition_time, Time(ltt), "{what}");
+    }
 }

@@ -819,6 +819,17 @@ fn describe_changes(a: &NodeAssessment) -> Vec<String> {
             RuleAction::Delete => {
                 format!("delete DeviceTaintRule {} (device {})", r.name, r.device)
             }
+            RuleAction::Status => {
+                let c = r.condition.as_ref();
+                format!(
+                    "set {}={} ({}) on DeviceTaintRule {}: {}",
+                    keys::device_rules::CONDITION_PODS_NOT_EVICTED,
+                    c.map(|c| c.status.as_str()).unwrap_or(""),
+                    r.reason.as_deref().unwrap_or(""),
+                    r.name,
+                    r.message.as_deref().unwrap_or("")
+                )
+            }
         });
     }
     if let Some(ann) = &c.annotations {

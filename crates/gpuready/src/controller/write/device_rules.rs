@@ -3,13 +3,15 @@
 //! patch, through the same fenced client as every other write. Exact
 //! ownership: a rule is created by name (a name another writer holds is left
 //! alone), updated only at the resourceVersion gpuready saw, and deleted only
-//! with the uid gpuready saw — never by prefix, label selector or collection.
+//! with the uid gpuready saw — never by prefix, label selector or collection;
+//! and gpuready's one condition in the status of a rule it holds, applied
+//! server-side under its own field manager (kubernetes #141290's pods).
 
 use gpuready_api::device_taint_rule::DeviceTaintRule;
 use gpuready_api::keys;
 use gpuready_core::devices::{DeviceRuleChange, RuleAction};
 use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, DeleteParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::runtime::events::{Event, EventType};
 use tracing::{info, warn};
 
@@ -58,6 +60,11 @@ pub async fn write(
                 rule.metadata.uid = c.uid.clone();
                 api.replace(&c.name, &post, &rule).await?;
             }
+            RuleAction::Status => {
+                if !apply_status(&api, c).await? {
+                    continue;
+                }
+            }
             RuleAction::Delete => {
                 let params = DeleteParams {
                     preconditions: Some(Preconditions {
@@ -74,17 +81,58 @@ pub async fn write(
                 }
             }
         }
-        ctx.metrics.count_write("devicetaintrule");
+        ctx.metrics.count_write(if c.action == RuleAction::Status {
+            "devicetaintrule_status"
+        } else {
+            "devicetaintrule"
+        });
         info!(action = ?c.action, rule = %c.name, device = %c.device, reason = c.reason.as_deref().unwrap_or(""), "DeviceTaintRule written");
         done.push(c.clone());
     }
     Ok(done)
 }
 
-/// One Event on the node per rule created or deleted, naming the device.
+/// gpuready's one condition on one of its rules: a server-side apply of
+/// `status.conditions[type=GpuReadyPodsNotEvicted]` on the status
+/// subresource under gpuready's field manager, not forced, so no other
+/// manager's field (the eviction controller's `EvictionInProgress`) is
+/// touched, and a condition of that type another manager holds is left to
+/// it (409, logged). The uid gpuready saw makes it apply to that rule only;
+/// a rule gone meanwhile (404) is skipped. Returns whether it was written.
+async fn apply_status(api: &Api<DeviceTaintRule>, c: &DeviceRuleChange) -> Result<bool, Error> {
+    let Some(condition) = &c.condition else {
+        return Ok(false);
+    };
+    let body = serde_json::json!({
+        "apiVersion": "resource.k8s.io/v1",
+        "kind": keys::device_rules::KIND,
+        "metadata": {"name": c.name, "uid": c.uid},
+        "status": {"conditions": [condition]},
+    });
+    match api
+        .patch_status(
+            &c.name,
+            &PatchParams::apply(keys::FIELD_MANAGER),
+            &Patch::Apply(&body),
+        )
+        .await
+    {
+        Ok(_) => Ok(true),
+        Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
+        Err(kube::Error::Api(s)) if s.code == 409 => {
+            warn!(rule = %c.name, error = %s.message, "another manager holds gpuready's condition on this DeviceTaintRule, or the rule was replaced; leaving it alone");
+            Ok(false)
+        }
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// One Event on the node per rule created or deleted, naming the device
+/// (none for gpuready's condition in a rule's status).
 pub async fn publish(ctx: &Context, node: &Node, profile: Option<&str>, done: &[DeviceRuleChange]) {
     for c in done {
         let (type_, reason, note) = match c.action {
+            RuleAction::Status => continue,
             RuleAction::Create | RuleAction::Update => (
                 EventType::Warning,
                 keys::event_reasons::DEVICE_TAINTED,
