@@ -607,7 +607,14 @@ fn gpureadys_condition_on_its_rule_follows_the_pods() {
     // (what, spec, rules, claims, the one status write: (status, reason, the
     // message contains, lastTransitionTime kept))
     type Want = Option<(&'static str, &'static str, &'static str, bool)>;
-    let cases: Vec<(&str, &str, Vec<DeviceTaintRule>, Option<Vec<Value>>, Want)> = vec![
+    type Row = (
+        &'static str,
+        &'static str,
+        Vec<DeviceTaintRule>,
+        Option<Vec<Value>>,
+        Want,
+    );
+    let cases: Vec<Row> = vec![
         (
             "escalated, pods stay: True on the escalation rule, none on the NoSchedule rule",
             escalating,

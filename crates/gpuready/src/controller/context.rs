@@ -70,7 +70,7 @@ impl Context {
     pub fn report_verdict(&self, node: &str, a: &NodeAssessment) {
         let _ = self.status.send(StatusInput::Verdict {
             node: node.to_owned(),
-            verdict: NodeVerdict::of(a),
+            verdict: NodeVerdict::of(a).map(Box::new),
         });
     }
 

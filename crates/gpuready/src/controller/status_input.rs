@@ -10,10 +10,11 @@ use gpuready_core::tally::NodeVerdict;
 /// map lookup).
 #[derive(Debug)]
 pub enum StatusInput {
-    /// A node's verdict after a reconcile (`None`: no profile governs it).
+    /// A node's verdict after a reconcile (`None`: no profile governs it),
+    /// boxed: a verdict is far larger than the other messages.
     Verdict {
         node: String,
-        verdict: Option<NodeVerdict>,
+        verdict: Option<Box<NodeVerdict>>,
     },
     /// The node left the cache.
     NodeGone(String),

@@ -77,7 +77,9 @@ impl Dirty {
     fn apply(&mut self, tally: &mut Tally, input: StatusInput, nodes: &Store<CachedNode>) {
         match input {
             StatusInput::Verdict { node, verdict } => {
-                let verdict = verdict.filter(|_| nodes.get(&ObjectRef::new(&node)).is_some());
+                let verdict = verdict
+                    .filter(|_| nodes.get(&ObjectRef::new(&node)).is_some())
+                    .map(|v| *v);
                 self.profiles.extend(tally.set(&node, verdict));
             }
             StatusInput::NodeGone(node) => self.profiles.extend(tally.set(&node, None)),
