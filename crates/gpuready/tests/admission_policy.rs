@@ -22,6 +22,7 @@ mod support;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use gpuready_api::device_taint_rule::DeviceTaintRule;
 use gpuready_api::keys;
 use gpuready_testenv::TestEnv;
 use k8s_openapi::api::coordination::v1::Lease;
@@ -29,7 +30,7 @@ use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::api::events::v1::Event;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::ResourceExt;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 use support::*;
 
@@ -279,13 +280,18 @@ fn late_profile() -> Value {
 struct WriteTable {
     /// Node name → its labels, annotations and taints (see [`restore`]).
     nodes: BTreeMap<String, Value>,
+    /// DeviceTaintRule name → its metadata, spec and status (an admin's
+    /// writes, before the rule writes; see [`create_rules`]).
+    rules: BTreeMap<String, Value>,
     refused: Vec<NodeWrite>,
     admitted: Vec<NodeWrite>,
 }
 
 /// One write of the ServiceAccount's: exactly one of `patch` (a merge patch of
-/// `node`), `status_patch` (a strategic merge patch of `node`'s status) and
-/// `crd_patch` (a merge patch of the NodeFeature CRD). `setup`, when set, is
+/// `node`), `status_patch` (a strategic merge patch of `node`'s status),
+/// `crd_patch` (a merge patch of the NodeFeature CRD), `rule_status_apply`
+/// (the `status` of DeviceTaintRule `rule`, server-side applied, forced) and
+/// `rule_status_patch` (a merge patch of `rule`'s status). `setup`, when set, is
 /// a merge patch of `node` sent first, admitted or not (it does not count), as
 /// the review made some writes in two steps.
 #[derive(serde::Deserialize)]
@@ -297,6 +303,9 @@ struct NodeWrite {
     patch: Option<Value>,
     status_patch: Option<Value>,
     crd_patch: Option<Value>,
+    rule: Option<String>,
+    rule_status_apply: Option<Value>,
+    rule_status_patch: Option<Value>,
 }
 
 fn write_table() -> WriteTable {
@@ -307,18 +316,25 @@ fn write_table() -> WriteTable {
         });
     let table: WriteTable = serde_json::from_value(doc).unwrap_or_else(|e| panic!("{file}: {e}"));
     for w in table.refused.iter().chain(&table.admitted) {
-        let kinds = [&w.patch, &w.status_patch, &w.crd_patch]
-            .iter()
-            .filter(|p| p.is_some())
-            .count();
+        let kinds = [
+            &w.patch,
+            &w.status_patch,
+            &w.crd_patch,
+            &w.rule_status_apply,
+            &w.rule_status_patch,
+        ]
+        .iter()
+        .filter(|p| p.is_some())
+        .count();
         assert_eq!(
             kinds, 1,
-            "{file}: {}: one of patch, statusPatch, crdPatch",
+            "{file}: {}: one of patch, statusPatch, crdPatch, ruleStatusApply, ruleStatusPatch",
             w.what
         );
+        let on_rule = w.rule_status_apply.is_some() || w.rule_status_patch.is_some();
         assert!(
-            w.crd_patch.is_some() != w.node.is_some(),
-            "{file}: {}: a node write names its node, a CRD write none",
+            on_rule == w.rule.is_some() && (w.crd_patch.is_some() || on_rule) != w.node.is_some(),
+            "{file}: {}: a node write names its node, a rule write its rule, a CRD write neither",
             w.what
         );
         assert!(
@@ -369,6 +385,45 @@ async fn snapshot(admin: &kube::Client, name: &str) -> Value {
         m.remove("managedFields");
     }
     v
+}
+
+fn rules_api(client: &kube::Client) -> Api<DynamicObject> {
+    Api::all_with(client.clone(), &ApiResource::erase::<DeviceTaintRule>(&()))
+}
+
+/// A DeviceTaintRule's metadata, spec and status as the server holds them,
+/// without its bookkeeping.
+async fn rule_snapshot(admin: &kube::Client, name: &str) -> Value {
+    let mut v =
+        serde_json::to_value(rules_api(admin).get(name).await.expect("rule")).expect("json");
+    if let Some(m) = v.get_mut("metadata").and_then(Value::as_object_mut) {
+        m.remove("resourceVersion");
+        m.remove("managedFields");
+    }
+    v
+}
+
+/// Creates the table's DeviceTaintRules as an admin, each status applied
+/// under a stand-in for the eviction controller's field manager.
+async fn create_rules(admin: &kube::Client, rules: &BTreeMap<String, Value>) {
+    let api = rules_api(admin);
+    for (name, r) in rules {
+        let mut body = json!({ "apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
+            "metadata": r.get("metadata").cloned().unwrap_or(json!({})), "spec": r["spec"].clone() });
+        body["metadata"]["name"] = json!(name);
+        let obj: DynamicObject = serde_json::from_value(body.clone()).expect("rule");
+        api.create(&PostParams::default(), &obj)
+            .await
+            .unwrap_or_else(|e| panic!("create {name}: {e}"));
+        body["status"] = r["status"].clone();
+        api.patch_status(
+            name,
+            &PatchParams::apply("device-taint-eviction-controller").force(),
+            &Patch::Apply(&body),
+        )
+        .await
+        .unwrap_or_else(|e| panic!("status of {name}: {e}"));
+    }
 }
 
 #[tokio::test]
@@ -489,12 +544,34 @@ async fn service_account_may_write_only_what_gpuready_owns() {
     restore(&admin, "cpu-1", baseline("cpu-1")).await;
     let sa_nodes: Api<Node> = Api::all(sa.clone());
     let sa_crds: Api<CustomResourceDefinition> = Api::all(sa.clone());
+    let sa_rules = rules_api(&sa);
+    create_rules(&admin, &table.rules).await;
     let nf = "nodefeatures.nfd.k8s-sigs.io";
     let send = |w: &NodeWrite| {
-        let (sa_nodes, sa_crds) = (sa_nodes.clone(), sa_crds.clone());
+        let (sa_nodes, sa_crds, sa_rules) = (sa_nodes.clone(), sa_crds.clone(), sa_rules.clone());
         let node = w.node.clone().unwrap_or_default();
+        let rule = w.rule.clone().unwrap_or_default();
         let (patch, status, crd) = (w.patch.clone(), w.status_patch.clone(), w.crd_patch.clone());
+        let (rule_apply, rule_patch) = (w.rule_status_apply.clone(), w.rule_status_patch.clone());
         async move {
+            if let Some(status) = rule_apply {
+                let body = json!({ "apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
+                    "metadata": { "name": rule }, "status": status });
+                return sa_rules
+                    .patch_status(
+                        &rule,
+                        &PatchParams::apply(keys::FIELD_MANAGER).force(),
+                        &Patch::Apply(&body),
+                    )
+                    .await
+                    .map(drop);
+            }
+            if let Some(p) = rule_patch {
+                return sa_rules
+                    .patch_status(&rule, &PatchParams::default(), &Patch::Merge(p))
+                    .await
+                    .map(drop);
+            }
             match (patch, status, crd) {
                 (Some(p), _, _) => sa_nodes
                     .patch(&node, &PatchParams::default(), &Patch::Merge(p))
@@ -527,7 +604,16 @@ async fn service_account_may_write_only_what_gpuready_owns() {
                 .patch(node, &PatchParams::default(), &Patch::Merge(setup.clone()))
                 .await;
         }
-        let before = snapshot(&admin, node).await;
+        let before = match &s.rule {
+            Some(r) => rule_snapshot(&admin, r).await,
+            None => snapshot(&admin, node).await,
+        };
+        let after = || async {
+            match &s.rule {
+                Some(r) => rule_snapshot(&admin, r).await,
+                None => snapshot(&admin, node).await,
+            }
+        };
         match send(s).await {
             // A policy's denial: 403 (reason Forbidden) or 422 (Invalid).
             Err(kube::Error::Api(e))
@@ -551,9 +637,7 @@ async fn service_account_may_write_only_what_gpuready_owns() {
                 refused += 1;
                 by_server.push(format!("{} ({})", s.what, e.message));
             }
-            Ok(()) if snapshot(&admin, node).await == before => {
-                by_server.push(format!("{} (no effect)", s.what))
-            }
+            Ok(()) if after().await == before => by_server.push(format!("{} (no effect)", s.what)),
             other => failures.push(format!("{}: expected a refusal, got {other:?}", s.what)),
         }
         restore(&admin, "gpu-1", baseline("gpu-1")).await;
@@ -613,6 +697,34 @@ async fn service_account_may_write_only_what_gpuready_owns() {
         table.admitted.len() - own_refused,
         table.admitted.len()
     );
+    // Its condition sits beside the eviction controller's, which is as it was.
+    let own_rule = rule_snapshot(&admin, "gpuready-gpu-1-gpu-3-noexecute").await;
+    let types: Vec<(&str, &str)> = own_rule["status"]["conditions"]
+        .as_array()
+        .map(|cs| {
+            cs.iter()
+                .map(|c| {
+                    (
+                        c["type"].as_str().unwrap_or(""),
+                        c["status"].as_str().unwrap_or(""),
+                    )
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    assert_eq!(
+        types,
+        [
+            ("EvictionInProgress", "False"),
+            (keys::device_rules::CONDITION_PODS_NOT_EVICTED, "True")
+        ],
+        "{own_rule}"
+    );
+    for name in table.rules.keys() {
+        let _ = rules_api(&admin)
+            .delete(name, &kube::api::DeleteParams::default())
+            .await;
+    }
 
     // Leases: only its own; Events: only about Nodes and GpuNodeProfiles.
     let lease = |name: &str| -> Lease {
