@@ -4,7 +4,9 @@
 //! resource — the claim the scheduler makes for it, written here as the
 //! scheduler writes it — is named by the controller (kubernetes #141290), with
 //! `extendedResourcePods: TaintNode` the node's taint turns `NoExecute` until
-//! the claim is gone; and an admin's `NoExecute` rule with an empty selector
+//! the claim is gone; gpuready's condition in the escalation rule's status
+//! names the pod, is not rewritten while nothing changes, and turns `False`
+//! when the claim goes; and an admin's `NoExecute` rule with an empty selector
 //! is counted (kubernetes #141422) and left alone.
 
 mod support;
@@ -78,6 +80,26 @@ async fn schedulers_claim(client: &Client, ns: &str, pod: &str, device: &str) ->
     name
 }
 
+const ESCALATION_RULE: &str = "gpuready-h200-er-gpu-2-noexecute";
+
+/// gpuready's condition on its escalation rule: (status, reason, message),
+/// and whether gpuready's field manager applied it on the status subresource.
+async fn rule_condition(client: &Client) -> Option<(String, String, String, bool)> {
+    let r = rules_api(client).get(ESCALATION_RULE).await.ok()?;
+    let c = r.data["status"]["conditions"]
+        .as_array()?
+        .iter()
+        .find(|c| c["type"] == keys::device_rules::CONDITION_PODS_NOT_EVICTED)?
+        .clone();
+    let applied = r.metadata.managed_fields.iter().flatten().any(|m| {
+        m.manager.as_deref() == Some(keys::FIELD_MANAGER)
+            && m.operation.as_deref() == Some("Apply")
+            && m.subresource.as_deref() == Some("status")
+    });
+    let s = |k: &str| c[k].as_str().unwrap_or_default().to_owned();
+    Some((s("status"), s("reason"), s("message"), applied))
+}
+
 fn profile_with(extra: &str) -> String {
     h200_profile(
         "er",
@@ -140,6 +162,55 @@ async fn pods_holding_an_escalated_gpu_as_an_extended_resource_are_named_and_may
             .then_some(())
     })
     .await;
+    // The rule's own status names the pod too: gpuready's condition, applied
+    // under its field manager on the status subresource.
+    let reasons = keys::device_rules::condition_reasons::NOT_EVICTED;
+    eventually(30, "the escalation rule's status names the pod", || async {
+        let (status, reason, message, applied) = rule_condition(&client).await?;
+        (status == "True" && reason == reasons && message == words && applied).then_some(())
+    })
+    .await;
+    // Settled: a reconcile (an unrelated label on the node) writes no status.
+    let status_writes = || run.sample("gpuready_writes_total{kind=\"devicetaintrule_status\"}");
+    let (writes, rv) = (
+        status_writes(),
+        rules_api(&client)
+            .get(ESCALATION_RULE)
+            .await
+            .expect("rule")
+            .metadata
+            .resource_version,
+    );
+    assert!(writes >= 1.0, "the condition was written: {writes}");
+    let reconciles = run.sample("gpuready_reconcile_duration_seconds_count");
+    Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
+        .patch(
+            NODE,
+            &PatchParams::default(),
+            &Patch::Merge(json!({"metadata": {"labels": {"example.com/touched": "1"}}})),
+        )
+        .await
+        .expect("label the node");
+    eventually(30, "the node reconciled again", || async {
+        (run.sample("gpuready_reconcile_duration_seconds_count") > reconciles).then_some(())
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_secs(2)).await;
+    assert_eq!(
+        status_writes(),
+        writes,
+        "no status write when nothing changed"
+    );
+    assert_eq!(
+        rules_api(&client)
+            .get(ESCALATION_RULE)
+            .await
+            .expect("rule")
+            .metadata
+            .resource_version,
+        rv,
+        "the rule untouched"
+    );
     assert!(
         !gated(&get_node(&client, NODE).await),
         "Report: the node stays untainted"
@@ -191,6 +262,14 @@ async fn pods_holding_an_escalated_gpu_as_an_extended_resource_are_named_and_may
     );
     eventually(30, "no pod counted any more", || async {
         (run.sample("gpuready_not_evicted_pods{profile=\"er\"}") == 0.0).then_some(())
+    })
+    .await;
+    eventually(30, "the rule's condition turns False", || async {
+        let (status, reason, message, _) = rule_condition(&client).await?;
+        (status == "False"
+            && reason == keys::device_rules::condition_reasons::NONE
+            && message.contains("no pod holds gpu-2"))
+        .then_some(())
     })
     .await;
 

@@ -192,7 +192,7 @@ impl Default for Metrics {
         );
         registry.register(
             "writes",
-            "Writes by kind (taint, labels, conditions, profile_status, crd, event, devicetaintrule)",
+            "Writes by kind (taint, labels, conditions, profile_status, crd, event, devicetaintrule, devicetaintrule_status)",
             m.writes.clone(),
         );
         registry.register(
