@@ -1233,11 +1233,28 @@ fn device_taint_hazards_are_reported_offline() {
     assert_eq!(n["notEvictedPods"], 1);
     assert_eq!(n["escalations"][0]["effect"], "NoExecute");
     assert_eq!(n["escalations"][0]["notEvicted"], words);
-    assert!(
-        n["changes"]["deviceTaintRules"]
-            .as_array()
-            .is_none_or(Vec::is_empty),
-        "gpuready's rules from the file are already as wanted: {n:#}"
+    // gpuready's rules from the file are already as wanted; the escalation
+    // rule's status does not carry gpuready's condition yet: one status write.
+    let changes: Vec<(&str, &str, &str)> = n["changes"]["deviceTaintRules"]
+        .as_array()
+        .expect("changes")
+        .iter()
+        .map(|c| {
+            (
+                c["action"].as_str().unwrap_or_default(),
+                c["name"].as_str().unwrap_or_default(),
+                c["condition"]["status"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        changes,
+        [("status", "gpuready-gpu-h200-01-gpu-2-noexecute", "True")],
+        "{n:#}"
+    );
+    assert_eq!(
+        n["changes"]["deviceTaintRules"][0]["condition"]["message"],
+        words
     );
     let wide: Vec<(&str, &str)> = report["clusterWideDeviceTaintRules"]
         .as_array()
@@ -1267,6 +1284,7 @@ fn device_taint_hazards_are_reported_offline() {
     let table = stdout(&o);
     for line in [
         format!("  not evicted: {words}"),
+        format!("set GpuReadyPodsNotEvicted=True (ExtendedResourcePodsNotEvicted) on DeviceTaintRule gpuready-gpu-h200-01-gpu-2-noexecute: {words}"),
         "2 DeviceTaintRule(s) evict across the cluster (reported only; gpuready changes no one else's rule):".to_owned(),
         "  DeviceTaintRule drain-everything taints every device of every driver (an empty deviceSelector) with example.com/drain:NoExecute: Kubernetes evicts every pod using those devices, in every namespace and at every priority, until the rule goes (kubernetes #141422)".to_owned(),
     ] {
