@@ -307,6 +307,47 @@ fn own_looking_rule(node: &str, profile: &str, device: &str, effect: &str) -> De
     }
 }
 
+/// The claim the scheduler makes for pod `trainer-0`'s `nvidia.com/gpu: 1`
+/// (KEP-5004), allocated to `device` of `node`'s pool.
+async fn extended_resource_claim(admin: &Client, ns: &str, node: &str, device: &str) {
+    let claims = dynamic_api(
+        admin,
+        "resource.k8s.io",
+        "v1",
+        "ResourceClaim",
+        "resourceclaims",
+        Some(ns),
+    );
+    let (name, uid) = (
+        "trainer-0-extended-resources-x7k2p",
+        "0c6e2a7d-5b1f-4e3a-8d9c-1f2e3d4c5b6a",
+    );
+    let claim: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+        "metadata": { "name": name,
+            "annotations": { "resource.kubernetes.io/extended-resource-claim": "true" },
+            "ownerReferences": [{ "apiVersion": "v1", "kind": "Pod", "name": "trainer-0", "uid": uid, "controller": true }] },
+        "spec": { "devices": { "requests": [{ "name": "container-0-request-0",
+            "exactly": { "deviceClassName": "gpu.nvidia.com", "allocationMode": "ExactCount", "count": 1 } }] } },
+    }))
+    .expect("claim");
+    claims
+        .create(&PostParams::default(), &claim)
+        .await
+        .expect("create the claim");
+    claims
+        .patch_status(
+            name,
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "status": {
+                "allocation": { "devices": { "results": [{ "request": "container-0-request-0",
+                    "driver": "gpu.nvidia.com", "pool": node, "device": device }] } },
+                "reservedFor": [{ "resource": "pods", "name": "trainer-0", "uid": uid }] } })),
+        )
+        .await
+        .expect("allocate the claim");
+}
+
 /// Waits until the API server enforces both of the chart's admission
 /// policies for the ServiceAccount: it loads them asynchronously (an informer
 /// event, then its policy refresh every second), measured at up to 2.3 s
@@ -344,10 +385,12 @@ async fn wait_policies_enforced(sa: &Client, node: &str, profile: &str) -> Durat
 
 /// The chart's RBAC and admission policies are exactly what device gating
 /// needs: gpuready, run as the release's ServiceAccount once both policies
-/// are enforced, creates, updates and deletes its DeviceTaintRules with no
-/// request refused; the same account may not patch a rule, delete rules as a
-/// collection or write a ResourceSlice (RBAC), nor touch an admin's rule or
-/// write a rule of another shape (the policies). Issue 32 found this test
+/// are enforced, creates, updates and deletes its DeviceTaintRules, and
+/// names in a rule's status the pod holding its device as a DRA extended
+/// resource (issue 48), with no request refused; the same account may not
+/// patch a rule, delete rules as a collection or write a ResourceSlice
+/// (RBAC), nor touch an admin's rule or write a rule of another shape (the
+/// policies). Issue 32 found this test
 /// failing 3 times in 5 on a new machine: it asserted the refusals before
 /// the API server had loaded the policies (measured: the SA's delete came
 /// 0.79 s after `helm install`, the policy refused from 0.92 s), so its
@@ -420,6 +463,11 @@ async fn the_charts_service_account_gates_devices_and_nothing_more() {
         .then_some(())
     })
     .await;
+    // A pod holds gpu-4 as a DRA extended resource (the scheduler's claim):
+    // under NoExecute gpuready names it in the rule's status, through the
+    // policy's bound on devicetaintrules/status (kubernetes #141290).
+    let claim_ns = env.create_namespace("ml").await.expect("namespace");
+    extended_resource_claim(&admin, &claim_ns, node, "gpu-4").await;
     apply_profile(
         &admin,
         &h200_profile(
@@ -433,6 +481,22 @@ async fn the_charts_service_account_gates_devices_and_nothing_more() {
         (our_rules(&admin).await
             == [("gpu-4".into(), "ProductMismatch".into(), "NoExecute".into())])
         .then_some(())
+    })
+    .await;
+    eventually(60, "... and names the pod in its status", || async {
+        let r = rules_api(&admin)
+            .get(&format!("gpuready-{node}-gpu-4"))
+            .await
+            .ok()?;
+        r.status?
+            .conditions
+            .iter()
+            .any(|c| {
+                c.type_ == keys::device_rules::CONDITION_PODS_NOT_EVICTED
+                    && c.status == "True"
+                    && c.message.ends_with(&format!("{claim_ns}/trainer-0"))
+            })
+            .then_some(())
     })
     .await;
     slice["spec"]["devices"][4]["attributes"]["productName"] = json!({"string": "NVIDIA H200"});
