@@ -60,11 +60,8 @@ pub async fn write(
                 rule.metadata.uid = c.uid.clone();
                 api.replace(&c.name, &post, &rule).await?;
             }
-            RuleAction::Status => {
-                if !apply_status(&api, c).await? {
-                    continue;
-                }
-            }
+            // After the node's own writes: `write_status`.
+            RuleAction::Status => continue,
             RuleAction::Delete => {
                 let params = DeleteParams {
                     preconditions: Some(Preconditions {
@@ -81,15 +78,26 @@ pub async fn write(
                 }
             }
         }
-        ctx.metrics.count_write(if c.action == RuleAction::Status {
-            "devicetaintrule_status"
-        } else {
-            "devicetaintrule"
-        });
+        ctx.metrics.count_write("devicetaintrule");
         info!(action = ?c.action, rule = %c.name, device = %c.device, reason = c.reason.as_deref().unwrap_or(""), "DeviceTaintRule written");
         done.push(c.clone());
     }
     Ok(done)
+}
+
+/// Sends the planned status writes (gpuready's condition on its rules),
+/// after the node's own writes. A write the API server refuses (403: the
+/// chart's RBAC rule missing, a site's policy; 422) is logged and left: the
+/// node's condition, the profile status, the metric and `check` say the same.
+pub async fn write_status(ctx: &Context, changes: &[DeviceRuleChange]) -> Result<(), Error> {
+    let api: Api<DeviceTaintRule> = Api::all(ctx.client.clone());
+    for c in changes.iter().filter(|c| c.action == RuleAction::Status) {
+        if apply_status(&api, c).await? {
+            ctx.metrics.count_write("devicetaintrule_status");
+            info!(rule = %c.name, device = %c.device, reason = c.reason.as_deref().unwrap_or(""), "DeviceTaintRule status written");
+        }
+    }
+    Ok(())
 }
 
 /// gpuready's one condition on one of its rules: a server-side apply of
@@ -121,6 +129,10 @@ async fn apply_status(api: &Api<DeviceTaintRule>, c: &DeviceRuleChange) -> Resul
         Err(kube::Error::Api(s)) if s.code == 404 => Ok(false),
         Err(kube::Error::Api(s)) if s.code == 409 => {
             warn!(rule = %c.name, error = %s.message, "another manager holds gpuready's condition on this DeviceTaintRule, or the rule was replaced; leaving it alone");
+            Ok(false)
+        }
+        Err(kube::Error::Api(s)) if matches!(s.code, 403 | 422) => {
+            warn!(rule = %c.name, error = %s.message, "the API server refused gpuready's condition on its DeviceTaintRule (RBAC `patch` on devicetaintrules/status, or a policy); the node's condition and the profile status still name the pods");
             Ok(false)
         }
         Err(e) => Err(e.into()),

@@ -409,6 +409,9 @@ async fn write_changes(
             what,
         });
     }
+    // gpuready's condition in its rules' status last: it reports, it gates
+    // nothing, so nothing above waits for it.
+    device_rules::write_status(ctx, &changes.device_taint_rules).await?;
     Ok((Some(version.unwrap_or_default()), rules_done))
 }
 
