@@ -310,9 +310,10 @@ pub mod device_rules {
     pub const CONDITION_PODS_NOT_EVICTED: &str = "GpuReadyPodsNotEvicted";
     /// Reasons of [`CONDITION_PODS_NOT_EVICTED`].
     pub mod condition_reasons {
-        /// `True`: the rule's taint is `NoExecute` now and such pods stay.
+        /// `True`: gpuready's taint on the device is `NoExecute` now and
+        /// such pods stay.
         pub const NOT_EVICTED: &str = "ExtendedResourcePodsNotEvicted";
-        /// `True`: the rule's effect is `None` (an escalation's dry run, an
+        /// `True`: not `NoExecute` yet (an escalation's dry run) or never (an
         /// `Observe` profile): such pods would stay under `NoExecute`.
         pub const WOULD_NOT_BE_EVICTED: &str = "ExtendedResourcePodsWouldNotBeEvicted";
         /// `False`: no such pod holds the device any more.

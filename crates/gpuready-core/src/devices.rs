@@ -655,7 +655,9 @@ fn wanted_condition(
     }
     match &bad.not_evicted {
         Some(n) => {
-            let reason = if rule.spec.taint.effect == "NoExecute" {
+            // The device's taint as the plan has it, not the cached rule's
+            // effect: the pass that turns a rule NoExecute says so at once.
+            let reason = if n.no_execute_now {
                 r::NOT_EVICTED
             } else {
                 r::WOULD_NOT_BE_EVICTED

@@ -668,6 +668,13 @@ fn gpureadys_condition_on_its_rule_follows_the_pods() {
             None,
         ),
         (
+            "the pass that turns the rule NoExecute says so at once",
+            escalating,
+            vec![held(escalation_rule(3600, "None"), None)],
+            trainer(),
+            Some(("True", r::NOT_EVICTED, NOW_MSG, false)),
+        ),
+        (
             "dry run: True, would not be evicted",
             escalating,
             vec![held(escalation_rule(10, "None"), None)],
