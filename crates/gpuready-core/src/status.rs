@@ -86,6 +86,18 @@ pub fn profile_status(
     status_from_tally(profile_name, generation, &tally, extra, previous, now)
 }
 
+/// The governed nodes each other system holds, as profile status lists them.
+fn held_by_system(tally: &ProfileTally) -> Vec<gpuready_api::SystemCount> {
+    tally
+        .held_by
+        .iter()
+        .map(|(system, n)| gpuready_api::SystemCount {
+            system: *system,
+            nodes: i32::try_from(*n).unwrap_or(i32::MAX),
+        })
+        .collect()
+}
+
 /// The status of a profile from its running tally: work bounded by the number
 /// of layers and names shown, whatever the size of the fleet.
 pub fn status_from_tally(
@@ -364,14 +376,7 @@ pub fn status_from_tally(
                 ..e.clone()
             })
             .collect(),
-        held_by_system: tally
-            .held_by
-            .iter()
-            .map(|(system, n)| gpuready_api::SystemCount {
-                system: *system,
-                nodes: i32::try_from(*n).unwrap_or(i32::MAX),
-            })
-            .collect(),
+        held_by_system: held_by_system(tally),
         not_evicted_pods: i32::try_from(tally.not_evicted_pods).unwrap_or(i32::MAX),
     }
 }

@@ -195,22 +195,8 @@ pub(super) fn fabric_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verd
         )
         .via(Source::ProbeReport);
     }
-    // The driver's own word on the IMEX domain: a GPU whose recovery action
-    // is RECOVER_IMEX_DOMAIN belongs to a domain under recovery. Health and
-    // device gating leave it alone (the GPU serves single-node work); the
-    // multi-node work this profile is for waits until the domain recovers.
-    let recovering = crate::recovery::imex_domain_gpus(report);
-    if !recovering.is_empty() {
-        return not_ready(
-            reasons::IMEX_DOMAIN_RECOVERY_REQUIRED,
-            format!(
-                "NVML recovery action on {}: {}; {}={label}",
-                recovering.join(", "),
-                crate::recovery::IMEX_DOMAIN_WHAT_TO_DO,
-                nvidia::GPU_CLIQUE
-            ),
-        )
-        .via(Source::ProbeReport);
+    if let Some(v) = imex_domain_recovery(report, label) {
+        return v;
     }
     // The host's IMEX service, as the DRA driver's IMEX mode needs it.
     if let Some(mode) = f.imex_mode {
@@ -538,4 +524,27 @@ fn group_rule(
         )
         .via(Source::GroupCliques)),
     }
+}
+
+/// The driver's own word on the IMEX domain: a GPU whose recovery action is
+/// RECOVER_IMEX_DOMAIN belongs to a domain under recovery. Health and device
+/// gating leave it alone (the GPU serves single-node work); the multi-node
+/// work a fabric profile is for waits until the domain recovers.
+fn imex_domain_recovery(report: &ProbeReport, label: &str) -> Option<Verdict> {
+    let recovering = crate::recovery::imex_domain_gpus(report);
+    if recovering.is_empty() {
+        return None;
+    }
+    Some(
+        not_ready(
+            reasons::IMEX_DOMAIN_RECOVERY_REQUIRED,
+            format!(
+                "NVML recovery action on {}: {}; {}={label}",
+                recovering.join(", "),
+                crate::recovery::IMEX_DOMAIN_WHAT_TO_DO,
+                nvidia::GPU_CLIQUE
+            ),
+        )
+        .via(Source::ProbeReport),
+    )
 }
