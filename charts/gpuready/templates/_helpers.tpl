@@ -228,6 +228,67 @@ admissionPolicy.noExecuteTaintKeys. One key per line, sorted, unique.
 {{- end }}
 
 {{/*
+The profiles whose node taint gpuready may turn or remove NoExecute, each with
+the key: "name=key", one per line, sorted, unique. The chart's profiles that
+declare NoExecute or escalate (their own key), and each name of
+admissionPolicy.noExecuteProfiles with each key of
+admissionPolicy.noExecuteTaintKeys (issue 49: a profile label naming no such
+profile, one that does not exist included, never carries NoExecute).
+*/}}
+{{- define "gpuready.noExecuteProfileKeys" -}}
+{{- $pairs := list }}
+{{- range $name, $spec := .Values.profiles }}
+{{- with $spec }}{{ if or (eq (toString (dig "taint" "effect" "" .)) "NoExecute") .escalation }}
+{{- $pairs = append $pairs (printf "%s=%s" $name (dig "taint" "key" "readiness.k8s.io/gpuready-not-ready" .)) }}
+{{- end }}{{ end }}
+{{- end }}
+{{- range $name := .Values.admissionPolicy.noExecuteProfiles }}
+{{- range $key := $.Values.admissionPolicy.noExecuteTaintKeys }}
+{{- $pairs = append $pairs (printf "%s=%s" $name $key) }}
+{{- end }}
+{{- end }}
+{{- range $pairs | uniq | sortAlpha }}
+{{ . }}
+{{- end }}
+{{- end }}
+
+{{/*
+The profiles gpuready may write DeviceTaintRules for: the chart's profiles
+with deviceGating and admissionPolicy.deviceGatingProfiles. One per line.
+*/}}
+{{- define "gpuready.deviceGatingProfiles" -}}
+{{- $names := list }}
+{{- range $name, $spec := .Values.profiles }}
+{{- with $spec }}{{ if hasKey . "deviceGating" }}
+{{- $names = append $names $name }}
+{{- end }}{{ end }}
+{{- end }}
+{{- $names = concat $names .Values.admissionPolicy.deviceGatingProfiles }}
+{{- range $names | uniq | sortAlpha }}
+{{ . }}
+{{- end }}
+{{- end }}
+
+{{/*
+Of those, the profiles whose DeviceTaintRules may be NoExecute (and whose
+escalation rules, named -noexecute, may exist): the chart's with
+deviceGating.effect NoExecute or escalation, and
+admissionPolicy.noExecuteProfiles. One per line.
+*/}}
+{{- define "gpuready.deviceNoExecuteProfiles" -}}
+{{- $names := list }}
+{{- range $name, $spec := .Values.profiles }}
+{{- with $spec }}{{ if and (hasKey . "deviceGating") (or (eq (toString (dig "deviceGating" "effect" "" .)) "NoExecute") .escalation) }}
+{{- $names = append $names $name }}
+{{- end }}{{ end }}
+{{- end }}
+{{- $names = concat $names .Values.admissionPolicy.noExecuteProfiles }}
+{{- range $names | uniq | sortAlpha }}
+{{ . }}
+{{- end }}
+{{- end }}
+
+{{/*
 readyLabels keys gpuready's ServiceAccount may set: those of the chart's
 profiles and admissionPolicy.extraLabelKeys. One key per line, sorted, unique.
 */}}

@@ -670,6 +670,9 @@ pub mod event_reasons {
     pub const SAFETY_BRAKE_ENGAGED: &str = "SafetyBrakeEngaged";
     /// Profile: the safety brake released.
     pub const SAFETY_BRAKE_RELEASED: &str = "SafetyBrakeReleased";
+    /// Profile: escalations to `NoExecute` started to be held back (the
+    /// safety brake, or the `NoExecute` budget).
+    pub const NO_EXECUTE_HELD: &str = "NoExecuteHeld";
     /// Node: gpuready wrote a DeviceTaintRule for one of its devices.
     pub const DEVICE_TAINTED: &str = "DeviceTainted";
     /// Node: gpuready deleted its DeviceTaintRule of a device (recovered, or

@@ -21,6 +21,6 @@ pub use profile::{
     DeviceTaintEffect, Escalation, EvidenceMode, ExtendedResourcePods, ExternalCondition,
     ExternalPreset, ExternalSignals, FabricExpectation, Family, GpuExpectation, GpuNodeProfile,
     GpuNodeProfileSpec, GpuNodeProfileStatus, ImexMode, LifecycleNode, MaintenanceRules,
-    MigExpectation, Mode, NeighbourSystem, NotReadyDeadline, NotReadyNode, ProbeExpectation,
-    ProbePolicy, SystemCount, TaintEffect, TaintPolicy, TaintSpec, Workload,
+    MigExpectation, Mode, NeighbourSystem, NoExecuteBudget, NotReadyDeadline, NotReadyNode,
+    ProbeExpectation, ProbePolicy, SystemCount, TaintEffect, TaintPolicy, TaintSpec, Workload,
 };

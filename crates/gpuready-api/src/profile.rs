@@ -502,6 +502,17 @@ pub struct Escalation {
     /// `deviceGating`.
     #[serde(default)]
     pub extended_resource_pods: ExtendedResourcePods,
+
+    /// The most of this profile's nodes, and of its GPUs, that may be under a
+    /// `NoExecute` escalation at once, in percent of those it governs
+    /// (default 10; at least one node and one device whenever it is above 0;
+    /// 0: nothing escalates). Not a rate over a window: a node or device
+    /// escalates only while fewer are escalated than this, so no sequence of
+    /// failures, however spread out, drains more. An escalation beyond it, or
+    /// while the safety brake is engaged, waits with the taint's own effect.
+    #[serde(default = "default_max_no_execute_percent")]
+    #[schemars(range(max = 100))]
+    pub max_no_execute_percent: u8,
 }
 
 /// What gpuready does about pods a `NoExecute` device taint does not evict.
@@ -516,6 +527,10 @@ pub enum ExtendedResourcePods {
 
 fn default_dry_run_seconds() -> u32 {
     300
+}
+
+fn default_max_no_execute_percent() -> u8 {
+    10
 }
 
 /// The profile's rules for nodes in maintenance.
@@ -1047,6 +1062,33 @@ pub struct GpuNodeProfileStatus {
     /// will not evict).
     #[serde(default, skip_serializing_if = "is_zero")]
     pub not_evicted_pods: i32,
+
+    /// The profile's `NoExecute` budget (`escalation.maxNoExecutePercent`):
+    /// how many of its nodes and devices are escalated to `NoExecute`, the
+    /// most that may be, and how many escalations are held back (by the
+    /// budget or the safety brake). Absent without `escalation`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub no_execute: Option<NoExecuteBudget>,
+}
+
+/// A profile's `NoExecute` budget as its status reports it.
+#[derive(Serialize, Deserialize, Clone, Copy, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct NoExecuteBudget {
+    /// Nodes whose taint gpuready escalated to `NoExecute`.
+    pub nodes: i32,
+    /// The most nodes that may be.
+    pub node_limit: i32,
+    /// Nodes whose escalation is due but held.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub nodes_held: i32,
+    /// Devices whose escalation rule is `NoExecute`.
+    pub devices: i32,
+    /// The most devices that may be.
+    pub device_limit: i32,
+    /// Devices whose escalation is due but held.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub devices_held: i32,
 }
 
 /// Another system that holds GPU nodes out of service, as gpuready names it
@@ -1122,6 +1164,10 @@ pub struct DeviceEscalation {
     /// (kubernetes #141290), so `eviction` does not count them either.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_evicted: Option<String>,
+    /// Due, but held with effect `None`: why (the safety brake, or the
+    /// profile's `NoExecute` budget).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
 }
 
 /// One node of a lifecycle summary.

@@ -588,6 +588,12 @@ impl GpuNodeProfileSpec {
                     "TaintNode needs deviceGating: without it no device escalates, the node's own taint does".into(),
                 );
             }
+            if e.max_no_execute_percent > 100 {
+                fail(
+                    "escalation.maxNoExecutePercent",
+                    format!("{} must be between 0 and 100", e.max_no_execute_percent),
+                );
+            }
             if !(10..=604_800).contains(&e.dry_run_seconds) {
                 fail(
                     "escalation.dryRunSeconds",

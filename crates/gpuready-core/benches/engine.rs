@@ -61,6 +61,7 @@ fn bench(c: &mut Criterion) {
         now: "2026-11-29T12:00:00Z".parse().expect("time"),
         heartbeat_seconds: 300,
         hold_new_taints: false,
+        write_refused: false,
     };
 
     let mut g = c.benchmark_group("fleet-5000");

@@ -13,6 +13,7 @@ use serde::Serialize;
 use crate::evaluate::evaluate;
 use crate::facts::NodeFacts;
 use crate::lifecycle::Lifecycle;
+use crate::no_execute;
 use crate::plan::{self, NodeChanges, PlanOptions};
 use crate::report::{DeadlinePassed, LayerReport, LayerResult, NodeState};
 use crate::select::{Governance, govern};
@@ -142,61 +143,8 @@ pub fn judge<'a>(
     match govern(&selectable_labels(facts, profiles), profiles) {
         Governance::Governed(profile) => {
             let report: LayerReport = evaluate(&profile.spec, facts, now);
-            let verdict = plan::gpu_ready_condition(&profile.name_any(), &report);
             Judgement {
-                verdict: NodeAssessment {
-                    name: facts.name.clone(),
-                    profile: Some(profile.name_any()),
-                    governance: GovernanceKind::Governed,
-                    conflicting_profiles: vec![],
-                    ready: Some(report.ready()),
-                    reason: verdict.reason,
-                    message: verdict.message,
-                    recheck_after_seconds: report.recheck_after_seconds,
-                    deadline_passed: report.deadline.clone(),
-                    tainted_devices: report
-                        .devices
-                        .iter()
-                        .flat_map(|g| g.bad.iter())
-                        .map(|b| format!("{} ({})", b.device, b.reason))
-                        .collect(),
-                    observe: profile.spec.mode == gpuready_api::Mode::Observe,
-                    layers: report.layers.clone(),
-                    changes: NodeChanges::default(),
-                    state: Some(report.state()),
-                    lifecycle: report.lifecycle.clone(),
-                    escalations: report
-                        .devices
-                        .iter()
-                        .flat_map(|g| g.bad.iter())
-                        .filter_map(|b| {
-                            let e = b.escalation.as_ref()?;
-                            Some(gpuready_api::DeviceEscalation {
-                                node: facts.name.clone(),
-                                device: b.device.clone(),
-                                reason: b.reason.clone(),
-                                effect: e.effect.to_owned(),
-                                no_execute_at: e.no_execute_at.clone(),
-                                eviction: e.eviction.clone(),
-                                not_evicted: b.not_evicted.as_ref().map(|n| n.message.clone()),
-                            })
-                        })
-                        .collect(),
-                    not_evicted: report
-                        .devices
-                        .iter()
-                        .flat_map(|g| g.bad.iter())
-                        .filter_map(|b| b.not_evicted.as_ref().map(|n| n.message.clone()))
-                        .collect(),
-                    not_evicted_pods: report
-                        .devices
-                        .iter()
-                        .flat_map(|g| g.bad.iter())
-                        .filter_map(|b| b.not_evicted.as_ref())
-                        .filter(|n| n.no_execute_now)
-                        .map(|n| n.pods.len())
-                        .sum(),
-                },
+                verdict: governed_verdict(facts, profile, &report),
                 basis: Basis::Governed(profile, Box::new(report)),
             }
         }
@@ -261,7 +209,135 @@ pub fn judge<'a>(
     }
 }
 
+/// The verdict on a node `profile` governs, from its report.
+fn governed_verdict(
+    facts: &NodeFacts,
+    profile: &GpuNodeProfile,
+    report: &LayerReport,
+) -> NodeAssessment {
+    let verdict = plan::gpu_ready_condition(&profile.name_any(), report);
+    let bad = || report.devices.iter().flat_map(|g| g.bad.iter());
+    NodeAssessment {
+        name: facts.name.clone(),
+        profile: Some(profile.name_any()),
+        governance: GovernanceKind::Governed,
+        conflicting_profiles: vec![],
+        ready: Some(report.ready()),
+        reason: verdict.reason,
+        message: verdict.message,
+        recheck_after_seconds: report.recheck_after_seconds,
+        deadline_passed: report.deadline.clone(),
+        tainted_devices: bad()
+            .map(|b| format!("{} ({})", b.device, b.reason))
+            .collect(),
+        observe: profile.spec.mode == gpuready_api::Mode::Observe,
+        layers: report.layers.clone(),
+        changes: NodeChanges::default(),
+        state: Some(report.state()),
+        lifecycle: report.lifecycle.clone(),
+        escalations: bad()
+            .filter_map(|b| {
+                let e = b.escalation.as_ref()?;
+                Some(gpuready_api::DeviceEscalation {
+                    node: facts.name.clone(),
+                    device: b.device.clone(),
+                    reason: b.reason.clone(),
+                    effect: e.effect.to_owned(),
+                    no_execute_at: e.no_execute_at.clone(),
+                    eviction: e.eviction.clone(),
+                    not_evicted: b.not_evicted.as_ref().map(|n| n.message.clone()),
+                    held: e.held.clone(),
+                })
+            })
+            .collect(),
+        not_evicted: bad()
+            .filter_map(|b| b.not_evicted.as_ref().map(|n| n.message.clone()))
+            .collect(),
+        not_evicted_pods: bad()
+            .filter_map(|b| b.not_evicted.as_ref())
+            .filter(|n| n.no_execute_now)
+            .map(|n| n.pods.len())
+            .sum(),
+    }
+}
+
 impl Judgement<'_> {
+    /// What this pass asks of the governing profile's `NoExecute` budget
+    /// (`crate::no_execute`): `None` for a node no one profile governs.
+    /// A profile without `escalation` asks nothing, which gives back what
+    /// the node held.
+    pub fn no_execute_ask(&self, facts: &NodeFacts) -> Option<(String, no_execute::Ask)> {
+        let Basis::Governed(profile, report) = &self.basis else {
+            return None;
+        };
+        let spec = &profile.spec;
+        let mut ask = no_execute::Ask {
+            percent: spec
+                .escalation
+                .as_ref()
+                .map_or(0, |e| e.max_no_execute_percent),
+            node_due: report.node_escalation.as_ref().is_some_and(|e| e.escalated),
+            node_now: facts
+                .taints
+                .iter()
+                .any(|t| t.key == spec.taint.key && t.effect == "NoExecute"),
+            ..no_execute::Ask::default()
+        };
+        if let Some(g) = &report.devices {
+            ask.devices = g.devices;
+            let owned = facts.evidence.device_rules.as_deref().unwrap_or_default();
+            for b in &g.bad {
+                if b.escalation
+                    .as_ref()
+                    .is_none_or(|e| e.effect != "NoExecute")
+                {
+                    continue;
+                }
+                ask.devices_due.insert(b.device.clone());
+                let name = crate::devices::escalation_rule_name(&b.driver, &b.pool, &b.device);
+                let now = owned.iter().any(|r| {
+                    r.metadata.name.as_deref() == Some(name.as_str())
+                        && r.spec.taint.effect == "NoExecute"
+                });
+                if now {
+                    ask.devices_now.insert(b.device.clone());
+                }
+            }
+        }
+        Some((profile.name_any(), ask))
+    }
+
+    /// Holds back what the budget (or the engaged brake) did not grant: the
+    /// node's taint keeps its own effect, a device's escalation rule stays
+    /// `None`, each with why; the verdict is judged again from the report.
+    pub fn hold_no_execute(&mut self, facts: &NodeFacts, grant: &no_execute::Grant) {
+        if !grant.holds_anything() {
+            return;
+        }
+        let Basis::Governed(profile, report) = &mut self.basis else {
+            return;
+        };
+        if let (Some(h), Some(e)) = (&grant.node_held, report.node_escalation.as_mut()) {
+            e.escalated = false;
+            e.held = Some(h.describe("nodes"));
+        }
+        let own_no_execute = profile
+            .spec
+            .device_gating
+            .as_ref()
+            .is_some_and(|g| g.effect == gpuready_api::DeviceTaintEffect::NoExecute);
+        for b in report.devices.iter_mut().flat_map(|g| g.bad.iter_mut()) {
+            if let (Some(h), Some(e)) = (grant.devices_held.get(&b.device), b.escalation.as_mut()) {
+                e.effect = "None";
+                e.held = Some(h.describe("devices"));
+                if let Some(n) = b.not_evicted.as_mut() {
+                    n.no_execute_now = own_no_execute;
+                }
+            }
+        }
+        self.verdict = governed_verdict(facts, profile, report);
+    }
+
     /// The writes that bring the node in line with the verdict.
     pub fn plan(self, facts: &NodeFacts, opts: &PlanOptions) -> NodeAssessment {
         let mut a = self.verdict;

@@ -111,6 +111,11 @@ pub struct EscalationState {
     /// The rule's `EvictionInProgress` condition, `status: message`.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub eviction: Option<String>,
+    /// Due, but held with effect `None`: the safety brake is engaged, or the
+    /// profile's share of devices under `NoExecute` is at its limit
+    /// (`crate::no_execute`), in words.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
 }
 
 /// The verdict over the devices of one node under device gating.
@@ -127,6 +132,10 @@ pub struct DeviceGatingReport {
     /// Seconds until an escalation's dry run ends.
     #[serde(skip)]
     pub recheck_after_seconds: Option<u64>,
+    /// Devices in the node's pool: its share of the profile's `NoExecute`
+    /// budget's denominator.
+    #[serde(skip)]
+    pub devices: usize,
 }
 
 impl DeviceGatingReport {
@@ -280,6 +289,7 @@ fn escalation(
         effect: if escalated { "NoExecute" } else { "None" },
         no_execute_at: at.to_string(),
         eviction,
+        held: None,
     })
 }
 
@@ -420,6 +430,7 @@ pub fn judge_devices(
         ready_gpus,
         min_ready_gpus: usize::try_from(min_ready_gpus).unwrap_or(usize::MAX),
         recheck_after_seconds,
+        devices: pool.devices.len(),
     }
 }
 
@@ -489,6 +500,16 @@ pub struct DeviceRuleChange {
     /// The condition to apply (status).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub condition: Option<Condition>,
+}
+
+impl DeviceRuleChange {
+    /// The rule written taints the device (`NoSchedule` or `NoExecute`, not
+    /// a dry run's `None`).
+    pub fn taints(&self) -> bool {
+        self.rule
+            .as_ref()
+            .is_some_and(|r| r.spec.taint.effect != "None")
+    }
 }
 
 /// The rule gpuready wants for one bad device, written for `profile`.

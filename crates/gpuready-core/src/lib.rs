@@ -35,6 +35,7 @@ pub mod assess;
 pub mod brake;
 pub mod event_budget;
 pub mod nfd_crds;
+pub mod no_execute;
 pub mod node_book;
 pub mod plan;
 pub mod status;

@@ -1,11 +1,11 @@
 //! The node book: everything the node write path remembers between two
 //! reconciles, as one plain-data type whose methods are the rules — the write
 //! ledger (taint work first, deferred nodes, gpuready's last write to each
-//! node), every profile's safety brake with the matched count it decides by
-//! and the nodes it holds, and the nodes whose last write the API server
-//! refused. One type because the rules cross: a brake released re-queues the
-//! nodes it held, a write that passes clears a refusal, a node that leaves is
-//! forgotten by all three. The controller keeps one behind one lock
+//! node), every profile's safety brake with the matched count it decides by,
+//! the nodes it holds and its `NoExecute` budget, and the nodes whose last
+//! write the API server refused (with their backoff). One type because the
+//! rules cross: a brake released re-queues the nodes it held, a write that
+//! passes clears a refusal, a node that leaves is forgotten by all three. The controller keeps one behind one lock
 //! (`controller/ledger.rs`) and sends the node names these methods return
 //! back to its queue; nothing here reads a clock or sends anything.
 
@@ -14,6 +14,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use gpuready_api::keys;
 
 use crate::brake::{BrakeConfig, BrakeState};
+use crate::no_execute::{self, Budget, BudgetView, Grant};
 use crate::report::NodeState;
 use crate::write_step::{CrdView, Trigger, WriteLedger, WriteStep, step};
 use crate::{GovernanceKind, NodeAssessment, NodeChanges, NodeFacts};
@@ -56,12 +57,58 @@ pub struct RefusedNodes {
     pub why: String,
 }
 
-/// One refused node: its profile, the API server's reason, what it refused.
+/// One refused node: its profile, the API server's reason, what it refused,
+/// and the backoff before the same changes are sent again.
 #[derive(Debug)]
 struct Refusal {
     profile: String,
     why: String,
     what: RefusedWrite,
+    /// The changes refused (what was sent): a refused taint holds the same
+    /// taint change, anything else exactly these changes. `None`: nothing
+    /// is held.
+    changes: Option<NodeChanges>,
+    /// Refusals of these same changes in a row.
+    attempts: u32,
+    retry_at: Timestamp,
+}
+
+/// Seconds before refused changes are sent again: 1, 4, 16, 64, 256, then
+/// every 300 (a refusal is fixed by a person changing a policy or RBAC, not
+/// by retrying; five minutes bounds how late the fix is noticed, and a
+/// changed plan is sent at once).
+pub fn refusal_backoff_seconds(attempts: u32) -> i64 {
+    4_i64
+        .saturating_pow(attempts.saturating_sub(1).min(8))
+        .min(REFUSAL_BACKOFF_MAX_SECONDS)
+}
+
+/// The longest wait between two sends of the same refused changes.
+pub const REFUSAL_BACKOFF_MAX_SECONDS: i64 = 300;
+
+/// The changes without the times a plan stamps (conditions' transition and
+/// heartbeat times, the release annotation's instant, and the rules' status
+/// conditions, which carry one): two passes that would send the same thing
+/// compare equal.
+fn timeless(changes: &NodeChanges) -> NodeChanges {
+    let mut c = changes.clone();
+    if let Some(set) = c.conditions.as_mut().map(|c| &mut c.set) {
+        for cond in set {
+            cond.last_transition_time = None;
+            cond.last_heartbeat_time = None;
+        }
+    }
+    if let Some(v) = c
+        .annotations
+        .as_mut()
+        .and_then(|a| a.get_mut(keys::ANNOTATION_RELEASED))
+    {
+        *v = v.as_ref().map(|_| String::new());
+    }
+    for r in &mut c.device_taint_rules {
+        r.condition = None;
+    }
+    c
 }
 
 /// One profile's brake and what it decides with.
@@ -73,6 +120,8 @@ struct ProfileBrake {
     matched: usize,
     /// Nodes whose new taint the brake held back: re-queued when it releases.
     held: BTreeSet<String>,
+    /// Escalations to `NoExecute` granted and held (`crate::no_execute`).
+    budget: Budget,
 }
 
 /// What the brake reads of one verdict.
@@ -170,12 +219,17 @@ impl NodeBook {
     /// refusals. Returns the nodes to re-queue (deferred behind it).
     #[must_use]
     pub fn forget(&mut self, node: &str) -> Vec<String> {
+        let mut requeue = vec![];
         for b in self.brakes.values_mut() {
             b.state.forget(node);
             b.held.remove(node);
+            if b.budget.forget(node) {
+                requeue.extend(b.budget.waiting());
+            }
         }
         self.refused.remove(node);
-        self.ledger.forget(node)
+        requeue.extend(self.ledger.forget(node));
+        requeue
     }
 
     // --- One reconcile, in order ---------------------------------------------
@@ -210,6 +264,35 @@ impl NodeBook {
         b.state.engaged()
     }
 
+    /// The node's escalations to `NoExecute` against its profile's budget,
+    /// decided at once (so two reconciles can never both take the last
+    /// place): granted when already `NoExecute` or when they fit, held while
+    /// the profile's brake is engaged or its budget is full. `ask` is `None`
+    /// for a node no one profile governs; the node's grants in every other
+    /// profile's budget are given back. Returns the holds and the nodes to
+    /// re-queue (waiting ones, when room opened).
+    pub fn no_execute(
+        &mut self,
+        node: &str,
+        ask: Option<(&str, &no_execute::Ask)>,
+    ) -> (Grant, Vec<String>) {
+        let mut requeue = vec![];
+        for (p, b) in &mut self.brakes {
+            if ask.is_none_or(|(mine, _)| mine != p) && b.budget.forget(node) {
+                requeue.extend(b.budget.waiting());
+            }
+        }
+        let Some((profile, ask)) = ask else {
+            return (Grant::default(), requeue);
+        };
+        let b = self.brakes.entry(profile.to_owned()).or_default();
+        let (grant, opened) = b.budget.ask(node, ask, b.matched, b.state.engaged());
+        if opened {
+            requeue.extend(b.budget.waiting().into_iter().filter(|n| n != node));
+        }
+        (grant, requeue)
+    }
+
     /// The one write decision for the node's plan, made and recorded at once.
     /// Returns it with the nodes to re-queue: those the decision unblocked,
     /// and the node itself when the brake its plan assumed was released in
@@ -221,8 +304,25 @@ impl NodeBook {
         changes: &NodeChanges,
         governance: GovernanceKind,
         crd: CrdView,
+        now: Timestamp,
     ) -> (WriteStep, Vec<String>) {
-        let decision = step(changes, governance, crd, self.ledger.view(node));
+        let decision = match self.refusal_wait(node, changes, now) {
+            // The refused taint waits; the rest (labels, conditions) goes.
+            Some((secs, RefusedWrite::Taint)) => {
+                let rest = changes.without_taint();
+                if rest.is_empty() {
+                    WriteStep::HoldByRefusal {
+                        retry_after_seconds: secs,
+                    }
+                } else {
+                    step(&rest, governance, crd, self.ledger.view(node)).or_refusal(secs)
+                }
+            }
+            Some((retry_after_seconds, _)) => WriteStep::HoldByRefusal {
+                retry_after_seconds,
+            },
+            None => step(changes, governance, crd, self.ledger.view(node)),
+        };
         let mut requeue = self.ledger.decided(node, &decision);
         if let (WriteStep::HoldByBrake { .. }, Some(p)) = (&decision, profile) {
             match self.brakes.get_mut(p) {
@@ -238,23 +338,88 @@ impl NodeBook {
     /// gpuready's write to the node passed and left it at `resource_version`.
     /// Returns the profile whose status changes because the node's earlier
     /// refusal is over.
-    pub fn written(&mut self, node: &str, resource_version: Option<String>) -> Option<String> {
+    pub fn written(
+        &mut self,
+        node: &str,
+        resource_version: Option<String>,
+        with_taint: bool,
+    ) -> Option<String> {
         if let Some(rv) = resource_version {
             self.ledger.note_write(node, rv);
+        }
+        // A write without the taint ends no refusal of the taint.
+        if !with_taint
+            && self
+                .refused
+                .get(node)
+                .is_some_and(|r| r.what == RefusedWrite::Taint)
+        {
+            return None;
         }
         self.refused.remove(node).map(|r| r.profile)
     }
 
-    /// The API server refused part of gpuready's write to the node.
-    pub fn refused(&mut self, node: &str, profile: &str, why: &str, what: RefusedWrite) {
+    /// The API server refused part of gpuready's write of `changes` to the
+    /// node at `now`: reported, and backed off (the same changes refused
+    /// again wait four times longer, up to five minutes). `changes`: what was
+    /// sent (`None`: reported, not held).
+    pub fn refused(
+        &mut self,
+        node: &str,
+        profile: &str,
+        why: &str,
+        what: RefusedWrite,
+        changes: Option<&NodeChanges>,
+        now: Timestamp,
+    ) {
+        let changes = changes.map(timeless);
+        let attempts = match self.refused.get(node) {
+            Some(r) if changes.is_some() && r.changes == changes => r.attempts.saturating_add(1),
+            _ => 1,
+        };
+        let wait = refusal_backoff_seconds(attempts);
+        let retry_at = Timestamp::from_second(now.as_second().saturating_add(wait)).unwrap_or(now);
         self.refused.insert(
             node.to_owned(),
             Refusal {
                 profile: profile.to_owned(),
                 why: why.to_owned(),
                 what,
+                changes,
+                attempts,
+                retry_at,
             },
         );
+    }
+
+    /// Seconds until the node's refused changes may be sent again, and what
+    /// was refused, when the backoff has not passed and `changes` carry the
+    /// same: the same taint change for a refused taint, the same changes
+    /// for anything else.
+    fn refusal_wait(
+        &self,
+        node: &str,
+        changes: &NodeChanges,
+        now: Timestamp,
+    ) -> Option<(u64, RefusedWrite)> {
+        let r = self.refused.get(node)?;
+        let left = r.retry_at.as_second() - now.as_second();
+        let refused = r.changes.as_ref()?;
+        let same = match r.what {
+            RefusedWrite::Taint => changes.taint.is_some() && refused.taint == changes.taint,
+            RefusedWrite::Other => *refused == timeless(changes),
+        };
+        (left > 0 && same).then(|| (u64::try_from(left).unwrap_or(1), r.what))
+    }
+
+    /// Whether the API server refused the node's last write.
+    pub fn is_refused(&self, node: &str) -> bool {
+        self.refused.contains_key(node)
+    }
+
+    /// What the API server refused of the node's last write, and why.
+    pub fn refusal(&self, node: &str) -> Option<(RefusedWrite, String)> {
+        self.refused.get(node).map(|r| (r.what, r.why.clone()))
     }
 
     /// The node's reconcile is over. Returns the nodes to re-queue.
@@ -279,11 +444,17 @@ impl NodeBook {
         let was = b.state.engaged();
         b.matched = matched;
         let engaged = b.state.counts(&self.brake, matched, not_ready, now);
-        let requeue = if was && !engaged {
+        let room = b.budget.matched(matched);
+        let mut requeue: Vec<String> = if was && !engaged {
             std::mem::take(&mut b.held).into_iter().collect()
         } else {
             vec![]
         };
+        // Escalations the brake held wait in the budget: asked again on a
+        // release, as they are when the budget's limit rises.
+        if (was && !engaged) || room {
+            requeue.extend(b.budget.waiting());
+        }
         Counted { engaged, requeue }
     }
 
@@ -294,7 +465,10 @@ impl NodeBook {
         let gone: Vec<String> = self.brakes.keys().filter(|p| !exists(p)).cloned().collect();
         gone.iter()
             .filter_map(|p| self.brakes.remove(p))
-            .flat_map(|b| b.held)
+            .flat_map(|b| {
+                let waiting = b.budget.waiting();
+                b.held.into_iter().chain(waiting)
+            })
             .collect()
     }
 
@@ -303,6 +477,11 @@ impl NodeBook {
     /// Whether new taints are held back for `profile`.
     pub fn engaged(&self, profile: &str) -> bool {
         self.brakes.get(profile).is_some_and(|b| b.state.engaged())
+    }
+
+    /// The profile's `NoExecute` budget: escalated, limits, held.
+    pub fn no_execute_of(&self, profile: &str) -> Option<BudgetView> {
+        self.brakes.get(profile).map(|b| b.budget.view())
     }
 
     /// The profile's refused nodes among those that still exist.
@@ -404,6 +583,7 @@ mod tests {
             &changes,
             GovernanceKind::Governed,
             CrdView::Confirmed,
+            now,
         );
         back.extend(b.finish(node));
         (hold, s, back)
@@ -483,6 +663,7 @@ mod tests {
             &held_taint(),
             GovernanceKind::Governed,
             CrdView::Confirmed,
+            at(2),
         );
         assert!(matches!(s, WriteStep::HoldByBrake { .. }));
         assert_eq!(back, ["d"]);
@@ -492,9 +673,17 @@ mod tests {
     #[test]
     fn a_write_that_passes_clears_the_refusal_and_a_deleted_node_is_forgotten() {
         let mut b = NodeBook::new(CFG);
-        b.refused("a", "p", "denied", RefusedWrite::Taint);
-        b.refused("b", "p", "denied too", RefusedWrite::Other);
-        b.refused("c", "q", "elsewhere", RefusedWrite::Other);
+        let none = NodeChanges::default();
+        b.refused("a", "p", "denied", RefusedWrite::Taint, Some(&none), at(0));
+        b.refused(
+            "b",
+            "p",
+            "denied too",
+            RefusedWrite::Other,
+            Some(&none),
+            at(0),
+        );
+        b.refused("c", "q", "elsewhere", RefusedWrite::Other, None, at(0));
         assert_eq!(
             b.refusals_of("p", |_| true),
             Some(RefusedNodes {
@@ -509,11 +698,58 @@ mod tests {
             Some("b".into()),
             "only nodes that exist"
         );
-        assert_eq!(b.written("a", Some("9".into())), Some("p".into()));
-        assert_eq!(b.written("a", Some("10".into())), None, "said once");
+        assert_eq!(b.written("a", Some("9".into()), true), Some("p".into()));
+        assert_eq!(b.written("a", Some("10".into()), true), None, "said once");
         let _ = b.forget("b");
         assert_eq!(b.refusals_of("p", |_| true), None);
         assert!(b.refusals_of("q", |_| true).is_some());
+    }
+
+    /// Issue 49: another controller's writes trigger a refused node every few
+    /// seconds; the same refused changes are sent again only after 1, 4, 16,
+    /// 64, 256 s, then every 300 s — and changed ones at once.
+    #[test]
+    fn refused_changes_back_off_until_they_change() {
+        let mut b = NodeBook::new(CFG);
+        let mut sent = vec![];
+        for second in 0..=1200 {
+            b.start("a");
+            let (s, _) = b.step(
+                "a",
+                Some("p"),
+                &a_taint(),
+                GovernanceKind::Governed,
+                CrdView::Confirmed,
+                at(second),
+            );
+            if matches!(s, WriteStep::Write { .. }) {
+                sent.push(second);
+                b.refused(
+                    "a",
+                    "p",
+                    "denied",
+                    RefusedWrite::Taint,
+                    Some(&a_taint()),
+                    at(second),
+                );
+            }
+            let _ = b.finish("a");
+        }
+        assert_eq!(sent, [0, 1, 5, 21, 85, 341, 641, 941]);
+        assert_eq!(refusal_backoff_seconds(40), 300);
+        // A changed plan goes at once, and is reported still.
+        b.start("a");
+        let (s, _) = b.step(
+            "a",
+            Some("p"),
+            &held_taint(),
+            GovernanceKind::Governed,
+            CrdView::Confirmed,
+            at(1201),
+        );
+        assert!(!matches!(s, WriteStep::HoldByRefusal { .. }));
+        assert!(b.refusals_of("p", |_| true).is_some());
+        let _ = b.finish("a");
     }
 
     #[test]

@@ -38,8 +38,13 @@ pub struct PlanOptions {
     /// whatever the fleet size; liveness is the controller's Lease and the
     /// profile status.
     pub heartbeat_seconds: i64,
-    /// The safety brake is engaged: keep existing taints but add no new one.
+    /// The safety brake is engaged: keep existing taints (node taints and
+    /// DeviceTaintRules) but add no new one.
     pub hold_new_taints: bool,
+    /// The API server refused the node's last write, and the controller said
+    /// so after the verdict in `GpuReady`'s message: that message is the
+    /// verdict's still, not a change to write again on every pass.
+    pub write_refused: bool,
 }
 
 /// What a change to the taint list does to gpuready's taint.
@@ -116,7 +121,8 @@ pub struct NodeChanges {
     pub annotations: Option<BTreeMap<String, Option<String>>>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub conditions: Option<ConditionChange>,
-    /// A taint was wanted but the safety brake held it back.
+    /// A taint was wanted (the node's, or a DeviceTaintRule's) but the safety
+    /// brake held it back.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub taint_held_by_brake: bool,
     /// Label keys gpuready would set but leaves alone: another writer set them.
@@ -141,22 +147,21 @@ impl NodeChanges {
     /// The changes split in two: the part that keeps workloads off broken
     /// hardware — the taint change, the annotations that record it
     /// ([`records_taint`]), the DeviceTaintRules, `gpuready.io/ready` unless
-    /// it turns `true`, and `gpuready.io/profile` unless the taint is only
-    /// removed — and the rest (the other labels and annotations, the
+    /// it turns `true`, and `gpuready.io/profile` set with any taint change
+    /// (its removal goes with the rest) — and the rest (the other labels and annotations, the
     /// conditions). The first is what a node sends while other nodes' taint
     /// writes are pending: the smallest write that gates it. The verdict
     /// label goes with a taint added but after a taint removed, so a node
-    /// gpuready taints never reads `gpuready.io/ready=true`; a taint added
-    /// names the profile that governs the node in the same request (the
-    /// chart's admission policy holds gpuready to that).
+    /// gpuready taints never reads `gpuready.io/ready=true`; a taint added or
+    /// removed names the profile that governs the node in the same request
+    /// (the chart's admission policy holds gpuready to that: a bootstrap
+    /// taint goes only with the profile label, issue 49), and a release
+    /// removes the label with the rest, after the taint.
     pub fn gating_part(&self) -> (NodeChanges, NodeChanges) {
-        let adds = self
-            .taint
-            .as_ref()
-            .is_some_and(|t| t.kind != TaintChangeKind::Remove);
+        let taints = self.taint.is_some();
         let gating_label = |k: &str, v: &Option<String>| {
             (k == keys::LABEL_READY && v.as_deref() != Some("true"))
-                || (k == keys::LABEL_PROFILE && adds)
+                || (k == keys::LABEL_PROFILE && v.is_some() && taints)
         };
         let (labels, rest_labels) = split_keys(&self.labels, gating_label);
         let (annotations, rest_annotations) =
@@ -176,6 +181,18 @@ impl NodeChanges {
             ..NodeChanges::default()
         };
         (now, rest)
+    }
+
+    /// Everything but the taint (and the annotations that record it): what
+    /// goes while the API server's refusal of the taint is backed off.
+    pub fn without_taint(&self) -> NodeChanges {
+        let (_, annotations) = split_keys(&self.annotations, |k, _| records_taint(k));
+        NodeChanges {
+            taint: None,
+            annotations,
+            taint_held_by_brake: false,
+            ..self.clone()
+        }
     }
 }
 
@@ -373,6 +390,11 @@ pub fn gpu_ready_condition(profile: &str, report: &LayerReport) -> DesiredCondit
                 "; the taint escalated to NoExecute at {} ({})",
                 e.at, e.reason
             )
+        } else if let Some(why) = &e.held {
+            format!(
+                "; the taint was due to escalate at {} ({}): {why}",
+                e.at, e.reason
+            )
         } else {
             format!(
                 "; the taint escalates to NoExecute at {} ({})",
@@ -414,6 +436,8 @@ fn devices_note(report: &LayerReport) -> String {
                     let e = b.escalation.as_ref()?;
                     Some(if e.effect == "NoExecute" {
                         format!("{} NoExecute since {}", b.device, e.no_execute_at)
+                    } else if let Some(why) = &e.held {
+                        format!("{} due at {}, {why}", b.device, e.no_execute_at)
                     } else {
                         format!(
                             "{} dry run (effect None) until {}",
@@ -532,10 +556,21 @@ fn plan_conditions(
                     opts.now.as_second() - hb.0.as_second() >= opts.heartbeat_seconds
                 })
         };
+        let same_message = |m: &str| {
+            m == message
+                || (opts.write_refused
+                    && d.type_ == keys::CONDITION_GPU_READY
+                    && m.strip_prefix(message.as_str())
+                        .and_then(|rest| rest.strip_prefix("; "))
+                        .is_some_and(|note| {
+                            note.starts_with(keys::TAINT_REFUSED)
+                                || note.starts_with(keys::WRITE_REFUSED)
+                        }))
+        };
         let unchanged = current.is_some_and(|c| {
             c.status == d.status
                 && c.reason.as_deref() == Some(d.reason.as_str())
-                && c.message.as_deref() == Some(message.as_str())
+                && c.message.as_deref().is_some_and(same_message)
                 && !heartbeat_due(c)
         });
         if !unchanged {
@@ -640,7 +675,16 @@ pub fn plan_governed(
     opts: &PlanOptions,
 ) -> NodeChanges {
     let spec = &profile.spec;
-    let device_taint_rules = plan_device_rules(&profile.name_any(), spec, facts, report, opts.now);
+    let mut device_taint_rules =
+        plan_device_rules(&profile.name_any(), spec, facts, report, opts.now);
+    // An engaged brake holds new device taints as it holds node taints: a
+    // rule that taints (not a dry run's `None`) is created only once it
+    // releases; the rules in place stay.
+    let rules_before = device_taint_rules.len();
+    if opts.hold_new_taints {
+        device_taint_rules.retain(|c| !(c.action == RuleAction::Create && c.taints()));
+    }
+    let rules_held = device_taint_rules.len() < rules_before;
     if spec.mode == Mode::Observe {
         // Zero node writes; device rules only with effect None (reported by the
         // API server as what NoExecute would do, with no effect on pods).
@@ -739,7 +783,7 @@ pub fn plan_governed(
         labels,
         annotations: (!annotations.is_empty()).then_some(annotations),
         conditions: plan_conditions(facts, desired, opts),
-        taint_held_by_brake: held,
+        taint_held_by_brake: held || rules_held,
         foreign_labels_left,
         device_taint_rules,
     }

@@ -77,6 +77,10 @@ pub struct NodeEscalation {
     pub at: String,
     /// The taint is `NoExecute` now.
     pub escalated: bool,
+    /// Due, but held with the taint's own effect: why (the safety brake, or
+    /// the profile's `NoExecute` budget: `crate::no_execute`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held: Option<String>,
 }
 
 /// Where a governed node stands, all things judged: what profile status,

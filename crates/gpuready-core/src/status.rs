@@ -10,6 +10,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{Condition, Time};
 use crate::assess::NodeAssessment;
 use crate::brake::BrakeCondition;
 use crate::nfd_crds::NfdCrdCondition;
+use crate::no_execute::BudgetView;
 use crate::tally::{LayerTally, ProfileTally};
 
 /// Condition kstatus reads as "needs a human": nodes in conflict.
@@ -378,6 +379,7 @@ pub fn status_from_tally(
             .collect(),
         held_by_system: held_by_system(tally),
         not_evicted_pods: i32::try_from(tally.not_evicted_pods).unwrap_or(i32::MAX),
+        no_execute: None,
     }
 }
 
@@ -455,6 +457,44 @@ pub fn mark_invalid(
         previous,
         now,
     )
+}
+
+/// `status` with the profile's `NoExecute` budget (`None`: the profile has
+/// no `escalation`). Escalations held back are named in the `SafetyBrake`
+/// condition's message too, where whoever looks at the brake looks.
+pub fn with_no_execute(
+    mut status: GpuNodeProfileStatus,
+    budget: Option<&BudgetView>,
+) -> GpuNodeProfileStatus {
+    let count = |n: usize| i32::try_from(n).unwrap_or(i32::MAX);
+    status.no_execute = budget.map(|b| gpuready_api::NoExecuteBudget {
+        nodes: count(b.nodes),
+        node_limit: count(b.node_limit),
+        nodes_held: count(b.nodes_held),
+        devices: count(b.devices),
+        device_limit: count(b.device_limit),
+        devices_held: count(b.devices_held),
+    });
+    let Some(b) = budget.filter(|b| b.nodes_held + b.devices_held > 0) else {
+        return status;
+    };
+    if let Some(c) = status
+        .conditions
+        .iter_mut()
+        .find(|c| c.type_ == keys::CONDITION_SAFETY_BRAKE)
+    {
+        c.message = format!(
+            "{}; escalations to NoExecute held: {} node(s) ({} of at most {} escalated), {} device(s) ({} of at most {} escalated)",
+            c.message,
+            b.nodes_held,
+            b.nodes,
+            b.node_limit,
+            b.devices_held,
+            b.devices,
+            b.device_limit
+        );
+    }
+    status
 }
 
 /// `status` saying the API server refuses gpuready's writes to `count` of the

@@ -81,9 +81,26 @@ pub enum WriteStep {
     /// it asks whenever [`needs_crd`] says so, so `Unconfirmed` reaching here
     /// means the read failed: holding is the safe side.
     HoldByCrdGuard,
+    /// The API server refused these very changes a moment ago (admission,
+    /// RBAC): nothing is sent until the node's backoff has passed — whatever
+    /// triggers the reconcile meanwhile (another controller's label writes
+    /// do, every few seconds) — unless the changes are new. The refusal
+    /// stays reported.
+    HoldByRefusal { retry_after_seconds: u64 },
 }
 
 impl WriteStep {
+    /// This step, for the rest of a plan whose taint waits out a refusal:
+    /// nothing to send becomes a hold until the backoff has passed.
+    pub fn or_refusal(self, retry_after_seconds: u64) -> WriteStep {
+        match self {
+            WriteStep::Nothing => WriteStep::HoldByRefusal {
+                retry_after_seconds,
+            },
+            other => other,
+        }
+    }
+
     /// Whether this step sends a gating write (a taint or a DeviceTaintRule):
     /// the ledger counts it as taint work until the reconcile is done.
     pub fn writes_taint(&self) -> bool {
@@ -580,7 +597,27 @@ mod tests {
         }
         let (now, rest) = release.gating_part();
         assert!(now.taint.is_some() && rest.labels.is_some());
-        assert_eq!(now.labels, None, "a taint removed goes before every label");
+        // ... with the profile label it sets (issue 49: the chart's policy
+        // lets a taint go only from a node labelled with a profile), and
+        // before every other label.
+        assert_eq!(
+            now.labels,
+            Some(BTreeMap::from([(
+                keys::LABEL_PROFILE.to_owned(),
+                Some("p".to_owned())
+            )])),
+            "a taint removed goes with the profile label and before every other label"
+        );
+        // A release removes the profile label with the rest, after the taint.
+        if let Some(l) = release.labels.as_mut() {
+            l.insert(keys::LABEL_PROFILE.to_owned(), None);
+        }
+        let (now, rest) = release.gating_part();
+        assert_eq!(now.labels, None, "a release's label removals wait");
+        assert!(
+            rest.labels
+                .is_some_and(|l| l.contains_key(keys::LABEL_PROFILE))
+        );
         // A taint change with nothing else leaves nothing to wait.
         let (alone, _) = full().gating_part();
         assert_eq!(

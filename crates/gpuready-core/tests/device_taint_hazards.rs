@@ -496,6 +496,7 @@ fn taint_node_escalates_the_node_taint_while_such_pods_remain() {
     // The safety brake engaged: a new taint is held, NoExecute or not.
     let braked = PlanOptions {
         hold_new_taints: true,
+        write_refused: false,
         ..opts()
     };
     let a = assessed_on(

@@ -101,6 +101,7 @@ fn foreign_taints_stay_in_place_in_every_case() {
                         let node = node.build();
                         let opts = PlanOptions {
                             hold_new_taints: brake,
+                            write_refused: false,
                             ..opts()
                         };
                         let case = format!(
@@ -406,6 +407,7 @@ fn safety_brake_holds_a_new_taint_but_still_reports() {
     let p = one(profile("p", ""));
     let braked = PlanOptions {
         hold_new_taints: true,
+        write_refused: false,
         ..opts()
     };
     let node = with_foreign_taints(not_ready_node(), false).build();
@@ -432,6 +434,7 @@ fn safety_brake_keeps_an_existing_taint() {
     let p = one(profile("p", ""));
     let braked = PlanOptions {
         hold_new_taints: true,
+        write_refused: false,
         ..opts()
     };
     let node = settle(
@@ -450,6 +453,7 @@ fn safety_brake_does_not_stop_a_ready_node_from_being_released() {
     let p = one(profile("p", ""));
     let braked = PlanOptions {
         hold_new_taints: true,
+        write_refused: false,
         ..opts()
     };
     let a = assess_with(
@@ -521,6 +525,7 @@ fn condition_heartbeat_is_refreshed_after_heartbeat_seconds() {
         now: at(-1000),
         heartbeat_seconds: 300,
         hold_new_taints: false,
+        write_refused: false,
     };
     let node = settle(ready_node().build(), &p, &start);
     // 299 s later: nothing to write.
@@ -1169,6 +1174,7 @@ fn judging_once_then_planning_is_assessing_and_the_verdict_plans_nothing() {
                 &facts,
                 &PlanOptions {
                     hold_new_taints: true,
+                    write_refused: false,
                     ..opts()
                 },
             );

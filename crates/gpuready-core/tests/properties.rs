@@ -368,7 +368,7 @@ fn profiles() -> impl Strategy<Value = Vec<GpuNodeProfile>> {
 
 prop_compose! {
     fn plan_options()(heartbeat in 1i64..7200, brake in proptest::bool::weighted(0.2)) -> PlanOptions {
-        PlanOptions { now: now(), heartbeat_seconds: heartbeat, hold_new_taints: brake }
+        PlanOptions { now: now(), heartbeat_seconds: heartbeat, hold_new_taints: brake, write_refused: false }
     }
 }
 
@@ -417,7 +417,7 @@ proptest! {
             prop_assert_eq!(l.gating, spec.is_gating(l.layer));
         }
         let p = GpuNodeProfile::new("p", spec);
-        let a = assess_with(&node, &[p], &PlanOptions { now: now(), heartbeat_seconds: 300, hold_new_taints: false });
+        let a = assess_with(&node, &[p], &PlanOptions { now: now(), heartbeat_seconds: 300, hold_new_taints: false, write_refused: false });
         prop_assert_eq!(a.governance, GovernanceKind::Governed);
         prop_assert_eq!(a.ready, Some(all_gating_ready));
         if all_gating_ready {

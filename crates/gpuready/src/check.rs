@@ -644,6 +644,7 @@ pub(crate) fn judge_each(
         now,
         heartbeat_seconds: 0,
         hold_new_taints: false,
+        write_refused: false,
     };
     feed(&mut |n| {
         let facts = NodeFacts::from_node(n);

@@ -19,7 +19,7 @@
 
 mod support;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 use gpuready_api::device_taint_rule::DeviceTaintRule;
@@ -39,12 +39,31 @@ const RELEASE: &str = "gpuready";
 
 /// What a site sets for profiles created outside the chart: their custom
 /// taint key (tolerated by the pods, and so writable) and readyLabels key.
+/// And a chart profile, `esc`, that escalates and gates devices (its name
+/// and key compiled into the ceiling; [`esc_profile`] creates it).
 const LATE_VALUES: &[&str] = &[
     "--set",
     "extraReadinessTaintKeys={example.org/gpu-not-ready}",
     "--set",
     "admissionPolicy.extraLabelKeys={example.org/gpu-tier}",
+    "--set-json",
+    r#"profiles={"esc":{"nodeSelector":{"matchLabels":{"gpu-pool":"esc"}},"deviceGating":{"minReadyGpus":1},"escalation":{"reasons":["FatalXid"]}}}"#,
 ];
+
+/// The chart profile `esc` of [`LATE_VALUES`], as the chart creates it: it
+/// escalates (default key) and gates devices; no node here carries its
+/// `gpu-pool: esc`.
+fn esc_profile() -> Value {
+    json!({
+        "apiVersion": "gpuready.io/v1alpha1", "kind": "GpuNodeProfile",
+        "metadata": { "name": "esc" },
+        "spec": {
+            "nodeSelector": { "matchLabels": { "gpu-pool": "esc" } },
+            "deviceGating": { "minReadyGpus": 1 },
+            "escalation": { "reasons": ["FatalXid"] },
+        },
+    })
+}
 
 /// Renders the chart with `values` and applies its CRD, RBAC, ServiceAccount
 /// and admission policies (the Deployment is irrelevant here).
@@ -284,6 +303,9 @@ struct WriteTable {
     /// writes, before the rule writes; see [`create_rules`]).
     rules: BTreeMap<String, Value>,
     refused: Vec<NodeWrite>,
+    /// Writes beyond gpuready's own that no policy can tell from them:
+    /// admitted, each with `why` (docs/hardening.md prints them).
+    residual: Vec<NodeWrite>,
     admitted: Vec<NodeWrite>,
 }
 
@@ -294,7 +316,7 @@ struct WriteTable {
 /// `rule_status_patch` (a merge patch of `rule`'s status). `setup`, when set, is
 /// a merge patch of `node` sent first, admitted or not (it does not count), as
 /// the review made some writes in two steps.
-#[derive(serde::Deserialize)]
+#[derive(Clone, serde::Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct NodeWrite {
     what: String,
@@ -306,6 +328,71 @@ struct NodeWrite {
     rule: Option<String>,
     rule_status_apply: Option<Value>,
     rule_status_patch: Option<Value>,
+    /// A DeviceTaintRule the ServiceAccount creates (deleted after).
+    rule_create: Option<Value>,
+    /// Sent this many times, `{i}` in it replaced by 0..N-1.
+    repeat: Option<u32>,
+    /// What the policies of an earlier commit did with it (the review's).
+    before: Option<String>,
+    /// Why a residual write is admitted.
+    why: Option<String>,
+}
+
+/// The `i`-th of a repeated write: `{i}` in its rule replaced by `i`.
+fn instance(w: &NodeWrite, i: u32) -> NodeWrite {
+    let mut w = w.clone();
+    if let Some(r) = &w.rule_create {
+        let text = r.to_string().replace("{i}", &i.to_string());
+        w.rule_create = Some(serde_json::from_str(&text).expect("json"));
+    }
+    w
+}
+
+/// One row of docs/hardening.md's table of what a stolen token can do.
+struct TokenRow {
+    what: String,
+    before: Option<String>,
+    now: String,
+    why: Option<String>,
+}
+
+const TABLE_BEGIN: &str =
+    "<!-- BEGIN token-writes (admission_policy.rs; UPDATE_HARDENING_TABLE=1 regenerates) -->";
+const TABLE_END: &str = "<!-- END token-writes -->";
+
+/// docs/hardening.md's table of the review's writes (issue 49) is this
+/// test's result: the rows rendered from the table's `R4-` writes, compared
+/// with the marked section of the page (`UPDATE_HARDENING_TABLE=1` rewrites
+/// it), so the page cannot drift from what the policies do.
+fn check_hardening_table(rows: &[TokenRow]) {
+    let mut table = String::from(
+        "| write (as gpuready's ServiceAccount) | main before issue 49 | now | why still admitted |\n|---|---|---|---|\n",
+    );
+    for r in rows.iter().filter(|r| r.what.starts_with("R4-")) {
+        table.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            r.what,
+            r.before.as_deref().unwrap_or("—"),
+            r.now,
+            r.why.as_deref().unwrap_or("")
+        ));
+    }
+    let path = repo_root().join("docs/hardening.md");
+    let page = std::fs::read_to_string(&path).expect("docs/hardening.md");
+    let (head, rest) = page
+        .split_once(TABLE_BEGIN)
+        .expect("the table's begin marker");
+    let (old, tail) = rest.split_once(TABLE_END).expect("the table's end marker");
+    let want = format!("\n{table}");
+    if std::env::var_os("UPDATE_HARDENING_TABLE").is_some() {
+        std::fs::write(&path, format!("{head}{TABLE_BEGIN}{want}{TABLE_END}{tail}"))
+            .expect("write docs/hardening.md");
+        return;
+    }
+    assert_eq!(
+        old, want,
+        "docs/hardening.md's table of the token's writes differs from this run: UPDATE_HARDENING_TABLE=1 regenerates it"
+    );
 }
 
 fn write_table() -> WriteTable {
@@ -315,25 +402,33 @@ fn write_table() -> WriteTable {
             panic!("one file in fixtures/admission-policy, not {}", t.len())
         });
     let table: WriteTable = serde_json::from_value(doc).unwrap_or_else(|e| panic!("{file}: {e}"));
-    for w in table.refused.iter().chain(&table.admitted) {
+    for w in table
+        .refused
+        .iter()
+        .chain(&table.residual)
+        .chain(&table.admitted)
+    {
         let kinds = [
             &w.patch,
             &w.status_patch,
             &w.crd_patch,
             &w.rule_status_apply,
             &w.rule_status_patch,
+            &w.rule_create,
         ]
         .iter()
         .filter(|p| p.is_some())
         .count();
         assert_eq!(
             kinds, 1,
-            "{file}: {}: one of patch, statusPatch, crdPatch, ruleStatusApply, ruleStatusPatch",
+            "{file}: {}: one of patch, statusPatch, crdPatch, ruleStatusApply, ruleStatusPatch, ruleCreate",
             w.what
         );
         let on_rule = w.rule_status_apply.is_some() || w.rule_status_patch.is_some();
         assert!(
-            on_rule == w.rule.is_some() && (w.crd_patch.is_some() || on_rule) != w.node.is_some(),
+            on_rule == w.rule.is_some()
+                && (w.crd_patch.is_some() || on_rule || w.rule_create.is_some())
+                    != w.node.is_some(),
             "{file}: {}: a node write names its node, a rule write its rule, a CRD write neither",
             w.what
         );
@@ -540,8 +635,11 @@ async fn service_account_may_write_only_what_gpuready_owns() {
             .unwrap_or_else(|| panic!("no node {node} in the write table"))
     };
     restore(&admin, "gpu-1", baseline("gpu-1")).await;
-    create_node_with_status(&admin, "cpu-1").await;
-    restore(&admin, "cpu-1", baseline("cpu-1")).await;
+    for name in table.nodes.keys().filter(|n| *n != "gpu-1") {
+        create_node_with_status(&admin, name).await;
+        restore(&admin, name, baseline(name)).await;
+    }
+    apply_profile_json(&admin, esc_profile()).await;
     let sa_nodes: Api<Node> = Api::all(sa.clone());
     let sa_crds: Api<CustomResourceDefinition> = Api::all(sa.clone());
     let sa_rules = rules_api(&sa);
@@ -553,7 +651,18 @@ async fn service_account_may_write_only_what_gpuready_owns() {
         let rule = w.rule.clone().unwrap_or_default();
         let (patch, status, crd) = (w.patch.clone(), w.status_patch.clone(), w.crd_patch.clone());
         let (rule_apply, rule_patch) = (w.rule_status_apply.clone(), w.rule_status_patch.clone());
+        let rule_create = w.rule_create.clone();
         async move {
+            if let Some(body) = rule_create {
+                let mut body = body;
+                body["apiVersion"] = json!("resource.k8s.io/v1");
+                body["kind"] = json!("DeviceTaintRule");
+                let obj: DynamicObject = serde_json::from_value(body).expect("rule");
+                return sa_rules
+                    .create(&PostParams::default(), &obj)
+                    .await
+                    .map(drop);
+            }
             if let Some(status) = rule_apply {
                 let body = json!({ "apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
                     "metadata": { "name": rule }, "status": status });
@@ -593,59 +702,119 @@ async fn service_account_may_write_only_what_gpuready_owns() {
         }
     };
     let mut failures = Vec::new();
-    let mut refused = 0;
-    let total = table.refused.len();
-    let mut by_server = Vec::new();
-    for s in &table.refused {
-        // A CRD write changes no node: gpu-1 stands in for "nothing changed".
-        let node = s.node.as_deref().unwrap_or("gpu-1");
-        if let Some(setup) = &s.setup {
-            let _ = sa_nodes
-                .patch(node, &PatchParams::default(), &Patch::Merge(setup.clone()))
-                .await;
-        }
-        let before = match &s.rule {
-            Some(r) => rule_snapshot(&admin, r).await,
-            None => snapshot(&admin, node).await,
-        };
-        let after = || async {
-            match &s.rule {
+    let mut rows = Vec::new();
+    for (s, want_refused) in table
+        .refused
+        .iter()
+        .map(|s| (s, true))
+        .chain(table.residual.iter().map(|s| (s, false)))
+    {
+        let n = s.repeat.unwrap_or(1);
+        let mut admitted = 0;
+        let mut by = BTreeSet::new();
+        for i in 0..n {
+            let s = &instance(s, i);
+            // A CRD or rule write changes no node: gpu-1 stands in for
+            // "nothing changed".
+            let node = s.node.as_deref().unwrap_or("gpu-1");
+            if let Some(setup) = &s.setup {
+                let _ = sa_nodes
+                    .patch(node, &PatchParams::default(), &Patch::Merge(setup.clone()))
+                    .await;
+            }
+            let before = match &s.rule {
                 Some(r) => rule_snapshot(&admin, r).await,
                 None => snapshot(&admin, node).await,
+            };
+            let after = || async {
+                match &s.rule {
+                    Some(r) => rule_snapshot(&admin, r).await,
+                    None => snapshot(&admin, node).await,
+                }
+            };
+            match send(s).await {
+                // A policy's denial: 403 (reason Forbidden) or 422 (Invalid).
+                Err(kube::Error::Api(e))
+                    if matches!(e.code, 403 | 422)
+                        && e.message.contains("ValidatingAdmissionPolicy") =>
+                {
+                    let policy = e
+                        .message
+                        .split("ValidatingAdmissionPolicy '")
+                        .nth(1)
+                        .and_then(|p| p.split('\'').next())
+                        .unwrap_or("?")
+                        .to_owned();
+                    let why = e
+                        .message
+                        .split("denied request: ")
+                        .nth(1)
+                        .unwrap_or(&e.message);
+                    println!(
+                        "refused: {}: {}",
+                        s.what,
+                        why.chars().take(110).collect::<String>()
+                    );
+                    if std::env::var_os("GPUREADY_FULL_REFUSALS").is_some() {
+                        println!("  {}", e.message);
+                    }
+                    by.insert(format!("`{policy}`"));
+                }
+                // Refused by the server's own validation before the policy saw it.
+                Err(kube::Error::Api(e)) if e.code == 422 => {
+                    println!("refused by the server: {}: {}", s.what, e.message);
+                    by.insert("the API server's validation".to_owned());
+                }
+                Ok(()) if s.rule_create.is_none() && after().await == before => {
+                    by.insert("no effect".to_owned());
+                }
+                Ok(()) => admitted += 1,
+                Err(e) => failures.push(format!("{}: {e}", s.what)),
             }
-        };
-        match send(s).await {
-            // A policy's denial: 403 (reason Forbidden) or 422 (Invalid).
-            Err(kube::Error::Api(e))
-                if matches!(e.code, 403 | 422)
-                    && e.message.contains("ValidatingAdmissionPolicy") =>
-            {
-                refused += 1;
-                let why = e
-                    .message
-                    .split("denied request: ")
-                    .nth(1)
-                    .unwrap_or(&e.message);
-                println!(
-                    "refused: {}: {}",
-                    s.what,
-                    why.chars().take(110).collect::<String>()
-                );
+            if let Some(r) = &s.rule_create {
+                let name = r["metadata"]["name"].as_str().unwrap_or_default();
+                let _ = rules_api(&admin)
+                    .delete(name, &kube::api::DeleteParams::default())
+                    .await;
             }
-            // Refused by the server's own validation before the policy saw it.
-            Err(kube::Error::Api(e)) if e.code == 422 => {
-                refused += 1;
-                by_server.push(format!("{} ({})", s.what, e.message));
+            for (name, b) in &table.nodes {
+                restore(&admin, name, b).await;
             }
-            Ok(()) if after().await == before => by_server.push(format!("{} (no effect)", s.what)),
-            other => failures.push(format!("{}: expected a refusal, got {other:?}", s.what)),
         }
-        restore(&admin, "gpu-1", baseline("gpu-1")).await;
-        restore(&admin, "cpu-1", baseline("cpu-1")).await;
+        let now = match (admitted, n) {
+            (0, _) => format!(
+                "refused ({})",
+                by.into_iter().collect::<Vec<_>>().join(", ")
+            ),
+            (1, 1) => "admitted".to_owned(),
+            (a, n) => format!("admitted {a} of {n}"),
+        };
+        println!("verdict: {} | {now}", s.what);
+        if want_refused == (admitted > 0) {
+            failures.push(format!(
+                "{}: {} expected, {now}",
+                s.what,
+                if want_refused {
+                    "a refusal"
+                } else {
+                    "admitted (a documented residual)"
+                }
+            ));
+        }
+        rows.push(TokenRow {
+            what: s.what.clone(),
+            before: s.before.clone(),
+            now,
+            why: s.why.clone(),
+        });
     }
+    let refused = rows.iter().filter(|r| r.now.starts_with("refused")).count();
     println!(
-        "ServiceAccount writes beyond its fields refused: {refused} of {total}; refused or dropped by the server itself: {by_server:?}"
+        "ServiceAccount writes beyond its fields refused: {refused} of {}; residual (admitted by design): {}",
+        table.refused.len(),
+        table.residual.len()
     );
+    check_hardening_table(&rows);
 
     // Within the ceiling, and admitted: a profile label naming no profile at
     // all is checked by no profile (an admission policy cannot ask whether
@@ -697,6 +866,49 @@ async fn service_account_may_write_only_what_gpuready_owns() {
         table.admitted.len() - own_refused,
         table.admitted.len()
     );
+    // Its rules under the names it gives them (issue 49), the hashed form of
+    // a name over 253 characters too, for the device-gating profile `esc`:
+    // admitted; the hashed name on another device's selector: refused.
+    let long_pool = format!("pool-{}", "a".repeat(240));
+    for (device, effect) in [("gpu-0", "NoSchedule"), ("gpu-0-noexecute", "NoExecute")] {
+        for pool in ["gpu-9", long_pool.as_str()] {
+            let name = gpuready_api::device_taint_rule::rule_name("gpu.nvidia.com", pool, device);
+            let selected = device.trim_end_matches("-noexecute");
+            let rule = |pool: &str| -> DynamicObject {
+                serde_json::from_value(json!({
+                    "apiVersion": "resource.k8s.io/v1", "kind": "DeviceTaintRule",
+                    "metadata": { "name": name, "labels": {
+                        "gpuready.io/device-taint-rule": "true", "gpuready.io/profile": "esc" } },
+                    "spec": {
+                        "deviceSelector": { "driver": "gpu.nvidia.com", "pool": pool, "device": selected },
+                        "taint": { "key": "gpuready.io/device-not-ready", "effect": effect },
+                    },
+                }))
+                .expect("rule")
+            };
+            match sa_rules.create(&PostParams::default(), &rule(pool)).await {
+                Ok(_) => {
+                    let _ = rules_api(&admin)
+                        .delete(&name, &kube::api::DeleteParams::default())
+                        .await;
+                }
+                Err(e) => failures.push(format!("its own rule {name}: {e}")),
+            }
+            if pool != "gpu-9" {
+                let other = format!("pool-{}", "b".repeat(240));
+                if sa_rules
+                    .create(&PostParams::default(), &rule(&other))
+                    .await
+                    .is_ok()
+                {
+                    failures.push(format!("{name} admitted for another pool's device"));
+                    let _ = rules_api(&admin)
+                        .delete(&name, &kube::api::DeleteParams::default())
+                        .await;
+                }
+            }
+        }
+    }
     // Its condition sits beside the eviction controller's, which is as it was.
     let own_rule = rule_snapshot(&admin, "gpuready-gpu-1-gpu-3-noexecute").await;
     let types: Vec<(&str, &str)> = own_rule["status"]["conditions"]

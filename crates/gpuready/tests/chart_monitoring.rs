@@ -14,8 +14,8 @@ use support::*;
 /// family only shows up once it has a sample, so each gets one).
 fn exported_samples() -> BTreeSet<String> {
     use gpuready::controller::metrics::{
-        CrdState, Kind, NodeLayer, NodeNotReady, NodeSeries, Profile, ProfileLayer, ProfileNode,
-        ProfileState,
+        CrdState, Kind, NodeLayer, NodeNotReady, NodeSeries, Profile, ProfileLayer,
+        ProfileNoExecute, ProfileNode, ProfileState,
     };
     let m = gpuready::controller::Metrics::default();
     let (profile, s) = ("p".to_owned(), "s".to_owned());
@@ -34,6 +34,13 @@ fn exported_samples() -> BTreeSet<String> {
     m.brake
         .get_or_create(&Profile {
             profile: profile.clone(),
+        })
+        .set(1);
+    m.no_execute
+        .get_or_create(&ProfileNoExecute {
+            profile: profile.clone(),
+            kind: s.clone(),
+            state: s.clone(),
         })
         .set(1);
     m.tainted_devices

@@ -11,6 +11,7 @@ mod support;
 
 use gpuready_api::keys;
 use k8s_openapi::api::core::v1::Node;
+use kube::api::Api;
 use kube::{Client, ResourceExt};
 use serde_json::json;
 use support::*;
@@ -619,5 +620,208 @@ spec:
         .then_some(())
     })
     .await;
+    run.stop().await.expect("clean stop");
+}
+
+/// `(nodes gated NoSchedule, nodes gated NoExecute)` under gpuready's key.
+async fn gated_by_effect(client: &Client, names: &[String]) -> (usize, usize) {
+    let nodes: Api<Node> = Api::all(client.clone());
+    let (mut no_schedule, mut no_execute) = (0, 0);
+    for n in nodes.list(&Default::default()).await.expect("nodes").items {
+        if !names.contains(&n.name_any()) {
+            continue;
+        }
+        for t in taints(&n) {
+            if t.key == keys::DEFAULT_TAINT_KEY {
+                match t.effect.as_str() {
+                    "NoExecute" => no_execute += 1,
+                    _ => no_schedule += 1,
+                }
+            }
+        }
+    }
+    (no_schedule, no_execute)
+}
+
+/// 20 nodes of a profile that escalates `DevicesUnhealthy` after a 10 s dry
+/// run, all ready, under a controller run with `flags`.
+async fn escalating_pool(
+    env: &gpuready_testenv::TestEnv,
+    pool: &str,
+    percent: u8,
+    flags: &[&str],
+) -> (Vec<String>, Running) {
+    let client = env.client().expect("client");
+    let names: Vec<String> = (0..20).map(|i| format!("{pool}-{i}")).collect();
+    for name in &names {
+        create_node(&client, name, rtx3090_in(pool), 1, json!([])).await;
+    }
+    let extra = format!(
+        "escalation: {{reasons: [DevicesUnhealthy], dryRunSeconds: 10, maxNoExecutePercent: {percent}}}"
+    );
+    apply_profile(&client, &rtx3090_profile(pool, pool, &extra)).await;
+    let run = start_controller(env, run_args(flags));
+    eventually(60, "20 nodes ready in status", || async {
+        (profile_counts(&client, pool).await == Some((20, 20, 0))).then_some(())
+    })
+    .await;
+    // A turn is a node gpuready labelled ready going not ready: wait for
+    // every label, not just the verdicts.
+    for name in &names {
+        expect_ready(&client, name, pool).await;
+    }
+    (names, run)
+}
+
+/// Samples `(NoSchedule, NoExecute)` each second for `secs` seconds (or until
+/// `done`), failing when NoExecute passes `cap`. Returns the timeline.
+async fn watch_no_execute(
+    client: &Client,
+    names: &[String],
+    secs: u64,
+    cap: usize,
+    done: impl Fn(usize, usize) -> bool,
+) -> Vec<(u64, usize, usize)> {
+    let mut timeline = vec![];
+    for second in 0..secs {
+        let (s, e) = gated_by_effect(client, names).await;
+        timeline.push((second, s, e));
+        assert!(e <= cap, "NoExecute on more than {cap} nodes: {timeline:?}");
+        if done(s, e) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    }
+    timeline
+}
+
+/// Issue 49's burst: 12 of 20 nodes fail at once. The brake engages at the
+/// 11th turn, and no node — neither one it holds nor one tainted before it
+/// engaged — turns `NoExecute` while it is engaged (on `main`, all 10
+/// tainted turned `NoExecute` 10 s later, `SafetyBrake=True`): all 12
+/// escalations wait, the held ones counted in profile status and the
+/// metric. Once 4 recover
+/// and the brake releases, the 8 still failing escalate.
+#[tokio::test]
+async fn an_engaged_brake_holds_every_escalation_to_no_execute() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    let (names, run) = escalating_pool(
+        &env,
+        "burst",
+        50,
+        &["--brake-threshold=0.5", "--brake-min-nodes=3"],
+    )
+    .await;
+    for name in &names[..12] {
+        set_node_status(&client, name, 1, 0, true).await;
+    }
+    eventually(30, "SafetyBrake=True", || async {
+        (profile_condition(&client, "burst", keys::CONDITION_SAFETY_BRAKE).await
+            == Some(("True".into(), "TooManyNodesTurnedNotReady".into())))
+        .then_some(())
+    })
+    .await;
+    let t = watch_no_execute(&client, &names, 25, 0, |_, _| false).await;
+    say!("burst, brake engaged: (s, NoSchedule, NoExecute) {t:?}");
+    let last = t.last().expect("samples");
+    assert_eq!(last.1, 10, "the brake holds the 11th and 12th taint");
+    let status = eventually(30, "held escalations in profile status", || async {
+        profile_status(&client, "burst")
+            .await?
+            .no_execute
+            .filter(|b| b.nodes_held == 12)
+    })
+    .await;
+    say!("profile status noExecute: {status:?}");
+    assert_eq!(
+        run.metric("gpuready_no_execute{profile=\"burst\",kind=\"nodes\",state=\"held\"}"),
+        Some(12.0)
+    );
+    for name in &names[..4] {
+        set_node_status(&client, name, 1, 1, true).await;
+    }
+    let t = watch_no_execute(&client, &names, 40, 10, |s, e| s == 0 && e == 8).await;
+    say!("burst, brake released: (s, NoSchedule, NoExecute) {t:?}");
+    assert_eq!(t.last().map(|l| (l.1, l.2)), Some((0, 8)));
+    for name in &names[4..12] {
+        set_node_status(&client, name, 1, 1, true).await;
+    }
+    watch_no_execute(&client, &names, 60, 10, |s, e| s + e == 0).await;
+    assert_eq!(gated_by_effect(&client, &names).await, (0, 0));
+    run.stop().await.expect("clean stop");
+}
+
+/// Issue 49's slow waves: 8 of 20 nodes fail, then 8 more later — each wave
+/// too small for the brake (8/20 within its window), which on `main` let 16
+/// nodes go `NoExecute`. The budget is a level, 20 % of 20: 4 nodes, whatever
+/// the timing; when those 4 recover, 4 of the waiting ones take their place.
+#[tokio::test]
+async fn slow_waves_never_put_more_than_the_budget_under_no_execute() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    let (names, run) = escalating_pool(
+        &env,
+        "waves",
+        20,
+        &[
+            "--brake-threshold=0.5",
+            "--brake-min-nodes=3",
+            "--brake-window=2s",
+        ],
+    )
+    .await;
+    for name in &names[..8] {
+        set_node_status(&client, name, 1, 0, true).await;
+    }
+    let t1 = watch_no_execute(&client, &names, 30, 4, |_, e| e == 4).await;
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+    for name in &names[8..16] {
+        set_node_status(&client, name, 1, 0, true).await;
+    }
+    let t2 = watch_no_execute(&client, &names, 25, 4, |_, _| false).await;
+    say!("wave 1: (s, NoSchedule, NoExecute) {t1:?}");
+    say!("wave 2: {t2:?}");
+    assert_eq!(t2.last().map(|l| (l.1, l.2)), Some((12, 4)));
+    assert_eq!(
+        profile_condition(&client, "waves", keys::CONDITION_SAFETY_BRAKE).await,
+        Some(("False".into(), "Released".into())),
+        "neither wave engages the brake"
+    );
+    let status = eventually(30, "the budget in profile status", || async {
+        profile_status(&client, "waves")
+            .await?
+            .no_execute
+            .filter(|b| b.nodes == 4 && b.nodes_held == 12)
+    })
+    .await;
+    say!("profile status noExecute: {status:?}");
+    assert_eq!(status.node_limit, 4);
+    // The 4 escalated recover: 4 waiting ones take their place.
+    let escalated: Vec<String> = {
+        let nodes: Api<Node> = Api::all(client.clone());
+        let mut out = vec![];
+        for name in &names {
+            let n = nodes.get(name).await.expect("node");
+            if taints(&n)
+                .iter()
+                .any(|t| t.key == keys::DEFAULT_TAINT_KEY && t.effect == "NoExecute")
+            {
+                out.push(name.clone());
+            }
+        }
+        out
+    };
+    for name in &escalated {
+        set_node_status(&client, name, 1, 1, true).await;
+    }
+    let t3 = watch_no_execute(&client, &names, 40, 4, |s, e| s == 8 && e == 4).await;
+    say!("4 escalated recover: {t3:?}");
+    assert_eq!(t3.last().map(|l| (l.1, l.2)), Some((8, 4)));
+    for name in &names[..16] {
+        set_node_status(&client, name, 1, 1, true).await;
+    }
+    watch_no_execute(&client, &names, 60, 4, |s, e| s + e == 0).await;
+    assert_eq!(gated_by_effect(&client, &names).await, (0, 0));
     run.stop().await.expect("clean stop");
 }

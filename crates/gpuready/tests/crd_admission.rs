@@ -448,6 +448,10 @@ fn every_schema_rule_has_a_bad_profile() {
     // The systems holding nodes are named by gpuready's own enum (written by
     // gpuready only, like the summaries above).
     covered.insert(("status.heldBySystem[].system".into(), "enum".into()));
+    // The NoExecute budget: an object gpuready writes whole.
+    for f in ["nodes", "nodeLimit", "devices", "deviceLimit"] {
+        covered.insert(("status.noExecute".into(), format!("required:{f}")));
+    }
     let missing: Vec<_> = rules.difference(&covered).collect();
     assert!(
         missing.is_empty(),

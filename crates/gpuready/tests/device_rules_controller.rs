@@ -414,6 +414,14 @@ async fn the_charts_service_account_gates_devices_and_nothing_more() {
                 "--namespace",
                 ns,
                 "--create-namespace",
+                // The profiles this test creates outside the chart (issue
+                // 49): those that gate devices (`plain` too, so the profile
+                // policy's own refusal shows) and the one that may be
+                // NoExecute.
+                "--set",
+                "admissionPolicy.deviceGatingProfiles={sa,ns,watch,plain}",
+                "--set",
+                "admissionPolicy.noExecuteProfiles={sa}",
             ],
         ),
         None,
@@ -525,10 +533,13 @@ async fn the_charts_service_account_gates_devices_and_nothing_more() {
             if e.code == 422
                 && by == "validation"
                 && !e.message.contains("ValidatingAdmissionPolicy") => {}
+        // `a|b`: either policy (both refuse; the server answers with one).
         Err(kube::Error::Api(e))
             if matches!(e.code, 403 | 422)
-                && e.message
-                    .contains(&format!("ValidatingAdmissionPolicy '{by}'")) => {}
+                && by.split('|').any(|b| {
+                    e.message
+                        .contains(&format!("ValidatingAdmissionPolicy '{b}'"))
+                }) => {}
         other => panic!("{what}: expected the request refused by {by}, got {other:?}"),
     };
     refused_by(
@@ -702,7 +713,7 @@ async fn the_charts_service_account_gates_devices_and_nothing_more() {
         ),
         (
             "NoExecute for a profile that declares NoSchedule",
-            "gpuready-profile-writes",
+            "gpuready-profile-writes|gpuready-writes",
             shape("ns", "NoExecute", None),
         ),
         (
@@ -976,6 +987,142 @@ async fn a_fatal_xid_escalates_to_no_execute_after_a_dry_run_and_a_repair_clears
         .await
         .expect("annotate");
     eventually(60, "both rules deleted after the repair", || async {
+        our_rules(&client).await.is_empty().then_some(())
+    })
+    .await;
+    run.stop().await.expect("clean stop");
+}
+
+/// gpuready's rules by effect: `(tainting NoSchedule, NoExecute)`.
+async fn rules_by_effect(client: &Client) -> (usize, usize) {
+    let rules = our_rules(client).await;
+    let count = |e: &str| rules.iter().filter(|(_, _, effect)| effect == e).count();
+    (count("NoSchedule"), count("NoExecute"))
+}
+
+/// Issue 49's device storm: 10 eight-GPU nodes ready, then XID 79 on every
+/// GPU of 6 of them at once (48 devices due to escalate after a 10 s dry
+/// run). The safety brake engages on the 6th node: no device rule turns
+/// `NoExecute` while it is engaged, and no node taken after it gets new
+/// rules. Two nodes recover, the brake releases, and the escalations go on
+/// up to the budget — 10 % of the 80 devices: 8 — never past it; every rule
+/// goes once all recover.
+#[tokio::test]
+async fn a_device_storm_is_held_by_the_brake_and_then_by_the_no_execute_budget() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    let ns = env.create_namespace("gpuready").await.expect("namespace");
+    let nodes: Vec<String> = (0..10).map(|i| format!("h200-storm-{i}")).collect();
+    let mut slices = vec![];
+    for node in &nodes {
+        dra_only_node(&client, node, "storm").await;
+        let slice = eight_gpu_slice(node);
+        put_slice(&client, &slice).await;
+        slices.push(slice);
+    }
+    apply_profile(
+        &client,
+        &h200_profile(
+            "storm",
+            "storm",
+            "  deviceGating: {minReadyGpus: 7}\n  escalation: {reasons: [FatalXid], dryRunSeconds: 10, maxNoExecutePercent: 10}",
+        ),
+    )
+    .await;
+    let run = start_controller(
+        &env,
+        run_args(&[
+            &format!("--probe-namespace={ns}"),
+            "--brake-threshold=0.5",
+            "--brake-min-nodes=3",
+        ]),
+    );
+    let gpus: Vec<String> = (0..8).map(|i| format!("gpu-{i}")).collect();
+    let gpus: Vec<&str> = gpus.iter().map(String::as_str).collect();
+    for (node, slice) in nodes.iter().zip(&slices) {
+        publish(&client, &ns, node, &h200_report(node, slice, &[]))
+            .await
+            .expect("publish");
+    }
+    eventually(90, "10 nodes ready in status", || async {
+        (profile_counts(&client, "storm").await == Some((10, 10, 0))).then_some(())
+    })
+    .await;
+
+    for (node, slice) in nodes.iter().zip(&slices).take(6) {
+        publish(&client, &ns, node, &h200_report(node, slice, &gpus))
+            .await
+            .expect("publish");
+    }
+    eventually(60, "SafetyBrake=True", || async {
+        (profile_condition(&client, "storm", keys::CONDITION_SAFETY_BRAKE).await
+            == Some(("True".into(), "TooManyNodesTurnedNotReady".into())))
+        .then_some(())
+    })
+    .await;
+    // Past the 10 s dry run, twice over: nothing turns NoExecute while the
+    // brake is engaged.
+    let mut timeline = vec![];
+    for second in 0..25 {
+        let (no_schedule, no_execute) = rules_by_effect(&client).await;
+        timeline.push((second, no_schedule, no_execute));
+        assert_eq!(
+            no_execute, 0,
+            "a rule turned NoExecute under an engaged brake: {timeline:?}"
+        );
+        assert!(no_schedule <= 40, "new rules past the brake: {timeline:?}");
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    say!("brake engaged: (s, NoSchedule rules, NoExecute rules) {timeline:?}");
+    let held = eventually(30, "held escalations in profile status", || async {
+        let s = Api::<gpuready_api::GpuNodeProfile>::all(client.clone())
+            .get("storm")
+            .await
+            .ok()?
+            .status?;
+        s.no_execute.filter(|b| b.devices_held > 0)
+    })
+    .await;
+    say!("profile status noExecute under the brake: {held:?}");
+    assert_eq!(held.devices, 0);
+    eventually(30, "a NoExecuteHeld Event on the profile", || async {
+        event_reasons(&client, "storm")
+            .await
+            .contains(&"NoExecuteHeld".to_owned())
+            .then_some(())
+    })
+    .await;
+
+    // Two nodes recover: 4 of 10 not ready, the brake releases.
+    for (node, slice) in nodes.iter().zip(&slices).take(2) {
+        publish(&client, &ns, node, &h200_report(node, slice, &[]))
+            .await
+            .expect("publish");
+    }
+    let mut timeline = vec![];
+    let mut max_no_execute = 0;
+    for second in 0..40 {
+        let (no_schedule, no_execute) = rules_by_effect(&client).await;
+        max_no_execute = max_no_execute.max(no_execute);
+        timeline.push((second, no_schedule, no_execute));
+        assert!(no_execute <= 8, "past the budget: {timeline:?}");
+        if no_execute == 8 && no_schedule == 32 && second > 15 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    }
+    say!("brake released: (s, NoSchedule rules, NoExecute rules) {timeline:?}");
+    assert_eq!(max_no_execute, 8, "the budget is used: {timeline:?}");
+    let budget =
+        run.metric("gpuready_no_execute{profile=\"storm\",kind=\"devices\",state=\"escalated\"}");
+    say!("gpuready_no_execute devices escalated: {budget:?}");
+
+    for (node, slice) in nodes.iter().zip(&slices).take(6) {
+        publish(&client, &ns, node, &h200_report(node, slice, &[]))
+            .await
+            .expect("publish");
+    }
+    eventually(60, "every rule gone once all recover", || async {
         our_rules(&client).await.is_empty().then_some(())
     })
     .await;

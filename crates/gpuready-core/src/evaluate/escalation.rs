@@ -67,6 +67,7 @@ pub(super) fn apply_node_escalation(
         reason,
         at: at.to_string(),
         escalated: left <= 0 && spec.mode == Mode::Enforce,
+        held: None,
     });
 }
 
@@ -122,5 +123,6 @@ pub(super) fn apply_extended_resource_escalation(
         reason: reasons::EXTENDED_RESOURCE_PODS_NOT_EVICTED.to_owned(),
         at,
         escalated: true,
+        held: None,
     });
 }

@@ -496,6 +496,7 @@ pub fn opts() -> PlanOptions {
         now: now(),
         heartbeat_seconds: 300,
         hold_new_taints: false,
+        write_refused: false,
     }
 }
 

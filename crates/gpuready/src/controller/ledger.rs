@@ -10,6 +10,7 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use gpuready_core::brake::BrakeConfig;
+use gpuready_core::no_execute::{self, BudgetView, Grant};
 use gpuready_core::node_book::{NodeBook, RefusedNodes, RefusedWrite, Turn};
 use gpuready_core::write_step::{CrdView, Trigger, WriteStep};
 use gpuready_core::{GovernanceKind, NodeChanges};
@@ -123,6 +124,20 @@ impl Ledger {
         self.book().turn(turn, now)
     }
 
+    /// The node's escalations to `NoExecute` against its profile's budget
+    /// (`NodeBook::no_execute`), decided under the lock: two reconciles
+    /// never both take the last place. Returns what is held.
+    pub fn no_execute(&self, node: &str, ask: Option<(&str, &no_execute::Ask)>) -> Grant {
+        let (grant, back) = self.book().no_execute(node, ask);
+        self.hand_back(back);
+        grant
+    }
+
+    /// The profile's `NoExecute` budget (status, metrics).
+    pub fn no_execute_of(&self, profile: &str) -> Option<BudgetView> {
+        self.book().no_execute_of(profile)
+    }
+
     /// The one write decision for the node's plan, made and recorded under
     /// the lock (so no other reconcile's step slips in between).
     pub fn step(
@@ -132,20 +147,47 @@ impl Ledger {
         changes: &NodeChanges,
         governance: GovernanceKind,
         crd: CrdView,
+        now: Timestamp,
     ) -> WriteStep {
-        let (decision, back) = self.book().step(node, profile, changes, governance, crd);
+        let (decision, back) = self
+            .book()
+            .step(node, profile, changes, governance, crd, now);
         self.hand_back(back);
         decision
     }
 
     /// A write to the node passed; the profile whose refusal count changes.
-    pub fn written(&self, node: &str, resource_version: Option<String>) -> Option<String> {
-        self.book().written(node, resource_version)
+    pub fn written(
+        &self,
+        node: &str,
+        resource_version: Option<String>,
+        with_taint: bool,
+    ) -> Option<String> {
+        self.book().written(node, resource_version, with_taint)
     }
 
-    /// The API server refused part of a write to the node.
-    pub fn refused(&self, node: &str, profile: &str, why: &str, what: RefusedWrite) {
-        self.book().refused(node, profile, why, what);
+    /// The API server refused part of a write of `changes` to the node: noted
+    /// for the profile's status, and backed off (`NodeBook::refused`).
+    pub fn refused(
+        &self,
+        node: &str,
+        profile: &str,
+        why: &str,
+        what: RefusedWrite,
+        changes: Option<&NodeChanges>,
+        now: Timestamp,
+    ) {
+        self.book().refused(node, profile, why, what, changes, now);
+    }
+
+    /// Whether the API server refused the node's last write.
+    pub fn is_refused(&self, node: &str) -> bool {
+        self.book().is_refused(node)
+    }
+
+    /// What the API server refused of the node's last write, and why.
+    pub fn refusal(&self, node: &str) -> Option<(RefusedWrite, String)> {
+        self.book().refusal(node)
     }
 
     /// The tally's counts for a profile (the status task): the brake's
@@ -224,6 +266,7 @@ mod tests {
                 &cond_only,
                 GovernanceKind::Governed,
                 CrdView::Confirmed,
+                Timestamp::now(),
             );
             assert_eq!(s, WriteStep::Defer, "b is still queued");
         }

@@ -28,6 +28,16 @@ pub struct Profile {
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ProfileNoExecute {
+    pub profile: String,
+    /// `nodes` or `devices`.
+    pub kind: String,
+    /// `escalated` (under `NoExecute` now), `held` (due, held back by the
+    /// safety brake or the budget) or `limit` (the most that may be).
+    pub state: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ProfileWrite {
     pub profile: String,
     /// `taint` (the node is not gated as its verdict says) or `other`.
@@ -118,6 +128,9 @@ pub struct Metrics {
     /// extended resource, per profile: Kubernetes does not evict them
     /// (kubernetes #141290).
     pub not_evicted_pods: Family<Profile, Gauge>,
+    /// The `NoExecute` budget of profiles with `escalation`: nodes and
+    /// devices escalated, held, and the limit.
+    pub no_execute: Family<ProfileNoExecute, Gauge>,
     /// Devices gated by DeviceTaintRules, per profile (from the verdicts).
     pub tainted_devices: Family<Profile, Gauge>,
     /// 1 for each not-ready node (only those: a healthy fleet exports none).
@@ -156,6 +169,7 @@ impl Default for Metrics {
             device_taint_rules: Gauge::default(),
             cluster_wide_device_taint_rules: Gauge::default(),
             not_evicted_pods: Family::default(),
+            no_execute: Family::default(),
             tainted_devices: Family::default(),
             node_not_ready: Family::default(),
             node_layer_not_ready: Family::default(),
@@ -239,6 +253,11 @@ impl Default for Metrics {
             "not_evicted_pods",
             "Pods that hold a device gpuready taints NoExecute as a DRA-backed extended resource, which Kubernetes does not evict (kubernetes #141290), by profile",
             m.not_evicted_pods.clone(),
+        );
+        registry.register(
+            "no_execute",
+            "A profile's NoExecute budget (escalation.maxNoExecutePercent), by kind (nodes, devices) and state: escalated (under NoExecute now), held (due, held back by the safety brake or the budget), limit (the most that may be escalated)",
+            m.no_execute.clone(),
         );
         registry.register(
             "tainted_devices",

@@ -131,6 +131,14 @@ pub async fn profile_condition(
         .map(|c| (c.status, c.reason))
 }
 
+/// A profile's status, once written.
+pub async fn profile_status(
+    client: &Client,
+    profile: &str,
+) -> Option<gpuready_api::GpuNodeProfileStatus> {
+    get_profile(client, profile).await.status
+}
+
 /// `(matched, ready, not ready)` from a profile's status.
 pub async fn profile_counts(client: &Client, profile: &str) -> Option<(i32, i32, i32)> {
     let s = get_profile(client, profile).await.status?;

@@ -24,6 +24,7 @@ use std::time::Duration;
 use gpuready_api::keys::{self, event_reasons};
 use gpuready_api::{GpuNodeProfile, GpuNodeProfileStatus, Layer, Mode};
 use gpuready_core::nfd_crds::NfdCrdCondition;
+use gpuready_core::no_execute::BudgetView;
 use gpuready_core::report::NodeState;
 use gpuready_core::status::{ExtraConditions, status_from_tally};
 use gpuready_core::tally::{NodeVerdict, ProfileTally, Tally};
@@ -42,8 +43,8 @@ use crate::controller::config::NfdCrdMode;
 use crate::controller::context::Context;
 use crate::controller::error::RefusedWrite;
 use crate::controller::metrics::{
-    NodeLayer, NodeNotReady, NodeSeries, Profile, ProfileLayer, ProfileNode, ProfileState,
-    ProfileWrite,
+    NodeLayer, NodeNotReady, NodeSeries, Profile, ProfileLayer, ProfileNoExecute, ProfileNode,
+    ProfileState, ProfileWrite,
 };
 use crate::controller::status_input::StatusInput;
 use crate::controller::watch::cached::CachedNode;
@@ -264,6 +265,7 @@ async fn pass(ctx: &Context, tally: &Tally, dirty: &Dirty, nfd: Option<&NfdCrdCo
         ctx.metrics.layer_ready.clear();
         ctx.metrics.brake.clear();
         ctx.metrics.not_evicted_pods.clear();
+        ctx.metrics.no_execute.clear();
         let names: BTreeSet<String> = profiles.iter().map(|p| p.name_any()).collect();
         ctx.metrics.retain_node_series(|p| names.contains(p));
         ctx.metrics.write_refused_nodes.clear();
@@ -293,7 +295,12 @@ async fn update_profile(
     let name = profile.name_any();
     // Decided by `brake_counts` just before this pass, from the same tally.
     let engaged = ctx.ledger.engaged(&name);
+    // Gauges for every profile (all 0 without `escalation`), status only
+    // where there is a budget.
+    let view = ctx.ledger.no_execute_of(&name).unwrap_or_default();
     record_metrics(ctx, &name, t, engaged);
+    record_budget(ctx, &name, &view);
+    let budget = profile.spec.escalation.as_ref().map(|_| view);
     ctx.metrics
         .set_node_series(&name, node_series(&name, profile.spec.mode, t));
 
@@ -301,13 +308,16 @@ async fn update_profile(
         brake: Some(ctx.ledger.brake_config().condition(engaged)),
         nfd_crds: nfd.cloned(),
     };
-    let new = status_from_tally(
-        &name,
-        profile.metadata.generation,
-        t,
-        &extra,
-        profile.status.as_ref(),
-        now,
+    let new = gpuready_core::status::with_no_execute(
+        status_from_tally(
+            &name,
+            profile.metadata.generation,
+            t,
+            &extra,
+            profile.status.as_ref(),
+            now,
+        ),
+        budget.as_ref(),
     );
     // A profile that got past admission yet breaks the CRD's rules says so.
     // So does one whose selector reads a label another profile sets.
@@ -421,6 +431,28 @@ fn record_metrics(ctx: &Context, profile: &str, t: &ProfileTally, engaged: bool)
         .set(i64::from(engaged));
 }
 
+/// The profile's `NoExecute` budget as gauges.
+fn record_budget(ctx: &Context, profile: &str, b: &BudgetView) {
+    let gauge = |n: usize| i64::try_from(n).unwrap_or(i64::MAX);
+    for (kind, state, n) in [
+        ("nodes", "escalated", b.nodes),
+        ("nodes", "held", b.nodes_held),
+        ("nodes", "limit", b.node_limit),
+        ("devices", "escalated", b.devices),
+        ("devices", "held", b.devices_held),
+        ("devices", "limit", b.device_limit),
+    ] {
+        ctx.metrics
+            .no_execute
+            .get_or_create(&ProfileNoExecute {
+                profile: profile.to_owned(),
+                kind: kind.to_owned(),
+                state: state.to_owned(),
+            })
+            .set(gauge(n));
+    }
+}
+
 /// The per-node series of one profile: its not-ready nodes, their failing
 /// layers and their gated devices, straight from the tally.
 fn node_series(profile: &str, mode: Mode, t: &ProfileTally) -> NodeSeries {
@@ -524,4 +556,42 @@ async fn publish_profile_transitions(
         };
         publish_profile_event(ctx, &ev, profile, "profile transition").await;
     }
+    publish_no_execute_held(ctx, profile, old, new).await;
+}
+
+/// A Warning Event on the profile when escalations to `NoExecute` start to
+/// be held back (by the safety brake or the budget): the moment a person
+/// should know that bad nodes or devices keep their pods for now.
+async fn publish_no_execute_held(
+    ctx: &Context,
+    profile: &GpuNodeProfile,
+    old: Option<&GpuNodeProfileStatus>,
+    new: &GpuNodeProfileStatus,
+) {
+    let held = |s: Option<&GpuNodeProfileStatus>| {
+        s.and_then(|s| s.no_execute)
+            .map_or(0, |b| b.nodes_held + b.devices_held)
+    };
+    let Some(b) = new
+        .no_execute
+        .filter(|_| held(old) == 0 && held(Some(new)) > 0)
+    else {
+        return;
+    };
+    let why = if ctx.ledger.engaged(&profile.name_any()) {
+        "the safety brake is engaged"
+    } else {
+        "the profile's NoExecute budget (escalation.maxNoExecutePercent) is spent"
+    };
+    let ev = Event {
+        type_: EventType::Warning,
+        reason: event_reasons::NO_EXECUTE_HELD.into(),
+        note: Some(format!(
+            "escalations to NoExecute held: {why}; {} node(s) and {} device(s) wait with the taint's own effect ({} of at most {} nodes, {} of at most {} devices escalated)",
+            b.nodes_held, b.devices_held, b.nodes, b.node_limit, b.devices, b.device_limit
+        )),
+        action: "Aggregate".into(),
+        secondary: None,
+    };
+    publish_profile_event(ctx, &ev, profile, "escalations held").await;
 }

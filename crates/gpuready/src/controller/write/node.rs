@@ -44,11 +44,17 @@ use crate::controller::watch::verdicts::profiles_with_selectors;
 const MAX_CONFLICT_RETRIES: usize = 5;
 
 /// Plan options from the controller's flags.
-fn plan_options(ctx: &Context, now: Timestamp, hold_new_taints: bool) -> PlanOptions {
+fn plan_options(
+    ctx: &Context,
+    now: Timestamp,
+    hold_new_taints: bool,
+    write_refused: bool,
+) -> PlanOptions {
     PlanOptions {
         now,
         heartbeat_seconds: i64::try_from(ctx.args.heartbeat.as_secs()).unwrap_or(i64::MAX),
         hold_new_taints,
+        write_refused,
     }
 }
 
@@ -97,6 +103,15 @@ async fn reconcile_inner(cached: Arc<CachedNode>, ctx: &Context) -> Result<Actio
                 warn!("holding the node as it is: the GpuNodeProfile CRD is missing");
                 return Ok(Action::requeue(Duration::from_secs(10)));
             }
+            WriteStep::HoldByRefusal {
+                retry_after_seconds,
+            } => {
+                debug!(
+                    retry_after_seconds,
+                    "the API server refused these changes; backing off before sending them again"
+                );
+                return Ok(Action::requeue(Duration::from_secs(retry_after_seconds)));
+            }
             WriteStep::Defer => {
                 debug!("taint writes are ahead; this node's labels and condition wait");
                 return Ok(next_check(ctx, &d.assessment));
@@ -111,14 +126,22 @@ async fn reconcile_inner(cached: Arc<CachedNode>, ctx: &Context) -> Result<Actio
                 rest_deferred,
             } => (changes, rest_deferred),
         };
-        match write_changes(ctx, &node, &changes).await {
-            Ok(done) => return Ok(written(ctx, &node, &d, done, rest_deferred).await),
+        // A taint the API server refused waits out its backoff: the rest
+        // still says the refusal in `GpuReady`'s message.
+        let held_refusal = (d.assessment.changes.taint.is_some() && changes.taint.is_none())
+            .then(|| ctx.ledger.refusal(&d.facts.name))
+            .flatten();
+        match write_changes(ctx, &node, &changes, held_refusal).await {
+            Ok(done) => {
+                let with_taint = changes.taint.is_some();
+                return Ok(written(ctx, &node, &d, done, rest_deferred, with_taint).await);
+            }
             Err(Error::Kube(e)) if is_conflict(&e) => {
                 debug!("a write met a newer node (409); re-reading and planning again");
                 node = read_node(&api, &d.facts.name).await?;
             }
             Err(Error::Refused { why, what, .. }) => {
-                return Err(refused(ctx, &node, &d, why, what).await);
+                return Err(refused(ctx, &node, &d, why, what, Some(&changes)).await);
             }
             Err(e) => return Err(e),
         }
@@ -180,10 +203,17 @@ async fn decide(ctx: &Context, node: &Node, now: Timestamp) -> (Decision, WriteS
     let pairs: Vec<(&GpuNodeProfile, &Selector)> =
         profiles.iter().map(|(p, s)| (p.as_ref(), s)).collect();
     let facts = ctx.with_group(ctx.facts_of(node), &pairs);
-    let judgement = judge(&facts, &pairs, now);
+    let mut judgement = judge(&facts, &pairs, now);
     let hold = ctx.ledger.turn(&Turn::of(&facts, &judgement.verdict), now);
+    // After the turn, so an engaged brake holds this pass's escalations too.
+    let ask = judgement.no_execute_ask(&facts);
+    let grant = ctx
+        .ledger
+        .no_execute(&facts.name, ask.as_ref().map(|(p, a)| (p.as_str(), a)));
+    judgement.hold_no_execute(&facts, &grant);
     let verdict = judgement.verdict.clone();
-    let assessment = judgement.plan(&facts, &plan_options(ctx, now, hold));
+    let refused = ctx.ledger.is_refused(&facts.name);
+    let assessment = judgement.plan(&facts, &plan_options(ctx, now, hold, refused));
     let crd = ctx
         .crd
         .view_for(needs_crd(&assessment.changes, assessment.governance))
@@ -194,6 +224,7 @@ async fn decide(ctx: &Context, node: &Node, now: Timestamp) -> (Decision, WriteS
         &assessment.changes,
         assessment.governance,
         crd,
+        now,
     );
     (
         Decision {
@@ -214,9 +245,10 @@ async fn written(
     d: &Decision,
     (version, rules_done): (Option<String>, Vec<DeviceRuleChange>),
     rest_deferred: bool,
+    with_taint: bool,
 ) -> Action {
     let wrote = version.is_some();
-    if let Some(p) = ctx.ledger.written(&d.facts.name, version) {
+    if let Some(p) = ctx.ledger.written(&d.facts.name, version, with_taint) {
         ctx.profile_changed(p);
     }
     let a = &d.assessment;
@@ -238,9 +270,11 @@ async fn refused(
     d: &Decision,
     why: String,
     what: RefusedWrite,
+    whole: Option<&NodeChanges>,
 ) -> Error {
     let profile = d.assessment.profile.clone().unwrap_or_default();
-    ctx.ledger.refused(&d.facts.name, &profile, &why, what);
+    ctx.ledger
+        .refused(&d.facts.name, &profile, &why, what, whole, Timestamp::now());
     if !profile.is_empty() {
         ctx.profile_changed(profile);
     }
@@ -333,6 +367,7 @@ async fn write_changes(
     ctx: &Context,
     node: &Node,
     changes: &NodeChanges,
+    held_refusal: Option<(RefusedWrite, String)>,
 ) -> Result<(Option<String>, Vec<DeviceRuleChange>), Error> {
     if changes.is_empty() {
         return Ok((None, vec![]));
@@ -380,7 +415,7 @@ async fn write_changes(
     if let Some(c) = &changes.conditions {
         // A refused node write is said on the node's own condition too, when
         // that write passes (it is a separate request on nodes/status).
-        let c = match &refused {
+        let c = match refused.as_ref().or(held_refusal.as_ref()) {
             Some((what, why)) => with_refusal(c, what.sentence(), why),
             None => c.clone(),
         };
