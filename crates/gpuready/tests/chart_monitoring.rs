@@ -188,7 +188,13 @@ async fn dashboard_and_alerts_use_only_metrics_gpuready_exports() {
         env,
         RELEASE,
         "default",
-        &["--set", "prometheusRule.enabled=true"],
+        &[
+            "--set",
+            "prometheusRule.enabled=true",
+            // Off by default: on, so that its metric is checked too.
+            "--set",
+            "prometheusRule.timeToReadyHigh.enabled=true",
+        ],
     )
     .await;
     let docs = yaml_documents(&rules);
