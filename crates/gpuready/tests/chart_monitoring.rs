@@ -174,6 +174,9 @@ async fn dashboard_and_alerts_use_only_metrics_gpuready_exports() {
         "gpuready_node_layer_not_ready",
         "gpuready_node_tainted_devices",
         "gpuready_tainted_devices",
+        "gpuready_time_to_ready_seconds_bucket",
+        "gpuready_layer_ready_seconds_bucket",
+        "gpuready_time_to_gate_seconds_bucket",
     ] {
         assert!(
             exprs.contains(needed),
@@ -185,7 +188,13 @@ async fn dashboard_and_alerts_use_only_metrics_gpuready_exports() {
         env,
         RELEASE,
         "default",
-        &["--set", "prometheusRule.enabled=true"],
+        &[
+            "--set",
+            "prometheusRule.enabled=true",
+            // Off by default: on, so that its metric is checked too.
+            "--set",
+            "prometheusRule.timeToReadyHigh.enabled=true",
+        ],
     )
     .await;
     let docs = yaml_documents(&rules);
