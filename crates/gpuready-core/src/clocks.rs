@@ -186,13 +186,23 @@ impl GateSource {
     }
 }
 
-/// The evidence a failing node's gate answers and when it appeared: the
-/// probe report's time when the Health layer fails, else the newest
-/// transition of another judge's condition when the External layer does.
-/// `None` for any other failure (no instant to time the gate from).
+/// When the node's probe report was taken (`None` without a readable one).
+pub fn report_time(facts: &NodeFacts) -> Option<Timestamp> {
+    match &facts.probe {
+        Some(crate::probe::ProbeEvidence::Report(r)) => r.generated_at.parse().ok(),
+        _ => None,
+    }
+}
+
+/// The evidence a node's new gate answers and when it appeared: for a
+/// device gated (a DeviceTaintRule created) the probe report's time; for
+/// the node's taint, the report's time when the Health layer fails, else
+/// the newest transition of another judge's condition when the External
+/// layer does. `None` for any other failure (no instant to time it from).
 pub fn fault_evidence(
     facts: &NodeFacts,
     verdict: &NodeAssessment,
+    device: bool,
 ) -> Option<(GateSource, Timestamp)> {
     let fails = |layer| {
         verdict
@@ -200,11 +210,8 @@ pub fn fault_evidence(
             .iter()
             .any(|l| l.layer == layer && l.gating && l.status == Status::NotReady)
     };
-    if fails(gpuready_api::Layer::Health)
-        && let Some(crate::probe::ProbeEvidence::Report(r)) = &facts.probe
-        && let Ok(t) = r.generated_at.parse::<Timestamp>()
-    {
-        return Some((GateSource::Probe, t));
+    if device || fails(gpuready_api::Layer::Health) {
+        return report_time(facts).map(|t| (GateSource::Probe, t));
     }
     if fails(gpuready_api::Layer::External) {
         let newest = facts

@@ -49,8 +49,12 @@ fn exported_samples() -> BTreeSet<String> {
         })
         .set(1);
     m.not_evicted_pods
-        .get_or_create(&Profile { profile })
+        .get_or_create(&Profile {
+            profile: profile.clone(),
+        })
         .set(1);
+    // The clocks' histograms: every series of a profile, as its status creates them.
+    m.clocks.start(&profile);
     // The per-node families, from one not-ready node with a gated GPU.
     let node = |s: &str| s.to_owned();
     m.set_node_series(

@@ -287,14 +287,16 @@ fn read_clocks(ctx: &Context, d: &Decision, sent: &NodeChanges, rules_done: &[De
     if wait_on_node && let Some(r) = ctx.ledger.wait_written(&d.facts.name) {
         ctx.metrics.observe_wait(profile, &r);
     }
-    let gated = sent
+    let node_gated = sent
         .taint
         .as_ref()
-        .is_some_and(|t| t.kind == TaintChangeKind::Add)
-        || rules_done
-            .iter()
-            .any(|r| r.action == RuleAction::Create && r.taints());
-    if gated && let Some((source, at)) = clocks::fault_evidence(&d.facts, &d.verdict) {
+        .is_some_and(|t| t.kind == TaintChangeKind::Add);
+    let device_gated = rules_done
+        .iter()
+        .any(|r| r.action == RuleAction::Create && r.taints());
+    if (node_gated || device_gated)
+        && let Some((source, at)) = clocks::fault_evidence(&d.facts, &d.verdict, !node_gated)
+    {
         let seconds = Timestamp::now().duration_since(at).as_secs_f64().max(0.0);
         ctx.metrics.observe_gate(profile, source, seconds);
     }
