@@ -287,10 +287,13 @@ fn read_clocks(ctx: &Context, d: &Decision, sent: &NodeChanges, rules_done: &[De
     if wait_on_node && let Some(r) = ctx.ledger.wait_written(&d.facts.name) {
         ctx.metrics.observe_wait(profile, &r);
     }
-    let node_gated = sent
-        .taint
-        .as_ref()
-        .is_some_and(|t| t.kind == TaintChangeKind::Add);
+    // A node that was ready (a joining node's first taint answers no fault).
+    let was_ready = d.facts.labels.get(keys::LABEL_READY).map(String::as_str) == Some("true");
+    let node_gated = was_ready
+        && sent
+            .taint
+            .as_ref()
+            .is_some_and(|t| t.kind == TaintChangeKind::Add);
     let device_gated = rules_done
         .iter()
         .any(|r| r.action == RuleAction::Create && r.taints());
