@@ -249,7 +249,7 @@ async fn agent_loop(args: &ProbeArgs, client: &kube::Client, node: &str, namespa
             heartbeat = tokio::time::Instant::now() + args.interval;
         }
         wake = next_wake(
-            term.as_mut(),
+            stopping(term.as_mut()),
             view.as_mut(),
             &mut critical,
             &mut early,
@@ -286,16 +286,17 @@ async fn agent_loop(args: &ProbeArgs, client: &kube::Client, node: &str, namespa
 /// early report ([`urgent::EarlyReports::event`]); its wait is one of the
 /// reasons, and while one is due no further event needs listening to.
 async fn next_wake(
-    mut term: Option<&mut tokio::signal::unix::Signal>,
+    stop: impl std::future::Future<Output = ()>,
     mut view: Option<&mut tokio::sync::watch::Receiver<maintenance::NodeView>>,
     critical: &mut tokio::sync::watch::Receiver<u64>,
     early: &mut urgent::EarlyReports,
     heartbeat: tokio::time::Instant,
 ) -> Wake {
+    let mut stop = std::pin::pin!(stop);
     loop {
         let due = early.due().map(tokio::time::Instant::from_std);
         tokio::select! {
-            _ = stopping(term.as_deref_mut()) => return Wake::Stop,
+            _ = &mut stop => return Wake::Stop,
             _ = node_changed(view.as_deref_mut()) => return Wake::Regular,
             _ = tokio::time::sleep_until(heartbeat) => return Wake::Regular,
             _ = tokio::time::sleep_until(due.unwrap_or(heartbeat)), if due.is_some() => {
@@ -418,5 +419,37 @@ fn init_tracing(format: LogFormat) {
     match format {
         LogFormat::Json => builder.json().init(),
         LogFormat::Text => builder.init(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// The wiring of [`urgent`] into the loop's wait (its schedule is tested
+    /// by instants in `urgent.rs`): an event wakes it after the debounce, and
+    /// with the budget spent the heartbeat comes first.
+    #[tokio::test]
+    async fn a_critical_event_wakes_the_loop_after_the_debounce_within_its_budget() {
+        let (tx, mut rx) = tokio::sync::watch::channel(0u64);
+        let debounce = Duration::from_millis(50);
+        let mut early = urgent::EarlyReports::new(debounce, Duration::from_secs(60), 1);
+        let far = tokio::time::Instant::now() + Duration::from_secs(30);
+        tx.send_modify(|n| *n += 1);
+        let began = Instant::now();
+        let wake = next_wake(std::future::pending(), None, &mut rx, &mut early, far).await;
+        assert_eq!(wake, Wake::Early);
+        assert!(began.elapsed() >= debounce, "{:?}", began.elapsed());
+        rx.borrow_and_update();
+        early.published(Instant::now(), true);
+
+        tx.send_modify(|n| *n += 1);
+        let soon = tokio::time::Instant::now() + Duration::from_millis(200);
+        let wake = next_wake(std::future::pending(), None, &mut rx, &mut early, soon).await;
+        assert_eq!(wake, Wake::Regular, "the budget of one is spent");
+        assert!(early.due().is_some());
+        let wake = next_wake(async {}, None, &mut rx, &mut early, far).await;
+        assert_eq!(wake, Wake::Stop);
     }
 }
