@@ -249,7 +249,10 @@ async fn one_at_a_time(
     for &i in nodes {
         let name = fleet::node_name(i);
         let (sent, returned) = gate.write(client, i, true).await?;
-        wait_counts(counts, "the faulted node gated", ONE_NODE, |c| gate.on(c, &name)).await?;
+        wait_counts(counts, "the faulted node gated", ONE_NODE, |c| {
+            gate.on(c, &name)
+        })
+        .await?;
         if let Some(seen) = gate.changed(&counts.borrow(), &name) {
             times.push(sent, returned, seen);
         }
@@ -356,9 +359,12 @@ pub async fn phase(
         .await?;
     // Judged without a report again: nothing to write, but let it settle.
     tokio::time::sleep(Duration::from_secs(2)).await;
-    wait_counts(counts, "every node ready after the faults", LONG_WAIT, |c| {
-        c.tainted == 0 && c.condition_true == n
-    })
+    wait_counts(
+        counts,
+        "every node ready after the faults",
+        LONG_WAIT,
+        |c| c.tainted == 0 && c.condition_true == n,
+    )
     .await?;
     Ok(row)
 }
@@ -367,8 +373,7 @@ pub async fn phase(
 /// done), the floor from its write sent (a gate written and seen, the least
 /// any gate costs once decided).
 const RATIO_ONE: &str = "fault → gate, one node at a time: gpuready from the report written ÷ floor from its taint sent (p99)";
-const RATIO_ALL: &str =
-    "fault → gate, M nodes at once: gpuready from the report written ÷ floor from its taint sent (p99)";
+const RATIO_ALL: &str = "fault → gate, M nodes at once: gpuready from the report written ÷ floor from its taint sent (p99)";
 
 /// The table's rows.
 pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&crate::Row) -> String)) {
@@ -384,7 +389,9 @@ pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&crate::Row) -> String)) {
         &|r| cell(r, &|f| f.single_floor.cell()),
     );
     line(RATIO_ONE, &|r| {
-        cell(r, &|f| crate::ratio(f.single.p99(false), f.single_floor.p99(true)))
+        cell(r, &|f| {
+            crate::ratio(f.single.p99(false), f.single_floor.p99(true))
+        })
     });
     line(
         "fault → gate, M nodes at once: gpuready, report with XID 79 written → taint seen, p50 / p99 / max",
@@ -399,7 +406,9 @@ pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&crate::Row) -> String)) {
         &|r| cell(r, &|f| f.burst_floor.cell()),
     );
     line(RATIO_ALL, &|r| {
-        cell(r, &|f| crate::ratio(f.burst.p99(false), f.burst_floor.p99(true)))
+        cell(r, &|f| {
+            crate::ratio(f.burst.p99(false), f.burst_floor.p99(true))
+        })
     });
     line(
         "fault → gate, M nodes at once: reports without the XID → every node untainted and GpuReady=True (each round)",

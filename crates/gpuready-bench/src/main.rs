@@ -494,9 +494,7 @@ impl Controller {
             .args(["--client-qps", &args.client_qps.to_string()])
             .args(["--client-burst", &args.client_burst.to_string()])
             .args(["--concurrency", &args.concurrency.to_string()])
-            .args(
-                (args.faults > 0).then(|| format!("--probe-namespace={}", fault::NAMESPACE)),
-            )
+            .args((args.faults > 0).then(|| format!("--probe-namespace={}", fault::NAMESPACE)))
             .args(&args.controller_args)
             .env("KUBECONFIG", env.kubeconfig_path())
             // GPUREADY_BENCH_RUST_LOG: gpuready's own log filter, to trace a

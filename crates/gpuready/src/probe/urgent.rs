@@ -30,9 +30,9 @@ pub fn is_critical(kind: EventKind, xid: Option<u64>) -> bool {
     match kind {
         EventKind::DoubleBitEcc => true,
         // An XID without its number is not judged by the Health layer.
-        EventKind::Xid => xid.is_some_and(|x| {
-            !u32::try_from(x).is_ok_and(|x| APPLICATION_XIDS.contains(&x))
-        }),
+        EventKind::Xid => {
+            xid.is_some_and(|x| !u32::try_from(x).is_ok_and(|x| APPLICATION_XIDS.contains(&x)))
+        }
     }
 }
 
