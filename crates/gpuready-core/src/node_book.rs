@@ -297,11 +297,6 @@ impl NodeBook {
         self.clocks.remove(node)?.record()
     }
 
-    /// Nodes with an open wait (for the metrics' cost accounting and tests).
-    pub fn open_waits(&self) -> usize {
-        self.clocks.len()
-    }
-
     /// The node's escalations to `NoExecute` against its profile's budget,
     /// decided at once (so two reconciles can never both take the last
     /// place): granted when already `NoExecute` or when they fit, held while
