@@ -1062,6 +1062,19 @@ async fn a_device_storm_is_held_by_the_brake_and_then_by_the_no_execute_budget()
         (profile_counts(&client, "storm").await == Some((10, 10, 0))).then_some(())
     })
     .await;
+    // The brake counts a turn only of a node gpuready labelled ready (its
+    // write, which may come after the verdict the status counts): every
+    // label first, or the storm could meet fewer turns than nodes failing.
+    eventually(60, "10 nodes labelled ready", || async {
+        for node in &nodes {
+            let n = get_node(&client, node).await;
+            if label(&n, keys::LABEL_READY).as_deref() != Some("true") {
+                return None;
+            }
+        }
+        Some(())
+    })
+    .await;
 
     for (node, slice) in nodes.iter().zip(&slices).take(6) {
         publish(&client, &ns, node, &h200_report(node, slice, &gpus))
