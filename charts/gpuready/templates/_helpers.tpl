@@ -205,7 +205,7 @@ write: an operator's gpuready.io/repaired-at, an admin's gpuready.io/ taint.
 'gpuready.io/not-ready-deadline-exceeded', 'gpuready.io/profile', 'gpuready.io/ready'
 {{- end }}
 {{- define "gpuready.nodeAnnotationsWritten" -}}
-'gpuready.io/labels', 'gpuready.io/released-at', 'gpuready.io/taint'
+'gpuready.io/labels', 'gpuready.io/released-at', 'gpuready.io/taint', 'gpuready.io/timeline'
 {{- end }}
 
 {{/*

@@ -62,8 +62,18 @@ pub const NODE_LABELS_WRITTEN: &[&str] = &[LABEL_DEADLINE_EXCEEDED, LABEL_PROFIL
 
 /// Every annotation key gpuready writes on a Node, by exact name (an
 /// operator's `gpuready.io/repaired-at` is read, never written).
-pub const NODE_ANNOTATIONS_WRITTEN: &[&str] =
-    &[ANNOTATION_LABELS, ANNOTATION_RELEASED, ANNOTATION_TAINT];
+pub const NODE_ANNOTATIONS_WRITTEN: &[&str] = &[
+    ANNOTATION_LABELS,
+    ANNOTATION_RELEASED,
+    ANNOTATION_TAINT,
+    ANNOTATION_TIMELINE,
+];
+
+/// The node's last finished wait for readiness, written with the change that
+/// makes it Ready: `kind=join started=<RFC 3339> seconds=300 Node=0 Driver=120
+/// …` (seconds after the start at which each step first went Ready). About
+/// 150 bytes; how a new leader knows the profile's recent joins.
+pub const ANNOTATION_TIMELINE: &str = "gpuready.io/timeline";
 
 /// Node condition carrying the overall verdict.
 pub const CONDITION_GPU_READY: &str = "GpuReady";

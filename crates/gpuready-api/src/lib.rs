@@ -22,5 +22,6 @@ pub use profile::{
     ExternalPreset, ExternalSignals, FabricExpectation, Family, GpuExpectation, GpuNodeProfile,
     GpuNodeProfileSpec, GpuNodeProfileStatus, ImexMode, LifecycleNode, MaintenanceRules,
     MigExpectation, Mode, NeighbourSystem, NoExecuteBudget, NotReadyDeadline, NotReadyNode,
-    ProbeExpectation, ProbePolicy, SystemCount, TaintEffect, TaintPolicy, TaintSpec, Workload,
+    ProbeExpectation, ProbePolicy, SystemCount, TaintEffect, TaintPolicy, TaintSpec, TimeToReady,
+    Workload,
 };

@@ -72,6 +72,18 @@ pub const MAX_NOT_READY_SUMMARY: usize = 20;
         json_path = ".spec.gpu.products"
     ),
     printcolumn(
+        name = "P90-To-Ready",
+        type_ = "integer",
+        priority = 1,
+        json_path = ".status.timeToReady.p90Seconds"
+    ),
+    printcolumn(
+        name = "Slowest-Layer",
+        type_ = "string",
+        priority = 1,
+        json_path = ".status.timeToReady.slowestLayer"
+    ),
+    printcolumn(
         name = "Age",
         type_ = "date",
         json_path = ".metadata.creationTimestamp"
@@ -1069,6 +1081,34 @@ pub struct GpuNodeProfileStatus {
     /// budget or the safety brake). Absent without `escalation`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_execute: Option<NoExecuteBudget>,
+
+    /// How long the profile's nodes took to join over the last 24 hours:
+    /// from each Node's registration until it was Ready, read from the
+    /// record gpuready writes on each node (`gpuready.io/timeline`). Absent
+    /// while no node joined in the window.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time_to_ready: Option<TimeToReady>,
+}
+
+/// A profile's recent joins as its status reports them (docs/time-to-ready.md).
+#[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TimeToReady {
+    /// Joins in the window (`windowSeconds`) that the figures count.
+    pub joins: i32,
+    /// The window: joins that ended this many seconds before the status.
+    pub window_seconds: i64,
+    /// Median seconds from registration to Ready (nearest rank).
+    pub p50_seconds: i64,
+    /// 90th percentile (nearest rank: an observed join, never interpolated).
+    pub p90_seconds: i64,
+    /// The slowest join.
+    pub max_seconds: i64,
+    /// The step that held the window's joins longest, summed over them: a
+    /// layer (`Driver`, `DevicePlugin`, `FeatureDiscovery`, ...) or `Gates`
+    /// (other readiness gates).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slowest_layer: Option<String>,
 }
 
 /// A profile's `NoExecute` budget as its status reports it.

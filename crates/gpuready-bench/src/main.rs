@@ -7,6 +7,7 @@
 //! ```
 
 mod error;
+mod fault;
 mod fleet;
 mod floor;
 mod join;
@@ -125,6 +126,17 @@ struct Args {
     /// halves of each pair.
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..))]
     startup_repeats: u16,
+    /// The fault → gate rows: after the rest window, the bench publishes a
+    /// probe report with a fatal XID for this many nodes (one at a time, then
+    /// all at once, `--fault-rounds` times), as the probe on each would, timed
+    /// until the watch sees gpuready's taint, against the bench's own taint
+    /// on the same nodes; gpuready runs with `--probe-namespace`. 0 (the
+    /// default) skips them.
+    #[arg(long, default_value_t = 0)]
+    faults: usize,
+    /// Rounds of the fault → gate rows.
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
+    fault_rounds: u16,
     /// Record gpuready with `perf record` during the single-node changes, into
     /// `<DIR>/perf-<nodes>.data` (read it with `perf report -i …`).
     #[arg(long)]
@@ -237,6 +249,8 @@ struct Row {
     dra: Option<DraRow>,
     /// One per `--joins` size.
     joins: Vec<join::JoinRow>,
+    /// `--faults`.
+    faults: Option<fault::FaultRow>,
     /// One node's JSON as the API server serves it: as created, ready after
     /// gpuready's start-up, not ready after its first taint phase.
     node_bytes_created: NodeBytes,
@@ -480,6 +494,7 @@ impl Controller {
             .args(["--client-qps", &args.client_qps.to_string()])
             .args(["--client-burst", &args.client_burst.to_string()])
             .args(["--concurrency", &args.concurrency.to_string()])
+            .args((args.faults > 0).then(|| format!("--probe-namespace={}", fault::NAMESPACE)))
             .args(&args.controller_args)
             .env("KUBECONFIG", env.kubeconfig_path())
             // GPUREADY_BENCH_RUST_LOG: gpuready's own log filter, to trace a
@@ -877,6 +892,9 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
         return Ok(row);
     }
     let admin = env.client()?;
+    if args.faults > 0 {
+        fault::prepare(&admin).await?;
+    }
 
     // The floor, at gpuready's client settings.
     let limiter = requests::limiter(args.client_qps, args.client_burst);
@@ -1042,6 +1060,10 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     row.rest_writes = process::write_requests(&diff(&after.requests, &before.requests));
     row.rest_writes_by_kind = diff(&after.writes, &before.writes);
     (row.rss_rest_kib, row.rss_peak_kib) = process::rss_kib(ctl.pid());
+    if args.faults > 0 {
+        let rounds = usize::from(args.fault_rounds);
+        row.faults = Some(fault::phase(&admin, &mut counts, n, args.faults, rounds).await?);
+    }
     let storms = args.storms();
     // Each storm's two sides back to back, alternating which goes first, so
     // the API server's drift over minutes falls on both.
@@ -1247,6 +1269,9 @@ fn table(rows: &[Row], args: &Args) -> String {
         startup::rows(&mut line);
         gpuready_rows(&mut line, args.repeats > 0);
         join::rows(&mut line, &args.storms());
+        if args.faults > 0 {
+            fault::rows(&mut line);
+        }
         if args.dra_updates > 0 {
             dra_rows(&mut line);
         }

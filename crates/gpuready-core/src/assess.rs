@@ -17,6 +17,7 @@ use crate::no_execute;
 use crate::plan::{self, NodeChanges, PlanOptions};
 use crate::report::{DeadlinePassed, LayerReport, LayerResult, NodeState};
 use crate::select::{Governance, govern};
+use crate::timeline::ReadyRecord;
 
 /// The labels profiles' selectors are matched against: the node's labels less
 /// every key gpuready writes itself — its own domain (`gpuready.io/`) and the
@@ -109,6 +110,10 @@ pub struct NodeAssessment {
     /// now (not a dry run, not an `Observe` profile's): left running.
     #[serde(skip_serializing_if = "is_zero")]
     pub not_evicted_pods: usize,
+    /// The node's last finished wait for readiness, as its annotation
+    /// (`gpuready.io/timeline`) records it (governed nodes only).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub timeline: Option<ReadyRecord>,
 }
 
 fn is_zero(n: &usize) -> bool {
@@ -179,6 +184,7 @@ pub fn judge<'a>(
                     escalations: vec![],
                     not_evicted: vec![],
                     not_evicted_pods: 0,
+                    timeline: None,
                 },
                 basis: Basis::Conflict(names),
             }
@@ -203,6 +209,7 @@ pub fn judge<'a>(
                 escalations: vec![],
                 not_evicted: vec![],
                 not_evicted_pods: 0,
+                timeline: None,
             },
             basis: Basis::Ungoverned,
         },
@@ -258,6 +265,7 @@ fn governed_verdict(
             .filter(|n| n.no_execute_now)
             .map(|n| n.pods.len())
             .sum(),
+        timeline: facts.owned.timeline.as_deref().and_then(ReadyRecord::parse),
     }
 }
 
@@ -348,6 +356,39 @@ impl Judgement<'_> {
             Basis::Ungoverned => plan::plan_release(facts),
         };
         a
+    }
+}
+
+impl NodeAssessment {
+    /// Writes the node's finished wait (`gpuready.io/timeline`) with the
+    /// change that makes it Ready, or on its own once it is, unless the node
+    /// carries that very record. An Observe profile writes nothing.
+    pub fn record_wait(&mut self, facts: &NodeFacts, record: Option<&ReadyRecord>) {
+        let Some(r) = record else {
+            return;
+        };
+        if self.observe || self.governance != GovernanceKind::Governed || self.ready != Some(true) {
+            return;
+        }
+        let value = r.to_string();
+        if facts.owned.timeline.as_deref() == Some(value.as_str()) {
+            return;
+        }
+        self.changes
+            .annotations
+            .get_or_insert_with(BTreeMap::new)
+            .insert(
+                gpuready_api::keys::ANNOTATION_TIMELINE.to_owned(),
+                Some(value),
+            );
+    }
+
+    /// Whether the planned changes write the node's finished wait.
+    pub fn writes_wait(&self) -> bool {
+        self.changes
+            .annotations
+            .as_ref()
+            .is_some_and(|a| a.contains_key(gpuready_api::keys::ANNOTATION_TIMELINE))
     }
 }
 

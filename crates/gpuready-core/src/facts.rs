@@ -60,6 +60,8 @@ pub struct OwnedState {
     pub taint: Option<(String, String)>,
     /// `gpuready.io/released-at`: UntilFirstReady marker.
     pub released_at: Option<String>,
+    /// `gpuready.io/timeline`: the node's last finished wait, as written.
+    pub timeline: Option<String>,
 }
 /// Everything the engine reads from one Node.
 #[derive(Clone, Debug, PartialEq)]
@@ -236,6 +238,9 @@ impl NodeFacts {
                     .map(|(k, e)| (k.to_owned(), e.to_owned())),
                 released_at: annotations
                     .and_then(|a| a.get(keys::ANNOTATION_RELEASED))
+                    .cloned(),
+                timeline: annotations
+                    .and_then(|a| a.get(keys::ANNOTATION_TIMELINE))
                     .cloned(),
             },
             created: node.metadata.creation_timestamp.as_ref().map(|t| t.0),

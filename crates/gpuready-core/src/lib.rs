@@ -41,6 +41,11 @@ pub mod plan;
 pub mod status;
 pub mod tally;
 
+// Time: a node's open wait for readiness (`clocks`) and the record it closes
+// into, with the figures profile status reads (`timeline`).
+pub mod clocks;
+pub mod timeline;
+
 pub use evaluate::health;
 
 pub use assess::{GovernanceKind, Judgement, NodeAssessment, assess, judge};

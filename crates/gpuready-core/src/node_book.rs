@@ -14,8 +14,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use gpuready_api::keys;
 
 use crate::brake::{BrakeConfig, BrakeState};
+use crate::clocks::{self, Clock, Observation};
 use crate::no_execute::{self, Budget, BudgetView, Grant};
 use crate::report::NodeState;
+use crate::timeline::ReadyRecord;
 use crate::write_step::{CrdView, Trigger, WriteLedger, WriteStep, step};
 use crate::{GovernanceKind, NodeAssessment, NodeChanges, NodeFacts};
 use jiff::Timestamp;
@@ -165,6 +167,8 @@ pub struct NodeBook {
     brake: BrakeConfig,
     brakes: BTreeMap<String, ProfileBrake>,
     refused: HashMap<String, Refusal>,
+    /// The open wait of every governed node that is not Ready (`crate::clocks`).
+    clocks: HashMap<String, Clock>,
 }
 
 impl NodeBook {
@@ -181,6 +185,7 @@ impl NodeBook {
             brake,
             brakes: BTreeMap::new(),
             refused: HashMap::new(),
+            clocks: HashMap::new(),
         }
     }
 
@@ -228,6 +233,7 @@ impl NodeBook {
             }
         }
         self.refused.remove(node);
+        self.clocks.remove(node);
         requeue.extend(self.ledger.forget(node));
         requeue
     }
@@ -262,6 +268,33 @@ impl NodeBook {
             b.state.turn(&self.brake, t.node, b.matched, now);
         }
         b.state.engaged()
+    }
+
+    /// Advances the node's open wait by its verdict (`None`: no one profile
+    /// governs it, and it has no wait). Returns the finished wait's record
+    /// once the node is Ready: the plan writes it, then [`NodeBook::wait_written`].
+    pub fn clock(
+        &mut self,
+        node: &str,
+        seen: Option<&Observation>,
+        now: Timestamp,
+    ) -> Option<ReadyRecord> {
+        let Some(seen) = seen else {
+            self.clocks.remove(node);
+            return None;
+        };
+        let mut clock = self.clocks.remove(node);
+        let record = clocks::advance(&mut clock, seen, now);
+        if let Some(c) = clock {
+            self.clocks.insert(node.to_owned(), c);
+        }
+        record
+    }
+
+    /// The node's finished wait is on the node (written now, or found there):
+    /// its clock goes. Returns the record, for the metrics.
+    pub fn wait_written(&mut self, node: &str) -> Option<ReadyRecord> {
+        self.clocks.remove(node)?.record()
     }
 
     /// The node's escalations to `NoExecute` against its profile's budget,

@@ -826,6 +826,9 @@ pub fn plan_release(facts: &NodeFacts) -> NodeChanges {
     if facts.owned.labels_annotation.is_some() {
         annotations.insert(keys::ANNOTATION_LABELS.to_owned(), None);
     }
+    if facts.owned.timeline.is_some() {
+        annotations.insert(keys::ANNOTATION_TIMELINE.to_owned(), None);
+    }
     // Only recorded ownership here: on a node gpuready does not govern, even a
     // `gpuready.io/` label someone else set is not gpuready's to delete.
     let labels: BTreeMap<String, Option<String>> = facts

@@ -12,6 +12,7 @@ use crate::brake::BrakeCondition;
 use crate::nfd_crds::NfdCrdCondition;
 use crate::no_execute::BudgetView;
 use crate::tally::{LayerTally, ProfileTally};
+use crate::timeline;
 
 /// Condition kstatus reads as "needs a human": nodes in conflict.
 pub const CONDITION_STALLED: &str = "Stalled";
@@ -380,6 +381,7 @@ pub fn status_from_tally(
         held_by_system: held_by_system(tally),
         not_evicted_pods: i32::try_from(tally.not_evicted_pods).unwrap_or(i32::MAX),
         no_execute: None,
+        time_to_ready: None,
     }
 }
 
@@ -494,6 +496,29 @@ pub fn with_no_execute(
             b.device_limit
         );
     }
+    status
+}
+
+/// `status` with the profile's recent joins (`status.timeToReady`): the
+/// joins of the last [`timeline::STATUS_WINDOW_SECONDS`] among the nodes'
+/// timeline records; absent without any.
+pub fn with_time_to_ready(
+    mut status: GpuNodeProfileStatus,
+    tally: &ProfileTally,
+    now: Timestamp,
+) -> GpuNodeProfileStatus {
+    let secs = |n: u64| i64::try_from(n).unwrap_or(i64::MAX);
+    status.time_to_ready =
+        timeline::time_to_ready(tally.joins.values(), now, timeline::STATUS_WINDOW_SECONDS).map(
+            |t| gpuready_api::TimeToReady {
+                joins: i32::try_from(t.joins).unwrap_or(i32::MAX),
+                window_seconds: timeline::STATUS_WINDOW_SECONDS,
+                p50_seconds: secs(t.p50_seconds),
+                p90_seconds: secs(t.p90_seconds),
+                max_seconds: secs(t.max_seconds),
+                slowest_layer: t.slowest_step.map(|s| s.as_str().to_owned()),
+            },
+        );
     status
 }
 

@@ -12,6 +12,7 @@ use serde::Serialize;
 
 use crate::assess::{GovernanceKind, NodeAssessment};
 use crate::report::{NodeState, Status};
+use crate::timeline::JoinTime;
 
 /// Nodes by readiness: governed (ready or not ready), in conflict between
 /// profiles, or ungoverned. A conflict is neither ready nor governed.
@@ -126,6 +127,8 @@ pub struct NodeVerdict {
     /// Pods a `NoExecute` taint of gpuready's leaves running on the node's
     /// devices (DRA-backed extended resources, kubernetes #141290).
     pub not_evicted_pods: usize,
+    /// The node's last finished wait when it was a join (its timeline record).
+    pub last_join: Option<JoinTime>,
 }
 
 impl NodeVerdict {
@@ -181,6 +184,7 @@ impl NodeVerdict {
                 Vec::new()
             },
             not_evicted_pods: a.not_evicted_pods,
+            last_join: a.timeline.as_ref().and_then(|r| r.join_time()),
         })
     }
 }
@@ -243,6 +247,8 @@ pub struct ProfileTally {
     /// Pods left running on devices gpuready taints `NoExecute`, over every
     /// node (kubernetes #141290).
     pub not_evicted_pods: usize,
+    /// Node → its last join (from its timeline record), governed nodes only.
+    pub joins: BTreeMap<String, JoinTime>,
 }
 
 impl ProfileTally {
@@ -271,6 +277,9 @@ impl ProfileTally {
                 .insert(node.to_owned(), v.escalations.clone());
         }
         self.not_evicted_pods += v.not_evicted_pods;
+        if let Some(j) = &v.last_join {
+            self.joins.insert(node.to_owned(), j.clone());
+        }
         if v.past_deadline {
             self.past_deadline += 1;
         }
@@ -328,6 +337,7 @@ impl ProfileTally {
         self.tainted_devices.remove(node);
         self.escalations.remove(node);
         self.not_evicted_pods = self.not_evicted_pods.saturating_sub(v.not_evicted_pods);
+        self.joins.remove(node);
         self.maintenance.remove(node);
         self.waiting_for_gate.remove(node);
         if v.past_deadline {
@@ -469,6 +479,7 @@ mod tests {
             escalations: vec![],
             held_by: vec![],
             not_evicted_pods: 0,
+            last_join: None,
             layers: vec![LayerVerdict {
                 layer: Layer::Driver,
                 status: if layer_reason.is_some() {

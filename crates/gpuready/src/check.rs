@@ -1044,6 +1044,10 @@ pub(crate) fn node_details(n: &NodeAssessment, s: &mut dyn std::io::Write) -> st
             if let Some(note) = n.lifecycle.repair.as_ref().and_then(|r| r.note()) {
                 writeln!(s, "  repair: {}", printable(&note))?;
             }
+            // The node's last finished wait, from its gpuready.io/timeline.
+            if let Some(r) = &n.timeline {
+                writeln!(s, "  last wait: {}", r.describe())?;
+            }
             for e in &n.escalations {
                 writeln!(
                     s,

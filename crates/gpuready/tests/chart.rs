@@ -47,6 +47,7 @@ prometheusRule:
   enabled: true
   labels: {release: prometheus}
   alertLabels: {team: gpu-platform}
+  timeToReadyHigh: {enabled: true, thresholdSeconds: 1200, window: 12h}
   additionalRules:
     - alert: GpuReadyReconcileErrors
       expr: sum(rate(gpuready_reconcile_errors_total[5m])) > 0
@@ -362,6 +363,10 @@ async fn rendered_chart_passes_server_dry_run_with_defaults_and_with_every_featu
         (
             "GpuReadySafetyBrakeEngaged",
             "gpuready_safety_brake_engaged{",
+        ),
+        (
+            "GpuReadyTimeToReadyHigh",
+            "gpuready_time_to_ready_seconds_bucket{",
         ),
     ] {
         assert!(

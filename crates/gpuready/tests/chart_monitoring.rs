@@ -49,8 +49,12 @@ fn exported_samples() -> BTreeSet<String> {
         })
         .set(1);
     m.not_evicted_pods
-        .get_or_create(&Profile { profile })
+        .get_or_create(&Profile {
+            profile: profile.clone(),
+        })
         .set(1);
+    // The clocks' histograms: every series of a profile, as its status creates them.
+    m.clocks.start(&profile);
     // The per-node families, from one not-ready node with a gated GPU.
     let node = |s: &str| s.to_owned();
     m.set_node_series(
@@ -174,6 +178,9 @@ async fn dashboard_and_alerts_use_only_metrics_gpuready_exports() {
         "gpuready_node_layer_not_ready",
         "gpuready_node_tainted_devices",
         "gpuready_tainted_devices",
+        "gpuready_time_to_ready_seconds_bucket",
+        "gpuready_layer_ready_seconds_bucket",
+        "gpuready_time_to_gate_seconds_bucket",
     ] {
         assert!(
             exprs.contains(needed),
@@ -185,7 +192,13 @@ async fn dashboard_and_alerts_use_only_metrics_gpuready_exports() {
         env,
         RELEASE,
         "default",
-        &["--set", "prometheusRule.enabled=true"],
+        &[
+            "--set",
+            "prometheusRule.enabled=true",
+            // Off by default: on, so that its metric is checked too.
+            "--set",
+            "prometheusRule.timeToReadyHigh.enabled=true",
+        ],
     )
     .await;
     let docs = yaml_documents(&rules);

@@ -33,6 +33,77 @@ async fn expect_ready(client: &Client, name: &str, profile: &str) {
     assert!(has_taint(&n, ADMISSION_TAINT), "{name}: foreign taint kept");
 }
 
+/// A node joins layer by layer: each layer's labels (or allocatable) come two
+/// seconds after the last. gpuready times the wait: the record on the node
+/// (`gpuready.io/timeline`, written with the ready label) has the layers in the
+/// order they turned Ready, the histograms count one join and each layer,
+/// the profile status says the window's join times and slowest layer, and
+/// `check` prints the node's last wait naming the layer that held it longest.
+#[tokio::test]
+async fn a_joining_node_is_timed_layer_by_layer_from_its_registration() {
+    let env = env_with_crd().await;
+    let client = env.client().expect("client");
+    apply_profile(&client, &rtx3090_profile("joins", "j", "")).await;
+    let run = start_controller(&env, test_args());
+    let gfd = gfd_3090();
+    let first: std::collections::BTreeMap<String, String> = [
+        (POOL, "j"),
+        ("feature.node.kubernetes.io/pci-0300_10de.present", "true"),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_owned(), v.to_owned()))
+    .collect();
+    create_node(&client, "gpu-j", first, 0, json!([])).await;
+    let pause = || tokio::time::sleep(std::time::Duration::from_secs(2));
+    pause().await;
+    let driver = "nvidia.com/cuda.driver-version.full";
+    set_labels(&client, "gpu-j", json!({ driver: gfd[driver] })).await;
+    pause().await;
+    set_node_status(&client, "gpu-j", 1, 1, true).await;
+    pause().await;
+    set_labels(&client, "gpu-j", json!(gfd)).await;
+    expect_ready(&client, "gpu-j", "joins").await;
+
+    let n = get_node(&client, "gpu-j").await;
+    let text = annotation(&n, keys::ANNOTATION_TIMELINE).expect("the timeline record");
+    let r = gpuready_core::timeline::ReadyRecord::parse(&text).expect("a record gpuready reads");
+    assert_eq!(r.kind, gpuready_core::timeline::EpisodeKind::Join, "{text}");
+    let at = |l: gpuready_api::Layer| r.steps[&gpuready_core::timeline::Step::Layer(l)];
+    use gpuready_api::Layer::{DevicePlugin, Driver, FeatureDiscovery, Hardware};
+    assert!(at(Hardware) < at(Driver), "{text}");
+    assert!(at(Driver) < at(DevicePlugin), "{text}");
+    assert!(at(DevicePlugin) < at(FeatureDiscovery), "{text}");
+    assert!(r.seconds >= 6 && r.seconds < 60, "{text}");
+    assert!(
+        text.len() < 200,
+        "a few bytes per node: {} ({text})",
+        text.len()
+    );
+
+    let count = |family: &str, label: &str| {
+        run.sample(&format!(
+            "gpuready_{family}_count{{profile=\"joins\",{label}}}"
+        ))
+    };
+    assert_eq!(count("time_to_ready_seconds", "kind=\"join\""), 1.0);
+    assert_eq!(count("layer_ready_seconds", "layer=\"Driver\""), 1.0);
+    assert_eq!(count("time_to_ready_seconds", "kind=\"fault\""), 0.0);
+    eventually(30, "the profile status has the join", || async {
+        let s = get_profile(&client, "joins").await.status?;
+        let t = s.time_to_ready?;
+        (t.joins == 1 && t.slowest_layer.is_some()).then_some(t)
+    })
+    .await;
+
+    let report = live_report(&client).await;
+    let mut out = Vec::new();
+    gpuready::check::render_to(&report, gpuready::check::Output::Table, &mut out).expect("render");
+    let out = String::from_utf8(out).expect("utf-8");
+    assert!(out.contains("last wait: join of"), "{out}");
+    assert!(out.contains("held longest by"), "{out}");
+    run.stop().await.expect("controller stops");
+}
+
 /// Waits until the node is gated for `reason`: gpuready's taint, labelled not
 /// ready, its ready label gone, `GpuReady` not True with that reason.
 async fn expect_gated(client: &Client, name: &str, reason: &str) {

@@ -452,6 +452,16 @@ fn every_schema_rule_has_a_bad_profile() {
     for f in ["nodes", "nodeLimit", "devices", "deviceLimit"] {
         covered.insert(("status.noExecute".into(), format!("required:{f}")));
     }
+    // Time to ready: an object gpuready writes whole, like the budget.
+    for f in [
+        "joins",
+        "windowSeconds",
+        "p50Seconds",
+        "p90Seconds",
+        "maxSeconds",
+    ] {
+        covered.insert(("status.timeToReady".into(), format!("required:{f}")));
+    }
     let missing: Vec<_> = rules.difference(&covered).collect();
     assert!(
         missing.is_empty(),

@@ -115,6 +115,20 @@ async fn device_taint_rules_follow_probe_reports_and_slices() {
     .await;
     let n = get_node(&client, node).await;
     assert!(!gated(&n), "seven good GPUs stay in service");
+    // Time to gate: from the report's time to the rule, once, well under a minute.
+    let gate = "gpuready_time_to_gate_seconds_count{profile=\"h200\",source=\"probe\"}";
+    assert_eq!(
+        run.sample(gate),
+        1.0,
+        "one gate timed from the probe's report"
+    );
+    let within =
+        "gpuready_time_to_gate_seconds_bucket{le=\"30.0\",profile=\"h200\",source=\"probe\"}";
+    assert_eq!(
+        run.sample(within),
+        1.0,
+        "the gate came within 30 s of the report"
+    );
     eventually(30, "GpuReady names the tainted device", || async {
         let n = get_node(&client, node).await;
         gpu_ready_message(&n)
@@ -1046,6 +1060,19 @@ async fn a_device_storm_is_held_by_the_brake_and_then_by_the_no_execute_budget()
     }
     eventually(90, "10 nodes ready in status", || async {
         (profile_counts(&client, "storm").await == Some((10, 10, 0))).then_some(())
+    })
+    .await;
+    // The brake counts a turn only of a node gpuready labelled ready (its
+    // write, which may come after the verdict the status counts): every
+    // label first, or the storm could meet fewer turns than nodes failing.
+    eventually(60, "10 nodes labelled ready", || async {
+        for node in &nodes {
+            let n = get_node(&client, node).await;
+            if label(&n, keys::LABEL_READY).as_deref() != Some("true") {
+                return None;
+            }
+        }
+        Some(())
     })
     .await;
 

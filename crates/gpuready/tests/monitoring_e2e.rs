@@ -28,6 +28,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use gpuready::probe::publish::publish;
+use gpuready_api::keys;
 use serde_json::{Value, json};
 use support::cluster::{Cluster, ClusterImages, Heartbeat};
 use support::*;
@@ -124,6 +125,9 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat, mon: &std:
         "prometheusRule.gpuNodeNotReady.for=30s".to_owned(),
         "prometheusRule.probeReportsMissing.for=30s".to_owned(),
         "prometheusRule.badGpus.for=30s".to_owned(),
+        // Off by default; on here with a threshold every join passes.
+        "prometheusRule.timeToReadyHigh.enabled=true".to_owned(),
+        "prometheusRule.timeToReadyHigh.thresholdSeconds=1".to_owned(),
     ];
     let chart = repo_root().join("charts/gpuready");
     let chart = chart.to_str().expect("utf-8 path");
@@ -332,8 +336,120 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat, mon: &std:
         .collect();
     assert!(silent.is_empty(), "gpu-o (Observe) alerted: {silent:?}");
 
+    joins_layer_by_layer(c, beat, &p).await;
     documented_metrics_are_in_prometheus(&p).await;
     dashboard_queries_return_series(&p, mon).await;
+}
+
+/// Two nodes join the rtx3090 pool layer by layer, each layer three seconds
+/// after the one before (the PCI device, then the driver, then the device
+/// plugin's GPU, then GFD's labels): Prometheus' histograms count both joins
+/// and each layer, the per-layer medians come in the order the layers turned
+/// Ready, the profile's status and the nodes' records say the same, and
+/// GpuReadyTimeToReadyHigh (threshold 1 s here) fires for the profile.
+async fn joins_layer_by_layer(c: &Cluster, beat: &Heartbeat, p: &Prom<'_>) {
+    let client = &c.client;
+    let gfd = rtx3090_in("e2e");
+    let joiners = ["gpu-j1", "gpu-j2"];
+    let began = Instant::now();
+    for name in joiners {
+        let first = BTreeMap::from([
+            (POOL.to_owned(), "e2e".to_owned()),
+            (
+                "feature.node.kubernetes.io/pci-0300_10de.present".to_owned(),
+                "true".to_owned(),
+            ),
+        ]);
+        create_node(client, name, first, 0, no_kubelet()).await;
+        beat.keep(name);
+    }
+    let pause = || tokio::time::sleep(Duration::from_secs(3));
+    pause().await;
+    let driver = "nvidia.com/cuda.driver-version.full";
+    for name in joiners {
+        set_labels(client, name, json!({ driver: gfd[driver] })).await;
+    }
+    pause().await;
+    for name in joiners {
+        set_allocatable(c, name, 1).await;
+    }
+    pause().await;
+    for name in joiners {
+        set_labels(client, name, json!(gfd)).await;
+    }
+    let joins = "sum(gpuready_time_to_ready_seconds_count{namespace=\"gpuready-system\", profile=\"rtx3090\", kind=\"join\"}) >= 2";
+    eventually(WAIT, "Prometheus counts both joins", || async {
+        let r = p.query(joins).await?;
+        (!r.is_empty()).then_some(())
+    })
+    .await;
+    say!(
+        "both joins in Prometheus {:.1}s after the first node registered",
+        since(began)
+    );
+    for name in joiners {
+        let n = get_node(client, name).await;
+        let text = annotation(&n, keys::ANNOTATION_TIMELINE).expect("the timeline record");
+        let r = gpuready_core::timeline::ReadyRecord::parse(&text).expect("a record");
+        say!(
+            "{name}: {text} ({} bytes)\n  check says: last wait: {}",
+            text.len(),
+            r.describe()
+        );
+    }
+    let medians = p
+        .must_query("histogram_quantile(0.5, sum by (layer, le) (increase(gpuready_layer_ready_seconds_bucket{namespace=\"gpuready-system\", profile=\"rtx3090\"}[1h])))")
+        .await;
+    let median = |layer: &str| -> f64 {
+        medians
+            .iter()
+            .find(|m| m["metric"]["layer"] == layer)
+            .and_then(|m| m["value"][1].as_str()?.parse().ok())
+            .unwrap_or(f64::NAN)
+    };
+    let order = ["Hardware", "Driver", "DevicePlugin", "FeatureDiscovery"];
+    for l in order {
+        say!(
+            "layer {l:<16} median {:.1}s after registration (Prometheus)",
+            median(l)
+        );
+    }
+    for w in order.windows(2) {
+        assert!(
+            median(w[0]) < median(w[1]),
+            "{} before {} in Prometheus' medians: {medians:?}",
+            w[0],
+            w[1]
+        );
+    }
+    let status = eventually(WAIT, "rtx3090's status has the joins", || async {
+        let s = get_json(c, &["get", "gpunodeprofile", "rtx3090"]).await;
+        (s["status"]["timeToReady"]["joins"].as_i64()? >= 2).then_some(s)
+    })
+    .await;
+    say!(
+        "rtx3090 status.timeToReady: {}",
+        status["status"]["timeToReady"]
+    );
+    let wide = c.must_kubectl(&["get", "gnp", "-o", "wide"], None).await;
+    say!("kubectl get gnp -o wide:\n{wide}");
+    let a = eventually(
+        WAIT,
+        "GpuReadyTimeToReadyHigh firing for rtx3090",
+        || async {
+            p.alerts().await.into_iter().find(|a| {
+                a["labels"]["alertname"] == "GpuReadyTimeToReadyHigh"
+                    && a["labels"]["profile"] == "rtx3090"
+                    && a["state"] == "firing"
+            })
+        },
+    )
+    .await;
+    say!(
+        "GpuReadyTimeToReadyHigh firing: labels {}, description: {}",
+        a["labels"],
+        a["annotations"]["description"]
+    );
 }
 
 fn no_kubelet() -> Value {

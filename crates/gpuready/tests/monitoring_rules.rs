@@ -241,6 +241,9 @@ async fn chart_rules(env: &gpuready_testenv::TestEnv) -> Value {
         &[
             "--set",
             "prometheusRule.enabled=true",
+            // Off by default; on here so that it is tested like the others.
+            "--set",
+            "prometheusRule.timeToReadyHigh.enabled=true",
             "--show-only",
             "templates/prometheusrule.yaml",
         ],

@@ -10,8 +10,10 @@
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use gpuready_core::brake::BrakeConfig;
+use gpuready_core::clocks::Observation;
 use gpuready_core::no_execute::{self, BudgetView, Grant};
 use gpuready_core::node_book::{NodeBook, RefusedNodes, RefusedWrite, Turn};
+use gpuready_core::timeline::ReadyRecord;
 use gpuready_core::write_step::{CrdView, Trigger, WriteStep};
 use gpuready_core::{GovernanceKind, NodeChanges};
 use jiff::Timestamp;
@@ -122,6 +124,22 @@ impl Ledger {
     /// held back (`NodeBook::turn`).
     pub fn turn(&self, turn: &Turn<'_>, now: Timestamp) -> bool {
         self.book().turn(turn, now)
+    }
+
+    /// The node's open wait advanced by its verdict; the finished wait's
+    /// record once it is Ready (`NodeBook::clock`).
+    pub fn clock(
+        &self,
+        node: &str,
+        seen: Option<&Observation>,
+        now: Timestamp,
+    ) -> Option<ReadyRecord> {
+        self.book().clock(node, seen, now)
+    }
+
+    /// The node's finished wait is on the node: its record, for the metrics.
+    pub fn wait_written(&self, node: &str) -> Option<ReadyRecord> {
+        self.book().wait_written(node)
     }
 
     /// The node's escalations to `NoExecute` against its profile's budget

@@ -10,6 +10,10 @@ use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
+use super::clock_metrics::ClockMetrics;
+use gpuready_core::clocks::GateSource;
+use gpuready_core::timeline::ReadyRecord;
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ProfileState {
     pub profile: String,
@@ -149,6 +153,8 @@ pub struct Metrics {
     /// Per-node Events not posted because a burst spent its profile's budget
     /// (`gpuready_core::event_budget`); a summary Event counts them.
     pub events_held: Counter,
+    /// Time to ready and time to gate (`clock_metrics`).
+    pub clocks: ClockMetrics,
 }
 
 impl Default for Metrics {
@@ -177,6 +183,7 @@ impl Default for Metrics {
             node_series: Mutex::default(),
             write_refused_nodes: Family::default(),
             events_held: Counter::default(),
+            clocks: ClockMetrics::register(&mut registry),
             registry: Registry::default(),
         };
         registry.register(
@@ -266,17 +273,17 @@ impl Default for Metrics {
         );
         registry.register(
             "node_not_ready",
-            "1 for each matched node that is gated, by profile, node, the profile's mode, state (not_ready, conflict, maintenance, waiting_for_gate) and the verdict's layer and reason",
+            "1 for each matched node that is gated (at most 200 per profile and state, the first by name; gpuready_nodes counts them all), by profile, node, the profile's mode, state (not_ready, conflict, maintenance, waiting_for_gate) and the verdict's layer and reason",
             m.node_not_ready.clone(),
         );
         registry.register(
             "node_layer_not_ready",
-            "1 for each layer that is not Ready on a matched node, by profile, node, layer and reason (Health: the probe's report)",
+            "1 for each layer that is not Ready on a matched node (at most 200 nodes per profile and layer, the first by name), by profile, node, layer and reason (Health: the probe's report)",
             m.node_layer_not_ready.clone(),
         );
         registry.register(
             "node_tainted_devices",
-            "Devices of a node gated by gpuready's DeviceTaintRules, for nodes with any",
+            "Devices of a node gated by gpuready's DeviceTaintRules, for nodes with any (at most 200 per profile, the first by name)",
             m.node_tainted_devices.clone(),
         );
         // Counters the alerts take rates of start at 0 (see `Error::KINDS`).
@@ -359,6 +366,17 @@ impl Metrics {
         for (s, n) in &new.tainted_devices {
             self.node_tainted_devices.get_or_create(s).set(*n);
         }
+    }
+
+    /// A node's finished wait (`gpuready_time_to_ready_seconds`, and for a
+    /// join `gpuready_layer_ready_seconds`).
+    pub fn observe_wait(&self, profile: &str, r: &ReadyRecord) {
+        self.clocks.observe_wait(profile, r);
+    }
+
+    /// A gate placed `seconds` after its fault's evidence.
+    pub fn observe_gate(&self, profile: &str, source: GateSource, seconds: f64) {
+        self.clocks.observe_gate(profile, source, seconds);
     }
 
     pub fn count_write(&self, kind: &str) {

@@ -12,6 +12,7 @@
 // who may write; what every room shares stays here.
 pub mod admission;
 pub mod backoff;
+pub mod clock_metrics;
 pub mod config;
 pub mod context;
 pub mod crd_guard;

@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 use gpuready_api::probe::{EventLog, NvmlState, PROBE_REPORT_API_VERSION, ProbePause, ProbeReport};
 use jiff::Timestamp;
+use tokio::sync::watch;
 
 use super::nvml::{self, Events, Session};
 use super::report::{Checker, build_report};
@@ -25,20 +26,30 @@ pub struct Agent {
     started: Timestamp,
     checker: Checker,
     pause: Option<ProbePause>,
+    /// Told of each new critical event, whichever `events` records it.
+    critical: watch::Sender<u64>,
 }
 
 impl Agent {
     /// `library`: `--nvml-library`, or `None` to search the usual places.
     pub fn new(library: Option<OsString>, checker: Checker) -> Agent {
+        let (critical, _) = watch::channel(0);
         Agent {
             library,
             session: None,
             last_state: NvmlState::default(),
-            events: Arc::new(Events::default()),
+            events: Arc::new(Events::signalling(critical.clone())),
             started: Timestamp::now(),
             checker,
             pause: None,
+            critical,
         }
+    }
+
+    /// Changes on each new critical NVML event ([`super::urgent::is_critical`])
+    /// while the agent lives: the loop publishes ahead of its heartbeat.
+    pub fn critical_events(&self) -> watch::Receiver<u64> {
+        self.critical.subscribe()
     }
 
     /// Whether the probe holds NVML now.
@@ -99,7 +110,7 @@ impl Agent {
     fn resume(&mut self) {
         if self.pause.take().is_some() {
             tracing::info!("the node's maintenance ended: reading the GPUs again");
-            self.events = Arc::new(Events::default());
+            self.events = Arc::new(Events::signalling(self.critical.clone()));
             self.started = Timestamp::now();
         }
     }

@@ -12,6 +12,7 @@ pub mod maintenance;
 pub mod nvml;
 pub mod publish;
 pub mod report;
+pub mod urgent;
 
 use std::ffi::OsString;
 use std::path::PathBuf;
@@ -65,6 +66,9 @@ pub struct ProbeArgs {
 
     /// How often the report is refreshed and published: the probe's heartbeat.
     /// Keep it well under the profiles' probe.maxReportAgeSeconds (300 s default).
+    /// A critical NVML event (an XID a profile may list as fatal, a double-bit
+    /// ECC error) publishes at once besides: 500 ms after the first event of a
+    /// burst, at most 6 such reports a minute, the heartbeat unmoved.
     #[arg(long, env = "GPUREADY_PROBE_INTERVAL", default_value = "60s", value_parser = parse_duration)]
     pub interval: Duration,
 
@@ -191,9 +195,21 @@ pub fn run(args: ProbeArgs) -> ExitCode {
 /// paused report: well inside the pod's 30 s grace period.
 const STOP_STEP_LIMIT: Duration = Duration::from_secs(5);
 
-/// Reports every interval, and at once when the node's maintenance view
-/// changes, until SIGTERM (or Ctrl-C); then releases NVML and, when the node
-/// is in maintenance, publishes the paused report before returning.
+/// Why the loop publishes its next report.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Wake {
+    /// The heartbeat, or the node's maintenance view changed.
+    Regular,
+    /// A critical NVML event, ahead of the heartbeat ([`urgent`]).
+    Early,
+    Stop,
+}
+
+/// Reports every interval, at once when the node's maintenance view changes,
+/// and ahead of the heartbeat (debounced, at most a few a minute) on a
+/// critical NVML event, until SIGTERM (or Ctrl-C); then releases NVML and,
+/// when the node is in maintenance, publishes the paused report before
+/// returning.
 async fn agent_loop(args: &ProbeArgs, client: &kube::Client, node: &str, namespace: &str) {
     let mut view = args.watch_node.then(|| {
         let (tx, rx) = tokio::sync::watch::channel(maintenance::NodeView::Unread);
@@ -201,8 +217,14 @@ async fn agent_loop(args: &ProbeArgs, client: &kube::Client, node: &str, namespa
         rx
     });
     let mut agent = agent::Agent::new(args.nvml_library.clone(), args.checker(false));
+    let mut critical = agent.critical_events();
+    let mut early = urgent::EarlyReports::default();
     let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    loop {
+    let mut wake = Wake::Regular;
+    let mut heartbeat = tokio::time::Instant::now();
+    while wake != Wake::Stop {
+        // Every event recorded until here is in the report built below.
+        critical.borrow_and_update();
         let labels = view
             .as_mut()
             .map(|v| v.borrow_and_update().maintenance().to_vec())
@@ -215,23 +237,25 @@ async fn agent_loop(args: &ProbeArgs, client: &kube::Client, node: &str, namespa
         // runs (bounded by --compute-check-timeout; about a second measured).
         let report = agent.report(node, args.host_root.as_deref(), request, &labels);
         match publish::publish(client, namespace, node, &report).await {
+            Ok(()) if wake == Wake::Early => {
+                tracing::info!("critical NVML event: report published ahead of the heartbeat")
+            }
             Ok(()) => tracing::debug!(gpus = report.gpus.len(), "report published"),
             Err(e) => tracing::error!(error = %e, "publishing the report failed"),
         }
-        let node_changed = async {
-            let changed = match view.as_mut() {
-                Some(v) => v.changed().await.is_ok(),
-                None => false,
-            };
-            if !changed {
-                std::future::pending::<()>().await;
-            }
-        };
-        tokio::select! {
-            _ = stopping(term.as_mut()) => break,
-            _ = node_changed => {},
-            _ = tokio::time::sleep(args.interval) => {},
+        early.published(std::time::Instant::now(), wake == Wake::Early);
+        // An early report leaves the heartbeat where it was.
+        if wake == Wake::Regular {
+            heartbeat = tokio::time::Instant::now() + args.interval;
         }
+        wake = next_wake(
+            stopping(term.as_mut()),
+            view.as_mut(),
+            &mut critical,
+            &mut early,
+            heartbeat,
+        )
+        .await;
     }
     // Whatever comes next, the GPU files close first: the DaemonSet
     // controller deleting the pod for a driver upgrade is why it stops.
@@ -256,6 +280,47 @@ async fn agent_loop(args: &ProbeArgs, client: &kube::Client, node: &str, namespa
         }
     }
     tracing::info!("probe stopping");
+}
+
+/// Waits for the next reason to publish. A critical event only schedules the
+/// early report ([`urgent::EarlyReports::event`]); its wait is one of the
+/// reasons, and while one is due no further event needs listening to.
+async fn next_wake(
+    stop: impl std::future::Future<Output = ()>,
+    mut view: Option<&mut tokio::sync::watch::Receiver<maintenance::NodeView>>,
+    critical: &mut tokio::sync::watch::Receiver<u64>,
+    early: &mut urgent::EarlyReports,
+    heartbeat: tokio::time::Instant,
+) -> Wake {
+    let mut stop = std::pin::pin!(stop);
+    loop {
+        let due = early.due().map(tokio::time::Instant::from_std);
+        tokio::select! {
+            _ = &mut stop => return Wake::Stop,
+            _ = node_changed(view.as_deref_mut()) => return Wake::Regular,
+            _ = tokio::time::sleep_until(heartbeat) => return Wake::Regular,
+            _ = tokio::time::sleep_until(due.unwrap_or(heartbeat)), if due.is_some() => {
+                return Wake::Early
+            }
+            Ok(()) = critical.changed(), if due.is_none() => {
+                let now = std::time::Instant::now();
+                let wait = early.event(now).saturating_duration_since(now);
+                tracing::debug!(?wait, "critical NVML event: early report scheduled");
+            }
+        }
+    }
+}
+
+/// Resolves when the node's maintenance view changes; never without a view
+/// (or once its watch ended).
+async fn node_changed(view: Option<&mut tokio::sync::watch::Receiver<maintenance::NodeView>>) {
+    let changed = match view {
+        Some(v) => v.changed().await.is_ok(),
+        None => false,
+    };
+    if !changed {
+        std::future::pending::<()>().await;
+    }
 }
 
 /// Resolves on SIGTERM or Ctrl-C.
@@ -354,5 +419,37 @@ fn init_tracing(format: LogFormat) {
     match format {
         LogFormat::Json => builder.json().init(),
         LogFormat::Text => builder.init(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    /// The wiring of [`urgent`] into the loop's wait (its schedule is tested
+    /// by instants in `urgent.rs`): an event wakes it after the debounce, and
+    /// with the budget spent the heartbeat comes first.
+    #[tokio::test]
+    async fn a_critical_event_wakes_the_loop_after_the_debounce_within_its_budget() {
+        let (tx, mut rx) = tokio::sync::watch::channel(0u64);
+        let debounce = Duration::from_millis(50);
+        let mut early = urgent::EarlyReports::new(debounce, Duration::from_secs(60), 1);
+        let far = tokio::time::Instant::now() + Duration::from_secs(30);
+        tx.send_modify(|n| *n += 1);
+        let began = Instant::now();
+        let wake = next_wake(std::future::pending(), None, &mut rx, &mut early, far).await;
+        assert_eq!(wake, Wake::Early);
+        assert!(began.elapsed() >= debounce, "{:?}", began.elapsed());
+        rx.borrow_and_update();
+        early.published(Instant::now(), true);
+
+        tx.send_modify(|n| *n += 1);
+        let soon = tokio::time::Instant::now() + Duration::from_millis(200);
+        let wake = next_wake(std::future::pending(), None, &mut rx, &mut early, soon).await;
+        assert_eq!(wake, Wake::Regular, "the budget of one is spent");
+        assert!(early.due().is_some());
+        let wake = next_wake(async {}, None, &mut rx, &mut early, far).await;
+        assert_eq!(wake, Wake::Stop);
     }
 }

@@ -20,6 +20,9 @@ use nvml_wrapper::enums::device::SampleValue;
 use nvml_wrapper::enums::event::XidError;
 use nvml_wrapper::error::{NvmlError, nvml_try};
 use nvml_wrapper::structs::device::FieldId;
+use tokio::sync::watch;
+
+use super::urgent;
 
 /// Where NVML is looked for, in order, when no `--nvml-library` is given. Drivers
 /// install only the versioned `libnvidia-ml.so.1` (the unversioned name comes
@@ -368,9 +371,21 @@ fn throttle_names(t: ThrottleReasons) -> Vec<String> {
 #[derive(Default)]
 pub struct Events {
     log: Mutex<EventLog>,
+    /// Bumped on each new record of an event that may gate the node
+    /// ([`urgent::is_critical`]): the agent's loop publishes ahead of its
+    /// heartbeat. A watch channel: its sender works from this plain thread.
+    signal: Option<watch::Sender<u64>>,
 }
 
 impl Events {
+    /// Events that tell `signal` of each new critical record.
+    pub fn signalling(signal: watch::Sender<u64>) -> Events {
+        Events {
+            signal: Some(signal),
+            ..Events::default()
+        }
+    }
+
     pub fn snapshot(&self) -> EventLog {
         self.log.lock().map(|l| l.clone()).unwrap_or_default()
     }
@@ -408,6 +423,14 @@ impl Events {
             first_seen: at.to_owned(),
             last_seen: at.to_owned(),
         });
+        drop(l);
+        // Only a new record: a repeat (a lost GPU fails every wait, once a
+        // second) changes no verdict, and the heartbeat carries its count.
+        if let Some(s) = &self.signal
+            && urgent::is_critical(kind, xid)
+        {
+            s.send_modify(|n| *n = n.wrapping_add(1));
+        }
     }
 }
 
@@ -602,4 +625,31 @@ pub fn open_device_files() -> Option<Vec<String>> {
     out.sort();
     out.dedup();
     Some(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_new_critical_record_signals_a_repeat_or_an_application_xid_does_not() {
+        let (tx, mut rx) = watch::channel(0u64);
+        let events = Events::signalling(tx);
+        let at = "2026-12-07T10:00:00Z";
+        events.record("GPU-a".into(), EventKind::Xid, Some(79), at);
+        assert!(rx.has_changed().is_ok_and(|c| c));
+        rx.borrow_and_update();
+        // The same (GPU, kind, XID) again: counted, no signal.
+        events.record("GPU-a".into(), EventKind::Xid, Some(79), at);
+        // An application XID follows the workload: no signal.
+        events.record("GPU-a".into(), EventKind::Xid, Some(13), at);
+        assert!(rx.has_changed().is_ok_and(|c| !c));
+        // Another GPU, and a double-bit ECC error: signalled.
+        events.record("GPU-b".into(), EventKind::Xid, Some(79), at);
+        events.record("GPU-b".into(), EventKind::DoubleBitEcc, None, at);
+        assert_eq!(*rx.borrow_and_update(), 3);
+        let log = events.snapshot();
+        assert_eq!(log.records.len(), 4);
+        assert_eq!(log.records[0].count, 2);
+    }
 }

@@ -268,6 +268,7 @@ async fn pass(ctx: &Context, tally: &Tally, dirty: &Dirty, nfd: Option<&NfdCrdCo
         ctx.metrics.no_execute.clear();
         let names: BTreeSet<String> = profiles.iter().map(|p| p.name_any()).collect();
         ctx.metrics.retain_node_series(|p| names.contains(p));
+        ctx.metrics.clocks.retain(|p| names.contains(p));
         ctx.metrics.write_refused_nodes.clear();
     }
     let api: Api<GpuNodeProfile> = Api::all(ctx.client.clone());
@@ -300,6 +301,7 @@ async fn update_profile(
     let view = ctx.ledger.no_execute_of(&name).unwrap_or_default();
     record_metrics(ctx, &name, t, engaged);
     record_budget(ctx, &name, &view);
+    ctx.metrics.clocks.start(&name);
     let budget = profile.spec.escalation.as_ref().map(|_| view);
     ctx.metrics
         .set_node_series(&name, node_series(&name, profile.spec.mode, t));
@@ -319,6 +321,7 @@ async fn update_profile(
         ),
         budget.as_ref(),
     );
+    let new = gpuready_core::status::with_time_to_ready(new, t, now);
     // A profile that got past admission yet breaks the CRD's rules says so.
     // So does one whose selector reads a label another profile sets.
     let problem = gpuready_core::status::profile_problem(profile)
@@ -453,8 +456,16 @@ fn record_budget(ctx: &Context, profile: &str, b: &BudgetView) {
     }
 }
 
+/// Nodes a profile exports per-node series for, per state (and per layer,
+/// and for gated devices): the first by name. A whole broken fleet would
+/// otherwise be hundreds of thousands of series (100,000 nodes × their
+/// failing layers), and one alert per node past a few hundred helps no one:
+/// `gpuready_nodes` counts them all.
+pub const MAX_NODE_SERIES: usize = 200;
+
 /// The per-node series of one profile: its not-ready nodes, their failing
-/// layers and their gated devices, straight from the tally.
+/// layers and their gated devices, straight from the tally, at most
+/// [`MAX_NODE_SERIES`] of each.
 fn node_series(profile: &str, mode: Mode, t: &ProfileTally) -> NodeSeries {
     let mode = match mode {
         Mode::Enforce => "Enforce",
@@ -463,7 +474,7 @@ fn node_series(profile: &str, mode: Mode, t: &ProfileTally) -> NodeSeries {
     // One series a gated node, in the states of `gpuready_nodes`: the chart's
     // not-ready alert reads "not_ready" only, GpuReadyMaintenanceTooLong reads
     // "maintenance"; a node waiting for another gate is neither.
-    let failing = t.not_ready.iter().map(|(node, e)| {
+    let failing = t.not_ready.iter().take(MAX_NODE_SERIES).map(|(node, e)| {
         let state = if t.conflicts.contains(node) {
             "conflict"
         } else {
@@ -474,10 +485,12 @@ fn node_series(profile: &str, mode: Mode, t: &ProfileTally) -> NodeSeries {
     let in_maintenance = t
         .maintenance
         .iter()
+        .take(MAX_NODE_SERIES)
         .map(|(node, e)| (node, "maintenance", &e.layer, &e.reason));
     let waiting = t
         .waiting_for_gate
         .iter()
+        .take(MAX_NODE_SERIES)
         .map(|(node, e)| (node, "waiting_for_gate", &e.layer, &e.reason));
     let not_ready = failing
         .chain(in_maintenance)
@@ -495,17 +508,21 @@ fn node_series(profile: &str, mode: Mode, t: &ProfileTally) -> NodeSeries {
         .layers
         .iter()
         .flat_map(|(layer, lt)| {
-            lt.failing.iter().map(move |(node, reason)| NodeLayer {
-                profile: profile.to_owned(),
-                node: node.clone(),
-                layer: layer.to_string(),
-                reason: reason.clone(),
-            })
+            lt.failing
+                .iter()
+                .take(MAX_NODE_SERIES)
+                .map(move |(node, reason)| NodeLayer {
+                    profile: profile.to_owned(),
+                    node: node.clone(),
+                    layer: layer.to_string(),
+                    reason: reason.clone(),
+                })
         })
         .collect();
     let tainted_devices = t
         .tainted_devices
         .iter()
+        .take(MAX_NODE_SERIES)
         .map(|(node, devices)| {
             (
                 ProfileNode {

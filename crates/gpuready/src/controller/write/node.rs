@@ -11,12 +11,14 @@ use std::time::{Duration, Instant};
 
 use gpuready_api::GpuNodeProfile;
 use gpuready_api::keys;
-use gpuready_core::devices::DeviceRuleChange;
+use gpuready_core::clocks::{self, Observation};
+use gpuready_core::devices::{DeviceRuleChange, RuleAction};
 use gpuready_core::node_book::Turn;
 use gpuready_core::plan::records_taint;
 use gpuready_core::write_step::{WriteStep, needs_crd};
 use gpuready_core::{
-    ConditionChange, GovernanceKind, NodeAssessment, NodeChanges, NodeFacts, PlanOptions, judge,
+    ConditionChange, GovernanceKind, NodeAssessment, NodeChanges, NodeFacts, PlanOptions,
+    TaintChangeKind, judge,
 };
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
@@ -133,8 +135,7 @@ async fn reconcile_inner(cached: Arc<CachedNode>, ctx: &Context) -> Result<Actio
             .flatten();
         match write_changes(ctx, &node, &changes, held_refusal).await {
             Ok(done) => {
-                let with_taint = changes.taint.is_some();
-                return Ok(written(ctx, &node, &d, done, rest_deferred, with_taint).await);
+                return Ok(written(ctx, &node, &d, done, rest_deferred, &changes).await);
             }
             Err(Error::Kube(e)) if is_conflict(&e) => {
                 debug!("a write met a newer node (409); re-reading and planning again");
@@ -205,6 +206,8 @@ async fn decide(ctx: &Context, node: &Node, now: Timestamp) -> (Decision, WriteS
     let facts = ctx.with_group(ctx.facts_of(node), &pairs);
     let mut judgement = judge(&facts, &pairs, now);
     let hold = ctx.ledger.turn(&Turn::of(&facts, &judgement.verdict), now);
+    let seen = Observation::of(&facts, &judgement.verdict, now);
+    let finished_wait = ctx.ledger.clock(&facts.name, seen.as_ref(), now);
     // After the turn, so an engaged brake holds this pass's escalations too.
     let ask = judgement.no_execute_ask(&facts);
     let grant = ctx
@@ -213,7 +216,8 @@ async fn decide(ctx: &Context, node: &Node, now: Timestamp) -> (Decision, WriteS
     judgement.hold_no_execute(&facts, &grant);
     let verdict = judgement.verdict.clone();
     let refused = ctx.ledger.is_refused(&facts.name);
-    let assessment = judgement.plan(&facts, &plan_options(ctx, now, hold, refused));
+    let mut assessment = judgement.plan(&facts, &plan_options(ctx, now, hold, refused));
+    assessment.record_wait(&facts, finished_wait.as_ref());
     let crd = ctx
         .crd
         .view_for(needs_crd(&assessment.changes, assessment.governance))
@@ -236,7 +240,8 @@ async fn decide(ctx: &Context, node: &Node, now: Timestamp) -> (Decision, WriteS
     )
 }
 
-/// After the writes passed: the book notes them (ending a refusal), the
+/// After the writes passed: the book notes them (ending a refusal), both
+/// clocks are read (a finished wait on the node, a gate just placed), the
 /// DeviceTaintRule changes and the transition Events are published — a
 /// deferred condition brings its Event when it is written.
 async fn written(
@@ -245,13 +250,15 @@ async fn written(
     d: &Decision,
     (version, rules_done): (Option<String>, Vec<DeviceRuleChange>),
     rest_deferred: bool,
-    with_taint: bool,
+    sent: &NodeChanges,
 ) -> Action {
     let wrote = version.is_some();
+    let with_taint = sent.taint.is_some();
     if let Some(p) = ctx.ledger.written(&d.facts.name, version, with_taint) {
         ctx.profile_changed(p);
     }
     let a = &d.assessment;
+    read_clocks(ctx, d, sent, &rules_done);
     device_rules::publish(ctx, node, a.profile.as_deref(), &rules_done).await;
     if wrote && !rest_deferred {
         publish_transition(ctx, node, &d.facts, a).await;
@@ -260,6 +267,42 @@ async fn written(
     }
     debug!(ready = ?a.ready, reason = %a.reason, wrote, "reconciled");
     next_check(ctx, a)
+}
+
+/// The two clocks, once a write passed: the node's finished wait is on it
+/// (sent now, or already there) → `gpuready_time_to_ready_seconds` and, for
+/// a join, every step's `gpuready_layer_ready_seconds`; a gate placed now
+/// (taint added, a device rule created) → `gpuready_time_to_gate_seconds`
+/// from the fault's evidence.
+fn read_clocks(ctx: &Context, d: &Decision, sent: &NodeChanges, rules_done: &[DeviceRuleChange]) {
+    let a = &d.assessment;
+    let Some(profile) = a.profile.as_deref() else {
+        return;
+    };
+    let wait_on_node = sent
+        .annotations
+        .as_ref()
+        .is_some_and(|m| m.contains_key(keys::ANNOTATION_TIMELINE))
+        || (a.ready == Some(true) && !a.writes_wait());
+    if wait_on_node && let Some(r) = ctx.ledger.wait_written(&d.facts.name) {
+        ctx.metrics.observe_wait(profile, &r);
+    }
+    // A node that was ready (a joining node's first taint answers no fault).
+    let was_ready = d.facts.labels.get(keys::LABEL_READY).map(String::as_str) == Some("true");
+    let node_gated = was_ready
+        && sent
+            .taint
+            .as_ref()
+            .is_some_and(|t| t.kind == TaintChangeKind::Add);
+    let device_gated = rules_done
+        .iter()
+        .any(|r| r.action == RuleAction::Create && r.taints());
+    if (node_gated || device_gated)
+        && let Some((source, at)) = clocks::fault_evidence(&d.facts, &d.verdict, !node_gated)
+    {
+        let seconds = Timestamp::now().duration_since(at).as_secs_f64().max(0.0);
+        ctx.metrics.observe_gate(profile, source, seconds);
+    }
 }
 
 /// The API server refused part of the write: the book notes it for the
