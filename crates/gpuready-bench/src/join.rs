@@ -14,6 +14,7 @@ use tokio::sync::watch;
 
 use crate::error::Error;
 use crate::observe::Counts;
+use crate::process;
 use crate::{Controller, LONG_WAIT, diff, fleet, floor, percentile, sample, wait_counts};
 
 /// One side of one storm.
@@ -50,6 +51,44 @@ pub struct JoinRow {
     pub cpu_until_last_untaint: f64,
     /// Failed reconciles by kind over the whole storm.
     pub errors: BTreeMap<String, u64>,
+    /// `gpuready_time_to_ready_seconds{kind="join"}` observed over the storm
+    /// (the buckets after less those before): what a dashboard shows of it.
+    pub metric: Vec<(f64, u64)>,
+}
+
+impl JoinRow {
+    /// The storm's p99 as Prometheus reads it from the histogram, beside the
+    /// watch's, and whether they agree within a bucket (the same bucket or
+    /// the next): the record counts whole seconds from `creationTimestamp`.
+    fn metric_against_watch(&self) -> String {
+        let count = self.metric.last().map_or(0, |b| b.1);
+        let Some(p99) = process::quantile(&self.metric, 0.99) else {
+            return "– (no joins observed: a gpuready without the histogram)".into();
+        };
+        let watch = self.gpuready.p99.as_secs_f64();
+        let (a, b) = (
+            process::bucket_of(&self.metric, p99),
+            process::bucket_of(&self.metric, watch),
+        );
+        let bounds = |i: usize| {
+            let upper = self.metric.get(i).map_or(f64::INFINITY, |x| x.0);
+            let lower = i
+                .checked_sub(1)
+                .and_then(|j| self.metric.get(j))
+                .map_or(0.0, |x| x.0);
+            format!("{lower}–{upper} s")
+        };
+        let verdict = match a.abs_diff(b) {
+            0 => "the same bucket",
+            1 => "the next bucket",
+            _ => "**more than a bucket apart**",
+        };
+        format!(
+            "{p99:.2} s ({}; {count} joins counted) / {watch:.2} s ({}): {verdict}",
+            bounds(a),
+            bounds(b)
+        )
+    }
 }
 
 /// Creation → untaint for each joiner, from `changed` (when the observer saw
@@ -180,6 +219,7 @@ pub async fn gpuready_storm(
         reconciles_before_last_untaint: untainted.reconciles.saturating_sub(before.reconciles),
         cpu_until_last_untaint,
         errors: diff(&after.errors, &before.errors),
+        metric: process::bucket_diff(&after.join_buckets, &before.join_buckets),
         ..JoinRow::default()
     })
 }
@@ -332,6 +372,12 @@ fn rows_each(line: &mut impl FnMut(&str, &dyn Fn(&crate::Row) -> String), storms
                     )
                 })
             },
+        );
+        line(
+            &format!(
+                "join storm of {j}: p99 from `gpuready_time_to_ready_seconds{{kind=\"join\"}}` / from the watch"
+            ),
+            &|r| cell(r, &|s| s.metric_against_watch()),
         );
         line(
             &format!("join storm of {j}: gpuready, every joiner GpuReady=True after"),

@@ -246,6 +246,8 @@ struct Row {
     rest_window: Duration,
     /// gpuready's CPU over the rest window (the fleet converged, nothing changing).
     rest_cpu: f64,
+    /// Samples in one scrape at rest: all, and the per-node families'.
+    rest_series: (usize, usize),
     dra: Option<DraRow>,
     /// One per `--joins` size.
     joins: Vec<join::JoinRow>,
@@ -444,6 +446,10 @@ struct Sample {
     reconcile_seconds: f64,
     /// Failed reconciles by error kind.
     errors: BTreeMap<String, u64>,
+    /// `gpuready_time_to_ready_seconds{kind="join"}`'s buckets, every profile.
+    join_buckets: Vec<(f64, u64)>,
+    /// Samples in the scrape: all, and the per-node families'.
+    series: (usize, usize),
 }
 
 fn sample(port: u16) -> Sample {
@@ -460,6 +466,8 @@ fn sample(port: u16) -> Sample {
         reconciles: value("gpuready_reconcile_duration_seconds_count") as u64,
         reconcile_seconds: value("gpuready_reconcile_duration_seconds_sum"),
         errors: process::family(&text, "gpuready_reconcile_errors_total", "kind"),
+        join_buckets: process::buckets(&text, "gpuready_time_to_ready_seconds", "kind=\"join\""),
+        series: process::series(&text),
     }
 }
 
@@ -1059,6 +1067,7 @@ async fn bench(n: usize, args: &Args, bin: &Path) -> Result<Row, Error> {
     row.rest_window = rest.elapsed();
     row.rest_writes = process::write_requests(&diff(&after.requests, &before.requests));
     row.rest_writes_by_kind = diff(&after.writes, &before.writes);
+    row.rest_series = after.series;
     (row.rss_rest_kib, row.rss_peak_kib) = process::rss_kib(ctl.pid());
     if args.faults > 0 {
         let rounds = usize::from(args.fault_rounds);
@@ -1477,6 +1486,10 @@ fn rest_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
             r.rest_cpu * 1000.0 / r.rest_window.as_secs_f64().max(1.0)
         )
     });
+    line(
+        "gpuready: samples in one /metrics scrape at rest (of them per-node `gpuready_node_*`)",
+        &|r| format!("{} ({})", r.rest_series.0, r.rest_series.1),
+    );
     line("gpuready: writes/s at rest", &|r| {
         format!(
             "{:.3} ({} in {:.0} s; by kind: {})",
