@@ -12,6 +12,7 @@ use jiff::Timestamp;
 
 use crate::NodeAssessment;
 use crate::facts::NodeFacts;
+use crate::plan::TaintChangeKind;
 use crate::report::{NodeState, Status};
 use crate::timeline::{EpisodeKind, ReadyRecord, Step};
 
@@ -35,6 +36,10 @@ pub struct Observation {
     pub repaired_at: Option<Timestamp>,
     /// When `GpuReady` last turned to what it is, when that is not True.
     pub not_ready_since: Option<Timestamp>,
+    /// This verdict takes gpuready's taint off: the node waited on it, even
+    /// when gpuready saw it first Ready (a node registered with the taint
+    /// whose layers were all up by the first verdict; a new leader's first).
+    pub untaints: bool,
 }
 
 impl Observation {
@@ -66,6 +71,11 @@ impl Observation {
                 && facts.labels.get(keys::LABEL_READY).map(String::as_str) != Some("true"),
             repaired_at,
             not_ready_since,
+            untaints: verdict
+                .changes
+                .taint
+                .as_ref()
+                .is_some_and(|t| t.kind == TaintChangeKind::Remove),
         })
     }
 }
@@ -151,12 +161,14 @@ impl Clock {
 }
 
 /// Advances a node's clock by one verdict: opens one when a Ready node turns
-/// not Ready, closes its record when it is Ready again. Returns the record
+/// not Ready (or a node is first seen Ready under gpuready's taint), closes
+/// its record when it is Ready again. Returns the record
 /// due (the wait is over; the caller writes it and then drops the clock).
 pub fn advance(clock: &mut Option<Clock>, o: &Observation, now: Timestamp) -> Option<ReadyRecord> {
     let ready = o.state == NodeState::Ready;
     match clock {
-        None if ready => return None,
+        // Ready with nothing held: no wait to time.
+        None if ready && !o.untaints => return None,
         // Not ready again before the last wait's record went out: a new wait.
         Some(c) if !ready && c.ready_at.is_some() => *clock = None,
         _ => {}
@@ -241,7 +253,28 @@ mod tests {
             never_ready: true,
             repaired_at: None,
             not_ready_since: None,
+            untaints: false,
         }
+    }
+
+    #[test]
+    fn a_node_first_seen_ready_under_the_taint_waited_from_registration() {
+        // Registered with gpuready's taint, every layer up by the first
+        // verdict (a join storm of warm nodes): the wait ends as it is seen.
+        let mut c = None;
+        let mut o = seen(NodeState::Ready, &[Layer::Node, Layer::Driver]);
+        o.untaints = true;
+        let r = advance(&mut c, &o, t(4)).expect("ready");
+        assert_eq!(
+            r.to_string(),
+            format!("kind=join started={} seconds=4 Node=4 Driver=4", t(0))
+        );
+        // The same node seen long after registration waited on a fault.
+        let mut c = None;
+        o.never_ready = false;
+        o.not_ready_since = Some(t(100));
+        let r = advance(&mut c, &o, t(130)).expect("ready");
+        assert_eq!((r.kind, r.seconds), (EpisodeKind::Fault, 30));
     }
 
     #[test]
