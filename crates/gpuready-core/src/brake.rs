@@ -62,7 +62,7 @@ impl BrakeConfig {
 pub struct BrakeState {
     /// Node → when it was last seen turning from ready to not ready.
     turns: BTreeMap<String, Timestamp>,
-    /// The same turns ordered by time, so [`BrakeState::update`] drops only
+    /// The same turns ordered by time, so `BrakeState::turn` drops only
     /// those past the window. (A scan of `turns` there made every reconcile
     /// of a fleet-wide burst cost O(nodes turned): O(n²) over the burst.)
     by_time: BTreeSet<(Timestamp, String)>,

@@ -1,4 +1,6 @@
-//! The `gpuready` command: `check`, `crd`, `nfd-crds`, and (in-cluster) `run`.
+//! The `gpuready` command: `check`, `crd`, `nfd-crds`, and in the cluster
+//! `run` (the controller), `probe` (the node agent) and `release` (the chart's
+//! uninstall hook).
 
 use std::io::IsTerminal as _;
 use std::process::ExitCode;
