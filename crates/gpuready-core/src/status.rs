@@ -1,6 +1,8 @@
 //! A GpuNodeProfile's status from the assessments of the nodes it matches: counts,
 //! kstatus-compatible conditions and a bounded not-ready summary.
 
+use std::collections::BTreeSet;
+
 use gpuready_api::keys::{self, reasons};
 use gpuready_api::profile::MAX_NOT_READY_SUMMARY;
 use gpuready_api::{GpuNodeProfileStatus, Layer, NotReadyNode};
@@ -110,279 +112,344 @@ pub fn status_from_tally(
     previous: Option<&GpuNodeProfileStatus>,
     now: Timestamp,
 ) -> GpuNodeProfileStatus {
+    let (ready, reason, message) = ready_state(profile_name, tally);
+    let mut conditions = vec![condition(
+        keys::CONDITION_READY,
+        ready,
+        reason,
+        message,
+        generation,
+        now,
+    )];
+    conditions.extend(layer_conditions(tally, generation, now));
+    conditions.push(stalled_condition(&tally.conflicts, generation, now));
+    conditions.extend(extra_conditions(extra, generation, now));
+    if let Some(prev) = previous {
+        keep_transition_times(&mut conditions, prev);
+    }
     let matched = tally.matched();
-    let mut conditions = Vec::new();
-    let not_ready_names = || -> String {
-        let names: Vec<String> = tally
-            .not_ready
-            .iter()
-            .take(MAX_NAMES_IN_MESSAGE)
-            .map(|(n, e)| format!("{n} ({})", e.reason))
-            .collect();
-        names_message(&names, tally.not_ready.len())
-    };
-    let ready_cond = if !tally.conflicts.is_empty() {
+    GpuNodeProfileStatus {
+        observed_generation: generation,
+        matched_nodes: count(matched),
+        ready_nodes: count(tally.counts.ready),
+        not_ready_nodes: count(tally.not_ready.len()),
+        conditions,
+        not_ready_summary: not_ready_summary(tally),
+        tainted_devices: count(tally.tainted_device_count()),
+        tainted_device_summary: tainted_device_summary(tally),
+        maintenance_nodes: count(tally.maintenance.len()),
+        waiting_for_gate_nodes: count(tally.waiting_for_gate.len()),
+        maintenance_summary: lifecycle_summary(&tally.maintenance),
+        waiting_for_gate_summary: lifecycle_summary(&tally.waiting_for_gate),
+        escalations: escalation_summary(tally),
+        held_by_system: held_by_system(tally),
+        not_evicted_pods: count(tally.not_evicted_pods),
+        no_execute: None,
+        time_to_ready: None,
+    }
+}
+
+/// A count as the status's `int32` field holds it (saturating).
+fn count(n: usize) -> i32 {
+    i32::try_from(n).unwrap_or(i32::MAX)
+}
+
+/// The Ready condition's status, reason and message: a conflict first (it
+/// needs a person), then no node, then maintenance or gates, then readiness.
+fn ready_state(profile_name: &str, tally: &ProfileTally) -> (bool, &'static str, String) {
+    let matched = tally.matched();
+    if !tally.conflicts.is_empty() {
         // A conflict needs a person; say so in the reason `kubectl get gnp`
         // shows, not as one more "not ready".
-        condition(
-            keys::CONDITION_READY,
+        return (
             false,
             reasons::CONFLICT,
             format!(
                 "{} node(s) also selected by another GpuNodeProfile: {}",
                 tally.conflicts.len(),
-                names_message(
-                    &tally
-                        .conflicts
-                        .iter()
-                        .take(MAX_NAMES_IN_MESSAGE)
-                        .cloned()
-                        .collect::<Vec<_>>(),
-                    tally.conflicts.len()
-                )
+                conflict_names(&tally.conflicts)
             ),
-            generation,
-            now,
-        )
-    } else if matched == 0 {
-        condition(
-            keys::CONDITION_READY,
+        );
+    }
+    if matched == 0 {
+        return (
             true,
             reasons::NO_NODES,
             format!("the nodeSelector of {profile_name} matches no node"),
-            generation,
-            now,
-        )
-    } else if tally.not_ready.is_empty()
-        && (!tally.maintenance.is_empty() || !tally.waiting_for_gate.is_empty())
-    {
-        // Maintenance is not failure, and a node another gate holds is not
-        // gpuready's to fail: nothing here needs a person (kstatus Current, a
-        // Flux health check passes through an upgrade wave); the reason and
-        // the counts tell.
-        let reason = if tally.maintenance.is_empty() {
-            keys::lifecycle::NODES_WAITING_FOR_GATE
-        } else {
-            keys::lifecycle::NODES_IN_MAINTENANCE
-        };
-        condition(
-            keys::CONDITION_READY,
-            true,
-            reason,
-            format!(
-                "no node fails: {} ready, {} in maintenance{}, {} waiting for another readiness gate{} (of {matched})",
-                tally.counts.ready,
-                tally.maintenance.len(),
-                lifecycle_names(&tally.maintenance),
-                tally.waiting_for_gate.len(),
-                lifecycle_names(&tally.waiting_for_gate),
-            ),
-            generation,
-            now,
-        )
-    } else if tally.not_ready.is_empty() {
-        condition(
-            keys::CONDITION_READY,
-            true,
-            reasons::READY,
-            format!("all {matched} node(s) are ready"),
-            generation,
-            now,
-        )
-    } else if tally.not_ready_observed == tally.not_ready.len() {
+        );
+    }
+    if tally.not_ready.is_empty() {
+        return held_or_ready(tally, matched);
+    }
+    if tally.not_ready_observed == tally.not_ready.len() {
         // Observe: gpuready writes nothing to these nodes, so there is nothing
         // to wait for. Ready=True (kstatus Current, a Flux health check passes);
         // the reason and the counts tell that nodes are not ready.
-        condition(
-            keys::CONDITION_READY,
+        return (
             true,
             reasons::OBSERVED_NODES_NOT_READY,
             format!(
                 "Observe mode (report only): {}/{matched} node(s) not ready: {}",
                 tally.not_ready.len(),
-                not_ready_names()
+                not_ready_names(tally)
             ),
-            generation,
-            now,
-        )
-    } else {
-        condition(
-            keys::CONDITION_READY,
-            false,
-            reasons::NODES_NOT_READY,
-            format!(
-                "{}/{matched} node(s) not ready: {}",
-                tally.not_ready.len(),
-                not_ready_names()
-            ),
-            generation,
-            now,
-        )
-    };
-    conditions.push(ready_cond);
-
-    let governed = tally.counts.governed;
-    for layer in Layer::every() {
-        let empty = LayerTally::default();
-        let t = tally.layers.get(&layer).unwrap_or(&empty);
-        // The optional layers are judged only where their evidence exists or
-        // the profile asks for them; a profile none of whose nodes has one
-        // gets no condition for it.
-        if Layer::OPTIONAL.contains(&layer) && t.ready == 0 && t.failing.is_empty() {
-            continue;
-        }
-        let c = if t.failing.is_empty() {
-            condition(
-                &layer.condition_type(),
-                true,
-                reasons::READY,
-                format!("{layer} is Ready on all {governed} governed node(s)"),
-                generation,
-                now,
-            )
-        } else {
-            let top = t
-                .reasons
-                .iter()
-                .max_by_key(|(_, n)| **n)
-                .map(|(r, _)| r.as_str())
-                .unwrap_or("NotReady");
-            let names: Vec<String> = t
-                .failing
-                .iter()
-                .take(MAX_NAMES_IN_MESSAGE)
-                .map(|(n, r)| format!("{n} ({r})"))
-                .collect();
-            condition(
-                &layer.condition_type(),
-                false,
-                top,
-                format!(
-                    "{}/{governed} node(s): {}",
-                    t.failing.len(),
-                    names_message(&names, t.failing.len())
-                ),
-                generation,
-                now,
-            )
-        };
-        conditions.push(c);
+        );
     }
+    (
+        false,
+        reasons::NODES_NOT_READY,
+        format!(
+            "{}/{matched} node(s) not ready: {}",
+            tally.not_ready.len(),
+            not_ready_names(tally)
+        ),
+    )
+}
 
-    let conflicts = &tally.conflicts;
-    conditions.push(if conflicts.is_empty() {
-        condition(
+/// The Ready state when no node fails: in maintenance, waiting for another
+/// gate, or simply ready.
+fn held_or_ready(tally: &ProfileTally, matched: usize) -> (bool, &'static str, String) {
+    if tally.maintenance.is_empty() && tally.waiting_for_gate.is_empty() {
+        return (
+            true,
+            reasons::READY,
+            format!("all {matched} node(s) are ready"),
+        );
+    }
+    // Maintenance is not failure, and a node another gate holds is not
+    // gpuready's to fail: nothing here needs a person (kstatus Current, a
+    // Flux health check passes through an upgrade wave); the reason and
+    // the counts tell.
+    let reason = if tally.maintenance.is_empty() {
+        keys::lifecycle::NODES_WAITING_FOR_GATE
+    } else {
+        keys::lifecycle::NODES_IN_MAINTENANCE
+    };
+    (
+        true,
+        reason,
+        format!(
+            "no node fails: {} ready, {} in maintenance{}, {} waiting for another readiness gate{} (of {matched})",
+            tally.counts.ready,
+            tally.maintenance.len(),
+            lifecycle_names(&tally.maintenance),
+            tally.waiting_for_gate.len(),
+            lifecycle_names(&tally.waiting_for_gate),
+        ),
+    )
+}
+
+/// The first not-ready nodes with their reasons, for a condition message.
+fn not_ready_names(tally: &ProfileTally) -> String {
+    let names: Vec<String> = tally
+        .not_ready
+        .iter()
+        .take(MAX_NAMES_IN_MESSAGE)
+        .map(|(n, e)| format!("{n} ({})", e.reason))
+        .collect();
+    names_message(&names, tally.not_ready.len())
+}
+
+/// The first nodes in conflict, for a condition message.
+fn conflict_names(conflicts: &BTreeSet<String>) -> String {
+    names_message(
+        &conflicts
+            .iter()
+            .take(MAX_NAMES_IN_MESSAGE)
+            .cloned()
+            .collect::<Vec<_>>(),
+        conflicts.len(),
+    )
+}
+
+/// One condition per layer, in layer order, leaving out the optional layers
+/// no node has evidence for.
+fn layer_conditions(
+    tally: &ProfileTally,
+    generation: Option<i64>,
+    now: Timestamp,
+) -> Vec<Condition> {
+    let empty = LayerTally::default();
+    Layer::every()
+        .filter_map(|layer| {
+            let t = tally.layers.get(&layer).unwrap_or(&empty);
+            // The optional layers are judged only where their evidence exists or
+            // the profile asks for them; a profile none of whose nodes has one
+            // gets no condition for it.
+            if Layer::OPTIONAL.contains(&layer) && t.ready == 0 && t.failing.is_empty() {
+                return None;
+            }
+            Some(layer_condition(
+                layer,
+                t,
+                tally.counts.governed,
+                generation,
+                now,
+            ))
+        })
+        .collect()
+}
+
+/// A layer's condition: Ready on every governed node, or the most common
+/// reason of those failing and the first of them.
+fn layer_condition(
+    layer: Layer,
+    t: &LayerTally,
+    governed: usize,
+    generation: Option<i64>,
+    now: Timestamp,
+) -> Condition {
+    if t.failing.is_empty() {
+        return condition(
+            &layer.condition_type(),
+            true,
+            reasons::READY,
+            format!("{layer} is Ready on all {governed} governed node(s)"),
+            generation,
+            now,
+        );
+    }
+    let top = t
+        .reasons
+        .iter()
+        .max_by_key(|(_, n)| **n)
+        .map(|(r, _)| r.as_str())
+        .unwrap_or("NotReady");
+    let names: Vec<String> = t
+        .failing
+        .iter()
+        .take(MAX_NAMES_IN_MESSAGE)
+        .map(|(n, r)| format!("{n} ({r})"))
+        .collect();
+    condition(
+        &layer.condition_type(),
+        false,
+        top,
+        format!(
+            "{}/{governed} node(s): {}",
+            t.failing.len(),
+            names_message(&names, t.failing.len())
+        ),
+        generation,
+        now,
+    )
+}
+
+/// Stalled: whether nodes are in conflict with another profile.
+fn stalled_condition(
+    conflicts: &BTreeSet<String>,
+    generation: Option<i64>,
+    now: Timestamp,
+) -> Condition {
+    if conflicts.is_empty() {
+        return condition(
             CONDITION_STALLED,
             false,
             "NoConflicts",
             "no node is selected by another profile too".into(),
             generation,
             now,
-        )
-    } else {
+        );
+    }
+    condition(
+        CONDITION_STALLED,
+        true,
+        reasons::CONFLICT,
+        format!(
+            "{} node(s) also selected by another GpuNodeProfile, left as they are: {}",
+            conflicts.len(),
+            conflict_names(conflicts)
+        ),
+        generation,
+        now,
+    )
+}
+
+/// The conditions the controller contributes: the safety brake, then NFD's CRDs.
+fn extra_conditions(
+    extra: &ExtraConditions,
+    generation: Option<i64>,
+    now: Timestamp,
+) -> Vec<Condition> {
+    let brake = extra.brake.as_ref().map(|b| {
         condition(
-            CONDITION_STALLED,
-            true,
-            reasons::CONFLICT,
-            format!(
-                "{} node(s) also selected by another GpuNodeProfile, left as they are: {}",
-                conflicts.len(),
-                names_message(
-                    &conflicts
-                        .iter()
-                        .take(MAX_NAMES_IN_MESSAGE)
-                        .cloned()
-                        .collect::<Vec<_>>(),
-                    conflicts.len()
-                )
-            ),
-            generation,
-            now,
-        )
-    });
-    if let Some(b) = &extra.brake {
-        conditions.push(condition(
             keys::CONDITION_SAFETY_BRAKE,
             b.engaged,
             &b.reason,
             b.message.clone(),
             generation,
             now,
-        ));
-    }
-    if let Some(n) = &extra.nfd_crds {
-        conditions.push(condition(
+        )
+    });
+    let nfd_crds = extra.nfd_crds.as_ref().map(|n| {
+        condition(
             keys::CONDITION_NFD_CRDS,
             n.ready,
             &n.reason,
             n.message.clone(),
             generation,
             now,
-        ));
-    }
+        )
+    });
+    brake.into_iter().chain(nfd_crds).collect()
+}
 
-    // Keep each condition's lastTransitionTime while its status holds.
-    if let Some(prev) = previous {
-        for c in &mut conditions {
-            if let Some(p) = prev
-                .conditions
-                .iter()
-                .find(|p| p.type_ == c.type_ && p.status == c.status)
-            {
-                c.last_transition_time = p.last_transition_time.clone();
-            }
+/// Keeps each condition's lastTransitionTime while its status holds.
+fn keep_transition_times(conditions: &mut [Condition], previous: &GpuNodeProfileStatus) {
+    for c in conditions {
+        if let Some(p) = previous
+            .conditions
+            .iter()
+            .find(|p| p.type_ == c.type_ && p.status == c.status)
+        {
+            c.last_transition_time = p.last_transition_time.clone();
         }
     }
+}
 
-    GpuNodeProfileStatus {
-        observed_generation: generation,
-        matched_nodes: i32::try_from(matched).unwrap_or(i32::MAX),
-        ready_nodes: i32::try_from(tally.counts.ready).unwrap_or(i32::MAX),
-        not_ready_nodes: i32::try_from(tally.not_ready.len()).unwrap_or(i32::MAX),
-        conditions,
-        not_ready_summary: tally
-            .not_ready
-            .iter()
-            .take(MAX_NOT_READY_SUMMARY)
-            .map(|(name, e)| NotReadyNode {
-                name: name.clone(),
-                layer: e.layer.clone(),
-                reason: e.reason.clone(),
-            })
-            .collect(),
-        tainted_devices: i32::try_from(tally.tainted_device_count()).unwrap_or(i32::MAX),
-        tainted_device_summary: tally
-            .tainted_devices
-            .iter()
-            .take(MAX_NOT_READY_SUMMARY)
-            .map(|(node, devices)| gpuready_api::profile::TaintedDevices {
-                node: node.clone(),
-                devices: devices.iter().take(64).cloned().collect(),
-            })
-            .collect(),
-        maintenance_nodes: i32::try_from(tally.maintenance.len()).unwrap_or(i32::MAX),
-        waiting_for_gate_nodes: i32::try_from(tally.waiting_for_gate.len()).unwrap_or(i32::MAX),
-        maintenance_summary: lifecycle_summary(&tally.maintenance),
-        waiting_for_gate_summary: lifecycle_summary(&tally.waiting_for_gate),
-        escalations: tally
-            .escalations
-            .values()
-            .flatten()
-            .take(MAX_NOT_READY_SUMMARY)
-            .map(|e| gpuready_api::DeviceEscalation {
-                eviction: e.eviction.as_ref().map(|m| m.chars().take(512).collect()),
-                not_evicted: e
-                    .not_evicted
-                    .as_ref()
-                    .map(|m| m.chars().take(512).collect()),
-                ..e.clone()
-            })
-            .collect(),
-        held_by_system: held_by_system(tally),
-        not_evicted_pods: i32::try_from(tally.not_evicted_pods).unwrap_or(i32::MAX),
-        no_execute: None,
-        time_to_ready: None,
-    }
+/// The first not-ready nodes, with the layer and reason that hold each.
+fn not_ready_summary(tally: &ProfileTally) -> Vec<NotReadyNode> {
+    tally
+        .not_ready
+        .iter()
+        .take(MAX_NOT_READY_SUMMARY)
+        .map(|(name, e)| NotReadyNode {
+            name: name.clone(),
+            layer: e.layer.clone(),
+            reason: e.reason.clone(),
+        })
+        .collect()
+}
+
+/// The first nodes with gated devices, with (at most 64 of) their devices.
+fn tainted_device_summary(tally: &ProfileTally) -> Vec<gpuready_api::profile::TaintedDevices> {
+    tally
+        .tainted_devices
+        .iter()
+        .take(MAX_NOT_READY_SUMMARY)
+        .map(|(node, devices)| gpuready_api::profile::TaintedDevices {
+            node: node.clone(),
+            devices: devices.iter().take(64).cloned().collect(),
+        })
+        .collect()
+}
+
+/// The first escalating devices, their long messages cut to 512 characters.
+fn escalation_summary(tally: &ProfileTally) -> Vec<gpuready_api::DeviceEscalation> {
+    tally
+        .escalations
+        .values()
+        .flatten()
+        .take(MAX_NOT_READY_SUMMARY)
+        .map(|e| gpuready_api::DeviceEscalation {
+            eviction: e.eviction.as_ref().map(|m| m.chars().take(512).collect()),
+            not_evicted: e
+                .not_evicted
+                .as_ref()
+                .map(|m| m.chars().take(512).collect()),
+            ..e.clone()
+        })
+        .collect()
 }
 
 fn lifecycle_summary(

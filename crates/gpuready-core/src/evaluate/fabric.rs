@@ -11,11 +11,13 @@
 
 use gpuready_api::keys::{fabric as reasons, nvidia};
 use gpuready_api::probe::{
-    FabricPhase, IMEX_CONFIG_PATH, IMEX_DEFAULT_SOCKET, IMEX_UNIT, ImexHost, ImexUnit, ProbeReport,
-    SocketState, UnitState,
+    FabricPhase, GpuState, IMEX_CONFIG_PATH, IMEX_DEFAULT_SOCKET, IMEX_UNIT, ImexHost, ImexUnit,
+    ProbeReport, SocketState, UnitState,
 };
 use gpuready_api::validate::parse_clique;
-use gpuready_api::{ComputeDomainCliquePolicy, GpuNodeProfileSpec, ImexMode, ProbePolicy};
+use gpuready_api::{
+    ComputeDomainCliquePolicy, FabricExpectation, GpuNodeProfileSpec, ImexMode, ProbePolicy,
+};
 
 use super::verdict::{Verdict, not_ready, ready, unknown};
 use crate::clique_groups::{GroupTally, Standing};
@@ -36,29 +38,96 @@ pub(super) fn fabric_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verd
     let Some(f) = &spec.fabric else {
         return ready(reasons::FABRIC_READY, "no fabric expectation");
     };
-    // The clique label: present, well-formed, and one the profile expects.
+    fabric_verdict(f, facts).unwrap_or_else(|v| v)
+}
+
+/// The node's clique label, and the cluster and clique it names.
+struct Clique<'a> {
+    label: &'a str,
+    cluster: String,
+    id: u32,
+}
+
+/// The rules in the order they speak; `Err` is the first the node fails.
+fn fabric_verdict(f: &FabricExpectation, facts: &NodeFacts) -> Result<Verdict, Verdict> {
+    let clique = expected_clique(f, facts)?;
+    let label = clique.label;
+    // What the ready message adds: the group's and the ComputeDomains' word.
+    let mut notes = String::new();
+    // The node's group: one clique for all of it.
+    if let Some(key) = &f.group_by_label {
+        let note = group_rule(key, label, f, facts)?;
+        notes.push_str(&format!("; {note}"));
+    }
+    let report = match &facts.probe {
+        Some(ProbeEvidence::Report(r)) => Some(r.as_ref()),
+        _ => None,
+    };
+    let (min, driver) = imex_driver(f, facts, report)?;
+    // The DRA driver's ComputeDomainCliques that name the node.
+    if f.compute_domain_cliques != ComputeDomainCliquePolicy::Ignore {
+        let note = compute_domain_rule(f.compute_domain_cliques, label, facts)?;
+        notes.push_str(&format!("; {note}"));
+    }
+    // Every GPU's fabric registration, from the probe.
+    let Some(report) = report else {
+        return Ok(without_probe(f, &clique, driver, &notes));
+    };
+    registration_rule(report, &clique)?;
+    if let Some(v) = imex_domain_recovery(report, label) {
+        return Err(v);
+    }
+    // The host's IMEX service, as the DRA driver's IMEX mode needs it.
+    if let Some(mode) = f.imex_mode {
+        let note = imex_rule(mode, report)?;
+        notes.push_str(&format!("; {note}"));
+    }
+    Ok(ready(
+        reasons::FABRIC_READY,
+        format!(
+            "{}={label}{}; all {} GPU(s) registered with the fabric in clique {} (NVML, probe report); driver {} ({}){notes}",
+            nvidia::GPU_CLIQUE,
+            if f.cliques.is_empty() {
+                String::new()
+            } else {
+                " (an expected clique)".to_owned()
+            },
+            report.gpus.len(),
+            clique.id,
+            driver.map_or_else(|| "unknown".to_owned(), |d| d.to_string()),
+            min.map_or_else(
+                || "no minimum: host-managed IMEX".to_owned(),
+                |m| format!("minimum {m}")
+            ),
+        ),
+    )
+    .via(Source::ProbeReport))
+}
+
+/// The clique label: present, well-formed, and one the profile expects.
+fn expected_clique<'a>(f: &FabricExpectation, facts: &'a NodeFacts) -> Result<Clique<'a>, Verdict> {
     let Some(label) = facts.labels.get(nvidia::GPU_CLIQUE) else {
-        return not_ready(
+        return Err(not_ready(
             reasons::CLIQUE_LABEL_MISSING,
             format!(
                 "no {} label: GFD writes it only when the GPUs are attached to an NVLink fabric (registration completed with success) and agree on one cluster UUID and clique ID; check nvidia-fabricmanager / the NVLink switch trays, and that GFD runs on the node",
                 nvidia::GPU_CLIQUE
             ),
         )
-        .via(Source::GfdLabels);
+        .via(Source::GfdLabels));
     };
-    let Some((cluster, clique)) = parse_clique(label) else {
-        return not_ready(
+    let Some((cluster, id)) = parse_clique(label) else {
+        return Err(not_ready(
             reasons::CLIQUE_LABEL_MALFORMED,
             format!(
                 "{}={label:?} is not <cluster UUID>.<clique ID> as GFD writes it",
                 nvidia::GPU_CLIQUE
             ),
         )
-        .via(Source::GfdLabels);
+        .via(Source::GfdLabels));
     };
     if !f.cliques.is_empty() && !f.cliques.iter().any(|c| c == label) {
-        return not_ready(
+        return Err(not_ready(
             reasons::UNEXPECTED_CLIQUE,
             format!(
                 "{}={label} is not the profile's NVLink domain ({}): the node's GPUs registered with another NVLink partition or cluster; check the fabric manager's partition and the rack's NVLink switch trays, or fix fabric.cliques",
@@ -66,26 +135,23 @@ pub(super) fn fabric_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verd
                 f.cliques.join(", ")
             ),
         )
-        .via(Source::GfdLabels);
+        .via(Source::GfdLabels));
     }
-    // What the ready message adds: the group's and the ComputeDomains' word.
-    let mut notes = String::new();
-    // The node's group: one clique for all of it.
-    if let Some(key) = &f.group_by_label {
-        match group_rule(key, label, f, facts) {
-            Ok(note) => notes.push_str(&format!("; {note}")),
-            Err(v) => return v,
-        }
-    }
-    // The driver IMEX needs. The default is what the DRA driver checks for
-    // the IMEX daemons it runs; host-managed IMEX has none of those.
+    Ok(Clique { label, cluster, id })
+}
+
+/// The minimum driver IMEX needs and the node's driver (GFD's label, else the
+/// probe's); `Err` when the driver is older. The default minimum is what the
+/// DRA driver checks for the IMEX daemons it runs; host-managed IMEX has none
+/// of those.
+fn imex_driver<'f>(
+    f: &'f FabricExpectation,
+    facts: &NodeFacts,
+    report: Option<&ProbeReport>,
+) -> Result<(Option<&'f str>, Option<DriverVersion>), Verdict> {
     let min = f.min_driver_version.as_deref().or_else(|| {
         (f.imex_mode != Some(ImexMode::HostManaged)).then_some(DEFAULT_MIN_IMEX_DRIVER)
     });
-    let report = match &facts.probe {
-        Some(ProbeEvidence::Report(r)) => Some(r.as_ref()),
-        _ => None,
-    };
     let driver = facts.gfd.driver.present().cloned().or_else(|| {
         report
             .and_then(|r| r.driver_version.as_deref())
@@ -94,7 +160,7 @@ pub(super) fn fabric_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verd
     if let (Some(Ok(min)), Some(d)) = (min.map(DriverVersion::parse), &driver)
         && *d < min
     {
-        return not_ready(
+        return Err(not_ready(
             reasons::DRIVER_TOO_OLD_FOR_IMEX,
             if f.imex_mode == Some(ImexMode::HostManaged) {
                 format!("driver {d} < {min} (fabric.minDriverVersion); upgrade the driver")
@@ -103,127 +169,116 @@ pub(super) fn fabric_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verd
                     "driver {d} < {min}: IMEX daemons with DNS names (the NVIDIA DRA driver's ComputeDomains) need {min} or later; upgrade the driver"
                 )
             },
-        );
+        ));
     }
-    // The DRA driver's ComputeDomainCliques that name the node.
-    if f.compute_domain_cliques != ComputeDomainCliquePolicy::Ignore {
-        match compute_domain_rule(f.compute_domain_cliques, label, facts) {
-            Ok(note) => notes.push_str(&format!("; {note}")),
-            Err(v) => return v,
-        }
-    }
-    // Every GPU's fabric registration, from the probe.
-    let Some(report) = report else {
-        let message = format!(
-            "{}={label} (cluster {cluster}, clique {clique}) but no probe report: the label does not show that every GPU registered with the fabric (GFD leaves a failed GPU out); run gpuready probe on the node",
-            nvidia::GPU_CLIQUE
-        );
-        return match f.when_probe_missing {
-            ProbePolicy::Ignore => ready(
-                reasons::FABRIC_READY,
-                format!(
-                    "{}={label}; driver {}; per-GPU fabric state{} not read (no probe report, fabric.whenProbeMissing Ignore){notes}",
-                    nvidia::GPU_CLIQUE,
-                    driver.map_or_else(|| "unknown".to_owned(), |d| d.to_string()),
-                    if f.imex_mode.is_some() {
-                        " and the host's IMEX service"
-                    } else {
-                        ""
-                    },
-                ),
-            ),
-            ProbePolicy::Unknown => unknown(reasons::FABRIC_STATE_UNREAD, message),
-            ProbePolicy::Blocking => not_ready(reasons::FABRIC_STATE_UNREAD, message),
-        };
-    };
-    let mut problems = Vec::new();
-    for g in &report.gpus {
-        let id = format!(
-            "GPU {}{}",
-            g.index,
-            g.uuid
-                .as_deref()
-                .map(|u| format!(" ({u})"))
-                .unwrap_or_default()
-        );
-        match &g.fabric {
-            None => problems.push((
-                reasons::GPU_NOT_ON_FABRIC,
-                format!("{id}: NVML reports no NVLink fabric (not an NVSwitch-attached GPU)"),
-            )),
-            Some(s) if s.state != FabricPhase::Completed => problems.push((
-                reasons::FABRIC_REGISTRATION_INCOMPLETE,
-                format!("{id}: fabric registration {:?}", s.state),
-            )),
-            Some(s) if s.status.as_deref() != Some("Success") => problems.push((
-                reasons::FABRIC_REGISTRATION_INCOMPLETE,
-                format!(
-                    "{id}: fabric registration completed with {}",
-                    s.status.as_deref().unwrap_or("no status")
-                ),
-            )),
-            Some(s) => {
-                let same_cluster = s
-                    .cluster_uuid
-                    .as_deref()
-                    .is_some_and(|u| u.replace('-', "").eq_ignore_ascii_case(&cluster));
-                if !same_cluster || s.clique_id != Some(clique) {
-                    problems.push((
-                        reasons::CLIQUE_MISMATCH,
-                        format!(
-                            "{id}: NVML puts it in cluster {} clique {}, the label says cluster {cluster} clique {clique}",
-                            s.cluster_uuid.as_deref().unwrap_or("?"),
-                            s.clique_id.map_or_else(|| "?".to_owned(), |c| c.to_string())
-                        ),
-                    ));
-                }
-            }
-        }
-    }
-    if let Some((reason, _)) = problems.first() {
-        return not_ready(
-            reason,
+    Ok((min, driver))
+}
+
+/// Without a probe report the per-GPU registration is unread: what
+/// `fabric.whenProbeMissing` makes of that.
+fn without_probe(
+    f: &FabricExpectation,
+    clique: &Clique,
+    driver: Option<DriverVersion>,
+    notes: &str,
+) -> Verdict {
+    let Clique { label, cluster, id } = clique;
+    let message = format!(
+        "{}={label} (cluster {cluster}, clique {id}) but no probe report: the label does not show that every GPU registered with the fabric (GFD leaves a failed GPU out); run gpuready probe on the node",
+        nvidia::GPU_CLIQUE
+    );
+    match f.when_probe_missing {
+        ProbePolicy::Ignore => ready(
+            reasons::FABRIC_READY,
             format!(
-                "{}; {}={label}: start or fix nvidia-fabricmanager (its version must equal the driver's) and the NVLink switch trays; multi-node jobs need every GPU in the clique",
-                problems
-                    .iter()
-                    .map(|(_, p)| p.as_str())
-                    .collect::<Vec<_>>()
-                    .join("; "),
-                nvidia::GPU_CLIQUE
-            ),
-        )
-        .via(Source::ProbeReport);
-    }
-    if let Some(v) = imex_domain_recovery(report, label) {
-        return v;
-    }
-    // The host's IMEX service, as the DRA driver's IMEX mode needs it.
-    if let Some(mode) = f.imex_mode {
-        match imex_rule(mode, report) {
-            Ok(note) => notes.push_str(&format!("; {note}")),
-            Err(v) => return v,
-        }
-    }
-    ready(
-        reasons::FABRIC_READY,
-        format!(
-            "{}={label}{}; all {} GPU(s) registered with the fabric in clique {clique} (NVML, probe report); driver {} ({}){notes}",
-            nvidia::GPU_CLIQUE,
-            if f.cliques.is_empty() {
-                String::new()
-            } else {
-                " (an expected clique)".to_owned()
-            },
-            report.gpus.len(),
-            driver.map_or_else(|| "unknown".to_owned(), |d| d.to_string()),
-            min.map_or_else(
-                || "no minimum: host-managed IMEX".to_owned(),
-                |m| format!("minimum {m}")
+                "{}={label}; driver {}; per-GPU fabric state{} not read (no probe report, fabric.whenProbeMissing Ignore){notes}",
+                nvidia::GPU_CLIQUE,
+                driver.map_or_else(|| "unknown".to_owned(), |d| d.to_string()),
+                if f.imex_mode.is_some() {
+                    " and the host's IMEX service"
+                } else {
+                    ""
+                },
             ),
         ),
+        ProbePolicy::Unknown => unknown(reasons::FABRIC_STATE_UNREAD, message),
+        ProbePolicy::Blocking => not_ready(reasons::FABRIC_STATE_UNREAD, message),
+    }
+}
+
+/// Every GPU registered with the fabric, with success, in the label's clique;
+/// `Err` names every GPU that did not, under the first one's reason.
+fn registration_rule(report: &ProbeReport, clique: &Clique) -> Result<(), Verdict> {
+    let problems: Vec<(&'static str, String)> = report
+        .gpus
+        .iter()
+        .filter_map(|g| registration_problem(g, clique))
+        .collect();
+    let Some((reason, _)) = problems.first() else {
+        return Ok(());
+    };
+    Err(not_ready(
+        reason,
+        format!(
+            "{}; {}={}: start or fix nvidia-fabricmanager (its version must equal the driver's) and the NVLink switch trays; multi-node jobs need every GPU in the clique",
+            problems
+                .iter()
+                .map(|(_, p)| p.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+            nvidia::GPU_CLIQUE,
+            clique.label
+        ),
     )
-    .via(Source::ProbeReport)
+    .via(Source::ProbeReport))
+}
+
+/// What keeps one GPU out of the label's clique, if anything.
+fn registration_problem(g: &GpuState, clique: &Clique) -> Option<(&'static str, String)> {
+    let Clique {
+        cluster, id: want, ..
+    } = clique;
+    let id = format!(
+        "GPU {}{}",
+        g.index,
+        g.uuid
+            .as_deref()
+            .map(|u| format!(" ({u})"))
+            .unwrap_or_default()
+    );
+    match &g.fabric {
+        None => Some((
+            reasons::GPU_NOT_ON_FABRIC,
+            format!("{id}: NVML reports no NVLink fabric (not an NVSwitch-attached GPU)"),
+        )),
+        Some(s) if s.state != FabricPhase::Completed => Some((
+            reasons::FABRIC_REGISTRATION_INCOMPLETE,
+            format!("{id}: fabric registration {:?}", s.state),
+        )),
+        Some(s) if s.status.as_deref() != Some("Success") => Some((
+            reasons::FABRIC_REGISTRATION_INCOMPLETE,
+            format!(
+                "{id}: fabric registration completed with {}",
+                s.status.as_deref().unwrap_or("no status")
+            ),
+        )),
+        Some(s) => {
+            let same_cluster = s
+                .cluster_uuid
+                .as_deref()
+                .is_some_and(|u| u.replace('-', "").eq_ignore_ascii_case(cluster));
+            (!same_cluster || s.clique_id != Some(*want)).then(|| {
+                (
+                    reasons::CLIQUE_MISMATCH,
+                    format!(
+                        "{id}: NVML puts it in cluster {} clique {}, the label says cluster {cluster} clique {want}",
+                        s.cluster_uuid.as_deref().unwrap_or("?"),
+                        s.clique_id.map_or_else(|| "?".to_owned(), |c| c.to_string())
+                    ),
+                )
+            })
+        }
+    }
 }
 
 /// The host's `nvidia-imex.service` against the DRA driver's IMEX mode, from

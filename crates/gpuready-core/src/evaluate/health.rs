@@ -6,7 +6,8 @@ use gpuready_api::GpuNodeProfileSpec;
 use gpuready_api::keys::health_reasons as r;
 use gpuready_api::keys::nvidia;
 use gpuready_api::probe::{
-    ComputeOutcome, ComputeStack, EventKind, FabricPhase, ProbeReport, RecoveryAction,
+    ComputeCheck, ComputeOutcome, ComputeStack, EventKind, FabricPhase, GpuState, ProbeReport,
+    RecoveryAction,
 };
 use gpuready_api::profile::{ComputeCheckRules, DEFAULT_FATAL_XIDS, ProbeExpectation, ProbePolicy};
 use jiff::Timestamp;
@@ -217,6 +218,60 @@ mod rank {
     pub const COMPUTE_SKIPPED: u8 = 13;
 }
 
+/// The findings of a fresh report in the order they were found (the sort by
+/// rank is stable, so that order breaks ties), and the notes for a Ready
+/// message.
+#[derive(Default)]
+struct Findings {
+    found: Vec<Finding>,
+    notes: Vec<String>,
+}
+
+impl Findings {
+    /// A fault: NotReady whatever the profile says.
+    fn fault(&mut self, rank: u8, reason: &'static str, message: String) {
+        self.gate(rank, reason, message, Status::NotReady);
+    }
+
+    /// A finding with the status the profile gives it.
+    fn gate(&mut self, rank: u8, reason: &'static str, message: String, status: Status) {
+        self.found.push(Finding {
+            rank,
+            reason,
+            message,
+            status,
+        });
+    }
+
+    /// Healthy with the notes when nothing was found; otherwise the first
+    /// ranked finding's reason, NotReady when any finding is a fault, and
+    /// every finding's message in rank order.
+    fn verdict(mut self, report: &ProbeReport, other_xids: &[String]) -> HealthVerdict {
+        if self.found.is_empty() {
+            let mut msg = healthy_message(report, other_xids);
+            for n in &self.notes {
+                msg.push_str("; ");
+                msg.push_str(n);
+            }
+            return verdict(Status::Ready, r::PROBE_HEALTHY, msg);
+        }
+        self.found.sort_by_key(|f| f.rank);
+        let reason = self.found[0].reason;
+        let status = if self.found.iter().any(|f| f.status == Status::NotReady) {
+            Status::NotReady
+        } else {
+            Status::Unknown
+        };
+        let message = self
+            .found
+            .iter()
+            .map(|f| f.message.as_str())
+            .collect::<Vec<_>>()
+            .join("; ");
+        verdict(status, reason, message)
+    }
+}
+
 fn judge_report(
     spec: &GpuNodeProfileSpec,
     rules: &ProbeExpectation,
@@ -234,33 +289,36 @@ fn judge_report(
             ),
         );
     }
-    let mut findings: Vec<Finding> = Vec::new();
-    let mut notes: Vec<String> = Vec::new();
-    let mut add_with = |rank: u8, reason: &'static str, message: String, status: Status| {
-        findings.push(Finding {
-            rank,
-            reason,
-            message,
-            status,
-        })
-    };
-    let compute = compute_findings(rules, report, now);
-    for (rank, reason, message, status) in compute.findings {
-        add_with(rank, reason, message, status);
+    let mut findings = Findings::default();
+    compute_findings(rules, report, now, &mut findings);
+    count_findings(spec, facts, report, &mut findings);
+    for gpu in &report.gpus {
+        gpu_findings(gpu, &mut findings);
     }
-    notes.extend(compute.notes);
-    let mut add = |rank: u8, reason: &'static str, message: String| {
-        add_with(rank, reason, message, Status::NotReady)
-    };
+    let other_xids = event_findings(rules, report, &mut findings);
+    if rules.check_labels {
+        for m in label_contradictions(facts, report) {
+            findings.fault(rank::LABELS, r::LABELS_CONTRADICT_PROBE, m);
+        }
+    }
+    findings.verdict(report, &other_xids)
+}
 
-    // GPU count: NVML's enumeration against the profile and against GFD's label.
-    // Under MIG both count slices while NVML counts physical GPUs: not compared.
+/// GPU count: NVML's enumeration against the profile, GFD's label and NFD's
+/// PCI scan. Under MIG the profile and GFD count slices while NVML counts
+/// physical GPUs: those two are not compared.
+fn count_findings(
+    spec: &GpuNodeProfileSpec,
+    facts: &NodeFacts,
+    report: &ProbeReport,
+    out: &mut Findings,
+) {
     let mig = under_mig(facts, report);
     let seen = report
         .device_count
         .unwrap_or(u32::try_from(report.gpus.len()).unwrap_or(u32::MAX));
     if seen == 0 {
-        add(
+        out.fault(
             rank::GPUS_MISSING,
             r::GPUS_MISSING,
             "NVML initialised but enumerates no GPU: the driver lost its devices (XID 79?) or the container sees none; check nvidia-smi on the host".into(),
@@ -269,7 +327,7 @@ fn judge_report(
         && !mig
         && seen < want
     {
-        add(
+        out.fault(
             rank::GPUS_MISSING,
             r::GPUS_MISSING,
             format!(
@@ -282,7 +340,7 @@ fn judge_report(
         && seen > 0
         && seen < *labelled
     {
-        add(
+        out.fault(
             rank::GPUS_MISSING,
             r::GPUS_MISSING,
             format!(
@@ -291,14 +349,13 @@ fn judge_report(
             ),
         );
     }
-
     // NFD's PCI scan (when the caller read the node's NodeFeature): GPUs on the
     // bus that NVML does not enumerate failed to initialise or were lost.
     if let Some(bus) = &facts.evidence.bus
         && seen > 0
         && seen < bus.gpus
     {
-        add(
+        out.fault(
             rank::GPUS_MISSING,
             r::GPUS_MISSING,
             format!(
@@ -308,65 +365,75 @@ fn judge_report(
             ),
         );
     }
+}
 
-    for gpu in &report.gpus {
-        let id = gpu_id(gpu);
-        if let Some((reason, what)) = gpu.recovery_action.and_then(crate::recovery::finding) {
-            add(
-                rank::RECOVERY_ACTION,
-                reason,
-                format!("{id}: the driver's recovery action is {what}"),
-            );
-        }
-        if let Some(ecc) = &gpu.ecc
-            && let Some(n) = ecc.volatile_uncorrectable
-            && n > 0
-        {
-            add(
-                rank::ECC,
-                r::UNCORRECTABLE_ECC,
+/// One GPU's own state: the driver's recovery action, uncorrectable ECC
+/// errors, row remapping and page retirement.
+fn gpu_findings(gpu: &GpuState, out: &mut Findings) {
+    let id = gpu_id(gpu);
+    if let Some((reason, what)) = gpu.recovery_action.and_then(crate::recovery::finding) {
+        out.fault(
+            rank::RECOVERY_ACTION,
+            reason,
+            format!("{id}: the driver's recovery action is {what}"),
+        );
+    }
+    if let Some(ecc) = &gpu.ecc
+        && let Some(n) = ecc.volatile_uncorrectable
+        && n > 0
+    {
+        out.fault(
+            rank::ECC,
+            r::UNCORRECTABLE_ECC,
+            format!(
+                "{id}: {n} uncorrectable ECC error(s) since the driver loaded: drain the node and reset the GPU (or reboot); if they come back, run field diagnostics and RMA"
+            ),
+        );
+    }
+    if let Some(rr) = &gpu.row_remapping {
+        if rr.failure {
+            out.fault(
+                rank::REMAP_FAILED,
+                r::ROW_REMAP_FAILED,
                 format!(
-                    "{id}: {n} uncorrectable ECC error(s) since the driver loaded: drain the node and reset the GPU (or reboot); if they come back, run field diagnostics and RMA"
+                    "{id}: row remapping failed (no spare rows left): the memory is failing; take the GPU out of service and RMA it"
                 ),
             );
-        }
-        if let Some(rr) = &gpu.row_remapping {
-            if rr.failure {
-                add(
-                    rank::REMAP_FAILED,
-                    r::ROW_REMAP_FAILED,
-                    format!(
-                        "{id}: row remapping failed (no spare rows left): the memory is failing; take the GPU out of service and RMA it"
-                    ),
-                );
-            } else if rr.pending {
-                add(
-                    rank::REMAP_PENDING,
-                    r::ROW_REMAP_PENDING,
-                    format!(
-                        "{id}: a row remapping is pending: drain the node and reset the GPU (nvidia-smi -r) or reboot to apply it"
-                    ),
-                );
-            }
-        }
-        if let Some(rp) = &gpu.retired_pages
-            && rp.pending
-        {
-            add(
+        } else if rr.pending {
+            out.fault(
                 rank::REMAP_PENDING,
                 r::ROW_REMAP_PENDING,
                 format!(
-                    "{id}: a page retirement is pending: drain the node and reload the driver (reboot) to apply it"
+                    "{id}: a row remapping is pending: drain the node and reset the GPU (nvidia-smi -r) or reboot to apply it"
                 ),
             );
         }
     }
+    if let Some(rp) = &gpu.retired_pages
+        && rp.pending
+    {
+        out.fault(
+            rank::REMAP_PENDING,
+            r::ROW_REMAP_PENDING,
+            format!(
+                "{id}: a page retirement is pending: drain the node and reload the driver (reboot) to apply it"
+            ),
+        );
+    }
+}
 
+/// The recorded events: double-bit ECC and the profile's fatal XIDs are
+/// faults; the other XIDs are returned for the Ready message.
+fn event_findings(
+    rules: &ProbeExpectation,
+    report: &ProbeReport,
+    out: &mut Findings,
+) -> Vec<String> {
     let fatal: &[u32] = rules.fatal_xids.as_deref().unwrap_or(DEFAULT_FATAL_XIDS);
     let mut other_xids = Vec::new();
     for e in &report.events.records {
         match (e.kind, e.xid) {
-            (EventKind::DoubleBitEcc, _) => add(
+            (EventKind::DoubleBitEcc, _) => out.fault(
                 rank::ECC,
                 r::UNCORRECTABLE_ECC,
                 format!(
@@ -374,7 +441,7 @@ fn judge_report(
                     e.gpu, e.count, e.first_seen
                 ),
             ),
-            (EventKind::Xid, Some(x)) if u32::try_from(x).is_ok_and(|x| fatal.contains(&x)) => add(
+            (EventKind::Xid, Some(x)) if u32::try_from(x).is_ok_and(|x| fatal.contains(&x)) => out.fault(
                 rank::FATAL_XID,
                 r::FATAL_XID,
                 format!(
@@ -390,60 +457,62 @@ fn judge_report(
             (EventKind::Xid, None) => {}
         }
     }
-
-    if rules.check_labels {
-        for m in label_contradictions(facts, report) {
-            add(rank::LABELS, r::LABELS_CONTRADICT_PROBE, m);
-        }
-    }
-
-    if findings.is_empty() {
-        let mut msg = healthy_message(report, &other_xids);
-        for n in &notes {
-            msg.push_str("; ");
-            msg.push_str(n);
-        }
-        return verdict(Status::Ready, r::PROBE_HEALTHY, msg);
-    }
-    findings.sort_by_key(|f| f.rank);
-    let reason = findings[0].reason;
-    let status = if findings.iter().any(|f| f.status == Status::NotReady) {
-        Status::NotReady
-    } else {
-        Status::Unknown
-    };
-    let message = findings
-        .iter()
-        .map(|f| f.message.as_str())
-        .collect::<Vec<_>>()
-        .join("; ");
-    verdict(status, reason, message)
+    other_xids
 }
 
 /// What the v2 fields (device nodes, fabric, compute check) add: findings that
 /// gate, and notes for the Ready message (a skipped or stale check the profile
 /// ignores). A v1 report has none of these fields and gets neither.
-struct ComputeFindings {
-    findings: Vec<(u8, &'static str, String, Status)>,
-    notes: Vec<String>,
-}
-
 fn compute_findings(
     rules: &ProbeExpectation,
     report: &ProbeReport,
     now: Timestamp,
-) -> ComputeFindings {
-    let mut out = ComputeFindings {
-        findings: Vec::new(),
-        notes: Vec::new(),
+    out: &mut Findings,
+) {
+    device_node_findings(report, out);
+    for gpu in &report.gpus {
+        fabric_finding(gpu, out);
+    }
+    let Some(cc) = &report.compute_check else {
+        return;
     };
-    let mut fault = |rank: u8, reason: &'static str, message: String| {
-        out.findings.push((rank, reason, message, Status::NotReady));
-    };
+    let defaults = ComputeCheckRules::default();
+    let cr = rules.compute_check.as_ref().unwrap_or(&defaults);
+    let ran = cc.ran_at.as_deref().unwrap_or("an unknown time");
+    if cc.outcome == ComputeOutcome::Failed {
+        compute_failures(cc, report, ran, out);
+    }
+    let skip_text = cc.skipped.as_ref().map(|s| {
+        format!(
+            "{} check skipped since {} ({:?}): {}",
+            trigger_name(s.due),
+            s.since,
+            s.reason,
+            s.message
+        )
+    });
+    let skip_text = skip_text.as_deref();
+    match cc.outcome {
+        ComputeOutcome::Skipped => skipped_finding(cr, skip_text, out),
+        ComputeOutcome::Disabled => out
+            .notes
+            .push("the compute check is switched off in the probe".into()),
+        ComputeOutcome::Passed | ComputeOutcome::Failed => {
+            let stale = stale_because(cr, report, cc.stack.as_ref(), cc.ran_at.as_deref(), now);
+            if let Some(why) = stale {
+                stale_finding(cr, ran, &why, skip_text, out);
+            } else if cc.outcome == ComputeOutcome::Passed {
+                out.notes.push(passed_note(cc, report, ran, skip_text));
+            }
+        }
+    }
+}
 
-    // /dev/nvidia-uvm-tools serves profilers and debuggers: on the H200 a
-    // check passed without it (libcuda re-created only nvidia-uvm), so its
-    // absence alone is a note, not a fault.
+/// Device nodes missing in the probe's container. /dev/nvidia-uvm-tools
+/// serves profilers and debuggers: on the H200 a check passed without it
+/// (libcuda re-created only nvidia-uvm), so its absence alone is a note, not
+/// a fault.
+fn device_node_findings(report: &ProbeReport, out: &mut Findings) {
     const TOOLS: &str = "/dev/nvidia-uvm-tools";
     let missing: Vec<&str> = report
         .device_nodes
@@ -457,7 +526,7 @@ fn compute_findings(
         ));
     } else if !missing.is_empty() {
         let uvm = missing.iter().any(|p| p.starts_with("/dev/nvidia-uvm"));
-        fault(
+        out.fault(
             rank::DEVICE_NODE,
             r::DEVICE_NODE_MISSING,
             format!(
@@ -471,177 +540,174 @@ fn compute_findings(
             ),
         );
     }
+}
 
-    for gpu in &report.gpus {
-        let Some(f) = &gpu.fabric else { continue };
-        let id = gpu_id(gpu);
-        match f.state {
-            FabricPhase::Completed => {
-                if let Some(status) = f.status.as_deref()
-                    && status != "Success"
-                {
-                    fault(
-                        rank::FABRIC,
-                        r::FABRIC_NOT_READY,
-                        format!(
-                            "{id}: NVSwitch fabric registration failed ({status}): check nvidia-fabricmanager on the node (systemctl status nvidia-fabricmanager, its log) and the NVSwitches; CUDA returns CUDA_ERROR_SYSTEM_NOT_READY until it succeeds"
-                        ),
-                    );
-                }
+/// A GPU's NVSwitch fabric registration, when NVML reports a fabric: it must
+/// have completed with success.
+fn fabric_finding(gpu: &GpuState, out: &mut Findings) {
+    let Some(f) = &gpu.fabric else { return };
+    let id = gpu_id(gpu);
+    match f.state {
+        FabricPhase::Completed => {
+            if let Some(status) = f.status.as_deref()
+                && status != "Success"
+            {
+                out.fault(
+                    rank::FABRIC,
+                    r::FABRIC_NOT_READY,
+                    format!(
+                        "{id}: NVSwitch fabric registration failed ({status}): check nvidia-fabricmanager on the node (systemctl status nvidia-fabricmanager, its log) and the NVSwitches; CUDA returns CUDA_ERROR_SYSTEM_NOT_READY until it succeeds"
+                    ),
+                );
             }
-            phase => fault(
-                rank::FABRIC,
-                r::FABRIC_NOT_READY,
-                format!(
-                    "{id}: NVSwitch fabric registration {}: start or fix nvidia-fabricmanager (its version must equal the driver's); CUDA returns CUDA_ERROR_SYSTEM_NOT_READY until the fabric is up",
-                    if phase == FabricPhase::InProgress {
-                        "still in progress"
-                    } else {
-                        "not started"
-                    }
-                ),
-            ),
         }
+        phase => out.fault(
+            rank::FABRIC,
+            r::FABRIC_NOT_READY,
+            format!(
+                "{id}: NVSwitch fabric registration {}: start or fix nvidia-fabricmanager (its version must equal the driver's); CUDA returns CUDA_ERROR_SYSTEM_NOT_READY until the fabric is up",
+                if phase == FabricPhase::InProgress {
+                    "still in progress"
+                } else {
+                    "not started"
+                }
+            ),
+        ),
     }
+}
 
-    let Some(cc) = &report.compute_check else {
-        return out;
-    };
-    let defaults = ComputeCheckRules::default();
-    let cr = rules.compute_check.as_ref().unwrap_or(&defaults);
-    let ran = cc.ran_at.as_deref().unwrap_or("an unknown time");
-
-    if cc.outcome == ComputeOutcome::Failed {
-        if let Some(e) = &cc.error {
-            fault(
-                rank::CUDA_INIT,
-                r::CUDA_INIT_FAILED,
+/// A failed compute check: CUDA's initialisation, then each GPU that
+/// computed wrongly or failed a CUDA step.
+fn compute_failures(cc: &ComputeCheck, report: &ProbeReport, ran: &str, out: &mut Findings) {
+    if let Some(e) = &cc.error {
+        out.fault(
+            rank::CUDA_INIT,
+            r::CUDA_INIT_FAILED,
+            format!(
+                "CUDA {} failed with {} ({}){} in the compute check at {ran}: {}",
+                e.step,
+                e.name,
+                e.code,
+                e.detail
+                    .as_deref()
+                    .map(|d| format!(" [{d}]"))
+                    .unwrap_or_default(),
+                cuda_action(&e.name)
+            ),
+        );
+    }
+    for gpu in &report.gpus {
+        let Some(g) = &gpu.compute else { continue };
+        if g.outcome != ComputeOutcome::Failed {
+            continue;
+        }
+        let id = gpu_id(gpu);
+        if let Some(m) = &g.mismatch {
+            out.fault(
+                rank::COMPUTE_MISMATCH,
+                r::COMPUTE_MISMATCH,
                 format!(
-                    "CUDA {} failed with {} ({}){} in the compute check at {ran}: {}",
+                    "{id}: wrong data in the compute check at {ran} ({m}): the GPU computes wrongly; drain the node, reset the GPU (nvidia-smi -r) or reboot, and if it recurs run field diagnostics (dcgmi diag -r 3) and RMA"
+                ),
+            );
+        } else if let Some(e) = &g.error {
+            out.fault(
+                rank::COMPUTE_FAILED,
+                r::COMPUTE_CHECK_FAILED,
+                format!(
+                    "{id}: CUDA {} failed with {} ({}) in the compute check at {ran}: {}",
                     e.step,
                     e.name,
                     e.code,
-                    e.detail
-                        .as_deref()
-                        .map(|d| format!(" [{d}]"))
-                        .unwrap_or_default(),
                     cuda_action(&e.name)
                 ),
             );
         }
-        for gpu in &report.gpus {
-            let Some(g) = &gpu.compute else { continue };
-            if g.outcome != ComputeOutcome::Failed {
-                continue;
-            }
-            let id = gpu_id(gpu);
-            if let Some(m) = &g.mismatch {
-                fault(
-                    rank::COMPUTE_MISMATCH,
-                    r::COMPUTE_MISMATCH,
-                    format!(
-                        "{id}: wrong data in the compute check at {ran} ({m}): the GPU computes wrongly; drain the node, reset the GPU (nvidia-smi -r) or reboot, and if it recurs run field diagnostics (dcgmi diag -r 3) and RMA"
-                    ),
-                );
-            } else if let Some(e) = &g.error {
-                fault(
-                    rank::COMPUTE_FAILED,
-                    r::COMPUTE_CHECK_FAILED,
-                    format!(
-                        "{id}: CUDA {} failed with {} ({}) in the compute check at {ran}: {}",
-                        e.step,
-                        e.name,
-                        e.code,
-                        cuda_action(&e.name)
-                    ),
-                );
-            }
-        }
     }
+}
 
-    let gate = |policy: ProbePolicy| match policy {
+/// The status a compute-check policy gives a skipped or stale check; `None`
+/// (Ignore): only a note.
+fn policy_status(policy: ProbePolicy) -> Option<Status> {
+    match policy {
         ProbePolicy::Ignore => None,
         ProbePolicy::Unknown => Some(Status::Unknown),
         ProbePolicy::Blocking => Some(Status::NotReady),
-    };
-    let skip_text = cc.skipped.as_ref().map(|s| {
-        format!(
-            "{} check skipped since {} ({:?}): {}",
-            trigger_name(s.due),
-            s.since,
-            s.reason,
-            s.message
-        )
-    });
-    match cc.outcome {
-        ComputeOutcome::Skipped => {
-            let message = format!(
-                "no compute check has run on this node's GPUs{}",
-                skip_text
-                    .as_deref()
-                    .map(|t| format!(": {t}"))
-                    .unwrap_or_default()
-            );
-            match gate(cr.when_skipped) {
-                Some(status) => out.findings.push((
-                    rank::COMPUTE_SKIPPED,
-                    r::COMPUTE_CHECK_SKIPPED,
-                    format!(
-                        "{message}; the profile's probe.computeCheck.whenSkipped gates on it: free the GPUs (drain the node) or let the check run when they are idle"
-                    ),
-                    status,
-                )),
-                None => out.notes.push(message),
-            }
-        }
-        ComputeOutcome::Disabled => out
-            .notes
-            .push("the compute check is switched off in the probe".into()),
-        ComputeOutcome::Passed | ComputeOutcome::Failed => {
-            let stale = stale_because(cr, report, cc.stack.as_ref(), cc.ran_at.as_deref(), now);
-            if let Some(why) = stale {
-                let message = format!(
-                    "the compute check of {ran} is stale: {why}{}",
-                    skip_text
-                        .as_deref()
-                        .map(|t| format!("; {t}"))
-                        .unwrap_or_default()
-                );
-                match gate(cr.when_stale) {
-                    Some(status) => out.findings.push((
-                        rank::COMPUTE_STALE,
-                        r::COMPUTE_CHECK_STALE,
-                        format!(
-                            "{message}; the profile's probe.computeCheck.whenStale gates on it: let the check run again (idle GPUs, or drain the node)"
-                        ),
-                        status,
-                    )),
-                    None => out.notes.push(message),
-                }
-            } else if cc.outcome == ComputeOutcome::Passed {
-                let timing = cc
-                    .millis
-                    .map(|m| format!(" in {m:.0} ms"))
-                    .unwrap_or_default();
-                let mut note = format!(
-                    "CUDA compute check passed at {ran}{timing} on {} GPU(s)",
-                    report
-                        .gpus
-                        .iter()
-                        .filter(|g| g
-                            .compute
-                            .as_ref()
-                            .is_some_and(|c| c.outcome == ComputeOutcome::Passed))
-                        .count()
-                );
-                if let Some(t) = &skip_text {
-                    note.push_str(&format!("; {t}"));
-                }
-                out.notes.push(note);
-            }
-        }
     }
-    out
+}
+
+/// No compute check has run: a finding where `whenSkipped` gates on it, a
+/// note otherwise.
+fn skipped_finding(cr: &ComputeCheckRules, skip_text: Option<&str>, out: &mut Findings) {
+    let message = format!(
+        "no compute check has run on this node's GPUs{}",
+        skip_text.map(|t| format!(": {t}")).unwrap_or_default()
+    );
+    match policy_status(cr.when_skipped) {
+        Some(status) => out.gate(
+            rank::COMPUTE_SKIPPED,
+            r::COMPUTE_CHECK_SKIPPED,
+            format!(
+                "{message}; the profile's probe.computeCheck.whenSkipped gates on it: free the GPUs (drain the node) or let the check run when they are idle"
+            ),
+            status,
+        ),
+        None => out.notes.push(message),
+    }
+}
+
+/// The latest check no longer vouches for the node (`why`): a finding where
+/// `whenStale` gates on it, a note otherwise.
+fn stale_finding(
+    cr: &ComputeCheckRules,
+    ran: &str,
+    why: &str,
+    skip_text: Option<&str>,
+    out: &mut Findings,
+) {
+    let message = format!(
+        "the compute check of {ran} is stale: {why}{}",
+        skip_text.map(|t| format!("; {t}")).unwrap_or_default()
+    );
+    match policy_status(cr.when_stale) {
+        Some(status) => out.gate(
+            rank::COMPUTE_STALE,
+            r::COMPUTE_CHECK_STALE,
+            format!(
+                "{message}; the profile's probe.computeCheck.whenStale gates on it: let the check run again (idle GPUs, or drain the node)"
+            ),
+            status,
+        ),
+        None => out.notes.push(message),
+    }
+}
+
+/// The Ready message's note for a fresh check that passed.
+fn passed_note(
+    cc: &ComputeCheck,
+    report: &ProbeReport,
+    ran: &str,
+    skip_text: Option<&str>,
+) -> String {
+    let timing = cc
+        .millis
+        .map(|m| format!(" in {m:.0} ms"))
+        .unwrap_or_default();
+    let mut note = format!(
+        "CUDA compute check passed at {ran}{timing} on {} GPU(s)",
+        report
+            .gpus
+            .iter()
+            .filter(|g| g
+                .compute
+                .as_ref()
+                .is_some_and(|c| c.outcome == ComputeOutcome::Passed))
+            .count()
+    );
+    if let Some(t) = skip_text {
+        note.push_str(&format!("; {t}"));
+    }
+    note
 }
 
 /// Why the latest check no longer vouches for the node: the stack changed

@@ -2,8 +2,8 @@
 //! against the profile's GPU expectations, then the PCI bus count and the MIG
 //! geometry.
 
-use gpuready_api::GpuNodeProfileSpec;
 use gpuready_api::keys::{dra, nvidia, reasons};
+use gpuready_api::{Family, GpuExpectation, GpuNodeProfileSpec};
 
 use super::verdict::{
     Verdict, malformed, mig_strategy_invalid, missing, named, not_ready, ready, unknown,
@@ -11,19 +11,52 @@ use super::verdict::{
 use crate::evidence::{DeviceKind, Source};
 use crate::facts::NodeFacts;
 use crate::field::Field;
-use crate::gfd::{FamilyLabel, SingleMig};
+use crate::gfd::{FamilyLabel, GfdFacts, SingleMig};
 use crate::product;
 use crate::report::Status;
 use crate::version::MajorMinor;
 
 fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
-    let g = &spec.gpu;
-    let gfd = &facts.gfd;
     let mut met = Vec::new();
-
-    if let Some(SingleMig::Invalid { model }) = &gfd.mig_single {
-        return mig_strategy_invalid(model);
+    match profile_rules(spec, &facts.gfd, &mut met) {
+        Ok(()) => profile_count(&spec.gpu, facts, met),
+        Err(v) => v,
     }
+}
+
+/// The MIG product, memory, compute capability and family rules in turn,
+/// each adding what it matched to `met`; `Err` is the first the node fails.
+fn profile_rules(
+    spec: &GpuNodeProfileSpec,
+    gfd: &GfdFacts,
+    met: &mut Vec<String>,
+) -> Result<(), Verdict> {
+    let g = &spec.gpu;
+    if let Some(SingleMig::Invalid { model }) = &gfd.mig_single {
+        return Err(mig_strategy_invalid(model));
+    }
+    let partitioned = match &gfd.mig_single {
+        Some(SingleMig::Partitioned { model, profile }) => Some((model.as_str(), profile.as_str())),
+        _ => None,
+    };
+    product_rule(spec, gfd, partitioned, met)?;
+    memory_rule(g, gfd, partitioned, met)?;
+    compute_rule(g, gfd, met)?;
+    if !g.families.is_empty() || !g.excluded_families.is_empty() {
+        family_rule(g, gfd, met)?;
+    }
+    Ok(())
+}
+
+/// The product against the profile's, read through GFD's single MIG strategy
+/// (`partitioned`: its model and MIG profile).
+fn product_rule(
+    spec: &GpuNodeProfileSpec,
+    gfd: &GfdFacts,
+    partitioned: Option<(&str, &str)>,
+    met: &mut Vec<String>,
+) -> Result<(), Verdict> {
+    let g = &spec.gpu;
     // GFD's single strategy names the product `<model>-MIG-<profile>`: a
     // profile listing the model matches it when it declares a MIG geometry; a
     // profile without one asks for full GPUs, unless its products name the
@@ -32,15 +65,11 @@ fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
         .product
         .as_deref()
         .is_some_and(|p| product::matches_any(&g.products, p));
-    let partitioned = match &gfd.mig_single {
-        Some(SingleMig::Partitioned { model, profile }) => Some((model.as_str(), profile.as_str())),
-        _ => None,
-    };
     if let Some((model, profile)) = partitioned
         && spec.mig.is_none()
         && !full_name_listed
     {
-        return not_ready(
+        return Err(not_ready(
             reasons::MIG_PARTITIONED,
             format!(
                 "{}={} and {}={}: GFD's single strategy shows the {model} GPUs partitioned into {profile} MIG devices, but the profile declares no mig geometry, so it asks for full GPUs: add mig (e.g. mig: {{devices: {{{profile}: N}}}}) to the profile for a MIG pool, or disable MIG on the node ({}=all-disabled)",
@@ -52,34 +81,46 @@ fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
                     .map_or_else(|| "(absent)".to_owned(), ToString::to_string),
                 nvidia::MIG_CONFIG
             ),
-        );
+        ));
     }
-    if !g.products.is_empty() {
-        let Some(p) = &gfd.product else {
-            return missing(gfd, nvidia::GPU_PRODUCT);
-        };
-        match partitioned {
-            _ if full_name_listed => met.push(p.clone()),
-            Some((model, profile)) if product::matches_any(&g.products, model) => {
-                met.push(format!("{model} (MIG {profile}, GFD's single strategy)"));
-            }
-            Some((model, _)) => {
-                return not_ready(
-                    "ProductMismatch",
-                    format!(
-                        "{p} ({model} partitioned by GFD's single MIG strategy) is not one of {}",
-                        g.products.join(", ")
-                    ),
-                );
-            }
-            None => {
-                return not_ready(
-                    "ProductMismatch",
-                    format!("{p} is not one of {}", g.products.join(", ")),
-                );
-            }
+    if g.products.is_empty() {
+        return Ok(());
+    }
+    let Some(p) = &gfd.product else {
+        return Err(missing(gfd, nvidia::GPU_PRODUCT));
+    };
+    match partitioned {
+        _ if full_name_listed => met.push(p.clone()),
+        Some((model, profile)) if product::matches_any(&g.products, model) => {
+            met.push(format!("{model} (MIG {profile}, GFD's single strategy)"));
+        }
+        Some((model, _)) => {
+            return Err(not_ready(
+                "ProductMismatch",
+                format!(
+                    "{p} ({model} partitioned by GFD's single MIG strategy) is not one of {}",
+                    g.products.join(", ")
+                ),
+            ));
+        }
+        None => {
+            return Err(not_ready(
+                "ProductMismatch",
+                format!("{p} is not one of {}", g.products.join(", ")),
+            ));
         }
     }
+    Ok(())
+}
+
+/// The card's memory against the profile's minimum (not compared on a MIG
+/// device's memory).
+fn memory_rule(
+    g: &GpuExpectation,
+    gfd: &GfdFacts,
+    partitioned: Option<(&str, &str)>,
+    met: &mut Vec<String>,
+) -> Result<(), Verdict> {
     if let (Some(_), Some((_, profile))) = (g.min_memory_mib, partitioned) {
         // One MIG device's memory is no minimum of the card's.
         met.push(format!(
@@ -92,94 +133,114 @@ fn profile_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
     } else if let Some(min) = g.min_memory_mib {
         match &gfd.memory_mib {
             Field::Absent => {
-                return missing(gfd, nvidia::GPU_MEMORY);
+                return Err(missing(gfd, nvidia::GPU_MEMORY));
             }
-            Field::Malformed(m) => return malformed(m),
+            Field::Malformed(m) => return Err(malformed(m)),
             Field::Present(mib) if *mib < u64::from(min) => {
-                return not_ready("MemoryTooSmall", format!("{mib} MiB < {min} MiB required"));
+                return Err(not_ready(
+                    "MemoryTooSmall",
+                    format!("{mib} MiB < {min} MiB required"),
+                ));
             }
             Field::Present(mib) => met.push(format!("{mib} MiB")),
         }
     }
-    if let Some(min) = &g.min_compute_capability {
-        let Ok(min) = MajorMinor::parse(min) else {
-            return unknown(
-                "InvalidProfile",
-                format!("spec.gpu.minComputeCapability {min:?} is not major.minor"),
-            );
-        };
-        match &gfd.compute {
-            Field::Absent => {
-                return missing(gfd, nvidia::GPU_COMPUTE_MAJOR);
-            }
-            Field::Malformed(m) => return malformed(m),
-            Field::Present(cc) if *cc < min => {
-                return not_ready(
-                    "ComputeCapabilityTooLow",
-                    format!("compute capability {cc} < {min} required"),
-                );
-            }
-            Field::Present(cc) => met.push(format!("compute {cc}")),
+    Ok(())
+}
+
+/// The compute capability against the profile's minimum.
+fn compute_rule(g: &GpuExpectation, gfd: &GfdFacts, met: &mut Vec<String>) -> Result<(), Verdict> {
+    let Some(min) = &g.min_compute_capability else {
+        return Ok(());
+    };
+    let Ok(min) = MajorMinor::parse(min) else {
+        return Err(unknown(
+            "InvalidProfile",
+            format!("spec.gpu.minComputeCapability {min:?} is not major.minor"),
+        ));
+    };
+    match &gfd.compute {
+        Field::Absent => Err(missing(gfd, nvidia::GPU_COMPUTE_MAJOR)),
+        Field::Malformed(m) => Err(malformed(m)),
+        Field::Present(cc) if *cc < min => Err(not_ready(
+            "ComputeCapabilityTooLow",
+            format!("compute capability {cc} < {min} required"),
+        )),
+        Field::Present(cc) => {
+            met.push(format!("compute {cc}"));
+            Ok(())
         }
     }
-    if !g.families.is_empty() || !g.excluded_families.is_empty() {
-        let family = match (gfd.effective_family(), &gfd.family, &gfd.compute) {
-            (Some(f), _, _) => f,
-            (None, Field::Malformed(m), _) | (None, _, Field::Malformed(m)) => return malformed(m),
-            (None, Field::Present(FamilyLabel::Undefined), cc) => {
-                if gfd.from_pool.is_some() {
-                    return unknown(
-                        reasons::DRA_ATTRIBUTE_MISSING,
-                        format!(
-                            "{} names no architecture this gpuready knows, so the family rule cannot be checked",
-                            named(gfd, nvidia::GPU_FAMILY)
-                        ),
-                    );
-                }
-                return not_ready(
-                    reasons::MALFORMED_LABEL,
+}
+
+/// The family against the profile's allowed and excluded families.
+fn family_rule(g: &GpuExpectation, gfd: &GfdFacts, met: &mut Vec<String>) -> Result<(), Verdict> {
+    let Some(family) = known_family(g, gfd, met)? else {
+        return Ok(());
+    };
+    if g.excluded_families.contains(&family) {
+        return Err(not_ready(
+            "FamilyExcluded",
+            format!("{family} is excluded by the profile"),
+        ));
+    }
+    if !g.families.is_empty() && !g.families.contains(&family) {
+        let allowed: Vec<&str> = g.families.iter().map(|f| f.as_str()).collect();
+        return Err(not_ready(
+            "FamilyNotAllowed",
+            format!("{family} is not one of {}", allowed.join(", ")),
+        ));
+    }
+    met.push(family.to_string());
+    Ok(())
+}
+
+/// The node's family when gpuready knows it; `Ok(None)` for a family newer
+/// than this gpuready that the profile lets pass (noted in `met`).
+fn known_family(
+    g: &GpuExpectation,
+    gfd: &GfdFacts,
+    met: &mut Vec<String>,
+) -> Result<Option<Family>, Verdict> {
+    match (gfd.effective_family(), &gfd.family, &gfd.compute) {
+        (Some(f), _, _) => Ok(Some(f)),
+        (None, Field::Malformed(m), _) | (None, _, Field::Malformed(m)) => Err(malformed(m)),
+        (None, Field::Present(FamilyLabel::Undefined), cc) => {
+            if gfd.from_pool.is_some() {
+                return Err(unknown(
+                    reasons::DRA_ATTRIBUTE_MISSING,
                     format!(
-                        "{}=undefined{}: GFD has no family name for this card (a GFD release older than the card?), so the family rule cannot be checked",
-                        nvidia::GPU_FAMILY,
-                        cc.present()
-                            .map(|c| format!(" (compute {c})"))
-                            .unwrap_or_default()
+                        "{} names no architecture this gpuready knows, so the family rule cannot be checked",
+                        named(gfd, nvidia::GPU_FAMILY)
                     ),
-                );
+                ));
             }
-            // A family newer than this gpuready: not excluded, and not among the
-            // allowed ones (which can only name families gpuready knows).
-            (None, Field::Present(FamilyLabel::Unrecognized(name)), _) => {
-                if !g.families.is_empty() {
-                    let allowed: Vec<&str> = g.families.iter().map(|f| f.as_str()).collect();
-                    return not_ready(
-                        "FamilyNotAllowed",
-                        format!("{name} is not one of {}", allowed.join(", ")),
-                    );
-                }
-                met.push(name.clone());
-                return profile_count(g, facts, met);
-            }
-            _ => {
-                return missing(gfd, nvidia::GPU_FAMILY);
-            }
-        };
-        if g.excluded_families.contains(&family) {
-            return not_ready(
-                "FamilyExcluded",
-                format!("{family} is excluded by the profile"),
-            );
+            Err(not_ready(
+                reasons::MALFORMED_LABEL,
+                format!(
+                    "{}=undefined{}: GFD has no family name for this card (a GFD release older than the card?), so the family rule cannot be checked",
+                    nvidia::GPU_FAMILY,
+                    cc.present()
+                        .map(|c| format!(" (compute {c})"))
+                        .unwrap_or_default()
+                ),
+            ))
         }
-        if !g.families.is_empty() && !g.families.contains(&family) {
-            let allowed: Vec<&str> = g.families.iter().map(|f| f.as_str()).collect();
-            return not_ready(
-                "FamilyNotAllowed",
-                format!("{family} is not one of {}", allowed.join(", ")),
-            );
+        // A family newer than this gpuready: not excluded, and not among the
+        // allowed ones (which can only name families gpuready knows).
+        (None, Field::Present(FamilyLabel::Unrecognized(name)), _) => {
+            if !g.families.is_empty() {
+                let allowed: Vec<&str> = g.families.iter().map(|f| f.as_str()).collect();
+                return Err(not_ready(
+                    "FamilyNotAllowed",
+                    format!("{name} is not one of {}", allowed.join(", ")),
+                ));
+            }
+            met.push(name.clone());
+            Ok(None)
         }
-        met.push(family.to_string());
+        _ => Err(missing(gfd, nvidia::GPU_FAMILY)),
     }
-    profile_count(g, facts, met)
 }
 
 /// The last Profile check (GPU count), then the verdict over what matched.
