@@ -162,55 +162,30 @@ pub fn judge<'a>(
                 .all(|(p, _)| p.spec.mode == gpuready_api::Mode::Observe);
             Judgement {
                 verdict: NodeAssessment {
-                    name: facts.name.clone(),
-                    profile: None,
-                    governance: GovernanceKind::Conflict,
                     ready: Some(false),
-                    reason: reasons::CONFLICT.to_owned(),
-                    message: format!(
-                        "selected by {} GpuNodeProfiles ({}): narrow their nodeSelectors so exactly one selects the node",
-                        names.len(),
-                        names.join(", ")
-                    ),
-                    changes: NodeChanges::default(),
                     conflicting_profiles: names.clone(),
                     observe: observe_only,
-                    layers: vec![],
-                    recheck_after_seconds: None,
-                    deadline_passed: None,
-                    tainted_devices: vec![],
-                    state: None,
-                    lifecycle: Lifecycle::default(),
-                    escalations: vec![],
-                    not_evicted: vec![],
-                    not_evicted_pods: 0,
-                    timeline: None,
+                    ..NodeAssessment::bare(
+                        facts,
+                        GovernanceKind::Conflict,
+                        reasons::CONFLICT,
+                        format!(
+                            "selected by {} GpuNodeProfiles ({}): narrow their nodeSelectors so exactly one selects the node",
+                            names.len(),
+                            names.join(", ")
+                        ),
+                    )
                 },
                 basis: Basis::Conflict(names),
             }
         }
         Governance::Ungoverned => Judgement {
-            verdict: NodeAssessment {
-                name: facts.name.clone(),
-                profile: None,
-                governance: GovernanceKind::Ungoverned,
-                conflicting_profiles: vec![],
-                ready: None,
-                reason: "Ungoverned".to_owned(),
-                message: "no GpuNodeProfile selects this node".to_owned(),
-                layers: vec![],
-                changes: NodeChanges::default(),
-                observe: false,
-                recheck_after_seconds: None,
-                deadline_passed: None,
-                tainted_devices: vec![],
-                state: None,
-                lifecycle: Lifecycle::default(),
-                escalations: vec![],
-                not_evicted: vec![],
-                not_evicted_pods: 0,
-                timeline: None,
-            },
+            verdict: NodeAssessment::bare(
+                facts,
+                GovernanceKind::Ungoverned,
+                "Ungoverned",
+                "no GpuNodeProfile selects this node".to_owned(),
+            ),
             basis: Basis::Ungoverned,
         },
     }
@@ -225,13 +200,8 @@ fn governed_verdict(
     let verdict = plan::gpu_ready_condition(&profile.name_any(), report);
     let bad = || report.devices.iter().flat_map(|g| g.bad.iter());
     NodeAssessment {
-        name: facts.name.clone(),
         profile: Some(profile.name_any()),
-        governance: GovernanceKind::Governed,
-        conflicting_profiles: vec![],
         ready: Some(report.ready()),
-        reason: verdict.reason,
-        message: verdict.message,
         recheck_after_seconds: report.recheck_after_seconds,
         deadline_passed: report.deadline.clone(),
         tainted_devices: bad()
@@ -239,7 +209,6 @@ fn governed_verdict(
             .collect(),
         observe: profile.spec.mode == gpuready_api::Mode::Observe,
         layers: report.layers.clone(),
-        changes: NodeChanges::default(),
         state: Some(report.state()),
         lifecycle: report.lifecycle.clone(),
         escalations: bad()
@@ -266,6 +235,12 @@ fn governed_verdict(
             .map(|n| n.pods.len())
             .sum(),
         timeline: facts.owned.timeline.as_deref().and_then(ReadyRecord::parse),
+        ..NodeAssessment::bare(
+            facts,
+            GovernanceKind::Governed,
+            &verdict.reason,
+            verdict.message,
+        )
     }
 }
 
@@ -360,6 +335,38 @@ impl Judgement<'_> {
 }
 
 impl NodeAssessment {
+    /// A verdict that says only whom it is about, how the node is governed
+    /// and why: no layers, no changes, nothing found. The one place every
+    /// field is named; each kind of verdict fills in what it has.
+    fn bare(
+        facts: &NodeFacts,
+        governance: GovernanceKind,
+        reason: &str,
+        message: String,
+    ) -> NodeAssessment {
+        NodeAssessment {
+            name: facts.name.clone(),
+            profile: None,
+            governance,
+            conflicting_profiles: vec![],
+            ready: None,
+            reason: reason.to_owned(),
+            message,
+            layers: vec![],
+            changes: NodeChanges::default(),
+            observe: false,
+            recheck_after_seconds: None,
+            deadline_passed: None,
+            tainted_devices: vec![],
+            state: None,
+            lifecycle: Lifecycle::default(),
+            escalations: vec![],
+            not_evicted: vec![],
+            not_evicted_pods: 0,
+            timeline: None,
+        }
+    }
+
     /// Writes the node's finished wait (`gpuready.io/timeline`) with the
     /// change that makes it Ready, or on its own once it is, unless the node
     /// carries that very record. An Observe profile writes nothing.

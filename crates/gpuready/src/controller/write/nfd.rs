@@ -201,15 +201,10 @@ async fn pass(
 
     if mode == NfdCrdMode::Check {
         let cond = words::check_condition(&before);
-        let (ready, message) = (cond.ready, cond.message.clone());
-        if set_condition(condition, cond) && !ready {
-            publish(
-                ctx,
-                EventType::Warning,
-                event_reasons::WOULD_CHANGE,
-                &message,
-            )
-            .await;
+        if cond.ready {
+            set_condition(condition, cond);
+        } else {
+            set_and_warn(ctx, condition, cond, event_reasons::WOULD_CHANGE).await;
         }
         return true;
     }
@@ -285,17 +280,8 @@ async fn pass(
             }
         }
         let cond = words::not_converged_condition(&stuck);
-        let message = cond.message.clone();
-        warn!(%message, "NFD CRDs did not converge");
-        if set_condition(condition, cond) {
-            publish(
-                ctx,
-                EventType::Warning,
-                event_reasons::APPLY_FAILED,
-                &message,
-            )
-            .await;
-        }
+        warn!(message = %cond.message, "NFD CRDs did not converge");
+        set_and_warn(ctx, condition, cond, event_reasons::APPLY_FAILED).await;
         return true;
     }
 
@@ -323,15 +309,20 @@ async fn failed(
     warn!(error = %e, "applying the NFD CRDs failed");
     let not_established = matches!(e, NfdCrdError::NotEstablished { .. });
     let cond = words::apply_failed_condition(to_apply, not_established, &e.to_string(), e.hint());
+    set_and_warn(ctx, condition, cond, event_reasons::APPLY_FAILED).await;
+}
+
+/// Sets the condition and, only when that changed it, posts its message as
+/// a Warning Event: a retry that finds the same trouble repeats nothing.
+async fn set_and_warn(
+    ctx: &Context,
+    condition: &ConditionSender,
+    cond: NfdCrdCondition,
+    reason: &str,
+) {
     let message = cond.message.clone();
     if set_condition(condition, cond) {
-        publish(
-            ctx,
-            EventType::Warning,
-            event_reasons::APPLY_FAILED,
-            &message,
-        )
-        .await;
+        publish(ctx, EventType::Warning, reason, &message).await;
     }
 }
 
