@@ -604,7 +604,7 @@ async fn reconcile(node: Arc<CachedNode>, ctx: Arc<Context>) -> Result<Action, E
 /// replace it) and dropped at `InitDone`: a re-list costs one pass over the
 /// fleet, as its LIST already does, and nothing is kept between re-lists. A
 /// queued ledger entry of such a node is also forgotten when the Controller
-/// reports it not found (see `run_controllers`).
+/// reports it not found (see `run_node_controller`).
 fn node_gone(
     status: mpsc::UnboundedSender<StatusInput>,
     ledger: Arc<ledger::Ledger>,
