@@ -186,127 +186,154 @@ impl Default for Metrics {
             clocks: ClockMetrics::register(&mut registry),
             registry: Registry::default(),
         };
-        registry.register(
-            "nodes",
-            "Matched nodes by profile and state (ready; not_ready: failures only; maintenance: a driver upgrade, MIG change or paused operands; waiting_for_gate: GPU stack ready, another readiness gate holds the node; conflict; past_deadline: not ready past the profile's notReadyDeadline)",
-            m.nodes.clone(),
-        );
-        registry.register(
-            "layer_ready_nodes",
-            "Governed nodes whose layer is Ready, by profile and layer",
-            m.layer_ready.clone(),
-        );
-        registry.register(
-            "safety_brake_engaged",
-            "1 while the safety brake holds new taints for a profile",
-            m.brake.clone(),
-        );
-        registry.register(
-            "reconcile_duration_seconds",
-            "Duration of one node reconcile",
-            m.reconcile_duration.clone(),
-        );
-        registry.register(
-            "reconcile_errors",
-            "Failed reconciles by error kind",
-            m.reconcile_errors.clone(),
-        );
-        registry.register(
-            "writes",
-            "Writes by kind (taint, labels, conditions, profile_status, crd, event, devicetaintrule, devicetaintrule_status)",
-            m.writes.clone(),
-        );
-        registry.register(
-            "events_held",
-            "Per-node Events not posted because a burst spent its profile's Event budget; a summary Event on the profile counts them",
-            m.events_held.clone(),
-        );
-        registry.register(
-            "api_requests",
-            "Requests sent to the API server by method",
-            m.requests.clone(),
-        );
-        registry.register(
-            "leader",
-            "1 while this replica holds the leader lease",
-            m.leader.clone(),
-        );
-        registry.register(
-            "profile_crd_present",
-            "1 while the GpuNodeProfile CRD exists and is established; 0 holds every node as it is",
-            m.profile_crd_present.clone(),
-        );
-        registry.register(
-            "api_retryable_responses",
-            "Responses the client retries (429, 503, 504) by code; every retry is also counted in api_requests",
-            m.retryable_responses.clone(),
-        );
-        registry.register(
-            "nfd_crd_state",
-            "NFD CRD state (missing, older, current, newer) as 1/0",
-            m.nfd_crds.clone(),
-        );
-        registry.register(
-            "device_taint_rules",
-            "DeviceTaintRules gpuready holds for bad devices (device gating), all nodes",
-            m.device_taint_rules.clone(),
-        );
-        registry.register(
-            "cluster_wide_device_taint_rules",
-            "DeviceTaintRules in the cluster, anyone's, whose NoExecute taint has a selector naming no pool (empty, only a driver, or a device name in every pool): each evicts every pod using the devices it matches, cluster-wide (kubernetes #141422)",
-            m.cluster_wide_device_taint_rules.clone(),
-        );
-        registry.register(
-            "not_evicted_pods",
-            "Pods that hold a device gpuready taints NoExecute as a DRA-backed extended resource, which Kubernetes does not evict (kubernetes #141290), by profile",
-            m.not_evicted_pods.clone(),
-        );
-        registry.register(
-            "no_execute",
-            "A profile's NoExecute budget (escalation.maxNoExecutePercent), by kind (nodes, devices) and state: escalated (under NoExecute now), held (due, held back by the safety brake or the budget), limit (the most that may be escalated)",
-            m.no_execute.clone(),
-        );
-        registry.register(
-            "tainted_devices",
-            "Devices a profile's nodes have gated by gpuready's DeviceTaintRules",
-            m.tainted_devices.clone(),
-        );
-        registry.register(
-            "node_not_ready",
-            "1 for each matched node that is gated (at most 200 per profile and state, the first by name; gpuready_nodes counts them all), by profile, node, the profile's mode, state (not_ready, conflict, maintenance, waiting_for_gate) and the verdict's layer and reason",
-            m.node_not_ready.clone(),
-        );
-        registry.register(
-            "node_layer_not_ready",
-            "1 for each layer that is not Ready on a matched node (at most 200 nodes per profile and layer, the first by name), by profile, node, layer and reason (Health: the probe's report)",
-            m.node_layer_not_ready.clone(),
-        );
-        registry.register(
-            "node_tainted_devices",
-            "Devices of a node gated by gpuready's DeviceTaintRules, for nodes with any (at most 200 per profile, the first by name)",
-            m.node_tainted_devices.clone(),
-        );
-        // Counters the alerts take rates of start at 0 (see `Error::KINDS`).
-        for kind in crate::controller::error::Error::KINDS {
-            m.reconcile_errors
-                .get_or_create(&Kind {
-                    kind: kind.to_owned(),
-                })
-                .inc_by(0);
-        }
-        for code in ["429", "503", "504"] {
-            m.retryable_responses
-                .get_or_create(&Code {
-                    code: code.to_owned(),
-                })
-                .inc_by(0);
-        }
+        m.register_node_counts(&mut registry);
+        m.register_work(&mut registry);
+        m.register_devices(&mut registry);
+        m.register_per_node(&mut registry);
+        m.zero_counters();
         registry.register(
             "write_refused_nodes",
             "Nodes whose last write the API server refused (an admission policy, RBAC), by profile and write: taint (the node is not gated as its verdict says) or other (a label or annotation)",
             m.write_refused_nodes.clone(),
         );
         Metrics { registry, ..m }
+    }
+}
+
+/// Registration, by family group, in the order /metrics lists them.
+impl Metrics {
+    /// The per-profile node counts: by state, by Ready layer, and the brake.
+    fn register_node_counts(&self, registry: &mut Registry) {
+        registry.register(
+            "nodes",
+            "Matched nodes by profile and state (ready; not_ready: failures only; maintenance: a driver upgrade, MIG change or paused operands; waiting_for_gate: GPU stack ready, another readiness gate holds the node; conflict; past_deadline: not ready past the profile's notReadyDeadline)",
+            self.nodes.clone(),
+        );
+        registry.register(
+            "layer_ready_nodes",
+            "Governed nodes whose layer is Ready, by profile and layer",
+            self.layer_ready.clone(),
+        );
+        registry.register(
+            "safety_brake_engaged",
+            "1 while the safety brake holds new taints for a profile",
+            self.brake.clone(),
+        );
+    }
+
+    /// The controller's own work: reconciles, writes, held Events, API requests, and what it holds on (the lease, the CRDs).
+    fn register_work(&self, registry: &mut Registry) {
+        registry.register(
+            "reconcile_duration_seconds",
+            "Duration of one node reconcile",
+            self.reconcile_duration.clone(),
+        );
+        registry.register(
+            "reconcile_errors",
+            "Failed reconciles by error kind",
+            self.reconcile_errors.clone(),
+        );
+        registry.register(
+            "writes",
+            "Writes by kind (taint, labels, conditions, profile_status, crd, event, devicetaintrule, devicetaintrule_status)",
+            self.writes.clone(),
+        );
+        registry.register(
+            "events_held",
+            "Per-node Events not posted because a burst spent its profile's Event budget; a summary Event on the profile counts them",
+            self.events_held.clone(),
+        );
+        registry.register(
+            "api_requests",
+            "Requests sent to the API server by method",
+            self.requests.clone(),
+        );
+        registry.register(
+            "leader",
+            "1 while this replica holds the leader lease",
+            self.leader.clone(),
+        );
+        registry.register(
+            "profile_crd_present",
+            "1 while the GpuNodeProfile CRD exists and is established; 0 holds every node as it is",
+            self.profile_crd_present.clone(),
+        );
+        registry.register(
+            "api_retryable_responses",
+            "Responses the client retries (429, 503, 504) by code; every retry is also counted in api_requests",
+            self.retryable_responses.clone(),
+        );
+        registry.register(
+            "nfd_crd_state",
+            "NFD CRD state (missing, older, current, newer) as 1/0",
+            self.nfd_crds.clone(),
+        );
+    }
+
+    /// Device gating and NoExecute escalation.
+    fn register_devices(&self, registry: &mut Registry) {
+        registry.register(
+            "device_taint_rules",
+            "DeviceTaintRules gpuready holds for bad devices (device gating), all nodes",
+            self.device_taint_rules.clone(),
+        );
+        registry.register(
+            "cluster_wide_device_taint_rules",
+            "DeviceTaintRules in the cluster, anyone's, whose NoExecute taint has a selector naming no pool (empty, only a driver, or a device name in every pool): each evicts every pod using the devices it matches, cluster-wide (kubernetes #141422)",
+            self.cluster_wide_device_taint_rules.clone(),
+        );
+        registry.register(
+            "not_evicted_pods",
+            "Pods that hold a device gpuready taints NoExecute as a DRA-backed extended resource, which Kubernetes does not evict (kubernetes #141290), by profile",
+            self.not_evicted_pods.clone(),
+        );
+        registry.register(
+            "no_execute",
+            "A profile's NoExecute budget (escalation.maxNoExecutePercent), by kind (nodes, devices) and state: escalated (under NoExecute now), held (due, held back by the safety brake or the budget), limit (the most that may be escalated)",
+            self.no_execute.clone(),
+        );
+        registry.register(
+            "tainted_devices",
+            "Devices a profile's nodes have gated by gpuready's DeviceTaintRules",
+            self.tainted_devices.clone(),
+        );
+    }
+
+    /// The per-node families (bounded per profile; `set_node_series` keeps them).
+    fn register_per_node(&self, registry: &mut Registry) {
+        registry.register(
+            "node_not_ready",
+            "1 for each matched node that is gated (at most 200 per profile and state, the first by name; gpuready_nodes counts them all), by profile, node, the profile's mode, state (not_ready, conflict, maintenance, waiting_for_gate) and the verdict's layer and reason",
+            self.node_not_ready.clone(),
+        );
+        registry.register(
+            "node_layer_not_ready",
+            "1 for each layer that is not Ready on a matched node (at most 200 nodes per profile and layer, the first by name), by profile, node, layer and reason (Health: the probe's report)",
+            self.node_layer_not_ready.clone(),
+        );
+        registry.register(
+            "node_tainted_devices",
+            "Devices of a node gated by gpuready's DeviceTaintRules, for nodes with any (at most 200 per profile, the first by name)",
+            self.node_tainted_devices.clone(),
+        );
+    }
+
+    /// Counters the alerts take rates of start at 0 (see `Error::KINDS`).
+    fn zero_counters(&self) {
+        for kind in crate::controller::error::Error::KINDS {
+            self.reconcile_errors
+                .get_or_create(&Kind {
+                    kind: kind.to_owned(),
+                })
+                .inc_by(0);
+        }
+        for code in ["429", "503", "504"] {
+            self.retryable_responses
+                .get_or_create(&Code {
+                    code: code.to_owned(),
+                })
+                .inc_by(0);
+        }
     }
 }
 

@@ -34,6 +34,7 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::stream::BoxStream;
 use futures::{StreamExt, TryStreamExt};
 use gpuready_api::GpuNodeProfile;
 use gpuready_api::keys;
@@ -48,6 +49,7 @@ use kube::runtime::wait::{Condition, conditions};
 use kube::runtime::{Controller, PredicateConfig, watcher};
 use kube::{Client, ResourceExt};
 use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{error, info, warn};
 
@@ -178,6 +180,42 @@ async fn run_controllers(
     fence: Option<Arc<lease::fence::Fence>>,
 ) -> Result<(), Error> {
     let lost = move || fence.as_ref().is_some_and(|f| f.is_revoked());
+    let shared = shared(client, args, metrics, health.clone());
+    let ctx = shared.ctx;
+    let profile_stream = profile_stream(&ctx, shared.profiles);
+    let node_stream = node_stream(&ctx, shared.nodes, shared.requeue.clone());
+    let requeued = requeued_stream(&ctx, shared.requeued, shared.probe_triggers);
+    let tasks = Tasks::spawn(
+        &ctx,
+        health,
+        shared.requeue,
+        shared.caches_ready,
+        shared.status,
+        &stop,
+    );
+    let cut_short = cut_short(stop.clone(), ctx.caches_ready.clone(), lost.clone());
+    info!(concurrency = ctx.args.concurrency, "controller starting");
+    run_node_controller(node_stream, profile_stream, requeued, ctx, stop, cut_short).await;
+    tasks.stop(lost()).await;
+    info!("controller stopped");
+    Ok(())
+}
+
+/// What the wiring builds before any watch or task starts: the state every
+/// task shares (`Context`), and the other ends of its caches and channels
+/// for the watches and tasks that fill or drain them.
+struct Shared {
+    ctx: Arc<Context>,
+    profiles: reflector::store::Writer<GpuNodeProfile>,
+    nodes: reflector::store::Writer<CachedNode>,
+    caches_ready: tokio::sync::watch::Sender<bool>,
+    status: mpsc::UnboundedReceiver<StatusInput>,
+    requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
+    requeued: mpsc::UnboundedReceiver<ObjectRef<Node>>,
+    probe_triggers: BoxStream<'static, ObjectRef<CachedNode>>,
+}
+
+fn shared(client: Client, args: RunArgs, metrics: Arc<Metrics>, health: Arc<Health>) -> Shared {
     let identity = args.identity();
     let recorder = Recorder::new(
         client.clone(),
@@ -186,39 +224,12 @@ async fn run_controllers(
             instance: Some(identity),
         },
     );
-
     let (status_tx, status_rx) = mpsc::unbounded_channel::<StatusInput>();
-    let crd = Arc::new(CrdGuard::new(
-        client.clone(),
-        metrics.clone(),
-        health.clone(),
-    ));
+    let crd = Arc::new(CrdGuard::new(client.clone(), metrics.clone(), health));
     let (profile_reader, profile_writer) = reflector::store::<GpuNodeProfile>();
-    // Untyped, then typed one by one: a profile that does not deserialize is
-    // reported and skipped instead of failing the list (see profiles.rs).
-    let profile_stream = watch::profiles::typed(
-        watcher(
-            crate::readers::dynamic_api(client.clone()),
-            watcher::Config::default(),
-        )
-        .backoff(WatchBackoff::default()),
-        recorder.clone(),
-        client.clone(),
-    )
-    .reflect(profile_writer)
-    .flat_map(profile_triggers(status_tx.clone(), crd.clone()));
-    let profile_stream = drop_watch_errors("GpuNodeProfile", profile_stream);
     // Nodes the status pass wants judged again without a change of theirs (held
     // back by the safety brake until it released).
     let (requeue, requeued) = mpsc::unbounded_channel::<ObjectRef<Node>>();
-    let requeued = futures::stream::unfold(requeued, |mut rx| async move {
-        rx.recv().await.map(|r| (cached_ref(&r), rx))
-    });
-
-    let mut node_cfg = watcher::Config::default();
-    if let Some(sel) = &args.node_selector {
-        node_cfg = node_cfg.labels(sel);
-    }
     // The node book (write ledger, brakes, refusals); the nodes it hands back
     // go through the re-queue channel, twice --concurrency at a time, so each
     // reconcile slot has the next handed-back node already queued (with one
@@ -233,21 +244,97 @@ async fn run_controllers(
     // Each Node is pruned and packed (cached.rs) before it enters the cache: the
     // cache holds what the engine reads, not the API type.
     let (node_reader, node_writer) = reflector::store::<CachedNode>();
-    // fabric.groupByLabel groups follow every node event (groups.rs).
-    let node_groups = Arc::new(watch::groups::Groups::default());
+    // Every trigger reaches kube through one FIFO (admission.rs), a node only
+    // while a reconcile slot is free for it (see `node_stream`).
+    let admission = Arc::new(admission::Admission::new(
+        usize::from(args.concurrency) + admission::LOOKAHEAD,
+    ));
+    // Probe reports: a node's report changing in substance re-queues that node.
+    let (probe_reports, probe_triggers) = match &args.probe_namespace {
+        Some(ns) => {
+            let (reports, triggers) = watch::probe_reports::watch(client.clone(), ns);
+            (Some(reports), triggers.map(|r| cached_ref(&r)).boxed())
+        }
+        None => (None, futures::stream::pending().boxed()),
+    };
+    let (caches_ready_tx, caches_ready) = tokio::sync::watch::channel(false);
+    let ctx = Arc::new(Context {
+        client,
+        args,
+        metrics,
+        recorder,
+        profiles: profile_reader,
+        nodes: node_reader,
+        status: status_tx,
+        crd,
+        errors: ErrorBackoff::default(),
+        ledger,
+        caches_ready,
+        evidence: Arc::default(),
+        // fabric.groupByLabel groups follow every node event (groups.rs).
+        groups: Arc::new(watch::groups::Groups::default()),
+        probe_reports,
+        node_events: Mutex::default(),
+        admission,
+    });
+    Shared {
+        ctx,
+        profiles: profile_writer,
+        nodes: node_writer,
+        caches_ready: caches_ready_tx,
+        status: status_rx,
+        requeue,
+        requeued,
+        probe_triggers,
+    }
+}
+
+/// The GpuNodeProfile watch, filling the profile cache: it passes on the
+/// profiles whose change can change a node's verdict (`profile_triggers`).
+fn profile_stream(
+    ctx: &Context,
+    writer: reflector::store::Writer<GpuNodeProfile>,
+) -> impl futures::Stream<Item = Result<GpuNodeProfile, watcher::Error>> + use<> {
+    // Untyped, then typed one by one: a profile that does not deserialize is
+    // reported and skipped instead of failing the list (see profiles.rs).
+    let stream = watch::profiles::typed(
+        watcher(
+            crate::readers::dynamic_api(ctx.client.clone()),
+            watcher::Config::default(),
+        )
+        .backoff(WatchBackoff::default()),
+        ctx.recorder.clone(),
+        ctx.client.clone(),
+    )
+    .reflect(writer)
+    .flat_map(profile_triggers(ctx.status.clone(), ctx.crd.clone()));
+    drop_watch_errors("GpuNodeProfile", stream)
+}
+
+/// The Node watch, filling the node cache. It passes nothing on itself: each
+/// node it would trigger goes to the gate's ledger and the FIFO.
+fn node_stream(
+    ctx: &Context,
+    writer: reflector::store::Writer<CachedNode>,
+    requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
+) -> impl futures::Stream<Item = Result<CachedNode, watcher::Error>> + use<> {
+    let mut node_cfg = watcher::Config::default();
+    if let Some(sel) = &ctx.args.node_selector {
+        node_cfg = node_cfg.labels(sel);
+    }
     // Its first state streamed where the server can (initial_list.rs).
     // Read straight into the cache's form (watched.rs): what the cache does
     // not keep is never built.
     let node_watch = watch::initial_list::watch(
-        Api::<CachedNode>::all(client.clone()),
+        Api::<CachedNode>::all(ctx.client.clone()),
         node_cfg,
-        args.initial_list,
+        ctx.args.initial_list,
     );
     let node_stream = node_watch
         .backoff(WatchBackoff::default())
-        .reflect(node_writer)
+        .reflect(writer)
         .inspect({
-            let (groups, requeue) = (node_groups.clone(), requeue.clone());
+            let groups = ctx.groups.clone();
             move |e| {
                 if let Ok(e) = e {
                     groups.on_event(e, &requeue);
@@ -255,9 +342,9 @@ async fn run_controllers(
             }
         })
         .inspect(node_gone(
-            status_tx.clone(),
-            ledger.clone(),
-            node_reader.clone(),
+            ctx.status.clone(),
+            ctx.ledger.clone(),
+            ctx.nodes.clone(),
         ))
         .applied_objects()
         .predicate_filter(
@@ -268,7 +355,7 @@ async fn run_controllers(
         // writes); the echo of gpuready's own write, for a node waiting at the
         // gate, queues nothing.
         .try_filter({
-            let ledger = ledger.clone();
+            let ledger = ctx.ledger.clone();
             move |n| {
                 std::future::ready(
                     ledger.on_node_event(&n.name_any(), n.resource_version().as_deref()),
@@ -280,130 +367,185 @@ async fn run_controllers(
     // only while a reconcile slot is free for it: the node stream, the
     // profile mapping, the re-queues and probe triggers push into it and pass
     // nothing on themselves, and kube reconciles what the FIFO hands it.
-    let admission = Arc::new(admission::Admission::new(
-        usize::from(args.concurrency) + admission::LOOKAHEAD,
-    ));
-    let node_stream = node_stream
-        .inspect_ok({
-            let admission = admission.clone();
-            move |n| admission.push(ObjectRef::from_obj(n))
-        })
-        .try_filter(|_| std::future::ready(false));
+    let admission = ctx.admission.clone();
+    node_stream
+        .inspect_ok(move |n| admission.push(ObjectRef::from_obj(n)))
+        .try_filter(|_| std::future::ready(false))
+}
 
-    // Probe reports: a node's report changing in substance re-queues that node.
-    let (probe_reports, probe_triggers) = match &args.probe_namespace {
-        Some(ns) => {
-            let (reports, triggers) = watch::probe_reports::watch(client.clone(), ns);
-            (Some(reports), triggers.map(|r| cached_ref(&r)).boxed())
-        }
-        None => (None, futures::stream::pending().boxed()),
-    };
-    // Re-queues and probe triggers are queued at the gate and in the FIFO too,
-    // for nodes in the cache (the Controller drops the others, and they must
-    // not hold anyone).
-    let requeued = futures::stream::select(requeued, probe_triggers)
-        .inspect(queue_at(
-            ledger.clone(),
-            admission.clone(),
-            node_reader.clone(),
-        ))
-        .filter(|_| std::future::ready(false));
-
-    let (caches_ready_tx, caches_ready) = tokio::sync::watch::channel(false);
-    let ctx = Arc::new(Context {
-        client: client.clone(),
-        args: args.clone(),
-        metrics: metrics.clone(),
-        recorder,
-        profiles: profile_reader.clone(),
-        nodes: node_reader.clone(),
-        status: status_tx,
-        crd: crd.clone(),
-        errors: ErrorBackoff::default(),
-        ledger,
-        caches_ready,
-        evidence: Arc::default(),
-        groups: node_groups,
-        probe_reports,
-        node_events: Mutex::default(),
-        admission: admission.clone(),
+/// Re-queues (from the status pass, the evidence watches, fabric groups) and
+/// probe triggers are queued at the gate and in the FIFO too, for nodes in the
+/// cache (the Controller drops the others, and they must not hold anyone).
+/// Like the node stream, it passes nothing on itself.
+fn requeued_stream(
+    ctx: &Context,
+    requeued: mpsc::UnboundedReceiver<ObjectRef<Node>>,
+    probe_triggers: BoxStream<'static, ObjectRef<CachedNode>>,
+) -> impl futures::Stream<Item = ObjectRef<CachedNode>> + use<> {
+    let requeued = futures::stream::unfold(requeued, |mut rx| async move {
+        rx.recv().await.map(|r| (cached_ref(&r), rx))
     });
-    let mut evidence_tasks = watch::evidence::spawn(
-        client.clone(),
-        ctx.evidence.clone(),
-        metrics.clone(),
-        requeue,
-        stop.clone(),
-    );
-    evidence_tasks.push(watch::wide_rules::spawn(
-        client.clone(),
-        metrics.clone(),
-        stop.clone(),
-    ));
+    futures::stream::select(requeued, probe_triggers)
+        .inspect(queue_at(
+            ctx.ledger.clone(),
+            ctx.admission.clone(),
+            ctx.nodes.clone(),
+        ))
+        .filter(|_| std::future::ready(false))
+}
 
-    let synced = {
-        let (p, n, health) = (profile_reader.clone(), node_reader.clone(), health.clone());
-        tokio::spawn(async move {
-            // The one task outside the controller's that polls the stores, and on
-            // a short timer: a waker lost to another poller costs 100 ms at most.
-            loop {
-                let wait = Duration::from_millis(100);
-                let p_ready = tokio::time::timeout(wait, p.wait_until_ready()).await;
-                let n_ready = tokio::time::timeout(wait, n.wait_until_ready()).await;
-                if matches!(p_ready, Ok(Ok(()))) && matches!(n_ready, Ok(Ok(()))) {
-                    health.caches_synced.store(true, Ordering::Relaxed);
-                    let _ = caches_ready_tx.send(true);
-                    info!("caches synced");
-                    return;
-                }
-            }
-        })
-    };
-    // The status task stops after the node controller, so it sees every verdict
-    // of the last reconciles and writes the final profile status.
-    let status_stop = CancellationToken::new();
-    // The NFD CRD reconciler hands its condition to the status task; with
-    // --nfd-crds=off the sender is dropped and profiles carry no condition.
-    let (nfd_tx, nfd_rx) = tokio::sync::watch::channel(None);
-    let aggregator = tokio::spawn(status::task::run(
-        ctx.clone(),
-        status_rx,
-        nfd_rx,
-        status_stop.clone(),
-    ));
-    let crd_watch = tokio::spawn(crd.clone().watch(stop.clone()));
-    let event_summaries = tokio::spawn(write::events::summarize(ctx.clone()));
-    // Only the leader gets here, so only one replica ever writes the NFD CRDs.
-    let nfd_crds = (args.nfd_crds != config::NfdCrdMode::Off)
-        .then(|| tokio::spawn(write::nfd::run(ctx.clone(), nfd_tx, stop.clone())));
+/// The tasks beside the controller: started with it, stopped after it.
+struct Tasks {
+    evidence: Vec<JoinHandle<()>>,
+    synced: JoinHandle<()>,
+    /// The status task stops after the node controller, so it sees every
+    /// verdict of the last reconciles and writes the final profile status.
+    status_stop: CancellationToken,
+    aggregator: JoinHandle<()>,
+    crd_watch: JoinHandle<()>,
+    event_summaries: JoinHandle<()>,
+    nfd_crds: Option<JoinHandle<()>>,
+}
 
-    let (nodes_for_profile, ledger_for_profile, admission_for_profile) =
-        (node_reader.clone(), ctx.ledger.clone(), admission.clone());
-    let stop_fut = {
-        let stop = stop.clone();
-        async move { stop.cancelled().await }
-    };
-    // Stops the controller at once instead of gracefully when there is nothing
-    // to finish: the lease is lost (every write would be refused), or the stop
-    // came before the caches were first listed. kube's runner starts no
-    // reconcile until its node cache is ready, and a graceful shutdown waits
-    // for that too, but the shutdown also ends the watches that would fill the
-    // cache: a replica deposed 70 ms after it won the lease waited forever,
-    // neither exiting nor ready. Every reconcile waits for the caches before
-    // its first request, so none has begun.
-    let cut_short = {
-        let (stop, ready, lost) = (stop.clone(), ctx.caches_ready.clone(), lost.clone());
-        async move {
-            stop.cancelled().await;
-            if !lost() && *ready.borrow() {
-                std::future::pending::<()>().await;
-            }
-            info!("stopping at once: the lease is lost, or the caches never synced");
+impl Tasks {
+    fn spawn(
+        ctx: &Arc<Context>,
+        health: Arc<Health>,
+        requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
+        caches_ready: tokio::sync::watch::Sender<bool>,
+        status: mpsc::UnboundedReceiver<StatusInput>,
+        stop: &CancellationToken,
+    ) -> Tasks {
+        let (client, metrics) = (&ctx.client, &ctx.metrics);
+        let mut evidence = watch::evidence::spawn(
+            client.clone(),
+            ctx.evidence.clone(),
+            metrics.clone(),
+            requeue,
+            stop.clone(),
+        );
+        evidence.push(watch::wide_rules::spawn(
+            client.clone(),
+            metrics.clone(),
+            stop.clone(),
+        ));
+        let synced = tokio::spawn(caches_synced(
+            ctx.profiles.clone(),
+            ctx.nodes.clone(),
+            health,
+            caches_ready,
+        ));
+        let status_stop = CancellationToken::new();
+        // The NFD CRD reconciler hands its condition to the status task; with
+        // --nfd-crds=off the sender is dropped and profiles carry no condition.
+        let (nfd_tx, nfd_rx) = tokio::sync::watch::channel(None);
+        let aggregator = tokio::spawn(status::task::run(
+            ctx.clone(),
+            status,
+            nfd_rx,
+            status_stop.clone(),
+        ));
+        let crd_watch = tokio::spawn(ctx.crd.clone().watch(stop.clone()));
+        let event_summaries = tokio::spawn(write::events::summarize(ctx.clone()));
+        // Only the leader gets here, so only one replica ever writes the NFD CRDs.
+        let nfd_crds = (ctx.args.nfd_crds != config::NfdCrdMode::Off)
+            .then(|| tokio::spawn(write::nfd::run(ctx.clone(), nfd_tx, stop.clone())));
+        Tasks {
+            evidence,
+            synced,
+            status_stop,
+            aggregator,
+            crd_watch,
+            event_summaries,
+            nfd_crds,
         }
-    };
-    info!(concurrency = args.concurrency, "controller starting");
-    Controller::for_stream(node_stream, node_reader)
-        .watches_stream(profile_stream, move |profile: GpuNodeProfile| {
+    }
+
+    /// Ends them once the controller has stopped; the status task writes the
+    /// final profile status first unless the lease is `lost`.
+    async fn stop(self, lost: bool) {
+        self.synced.abort();
+        self.crd_watch.abort();
+        self.event_summaries.abort();
+        for task in self.evidence {
+            task.abort();
+        }
+        if let Some(task) = self.nfd_crds {
+            task.abort();
+        }
+        if lost {
+            // Its final status pass could only be refused.
+            self.aggregator.abort();
+        } else {
+            self.status_stop.cancel();
+            if tokio::time::timeout(Duration::from_secs(20), self.aggregator)
+                .await
+                .is_err()
+            {
+                warn!("the final profile status pass did not finish in 20 s");
+            }
+        }
+    }
+}
+
+/// Marks the caches synced (health, `Context::caches_ready`) once both have
+/// been listed.
+async fn caches_synced(
+    profiles: Store<GpuNodeProfile>,
+    nodes: Store<CachedNode>,
+    health: Arc<Health>,
+    ready: tokio::sync::watch::Sender<bool>,
+) {
+    // The one task outside the controller's that polls the stores, and on
+    // a short timer: a waker lost to another poller costs 100 ms at most.
+    loop {
+        let wait = Duration::from_millis(100);
+        let p_ready = tokio::time::timeout(wait, profiles.wait_until_ready()).await;
+        let n_ready = tokio::time::timeout(wait, nodes.wait_until_ready()).await;
+        if matches!(p_ready, Ok(Ok(()))) && matches!(n_ready, Ok(Ok(()))) {
+            health.caches_synced.store(true, Ordering::Relaxed);
+            let _ = ready.send(true);
+            info!("caches synced");
+            return;
+        }
+    }
+}
+
+/// Stops the controller at once instead of gracefully when there is nothing
+/// to finish: the lease is lost (every write would be refused), or the stop
+/// came before the caches were first listed. kube's runner starts no
+/// reconcile until its node cache is ready, and a graceful shutdown waits
+/// for that too, but the shutdown also ends the watches that would fill the
+/// cache: a replica deposed 70 ms after it won the lease waited forever,
+/// neither exiting nor ready. Every reconcile waits for the caches before
+/// its first request, so none has begun.
+async fn cut_short(
+    stop: CancellationToken,
+    ready: tokio::sync::watch::Receiver<bool>,
+    lost: impl Fn() -> bool,
+) {
+    stop.cancelled().await;
+    if !lost() && *ready.borrow() {
+        std::future::pending::<()>().await;
+    }
+    info!("stopping at once: the lease is lost, or the caches never synced");
+}
+
+/// kube's Controller over the node cache, fed by the FIFO and the profile
+/// mapping, until `stop` (gracefully) or `cut_short` (at once).
+async fn run_node_controller(
+    nodes: impl futures::Stream<Item = Result<CachedNode, watcher::Error>> + Send + 'static,
+    profiles: impl futures::Stream<Item = Result<GpuNodeProfile, watcher::Error>> + Send + 'static,
+    requeued: impl futures::Stream<Item = ObjectRef<CachedNode>> + Send + 'static,
+    ctx: Arc<Context>,
+    stop: CancellationToken,
+    cut_short: impl Future<Output = ()> + Send + 'static,
+) {
+    let (nodes_for_profile, ledger_for_profile, admission_for_profile) =
+        (ctx.nodes.clone(), ctx.ledger.clone(), ctx.admission.clone());
+    let stop_fut = async move { stop.cancelled().await };
+    Controller::for_stream(nodes, ctx.nodes.clone())
+        .watches_stream(profiles, move |profile: GpuNodeProfile| {
             tokio::spawn(profile_nodes::queue_nodes_of(
                 nodes_for_profile.clone(),
                 ledger_for_profile.clone(),
@@ -413,8 +555,8 @@ async fn run_controllers(
             Vec::new()
         })
         .reconcile_on(requeued)
-        .reconcile_on(admission.stream())
-        .with_config(ControllerConfig::default().concurrency(args.concurrency))
+        .reconcile_on(ctx.admission.clone().stream())
+        .with_config(ControllerConfig::default().concurrency(ctx.args.concurrency))
         .graceful_shutdown_on(stop_fut)
         .run(reconcile, error_policy, ctx.clone())
         .take_until(cut_short)
@@ -437,29 +579,6 @@ async fn run_controllers(
             }
         })
         .await;
-    synced.abort();
-    crd_watch.abort();
-    event_summaries.abort();
-    for task in evidence_tasks {
-        task.abort();
-    }
-    if let Some(task) = nfd_crds {
-        task.abort();
-    }
-    if lost() {
-        // Its final status pass could only be refused.
-        aggregator.abort();
-    } else {
-        status_stop.cancel();
-        if tokio::time::timeout(Duration::from_secs(20), aggregator)
-            .await
-            .is_err()
-        {
-            warn!("the final profile status pass did not finish in 20 s");
-        }
-    }
-    info!("controller stopped");
-    Ok(())
 }
 
 /// The node reconciler, plus what the wiring owns around it: the per-node error
@@ -485,7 +604,7 @@ async fn reconcile(node: Arc<CachedNode>, ctx: Arc<Context>) -> Result<Action, E
 /// replace it) and dropped at `InitDone`: a re-list costs one pass over the
 /// fleet, as its LIST already does, and nothing is kept between re-lists. A
 /// queued ledger entry of such a node is also forgotten when the Controller
-/// reports it not found (see `run_controllers`).
+/// reports it not found (see `run_node_controller`).
 fn node_gone(
     status: mpsc::UnboundedSender<StatusInput>,
     ledger: Arc<ledger::Ledger>,
