@@ -161,9 +161,6 @@ pub fn is_label_value(value: &str) -> bool {
     value.is_empty() || is_label_name(value)
 }
 
-/// A MIG profile name as nvidia-smi and the DRA driver spell it (`1g.18gb`,
-/// `1g.18gb+me`) or GFD does (`1g.18gb.me`): the CRD's pattern
-/// `^[0-9]+g\.[0-9]+gb([.+][a-z0-9+.]+)?$`.
 /// GFD's `nvidia.com/gpu.clique` value, `<cluster UUID>.<clique ID>`
 /// (k8s-device-plugin `internal/lm/imex.go`: the UUID lower-case and
 /// hyphenated, the clique ID a decimal `uint32`): the UUID's 32 hex digits
@@ -194,6 +191,9 @@ pub fn is_condition_type(t: &str) -> bool {
         && t.bytes().last().is_some_and(|b| b.is_ascii_alphanumeric())
 }
 
+/// A MIG profile name as nvidia-smi and the DRA driver spell it (`1g.18gb`,
+/// `1g.18gb+me`) or GFD does (`1g.18gb.me`): the CRD's pattern
+/// `^[0-9]+g\.[0-9]+gb([.+][a-z0-9+.]+)?$`.
 pub fn is_mig_profile(name: &str) -> bool {
     let Some((g, rest)) = name.split_once("g.") else {
         return false;
