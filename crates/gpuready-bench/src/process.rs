@@ -96,10 +96,13 @@ pub fn buckets(text: &str, name: &str, matching: &str) -> Vec<(f64, u64)> {
     let prefix = format!("{name}_bucket{{");
     let mut by_le: BTreeMap<String, u64> = BTreeMap::new();
     for l in text.lines().filter(|l| l.starts_with(&prefix)) {
-        let (Some(le), Some(n)) = (
-            l.split("le=\"").nth(1).and_then(|v| v.split('"').next()),
-            l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()),
-        ) else {
+        // `le` as a label of its own: `profile="…"` ends in `le="` too.
+        let le = [",le=\"", "{le=\""]
+            .iter()
+            .find_map(|p| l.split(p).nth(1))
+            .and_then(|v| v.split('"').next());
+        let (Some(le), Some(n)) = (le, l.rsplit(' ').next().and_then(|v| v.parse::<f64>().ok()))
+        else {
             continue;
         };
         if l.contains(matching) {
