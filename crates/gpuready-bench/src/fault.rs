@@ -23,8 +23,9 @@ use serde_json::json;
 use tokio::sync::watch;
 
 use crate::error::Error;
-use crate::observe::Counts;
-use crate::{LONG_WAIT, fleet, floor, percentile, wait_counts};
+use crate::observe::{Counts, LONG_WAIT, wait_counts};
+use crate::stats::{percentile, ratio};
+use crate::{fleet, floor};
 
 /// Where the bench publishes the reports (gpuready's `--probe-namespace`).
 pub const NAMESPACE: &str = "gpuready-bench-probe";
@@ -375,52 +376,39 @@ pub async fn phase(
 const RATIO_ONE: &str = "fault → gate, one node at a time: gpuready from the report written ÷ floor from its taint sent (p99)";
 const RATIO_ALL: &str = "fault → gate, M nodes at once: gpuready from the report written ÷ floor from its taint sent (p99)";
 
-/// The table's rows.
-pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&crate::Row) -> String)) {
-    let cell = |r: &crate::Row, f: &dyn Fn(&FaultRow) -> String| {
-        r.faults.as_ref().map_or_else(|| "–".into(), f)
-    };
+/// The table's rows, each cell read from one fleet size's [`FaultRow`].
+pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&FaultRow) -> String)) {
     line(
         "fault → gate, one node at a time: gpuready, report with XID 79 written → taint seen, p50 / p99 / max",
-        &|r| cell(r, &|f| f.single.cell()),
+        &|f| f.single.cell(),
     );
     line(
         "fault → gate, one node at a time: floor, the bench's own taint written → seen",
-        &|r| cell(r, &|f| f.single_floor.cell()),
+        &|f| f.single_floor.cell(),
     );
-    line(RATIO_ONE, &|r| {
-        cell(r, &|f| {
-            crate::ratio(f.single.p99(false), f.single_floor.p99(true))
-        })
+    line(RATIO_ONE, &|f| {
+        ratio(f.single.p99(false), f.single_floor.p99(true))
     });
     line(
         "fault → gate, M nodes at once: gpuready, report with XID 79 written → taint seen, p50 / p99 / max",
-        &|r| {
-            cell(r, &|f| {
-                format!("M = {}, {} rounds: {}", f.faults, f.rounds, f.burst.cell())
-            })
-        },
+        &|f| format!("M = {}, {} rounds: {}", f.faults, f.rounds, f.burst.cell()),
     );
     line(
         "fault → gate, M nodes at once: floor, the bench's own taints written → seen",
-        &|r| cell(r, &|f| f.burst_floor.cell()),
+        &|f| f.burst_floor.cell(),
     );
-    line(RATIO_ALL, &|r| {
-        cell(r, &|f| {
-            crate::ratio(f.burst.p99(false), f.burst_floor.p99(true))
-        })
+    line(RATIO_ALL, &|f| {
+        ratio(f.burst.p99(false), f.burst_floor.p99(true))
     });
     line(
         "fault → gate, M nodes at once: reports without the XID → every node untainted and GpuReady=True (each round)",
-        &|r| {
-            cell(r, &|f| {
-                let each: Vec<String> = f
-                    .restore
-                    .iter()
-                    .map(|d| format!("{:.2}", d.as_secs_f64()))
-                    .collect();
-                format!("{} s", each.join(", "))
-            })
+        &|f| {
+            let each: Vec<String> = f
+                .restore
+                .iter()
+                .map(|d| format!("{:.2}", d.as_secs_f64()))
+                .collect();
+            format!("{} s", each.join(", "))
         },
     );
 }

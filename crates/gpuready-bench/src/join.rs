@@ -12,10 +12,11 @@ use gpuready_api::keys;
 use kube::Client;
 use tokio::sync::watch;
 
+use crate::controller::{Controller, diff, sample};
 use crate::error::Error;
-use crate::observe::Counts;
-use crate::process;
-use crate::{Controller, LONG_WAIT, diff, fleet, floor, percentile, sample, wait_counts};
+use crate::observe::{Counts, LONG_WAIT, wait_counts};
+use crate::stats::{kinds, median, percentile, ratio, secs};
+use crate::{fleet, floor, process};
 
 /// One side of one storm.
 #[derive(Clone, Debug, Default)]
@@ -290,10 +291,10 @@ fn rate(j: usize, s: &JoinSide) -> String {
 
 /// Over every storm of `j` joiners, gpuready's figure against the floor's in
 /// the same storm: the median and each.
-fn over_storms(r: &crate::Row, storms: &[usize], j: usize, f: fn(&JoinRow) -> f64) -> String {
+fn over_storms(joins: &[JoinRow], storms: &[usize], j: usize, f: fn(&JoinRow) -> f64) -> String {
     let each: Vec<f64> = storms
         .iter()
-        .zip(&r.joins)
+        .zip(joins)
         .filter(|(size, _)| **size == j)
         .map(|(_, s)| f(s))
         .collect();
@@ -301,12 +302,13 @@ fn over_storms(r: &crate::Row, storms: &[usize], j: usize, f: fn(&JoinRow) -> f6
         return "–".into();
     }
     let shown: Vec<String> = each.iter().map(|x| format!("{x:.2}")).collect();
-    format!("**{:.2}** ({})", crate::median(&each), shown.join(", "))
+    format!("**{:.2}** ({})", median(&each), shown.join(", "))
 }
 
-/// The join-storm rows of the table, one block per storm, then per size
+/// The join-storm rows of the table (each cell reads one fleet size's
+/// storms, in `storms`' order), one block per storm, then per size
 /// stormed more than once the storms together.
-pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&crate::Row) -> String), storms: &[usize]) {
+pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&[JoinRow]) -> String), storms: &[usize]) {
     rows_each(line, storms);
     let mut sizes: Vec<usize> = storms.to_vec();
     sizes.sort_unstable();
@@ -339,10 +341,10 @@ pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&crate::Row) -> String), storms:
     }
 }
 
-fn rows_each(line: &mut impl FnMut(&str, &dyn Fn(&crate::Row) -> String), storms: &[usize]) {
+fn rows_each(line: &mut impl FnMut(&str, &dyn Fn(&[JoinRow]) -> String), storms: &[usize]) {
     for (k, &j) in storms.iter().enumerate() {
-        let cell = move |r: &crate::Row, f: &dyn Fn(&JoinRow) -> String| {
-            r.joins.get(k).map_or_else(|| "–".into(), f)
+        let cell = move |joins: &[JoinRow], f: &dyn Fn(&JoinRow) -> String| {
+            joins.get(k).map_or_else(|| "–".into(), f)
         };
         line(
             &format!("join storm of {j}: floor, creation → untaint p50 / p99 / max (mean untaint)"),
@@ -356,7 +358,7 @@ fn rows_each(line: &mut impl FnMut(&str, &dyn Fn(&crate::Row) -> String), storms
         );
         line(
             &format!("join storm of {j}: gpuready ÷ floor (p99)"),
-            &|r| cell(r, &|s| crate::ratio(s.gpuready.p99, s.floor.p99)),
+            &|r| cell(r, &|s| ratio(s.gpuready.p99, s.floor.p99)),
         );
         line(
             &format!("join storm of {j}: the joiners created, floor run / gpuready run"),
@@ -381,7 +383,7 @@ fn rows_each(line: &mut impl FnMut(&str, &dyn Fn(&crate::Row) -> String), storms
         );
         line(
             &format!("join storm of {j}: gpuready, every joiner GpuReady=True after"),
-            &|r| cell(r, &|s| crate::secs(s.gpuready_conditions)),
+            &|r| cell(r, &|s| secs(s.gpuready_conditions)),
         );
         line(
             &format!(
@@ -391,9 +393,9 @@ fn rows_each(line: &mut impl FnMut(&str, &dyn Fn(&crate::Row) -> String), storms
                 cell(r, &|s| {
                     format!(
                         "{}; reconciles {} (failed in the storm: {}); CPU {:.1} s",
-                        crate::kinds(&s.requests_before_last_untaint),
+                        kinds(&s.requests_before_last_untaint),
                         s.reconciles_before_last_untaint,
-                        crate::kinds(&s.errors),
+                        kinds(&s.errors),
                         s.cpu_until_last_untaint
                     )
                 })
@@ -405,8 +407,8 @@ fn rows_each(line: &mut impl FnMut(&str, &dyn Fn(&crate::Row) -> String), storms
                 cell(r, &|s| {
                     format!(
                         "{} / {}",
-                        crate::kinds(&s.writes_before_last_untaint),
-                        crate::kinds(&s.writes)
+                        kinds(&s.writes_before_last_untaint),
+                        kinds(&s.writes)
                     )
                 })
             },

@@ -4,7 +4,7 @@
 //! A deleted node leaves the counts (the join-storm rows delete their joiners).
 
 use std::collections::HashMap;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use gpuready_api::keys;
@@ -12,6 +12,8 @@ use k8s_openapi::api::core::v1::Node;
 use kube::runtime::{WatchStreamExt, watcher};
 use kube::{Api, Client, ResourceExt};
 use tokio::sync::watch;
+
+use crate::error::Error;
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct NodeSeen {
@@ -126,3 +128,46 @@ pub fn start(client: Client) -> (watch::Receiver<Counts>, tokio::task::JoinHandl
     });
     (rx, task)
 }
+
+/// How long any one fleet-wide step may take before the bench gives up.
+pub const LONG_WAIT: Duration = Duration::from_secs(3600);
+
+/// Waits until `pred` holds for the observer's counts, printing the counts
+/// every 15 s while it waits (a phase at 100,000 nodes takes minutes).
+pub async fn wait_counts(
+    rx: &mut watch::Receiver<Counts>,
+    what: &str,
+    limit: Duration,
+    pred: impl Fn(&Counts) -> bool,
+) -> Result<Instant, Error> {
+    let began = Instant::now();
+    loop {
+        let left = limit.saturating_sub(began.elapsed());
+        if left.is_zero() {
+            return Err(Error::Timeout(format!("{what} within {limit:?}")));
+        }
+        let waited = tokio::time::timeout(left.min(PROGRESS), rx.wait_for(|c| pred(c)))
+            .await
+            .map(|r| r.map(|_| ()));
+        match waited {
+            Ok(Ok(())) => return Ok(Instant::now()),
+            Ok(Err(_)) => return Err(Error::Other("the observer stopped".into())),
+            Err(_) if began.elapsed() < limit => {
+                let c = rx.borrow();
+                eprintln!(
+                    "  … waiting for {what} ({:.0?}): nodes {}, gpuready-tainted {}, floor-tainted {}, GpuReady True {} / False {}",
+                    began.elapsed(),
+                    c.nodes,
+                    c.tainted,
+                    c.floor_tainted,
+                    c.condition_true,
+                    c.condition_false
+                );
+            }
+            Err(_) => return Err(Error::Timeout(format!("{what} within {limit:?}"))),
+        }
+    }
+}
+
+/// How often a long wait prints where it stands.
+const PROGRESS: Duration = Duration::from_secs(15);

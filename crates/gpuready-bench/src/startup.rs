@@ -20,12 +20,13 @@ use gpuready_testenv::TestEnv;
 use kube::Client;
 use tokio::sync::watch;
 
+use crate::args::Args;
+use crate::controller::{Controller, sample};
 use crate::error::Error;
-use crate::observe::Counts;
-use crate::{
-    Args, Controller, LONG_WAIT, Row, floor, median, process, quiet_server, ratio, sample, secs,
-    server_cpu, wait_counts,
-};
+use crate::observe::{Counts, LONG_WAIT, wait_counts};
+use crate::server::{quiet_server, server_cpu};
+use crate::stats::{kinds, median, ratio, secs};
+use crate::{floor, process};
 
 /// gpuready's half of a pair.
 #[derive(Clone, Debug, Default)]
@@ -251,34 +252,46 @@ fn durations(runs: &[Duration]) -> String {
 /// A floor's row (`floor_row`), then gpuready's runs (`ours`) divided by it
 /// pair by pair (`ratio_row`).
 fn floor_and_ratio(
-    line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String),
+    line: &mut impl FnMut(&str, &dyn Fn(&Pairs) -> String),
     floor_row: &str,
     ratio_row: &str,
-    floor: impl Fn(&Row) -> Vec<Duration>,
-    ours: impl Fn(&Row) -> Vec<Duration>,
+    floor: impl Fn(&Pairs) -> Vec<Duration>,
+    ours: impl Fn(&Pairs) -> Vec<Duration>,
 ) {
     line(floor_row, &|r| durations(&floor(r)));
     line(ratio_row, &|r| pair_ratios(&ours(r), &floor(r)));
 }
 
+/// What the start-up rows read of one fleet size.
+pub struct Pairs<'a> {
+    /// gpuready's halves, pair by pair.
+    pub gpuready: &'a [GpureadyStart],
+    /// The floor's halves, pair by pair.
+    pub floor: &'a [FloorStart],
+    /// The floor's untaint of every node, its client alone (before the pairs).
+    pub floor_untaint_alone: Duration,
+}
+
 /// The start-up rows of the table.
-pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
-    let first =
-        |r: &Row| -> Vec<Duration> { r.startup.iter().filter_map(|s| s.first_verdicts).collect() };
+pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&Pairs) -> String)) {
+    let first = |r: &Pairs| -> Vec<Duration> {
+        r.gpuready.iter().filter_map(|s| s.first_verdicts).collect()
+    };
     let floor_untaint =
-        |r: &Row| -> Vec<Duration> { r.startup_floor.iter().map(|f| f.untaint.elapsed).collect() };
+        |r: &Pairs| -> Vec<Duration> { r.floor.iter().map(|f| f.untaint.elapsed).collect() };
     let floor_converge =
-        |r: &Row| -> Vec<Duration> { r.startup_floor.iter().filter_map(|f| f.converge).collect() };
-    let floor_verdict = |r: &Row| -> Vec<Duration> {
-        r.startup_floor
+        |r: &Pairs| -> Vec<Duration> { r.floor.iter().filter_map(|f| f.converge).collect() };
+    let floor_verdict = |r: &Pairs| -> Vec<Duration> {
+        r.floor
             .iter()
             .filter_map(|f| f.verdict_write.map(|v| v.elapsed))
             .collect()
     };
-    let converged = |r: &Row| -> Vec<Duration> { r.startup.iter().map(|s| s.converged).collect() };
+    let converged =
+        |r: &Pairs| -> Vec<Duration> { r.gpuready.iter().map(|s| s.converged).collect() };
     line(
         "start-up pairs (gpuready's half and the floor's, alternating which goes first)",
-        &|r| r.startup.len().to_string(),
+        &|r| r.gpuready.len().to_string(),
     );
     line(
         "gpuready: start-up, every node's first verdict (its untaint; --startup-tainted), median (each)",
@@ -301,7 +314,7 @@ pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
     line(
         "kube-apiserver + etcd CPU: the floor's untaint / its untaint with the verdict labels (each pair)",
         &|r| {
-            each(&r.startup_floor, |f| match f.verdict_write {
+            each(r.floor, |f| match f.verdict_write {
                 Some(v) => format!("{:.1} / {:.1} s", f.untaint.server_cpu, v.server_cpu),
                 None => "–".into(),
             })
@@ -318,13 +331,19 @@ pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
         floor_converge,
         converged,
     );
+    cost_rows(line);
+}
+
+/// What a start-up cost: gpuready's CPU, requests and memory, the API
+/// server's CPU beside the floor's, and converged against the floor alone.
+fn cost_rows(line: &mut impl FnMut(&str, &dyn Fn(&Pairs) -> String)) {
     line(
         "gpuready: until every first verdict: CPU; API requests by method (first pair)",
-        &|r| match r.startup.first() {
+        &|r| match r.gpuready.first() {
             Some(s) if s.first_verdicts.is_some() => format!(
                 "{:.1} s; {}",
                 s.cpu_first_verdicts,
-                crate::kinds(&s.requests_first_verdicts)
+                kinds(&s.requests_first_verdicts)
             ),
             _ => "–".into(),
         },
@@ -333,7 +352,7 @@ pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
         "kube-apiserver + etcd CPU: the floor's untaint / gpuready until every first verdict (each pair)",
         &|r| {
             each(
-                &r.startup.iter().zip(&r.startup_floor).collect::<Vec<_>>(),
+                &r.gpuready.iter().zip(r.floor).collect::<Vec<_>>(),
                 |(g, f)| {
                     format!(
                         "{:.1} / {:.1} s",
@@ -344,11 +363,11 @@ pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
         },
     );
     line("gpuready: CPU for start-up (each)", &|r| {
-        each(&r.startup, |s| format!("{:.1} s", s.cpu))
+        each(r.gpuready, |s| format!("{:.1} s", s.cpu))
     });
     line(
         "gpuready: RSS converged from start / peak until then (last pair)",
-        &|r| match r.startup.last() {
+        &|r| match r.gpuready.last() {
             Some(s) => format!(
                 "{:.1} / {:.1} MiB",
                 s.rss_kib.0 as f64 / 1024.0,
@@ -360,9 +379,9 @@ pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
     line(
         "gpuready: start-up, converged ÷ the floor's one write a node (its client alone, before the pairs)",
         &|r| {
-            r.startup
+            r.gpuready
                 .first()
-                .map_or_else(|| "–".into(), |s| ratio(s.converged, r.floor_untaint))
+                .map_or_else(|| "–".into(), |s| ratio(s.converged, r.floor_untaint_alone))
         },
     );
 }

@@ -15,7 +15,8 @@
 //! edge like any other. The test fails naming every cycle it finds. A crate's
 //! root is `lib.rs`; beside one, `main.rs` is the binary, a crate of its own
 //! that nothing in the library can import, so it is left out; a crate without
-//! a library (`gpuready-bench`) is read from `main.rs`.
+//! a library (`gpuready-bench`) is read from `main.rs`, which is then the root
+//! (`crate::x` in a child names it).
 //!
 //! Hand-written, not a maintained tool: `cargo modules dependencies --acyclic`
 //! answers the same question, but it is a separate install (it builds on
@@ -28,7 +29,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// A module: its path from the crate root (`[]` is `lib.rs`).
+/// A module: its path from the crate root (`[]` is `lib.rs`, or `main.rs`
+/// in a crate without a library).
 type Module = Vec<String>;
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -306,14 +308,18 @@ fn resolve(
     Some(target)
 }
 
-/// The module of a file under `src`.
+/// The module of a file under `src`. `src/main.rs` is the crate root `[]`:
+/// `crate_files` keeps it only for a crate without `lib.rs`, where it is the
+/// root that `crate::…` names; calling it "main" would hide every arrow from a
+/// child back up into it.
 fn module_of(rel: &Path) -> Module {
     let mut segs: Vec<String> = rel
         .with_extension("")
         .iter()
         .map(|s| s.to_string_lossy().into_owned())
         .collect();
-    if matches!(segs.last().map(String::as_str), Some("mod" | "lib")) {
+    let root_main = segs.len() == 1 && segs[0] == "main";
+    if root_main || matches!(segs.last().map(String::as_str), Some("mod" | "lib")) {
         segs.pop();
     }
     segs
@@ -463,7 +469,8 @@ fn no_module_of_any_crate_imports_one_that_imports_it_back() {
     let m = |s: &[&str]| -> Module { s.iter().map(|x| (*x).to_owned()).collect() };
     // Edges the parser must see, so a graph that is empty by accident of the
     // parser fails here: the controller's wiring imports its tasks, the
-    // engine's orchestration its layer files; every crate has some edge.
+    // engine's orchestration its layer files, the bench's root its run;
+    // every crate has some edge.
     let seen: BTreeMap<&str, (Module, Module)> = BTreeMap::from([
         (
             "gpuready",
@@ -473,6 +480,8 @@ fn no_module_of_any_crate_imports_one_that_imports_it_back() {
             "gpuready-core",
             (m(&["evaluate"]), m(&["evaluate", "health"])),
         ),
+        // A binary's root is `main.rs`: its children are seen from it.
+        ("gpuready-bench", (m(&[]), m(&["run"]))),
     ]);
     let mut found = Vec::new();
     for (name, src) in &crates {
@@ -542,4 +551,28 @@ fn the_parser_sees_a_child_naming_its_parent_and_ignores_its_own_tests() {
         cycles(&g),
         vec!["a → a::b → a (and every other path among: a, a::b, a::c)".to_owned()]
     );
+}
+
+#[test]
+fn a_binary_crates_main_rs_is_the_root_that_crate_paths_name() {
+    // No lib.rs: main.rs declares the child and calls into it, the child
+    // takes a helper from the root through `crate::` — an arrow back up.
+    let files = vec![
+        (
+            PathBuf::from("main.rs"),
+            "mod child;\npub fn helper() {}\nfn main() { child::run(); }".to_owned(),
+        ),
+        (
+            PathBuf::from("child.rs"),
+            "use crate::helper;\npub fn run() { helper(); }".to_owned(),
+        ),
+        (PathBuf::from("leaf.rs"), "pub fn f() {}".to_owned()),
+    ];
+    let g = graph(&files);
+    let m = |s: &[&str]| -> Module { s.iter().map(|x| (*x).to_owned()).collect() };
+    assert_eq!(module_of(Path::new("main.rs")), m(&[]));
+    assert_eq!(module_of(Path::new("a/main.rs")), m(&["a", "main"]));
+    assert_eq!(g[&m(&[])], BTreeSet::from([m(&["child"])]));
+    assert_eq!(g[&m(&["child"])], BTreeSet::from([m(&[])]));
+    assert_eq!(cycles(&g), vec!["crate → child → crate".to_owned()]);
 }
