@@ -25,6 +25,10 @@
 //! the files, but leaves macro arguments unparsed, where `crate::…` paths in
 //! `format!`/`matches!` calls are edges too. The tokenizer below is ~300 lines
 //! with a test of its own.
+//!
+//! The house as docs/architecture.md draws it is checked here too: its table
+//! of the core's modules and its table of the controller's rooms name every
+//! file there is, and none that is gone.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -575,4 +579,90 @@ fn a_binary_crates_main_rs_is_the_root_that_crate_paths_name() {
     assert_eq!(g[&m(&[])], BTreeSet::from([m(&["child"])]));
     assert_eq!(g[&m(&["child"])], BTreeSet::from([m(&[])]));
     assert_eq!(cycles(&g), vec!["crate → child → crate".to_owned()]);
+}
+
+/// The backticked names in column `col` of the markdown table rows that
+/// follow the line starting with `header`, up to the first line that is not
+/// a table row.
+fn table_names(doc: &str, header: &str, col: usize) -> Vec<(String, BTreeSet<String>)> {
+    let mut rows = Vec::new();
+    let mut lines = doc.lines().skip_while(|l| !l.starts_with(header)).skip(2);
+    for line in lines.by_ref().take_while(|l| l.starts_with('|')) {
+        let cells: Vec<&str> = line.split('|').map(str::trim).collect();
+        let key = cells.get(1).copied().unwrap_or_default().to_owned();
+        let names = cells
+            .get(col)
+            .copied()
+            .unwrap_or_default()
+            .split('`')
+            .skip(1)
+            .step_by(2)
+            .map(str::to_owned)
+            .collect();
+        rows.push((key, names));
+    }
+    rows
+}
+
+/// The modules a folder holds as files: `x.rs` is `x`, a folder `x/` is `x`
+/// (`keep_mod` keeps `mod.rs` as it is named).
+fn files_of(dir: &Path, keep_mod: bool) -> BTreeSet<String> {
+    std::fs::read_dir(dir)
+        .expect("read the folder")
+        .flatten()
+        .filter_map(|e| {
+            let p = e.path();
+            let stem = p.file_stem()?.to_string_lossy().into_owned();
+            match () {
+                _ if p.is_dir() => None,
+                _ if stem == "lib" || stem == "main" => None,
+                _ if stem == "mod" => keep_mod.then(|| "mod.rs".to_owned()),
+                _ if p.extension().is_some_and(|x| x == "rs") => Some(stem),
+                _ => None,
+            }
+        })
+        .collect()
+}
+
+#[test]
+fn the_architecture_page_names_every_module_of_the_core_and_every_file_of_the_controller() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let doc = std::fs::read_to_string(root.join("docs/architecture.md")).expect("architecture.md");
+    // The core's table: one module a row, in its second column.
+    let named: BTreeSet<String> = table_names(&doc, "| floor | module | role |", 2)
+        .into_iter()
+        .flat_map(|(_, n)| n.into_iter().take(1))
+        .collect();
+    let core = files_of(&root.join("crates/gpuready-core/src"), false);
+    assert_eq!(
+        named, core,
+        "docs/architecture.md, \"The core's modules\": the table's modules against crates/gpuready-core/src"
+    );
+    // The controller's rooms: every file of each folder, and of the folder itself.
+    let controller = root.join("crates/gpuready/src/controller");
+    let rooms = table_names(&doc, "| room | files | what it does |", 2);
+    assert!(rooms.len() >= 4, "the rooms table: {rooms:?}");
+    let mut folders = BTreeSet::new();
+    for (room, names) in rooms {
+        let (dir, keep_mod) = match room.trim_matches('`').strip_suffix('/') {
+            Some(sub) => (controller.join(sub), false),
+            None => (controller.clone(), true),
+        };
+        folders.insert(dir.clone());
+        assert_eq!(
+            names,
+            files_of(&dir, keep_mod),
+            "docs/architecture.md, room {room}"
+        );
+    }
+    let subfolders: BTreeSet<_> = std::fs::read_dir(&controller)
+        .expect("controller/")
+        .flatten()
+        .map(|e| e.path())
+        .filter(|p| p.is_dir())
+        .collect();
+    assert!(
+        subfolders.is_subset(&folders),
+        "a folder of controller/ without a room in docs/architecture.md: {subfolders:?}"
+    );
 }
