@@ -43,8 +43,9 @@ pub struct Observation {
 }
 
 impl Observation {
-    /// The clock's view of a governed node's verdict (`None` otherwise: a
-    /// node no one profile governs has no wait).
+    /// The clock's view of a governed node's planned verdict (`None`
+    /// otherwise: a node no one profile governs has no wait). Planned, so
+    /// that a taint coming off says the node waited on it.
     pub fn of(facts: &NodeFacts, verdict: &NodeAssessment, now: Timestamp) -> Option<Observation> {
         let state = verdict.state?;
         let repaired_at = facts

@@ -101,6 +101,23 @@ async fn a_joining_node_is_timed_layer_by_layer_from_its_registration() {
     let out = String::from_utf8(out).expect("utf-8");
     assert!(out.contains("last wait: join of"), "{out}");
     assert!(out.contains("held longest by"), "{out}");
+
+    // A warm joiner: registered with gpuready's taint (kubelet's
+    // --register-with-taints), every layer up by the first verdict. It waited
+    // on the taint, so its wait is timed from registration too.
+    let registered =
+        json!([{ "key": keys::DEFAULT_TAINT_KEY, "value": "true", "effect": "NoSchedule" }]);
+    create_node(&client, "gpu-w", rtx3090_in("j"), 1, registered).await;
+    expect_ready(&client, "gpu-w", "joins").await;
+    let n = get_node(&client, "gpu-w").await;
+    let text = annotation(&n, keys::ANNOTATION_TIMELINE).expect("the warm joiner's record");
+    let r = gpuready_core::timeline::ReadyRecord::parse(&text).expect("a record");
+    assert_eq!(r.kind, gpuready_core::timeline::EpisodeKind::Join, "{text}");
+    assert!(r.seconds < 30, "{text}");
+    eventually(30, "the histogram counts both joins", || async {
+        (count("time_to_ready_seconds", "kind=\"join\"") == 2.0).then_some(())
+    })
+    .await;
     run.stop().await.expect("controller stops");
 }
 

@@ -11,6 +11,8 @@
 //! - a GPU node breaks: `GpuReadyNodeNotReady` goes pending, then firing, with
 //!   its node and profile; repaired, it resolves (timestamps printed); a broken
 //!   node of an `Observe` profile never alerts;
+//! - a fatal XID in a ready node's probe report, gated and timed (the
+//!   time-to-gate histogram in Prometheus);
 //! - a node with no probe report and a node with a GPU held by a
 //!   DeviceTaintRule fire their alerts;
 //! - every metric docs/operations.md lists is in Prometheus with exactly the
@@ -337,6 +339,7 @@ async fn suite(c: &Cluster, images: &ClusterImages, beat: &Heartbeat, mon: &std:
     assert!(silent.is_empty(), "gpu-o (Observe) alerted: {silent:?}");
 
     joins_layer_by_layer(c, beat, &p).await;
+    a_fatal_xid_is_gated(c, beat, &p).await;
     documented_metrics_are_in_prometheus(&p).await;
     dashboard_queries_return_series(&p, mon).await;
 }
@@ -464,6 +467,64 @@ async fn joins_layer_by_layer(c: &Cluster, beat: &Heartbeat, p: &Prom<'_>) {
         a["labels"],
         a["annotations"]["description"]
     );
+}
+
+/// A fatal XID on the real cluster: a ready node's probe report gains XID 79,
+/// written as the probe writes it, and gpuready's taint follows, timed from
+/// the report's write; Prometheus' time-to-gate histogram counts the gate.
+async fn a_fatal_xid_is_gated(c: &Cluster, beat: &Heartbeat, p: &Prom<'_>) {
+    let client = &c.client;
+    let node = "gpu-x";
+    create_node(client, node, rtx3090_in("xid"), 1, no_kubelet()).await;
+    beat.keep(node);
+    publish(client, NS, node, &one_gpu_report(node, None))
+        .await
+        .expect("gpu-x's healthy report");
+    // The report is the real H200's; the node is labelled as a 3090.
+    let profile = rtx3090_profile("xid", "xid", "probe: { checkLabels: false }");
+    c.must_kubectl(&["apply", "-f", "-"], Some(&strip_ready_labels(&profile)))
+        .await;
+    eventually(WAIT, "gpu-x ready", || async {
+        let n = get_node(client, node).await;
+        (label(&n, keys::LABEL_READY).as_deref() == Some("true")).then_some(())
+    })
+    .await;
+    let sent = Instant::now();
+    let xid = one_gpu_report(node, Some(jiff::Timestamp::now()));
+    publish(client, NS, node, &xid)
+        .await
+        .expect("gpu-x's report with XID 79");
+    let written = since(sent);
+    let gated = loop {
+        if has_taint(&get_node(client, node).await, keys::DEFAULT_TAINT_KEY) {
+            break since(sent);
+        }
+        assert!(
+            sent.elapsed() < Duration::from_secs(WAIT),
+            "gpu-x never gated"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    say!(
+        "gpu-x: XID 79's report written in {written:.2}s; gpuready's taint seen {gated:.2}s after the write was sent ({:.2}s after it returned)",
+        gated - written
+    );
+    let counted = "sum(gpuready_time_to_gate_seconds_count{namespace=\"gpuready-system\", profile=\"xid\", source=\"probe\"}) >= 1";
+    eventually(WAIT, "Prometheus counts gpu-x's gate", || async {
+        let r = p.query(counted).await?;
+        (!r.is_empty()).then_some(())
+    })
+    .await;
+    let mean = p
+        .must_query("sum(gpuready_time_to_gate_seconds_sum{namespace=\"gpuready-system\", profile=\"xid\"}) / sum(gpuready_time_to_gate_seconds_count{namespace=\"gpuready-system\", profile=\"xid\"})")
+        .await;
+    say!(
+        "gpuready_time_to_gate_seconds{{profile=\"xid\", source=\"probe\"}}: one gate, {}s from the report's generatedAt to the taint's write",
+        mean.first()
+            .map_or("?".into(), |m| m["value"][1].to_string())
+    );
+    // The target is a second; a loaded CI machine gets some slack.
+    assert!(gated < 10.0, "gpu-x gated {gated:.2}s after its report");
 }
 
 fn no_kubelet() -> Value {

@@ -9,7 +9,7 @@ mod support;
 
 use gpuready::probe::publish::publish;
 use gpuready_api::keys::{health_reasons, lifecycle as lc};
-use gpuready_api::probe::{EventKind, EventRecord, ProbeReport};
+use gpuready_api::probe::ProbeReport;
 use k8s_openapi::api::core::v1::Node;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
@@ -19,30 +19,7 @@ use support::*;
 const NODE: &str = "gpu-1";
 
 fn report(xid79_at: Option<jiff::Timestamp>) -> ProbeReport {
-    let mut r: ProbeReport = serde_json::from_str(
-        &std::fs::read_to_string(
-            repo_root().join("crates/gpuready-core/tests/fixtures/h200-real/probe-report.json"),
-        )
-        .expect("fixture"),
-    )
-    .expect("report");
-    r.node = Some(NODE.into());
-    r.generated_at = jiff::Timestamp::now().to_string();
-    r.events.monitored = true;
-    r.events.error = None;
-    let uuid = r.gpus[0].uuid.clone().expect("uuid");
-    r.events.records = xid79_at
-        .map(|t| EventRecord {
-            gpu: uuid,
-            kind: EventKind::Xid,
-            xid: Some(79),
-            count: 1,
-            first_seen: t.to_string(),
-            last_seen: t.to_string(),
-        })
-        .into_iter()
-        .collect();
-    r
+    one_gpu_report(NODE, xid79_at)
 }
 
 async fn annotate(client: &Client, value: &str) {

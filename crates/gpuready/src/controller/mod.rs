@@ -51,7 +51,7 @@ use kube::{Client, ResourceExt};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use tracing::{error, info, warn};
+use tracing::{debug, error, info, warn};
 
 use backoff::{ErrorBackoff, WatchBackoff};
 use crd_guard::CrdGuard;
@@ -744,6 +744,14 @@ fn cached_ref(r: &ObjectRef<Node>) -> ObjectRef<CachedNode> {
 
 fn error_policy(node: Arc<CachedNode>, err: &Error, ctx: Arc<Context>) -> Action {
     let name = node.name_any();
+    if deleted_meanwhile(err, &name) {
+        // Deleted while it was judged (a scale-down, a storm's clean-up):
+        // nothing is left to write, and its deletion's event forgets it. Not
+        // an error to log 2,000 times when 2,000 nodes go at once.
+        debug!(node = %name, "the node was deleted while it was judged");
+        ctx.errors.forget(&name);
+        return Action::await_change();
+    }
     let mut delay = ctx.errors.failed(&name);
     if matches!(err, Error::Kube(kube::Error::Api(s)) if s.code == 403)
         || matches!(err, Error::Refused { .. })
@@ -753,4 +761,44 @@ fn error_policy(node: Arc<CachedNode>, err: &Error, ctx: Arc<Context>) -> Action
     }
     error!(node = %name, error = %err, retry_in = ?delay, "reconcile failed");
     Action::requeue(delay)
+}
+
+/// The API server answered that this very Node no longer exists.
+fn deleted_meanwhile(err: &Error, node: &str) -> bool {
+    matches!(err, Error::Kube(kube::Error::Api(s))
+        if s.code == 404
+            && s.details.as_ref().is_some_and(|d| d.kind == "nodes" && d.name == node))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kube::core::response::{Status, StatusDetails};
+
+    fn not_found(kind: &str, name: &str) -> Error {
+        let details = StatusDetails {
+            name: name.to_owned(),
+            group: String::new(),
+            kind: kind.to_owned(),
+            uid: String::new(),
+            causes: vec![],
+            retry_after_seconds: 0,
+        };
+        let status = Status::failure("not found", "NotFound")
+            .with_code(404)
+            .with_details(details);
+        Error::Kube(kube::Error::Api(status.boxed()))
+    }
+
+    #[test]
+    fn only_this_nodes_404_means_it_was_deleted() {
+        assert!(deleted_meanwhile(&not_found("nodes", "gpu-1"), "gpu-1"));
+        assert!(!deleted_meanwhile(&not_found("nodes", "gpu-2"), "gpu-1"));
+        // A resource the API server does not serve (DeviceTaintRules on a
+        // cluster without DRA) is a 404 too, and worth every retry.
+        assert!(!deleted_meanwhile(
+            &not_found("devicetaintrules", "gpu-1"),
+            "gpu-1"
+        ));
+    }
 }

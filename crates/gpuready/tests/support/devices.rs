@@ -25,8 +25,29 @@ pub fn slice_uuid(slice: &Value, device: &str) -> String {
         .to_owned()
 }
 
-/// The probe's view of the slice's 8 GPUs; `xid79` names GPUs that threw XID 79.
-pub fn h200_report(node: &str, slice: &Value, xid79: &[&str]) -> ProbeReport {
+/// The real H200's probe report (one GPU) for `node`, taken now, its event
+/// watch working; with XID 79 recorded at `xid79_at` when given.
+pub fn one_gpu_report(node: &str, xid79_at: Option<jiff::Timestamp>) -> ProbeReport {
+    let mut r = real_report(node);
+    r.events.monitored = true;
+    r.events.error = None;
+    let uuid = r.gpus[0].uuid.clone().expect("uuid");
+    r.events.records = xid79_at
+        .map(|t| EventRecord {
+            gpu: uuid,
+            kind: EventKind::Xid,
+            xid: Some(79),
+            count: 1,
+            first_seen: t.to_string(),
+            last_seen: t.to_string(),
+        })
+        .into_iter()
+        .collect();
+    r
+}
+
+/// The engine's fixture of the real H200's report, for `node`, taken now.
+fn real_report(node: &str) -> ProbeReport {
     let mut r: ProbeReport = serde_json::from_str(
         &std::fs::read_to_string(
             repo_root().join("crates/gpuready-core/tests/fixtures/h200-real/probe-report.json"),
@@ -36,6 +57,12 @@ pub fn h200_report(node: &str, slice: &Value, xid79: &[&str]) -> ProbeReport {
     .expect("report");
     r.node = Some(node.into());
     r.generated_at = jiff::Timestamp::now().to_string();
+    r
+}
+
+/// The probe's view of the slice's 8 GPUs; `xid79` names GPUs that threw XID 79.
+pub fn h200_report(node: &str, slice: &Value, xid79: &[&str]) -> ProbeReport {
+    let mut r = real_report(node);
     let base = r.gpus[0].clone();
     r.gpus = (0..8)
         .map(|i| GpuState {

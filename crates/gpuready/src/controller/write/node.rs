@@ -206,8 +206,6 @@ async fn decide(ctx: &Context, node: &Node, now: Timestamp) -> (Decision, WriteS
     let facts = ctx.with_group(ctx.facts_of(node), &pairs);
     let mut judgement = judge(&facts, &pairs, now);
     let hold = ctx.ledger.turn(&Turn::of(&facts, &judgement.verdict), now);
-    let seen = Observation::of(&facts, &judgement.verdict, now);
-    let finished_wait = ctx.ledger.clock(&facts.name, seen.as_ref(), now);
     // After the turn, so an engaged brake holds this pass's escalations too.
     let ask = judgement.no_execute_ask(&facts);
     let grant = ctx
@@ -217,6 +215,10 @@ async fn decide(ctx: &Context, node: &Node, now: Timestamp) -> (Decision, WriteS
     let verdict = judgement.verdict.clone();
     let refused = ctx.ledger.is_refused(&facts.name);
     let mut assessment = judgement.plan(&facts, &plan_options(ctx, now, hold, refused));
+    // The clock reads the plan: a node first seen Ready waited only if
+    // gpuready's taint comes off now.
+    let seen = Observation::of(&facts, &assessment, now);
+    let finished_wait = ctx.ledger.clock(&facts.name, seen.as_ref(), now);
     assessment.record_wait(&facts, finished_wait.as_ref());
     let crd = ctx
         .crd
