@@ -114,6 +114,33 @@ pub struct Sample {
     pub join_buckets: Vec<(f64, u64)>,
     /// Samples in the scrape: all, and the per-node families'.
     pub series: (usize, usize),
+    /// The controller's channels (`gpuready_channel_*`) since it started.
+    pub channels: Channels,
+}
+
+/// The deepest each channel got, and its overflows (messages coalesced over
+/// its capacity), by channel.
+#[derive(Clone, Debug, Default)]
+pub struct Channels {
+    pub peak: BTreeMap<String, u64>,
+    pub overflows: BTreeMap<String, u64>,
+}
+
+impl std::fmt::Display for Channels {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.peak.is_empty() {
+            return write!(f, "– (a gpuready without the gauges)");
+        }
+        let each: Vec<String> = self
+            .peak
+            .iter()
+            .map(|(c, n)| {
+                let over = self.overflows.get(c).copied().unwrap_or(0);
+                format!("{c} {n} ({over} overflowed)")
+            })
+            .collect();
+        write!(f, "{}", each.join(", "))
+    }
 }
 
 pub fn sample(port: u16) -> Sample {
@@ -132,6 +159,10 @@ pub fn sample(port: u16) -> Sample {
         errors: process::family(&text, "gpuready_reconcile_errors_total", "kind"),
         join_buckets: process::buckets(&text, "gpuready_time_to_ready_seconds", "kind=\"join\""),
         series: process::series(&text),
+        channels: Channels {
+            peak: process::family(&text, "gpuready_channel_depth_peak", "channel"),
+            overflows: process::family(&text, "gpuready_channel_overflows_total", "channel"),
+        },
     }
 }
 

@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use crate::controller::Channels;
 use crate::dra::DraRow;
 use crate::server::{NodeBytes, ServerMemory};
 use crate::{fault, join, startup};
@@ -68,6 +69,10 @@ pub struct Row {
     pub rest_cpu: f64,
     /// Samples in one scrape at rest: all, and the per-node families'.
     pub rest_series: (usize, usize),
+    /// The channels' deepest and overflows: at rest (start-up, the rounds and
+    /// single changes of that process), and after the last join storm.
+    pub channels_rest: Channels,
+    pub channels_storm: Channels,
     pub dra: Option<DraRow>,
     /// One per `--joins` size.
     pub joins: Vec<join::JoinRow>,

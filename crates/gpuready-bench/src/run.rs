@@ -274,6 +274,7 @@ impl Run<'_> {
                         let c = self.controller(ctl.take()).await?;
                         gpuready_round(&c, &self.env, &self.admin, &mut self.counts, n, round, row)
                             .await?;
+                        row.channels_storm = sample(c.port).channels;
                         ctl = Some(c);
                     }
                 }
@@ -368,6 +369,7 @@ impl Run<'_> {
         row.rest_writes = process::write_requests(&diff(&after.requests, &before.requests));
         row.rest_writes_by_kind = diff(&after.writes, &before.writes);
         row.rest_series = after.series;
+        row.channels_rest = after.channels;
         (row.rss_rest_kib, row.rss_peak_kib) = process::rss_kib(ctl.pid());
         Ok(())
     }

@@ -309,6 +309,10 @@ fn rest_rows(line: &mut impl FnMut(&str, &dyn Fn(&Row) -> String)) {
         "gpuready: samples in one /metrics scrape at rest (of them per-node `gpuready_node_*`)",
         &|r| format!("{} ({})", r.rest_series.0, r.rest_series.1),
     );
+    line(
+        "gpuready: deepest channel since its start, at rest (start-up, rounds, single changes) / after the join storms",
+        &|r| format!("{} / {}", r.channels_rest, r.channels_storm),
+    );
     line("gpuready: writes/s at rest", &|r| {
         format!(
             "{:.3} ({} in {:.0} s; by kind: {})",

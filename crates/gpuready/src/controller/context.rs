@@ -12,13 +12,14 @@ use k8s_openapi::api::core::v1::Node;
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
 use kube::{Client, ResourceExt};
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 
 use super::admission::Admission;
 use super::backoff::ErrorBackoff;
 use super::config::RunArgs;
 use crate::controller::crd_guard::CrdGuard;
 use crate::controller::ledger::Ledger;
+use crate::controller::mailbox::StatusSender;
 use crate::controller::metrics::Metrics;
 use crate::controller::status_input::StatusInput;
 use crate::controller::watch::cached::CachedNode;
@@ -36,7 +37,7 @@ pub struct Context {
     /// The node cache, compact (see `watch/cached.rs`).
     pub nodes: Store<CachedNode>,
     /// Verdicts and other news for the status task, which owns the tally.
-    pub(super) status: mpsc::UnboundedSender<StatusInput>,
+    pub(super) status: StatusSender,
     /// Holds releases while the GpuNodeProfile CRD is missing.
     pub crd: Arc<CrdGuard>,
     /// Per-node backoff after failed reconciles.
@@ -68,7 +69,7 @@ pub struct Context {
 impl Context {
     /// Hands a node's verdict to the status task (the tally). Never blocks.
     pub fn report_verdict(&self, node: &str, a: &NodeAssessment) {
-        let _ = self.status.send(StatusInput::Verdict {
+        self.status.tell(StatusInput::Verdict {
             node: node.to_owned(),
             verdict: NodeVerdict::of(a).map(Box::new),
         });
@@ -77,7 +78,7 @@ impl Context {
     /// Tells the status task a profile's status may have changed (a node's
     /// refusal began or ended). Never blocks.
     pub fn profile_changed(&self, profile: String) {
-        let _ = self.status.send(StatusInput::Profile(profile));
+        self.status.tell(StatusInput::Profile(profile));
     }
 
     /// Waits until both caches have been listed once; false if they never will be.

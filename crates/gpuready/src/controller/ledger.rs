@@ -9,6 +9,7 @@
 
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
+use crate::controller::mailbox::RequeueSender;
 use gpuready_core::brake::BrakeConfig;
 use gpuready_core::clocks::Observation;
 use gpuready_core::no_execute::{self, BudgetView, Grant};
@@ -17,14 +18,11 @@ use gpuready_core::timeline::ReadyRecord;
 use gpuready_core::write_step::{CrdView, Trigger, WriteStep};
 use gpuready_core::{GovernanceKind, NodeChanges};
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::Node;
-use kube::runtime::reflector::ObjectRef;
-use tokio::sync::mpsc;
 
 pub struct Ledger {
     book: Mutex<NodeBook>,
     /// Where handed-back nodes go: the controller's queue.
-    requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
+    requeue: RequeueSender,
 }
 
 /// A reconcile in progress; dropping it finishes it.
@@ -56,11 +54,7 @@ impl Drop for Unnamed<'_> {
 
 impl Ledger {
     /// `release_window`: deferred nodes handed back at a time.
-    pub fn new(
-        brake: BrakeConfig,
-        release_window: usize,
-        requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
-    ) -> Self {
+    pub fn new(brake: BrakeConfig, release_window: usize, requeue: RequeueSender) -> Self {
         Ledger {
             book: Mutex::new(NodeBook::with_release_window(brake, release_window)),
             requeue,
@@ -74,7 +68,7 @@ impl Ledger {
 
     fn hand_back(&self, nodes: Vec<String>) {
         for n in nodes {
-            let _ = self.requeue.send(ObjectRef::new(&n));
+            self.requeue.requeue(&n);
         }
     }
 
@@ -265,7 +259,7 @@ mod tests {
 
     #[test]
     fn a_deferred_node_is_handed_back_when_the_last_taint_work_finishes() {
-        let (tx, mut rx) = mpsc::unbounded_channel();
+        let (tx, mut rx) = crate::controller::mailbox::mailbox(4, Default::default());
         let ledger = Ledger::new(CFG, 8, tx);
         ledger.queue("a");
         ledger.queue("b");
@@ -289,11 +283,11 @@ mod tests {
             assert_eq!(s, WriteStep::Defer, "b is still queued");
         }
         assert_eq!(ledger.deferred(), 1);
-        assert!(rx.try_recv().is_err());
+        assert!(rx.try_recv().is_none());
         {
             let _b = ledger.start("b");
         }
-        assert_eq!(rx.try_recv().ok().map(|r| r.name), Some("a".to_owned()));
+        assert_eq!(rx.try_recv().map(|r| r.name), Some("a".to_owned()));
         assert_eq!(ledger.deferred(), 0);
     }
 }

@@ -11,6 +11,7 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
 use super::clock_metrics::ClockMetrics;
+use super::mailbox::ChannelGauges;
 use gpuready_core::clocks::GateSource;
 use gpuready_core::timeline::ReadyRecord;
 
@@ -51,6 +52,11 @@ pub struct ProfileWrite {
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct Kind {
     pub kind: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct Channel {
+    pub channel: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -155,6 +161,11 @@ pub struct Metrics {
     pub events_held: Counter,
     /// Time to ready and time to gate (`clock_metrics`).
     pub clocks: ClockMetrics,
+    /// The controller's mailboxes (`mailbox.rs`): depth now, the deepest
+    /// since start, messages coalesced over capacity.
+    channel_depth: Family<Channel, Gauge>,
+    channel_depth_peak: Family<Channel, Gauge>,
+    channel_overflows: Family<Channel, Counter>,
 }
 
 impl Default for Metrics {
@@ -184,12 +195,16 @@ impl Default for Metrics {
             write_refused_nodes: Family::default(),
             events_held: Counter::default(),
             clocks: ClockMetrics::register(&mut registry),
+            channel_depth: Family::default(),
+            channel_depth_peak: Family::default(),
+            channel_overflows: Family::default(),
             registry: Registry::default(),
         };
         m.register_node_counts(&mut registry);
         m.register_work(&mut registry);
         m.register_devices(&mut registry);
         m.register_per_node(&mut registry);
+        m.register_channels(&mut registry);
         m.zero_counters();
         registry.register(
             "write_refused_nodes",
@@ -316,6 +331,37 @@ impl Metrics {
             "Devices of a node gated by gpuready's DeviceTaintRules, for nodes with any (at most 200 per profile, the first by name)",
             self.node_tainted_devices.clone(),
         );
+    }
+
+    /// The mailboxes between the controller's tasks (`mailbox.rs`).
+    fn register_channels(&self, registry: &mut Registry) {
+        registry.register(
+            "channel_depth",
+            "Messages waiting in one of the controller's channels (status: verdicts for the status task; requeue: nodes to judge again), queued and coalesced",
+            self.channel_depth.clone(),
+        );
+        registry.register(
+            "channel_depth_peak",
+            "The most messages that ever waited in the channel since the process started",
+            self.channel_depth_peak.clone(),
+        );
+        registry.register(
+            "channel_overflows",
+            "Messages that found the channel full and waited coalesced, the latest per node or profile kept (none lost)",
+            self.channel_overflows.clone(),
+        );
+    }
+
+    /// A channel's gauges, for `mailbox::mailbox`.
+    pub fn channel(&self, name: &str) -> ChannelGauges {
+        let label = Channel {
+            channel: name.to_owned(),
+        };
+        ChannelGauges {
+            depth: self.channel_depth.get_or_create(&label).clone(),
+            peak: self.channel_depth_peak.get_or_create(&label).clone(),
+            overflows: self.channel_overflows.get_or_create(&label).clone(),
+        }
     }
 
     /// Counters the alerts take rates of start at 0 (see `Error::KINDS`).

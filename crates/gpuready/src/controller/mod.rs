@@ -20,6 +20,7 @@ pub mod error;
 pub mod health;
 pub mod lease;
 pub mod ledger;
+pub mod mailbox;
 pub mod metrics;
 pub mod node_resource;
 pub mod profile_nodes;
@@ -48,11 +49,11 @@ use kube::runtime::utils::{Backoff, WatchStreamExt};
 use kube::runtime::wait::{Condition, conditions};
 use kube::runtime::{Controller, PredicateConfig, watcher};
 use kube::{Client, ResourceExt};
-use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
+use crate::controller::mailbox::{RequeueReceiver, RequeueSender, StatusReceiver, StatusSender};
 use backoff::{ErrorBackoff, WatchBackoff};
 use crd_guard::CrdGuard;
 use status_input::StatusInput;
@@ -209,9 +210,9 @@ struct Shared {
     profiles: reflector::store::Writer<GpuNodeProfile>,
     nodes: reflector::store::Writer<CachedNode>,
     caches_ready: tokio::sync::watch::Sender<bool>,
-    status: mpsc::UnboundedReceiver<StatusInput>,
-    requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
-    requeued: mpsc::UnboundedReceiver<ObjectRef<Node>>,
+    status: StatusReceiver,
+    requeue: RequeueSender,
+    requeued: RequeueReceiver,
     probe_triggers: BoxStream<'static, ObjectRef<CachedNode>>,
 }
 
@@ -224,12 +225,14 @@ fn shared(client: Client, args: RunArgs, metrics: Arc<Metrics>, health: Arc<Heal
             instance: Some(identity),
         },
     );
-    let (status_tx, status_rx) = mpsc::unbounded_channel::<StatusInput>();
+    let (status_tx, status_rx) =
+        mailbox::mailbox(mailbox::STATUS_CAPACITY, metrics.channel("status"));
     let crd = Arc::new(CrdGuard::new(client.clone(), metrics.clone(), health));
     let (profile_reader, profile_writer) = reflector::store::<GpuNodeProfile>();
     // Nodes the status pass wants judged again without a change of theirs (held
     // back by the safety brake until it released).
-    let (requeue, requeued) = mpsc::unbounded_channel::<ObjectRef<Node>>();
+    let (requeue, requeued) =
+        mailbox::mailbox(mailbox::REQUEUE_CAPACITY, metrics.channel("requeue"));
     // The node book (write ledger, brakes, refusals); the nodes it hands back
     // go through the re-queue channel, twice --concurrency at a time, so each
     // reconcile slot has the next handed-back node already queued (with one
@@ -316,7 +319,7 @@ fn profile_stream(
 fn node_stream(
     ctx: &Context,
     writer: reflector::store::Writer<CachedNode>,
-    requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
+    requeue: RequeueSender,
 ) -> impl futures::Stream<Item = Result<CachedNode, watcher::Error>> + use<> {
     let mut node_cfg = watcher::Config::default();
     if let Some(sel) = &ctx.args.node_selector {
@@ -379,7 +382,7 @@ fn node_stream(
 /// Like the node stream, it passes nothing on itself.
 fn requeued_stream(
     ctx: &Context,
-    requeued: mpsc::UnboundedReceiver<ObjectRef<Node>>,
+    requeued: RequeueReceiver,
     probe_triggers: BoxStream<'static, ObjectRef<CachedNode>>,
 ) -> impl futures::Stream<Item = ObjectRef<CachedNode>> + use<> {
     let requeued = futures::stream::unfold(requeued, |mut rx| async move {
@@ -411,9 +414,9 @@ impl Tasks {
     fn spawn(
         ctx: &Arc<Context>,
         health: Arc<Health>,
-        requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
+        requeue: RequeueSender,
         caches_ready: tokio::sync::watch::Sender<bool>,
-        status: mpsc::UnboundedReceiver<StatusInput>,
+        status: StatusReceiver,
         stop: &CancellationToken,
     ) -> Tasks {
         let (client, metrics) = (&ctx.client, &ctx.metrics);
@@ -606,7 +609,7 @@ async fn reconcile(node: Arc<CachedNode>, ctx: Arc<Context>) -> Result<Action, E
 /// queued ledger entry of such a node is also forgotten when the Controller
 /// reports it not found (see `run_node_controller`).
 fn node_gone(
-    status: mpsc::UnboundedSender<StatusInput>,
+    status: StatusSender,
     ledger: Arc<ledger::Ledger>,
     nodes: Store<CachedNode>,
 ) -> impl FnMut(&Result<watcher::Event<CachedNode>, watcher::Error>) {
@@ -614,7 +617,7 @@ fn node_gone(
     move |event| {
         let gone = |name: String| {
             ledger.forget(&name);
-            let _ = status.send(StatusInput::NodeGone(name));
+            status.tell(StatusInput::NodeGone(name));
         };
         match event {
             Ok(watcher::Event::Delete(n)) => gone(n.name_any()),
@@ -665,7 +668,7 @@ type ProfileTriggers =
     futures::stream::Iter<std::vec::IntoIter<Result<GpuNodeProfile, watcher::Error>>>;
 
 fn profile_triggers(
-    status: mpsc::UnboundedSender<StatusInput>,
+    status: StatusSender,
     crd: Arc<CrdGuard>,
 ) -> impl FnMut(ProfileEvent) -> ProfileTriggers {
     // Name → (generation, being deleted) and the last object seen.
@@ -674,7 +677,7 @@ fn profile_triggers(
     move |event| {
         let mut out = Vec::new();
         let changed = |p: GpuNodeProfile, out: &mut Vec<_>| {
-            let _ = status.send(StatusInput::Profile(p.name_any()));
+            status.tell(StatusInput::Profile(p.name_any()));
             out.push(Ok(p));
         };
         match event {

@@ -5,9 +5,9 @@
 
 use gpuready_core::tally::NodeVerdict;
 
-/// What the status task is told. Senders never wait: the channel is unbounded
-/// and the task drains it faster than reconciles fill it (a message costs a
-/// map lookup).
+/// What the status task is told. Senders never wait: the mailbox
+/// (`mailbox.rs`) is bounded, and over its capacity keeps the latest message
+/// per node or profile — the task needs only the latest.
 #[derive(Debug)]
 pub enum StatusInput {
     /// A node's verdict after a reconcile (`None`: no profile governs it),
@@ -21,4 +21,23 @@ pub enum StatusInput {
     /// A profile was created, changed or deleted: its status needs a pass
     /// (observedGeneration, a selector that now matches nothing).
     Profile(String),
+}
+
+/// What a message is about: the newer message about the same node or profile
+/// supersedes the older one.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum StatusKey {
+    Node(String),
+    Profile(String),
+}
+
+impl StatusInput {
+    pub fn key(&self) -> StatusKey {
+        match self {
+            StatusInput::Verdict { node, .. } | StatusInput::NodeGone(node) => {
+                StatusKey::Node(node.clone())
+            }
+            StatusInput::Profile(p) => StatusKey::Profile(p.clone()),
+        }
+    }
 }

@@ -34,7 +34,7 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType};
 use kube::runtime::reflector::{ObjectRef, Store};
 use serde_json::json;
-use tokio::sync::{mpsc, watch};
+use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
@@ -42,6 +42,7 @@ use tracing::{debug, info, warn};
 use crate::controller::config::NfdCrdMode;
 use crate::controller::context::Context;
 use crate::controller::error::RefusedWrite;
+use crate::controller::mailbox::StatusReceiver;
 use crate::controller::metrics::{
     NodeLayer, NodeNotReady, NodeSeries, Profile, ProfileLayer, ProfileNoExecute, ProfileNode,
     ProfileState, ProfileWrite,
@@ -101,7 +102,7 @@ impl Dirty {
 /// reconciler does not run); a new value makes every profile dirty.
 pub async fn run(
     ctx: Arc<Context>,
-    mut input: mpsc::UnboundedReceiver<StatusInput>,
+    mut input: StatusReceiver,
     mut nfd: watch::Receiver<Option<NfdCrdCondition>>,
     stop: CancellationToken,
 ) {
@@ -150,7 +151,7 @@ pub async fn run(
         }
         tokio::select! {
             _ = stop.cancelled() => {
-                while let Ok(m) = input.try_recv() {
+                while let Some(m) = input.try_recv() {
                     dirty.apply(&mut tally, m, &ctx.nodes);
                 }
                 dirty.all = true;
@@ -199,7 +200,7 @@ pub async fn run(
 /// are gone (the loop ends).
 async fn hold_for_taint_work(
     ctx: &Context,
-    input: &mut mpsc::UnboundedReceiver<StatusInput>,
+    input: &mut StatusReceiver,
     dirty: &mut Dirty,
     tally: &mut Tally,
     stop: &CancellationToken,

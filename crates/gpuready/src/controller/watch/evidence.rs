@@ -34,16 +34,15 @@ use gpuready_api::resource_claim::ResourceClaim;
 use gpuready_core::Evidence;
 use gpuready_core::devices::{DeviceKey, no_execute_devices};
 use gpuready_core::evidence::{CliqueMembership, ExtendedResourceHold, node_feature_node};
-use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DynamicObject, ListParams};
 use kube::runtime::WatchStreamExt;
-use kube::runtime::reflector::ObjectRef;
 use kube::runtime::watcher::{self, Event, watcher};
 use kube::{Client, ResourceExt};
-use tokio::sync::{Notify, mpsc, watch};
+use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
 use tracing::{debug, info, warn};
 
+use crate::controller::mailbox::RequeueSender;
 use crate::readers::{slice_from_dynamic, slice_resource};
 
 /// How often an absent API is looked for again (DRA enabled or NFD installed
@@ -253,7 +252,7 @@ fn read<T: Clone>(state: &RwLock<SourceState<T>>, node: &str) -> Option<Vec<T>> 
 struct Watch {
     client: Client,
     stores: Arc<EvidenceStores>,
-    requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
+    requeue: RequeueSender,
     stop: CancellationToken,
 }
 
@@ -264,7 +263,7 @@ pub fn spawn(
     client: Client,
     stores: Arc<EvidenceStores>,
     metrics: Arc<crate::controller::metrics::Metrics>,
-    requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
+    requeue: RequeueSender,
     stop: CancellationToken,
 ) -> Vec<tokio::task::JoinHandle<()>> {
     let watch = Watch {
@@ -477,7 +476,7 @@ async fn follow<K, T>(
     settled: impl Fn(bool),
     changed: impl Fn(&Index<T>),
     relist: Option<Arc<Notify>>,
-    requeue: mpsc::UnboundedSender<ObjectRef<Node>>,
+    requeue: RequeueSender,
     stop: CancellationToken,
 ) where
     K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
@@ -563,7 +562,7 @@ async fn follow<K, T>(
             changed(idx);
         }
         for n in touched {
-            let _ = requeue.send(ObjectRef::new(&n));
+            requeue.requeue(&n);
         }
     }
 }

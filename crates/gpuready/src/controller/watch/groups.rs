@@ -12,14 +12,13 @@ use gpuready_api::GpuNodeProfile;
 use gpuready_core::NodeFacts;
 use gpuready_core::clique_groups::{CliqueGroup, GroupIndex};
 use gpuready_core::group_peers::{group_keys, read_group};
-use k8s_openapi::api::core::v1::Node;
 use kube::core::Selector;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher::Event;
 use kube::{Resource, ResourceExt};
-use tokio::sync::mpsc;
 
 use super::cached::CachedNode;
+use crate::controller::mailbox::RequeueSender;
 
 /// The index, and the nodes a re-list has listed so far.
 #[derive(Default)]
@@ -38,11 +37,7 @@ impl Groups {
     /// the other nodes of every group the change touched are re-queued. A
     /// re-list drops the nodes it no longer lists (a deletion missed during a
     /// watch gap sends no Delete).
-    pub fn on_event(
-        &self,
-        event: &Event<CachedNode>,
-        requeue: &mpsc::UnboundedSender<ObjectRef<Node>>,
-    ) {
+    pub fn on_event(&self, event: &Event<CachedNode>, requeue: &RequeueSender) {
         let touched = {
             let mut guard = self.lock();
             let (index, relisted) = &mut *guard;
@@ -73,7 +68,7 @@ impl Groups {
             }
         };
         for n in touched {
-            let _ = requeue.send(ObjectRef::new(&n));
+            requeue.requeue(&n);
         }
     }
 

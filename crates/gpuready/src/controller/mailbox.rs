@@ -1,0 +1,255 @@
+//! A bounded channel that never makes a sender wait and never loses news:
+//! over its capacity, messages wait in a map keyed by what they are about,
+//! the latest per key kept, and each is counted as an overflow. Hand-written
+//! because tokio's bounded `mpsc` would either block a reconcile or drop a
+//! verdict, and no maintained crate bounds a queue by coalescing per key.
+//!
+//! Order per key holds: while the map holds anything every sender adds to it,
+//! and the receiver takes the map only once the channel is empty, so what it
+//! takes is newer than anything it has received.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use tokio::sync::mpsc::{self, error::TryRecvError, error::TrySendError};
+
+use k8s_openapi::api::core::v1::Node;
+use kube::runtime::reflector::ObjectRef;
+
+use crate::controller::status_input::{StatusInput, StatusKey};
+
+/// A channel's gauges: messages waiting now, the most that ever waited, and
+/// the messages that went to the overflow map.
+#[derive(Clone, Default)]
+pub struct ChannelGauges {
+    pub depth: Gauge,
+    pub peak: Gauge,
+    pub overflows: Counter,
+}
+
+struct Shared<K, T> {
+    capacity: usize,
+    overflow: Mutex<BTreeMap<K, T>>,
+    peak: AtomicI64,
+    gauges: ChannelGauges,
+}
+
+impl<K, T> Shared<K, T> {
+    fn overflow(&self) -> std::sync::MutexGuard<'_, BTreeMap<K, T>> {
+        // A panic while the lock was held left a map, not a broken one.
+        self.overflow.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn record_depth(&self, queued: usize, overflowed: usize) {
+        let depth = i64::try_from(queued + overflowed).unwrap_or(i64::MAX);
+        self.gauges.depth.set(depth);
+        if self.peak.fetch_max(depth, Ordering::Relaxed) < depth {
+            self.gauges.peak.set(depth);
+        }
+    }
+}
+
+/// The sending end; cheap to clone.
+pub struct MailboxSender<K, T> {
+    tx: mpsc::Sender<T>,
+    shared: Arc<Shared<K, T>>,
+}
+
+impl<K, T> Clone for MailboxSender<K, T> {
+    fn clone(&self) -> Self {
+        Self {
+            tx: self.tx.clone(),
+            shared: self.shared.clone(),
+        }
+    }
+}
+
+/// The receiving end.
+pub struct MailboxReceiver<K, T> {
+    rx: mpsc::Receiver<T>,
+    shared: Arc<Shared<K, T>>,
+    taken: VecDeque<T>,
+}
+
+/// A mailbox of `capacity` queued messages (at least 1) before it coalesces.
+pub fn mailbox<K: Ord, T>(
+    capacity: usize,
+    gauges: ChannelGauges,
+) -> (MailboxSender<K, T>, MailboxReceiver<K, T>) {
+    let capacity = capacity.max(1);
+    let (tx, rx) = mpsc::channel(capacity);
+    let shared = Arc::new(Shared {
+        capacity,
+        overflow: Mutex::default(),
+        peak: AtomicI64::new(0),
+        gauges,
+    });
+    let receiver = MailboxReceiver {
+        rx,
+        shared: shared.clone(),
+        taken: VecDeque::new(),
+    };
+    (MailboxSender { tx, shared }, receiver)
+}
+
+impl<K: Ord, T> MailboxSender<K, T> {
+    /// Queues `message` about `key`; never waits. Dropped only when the
+    /// receiver is gone.
+    pub fn send(&self, key: K, message: T) {
+        let mut overflow = self.shared.overflow();
+        let message = if overflow.is_empty() {
+            match self.tx.try_send(message) {
+                Ok(()) => {
+                    let queued = self.shared.capacity - self.tx.capacity();
+                    self.shared.record_depth(queued, 0);
+                    return;
+                }
+                Err(TrySendError::Closed(_)) => return,
+                Err(TrySendError::Full(m)) => m,
+            }
+        } else {
+            message
+        };
+        overflow.insert(key, message);
+        self.shared.gauges.overflows.inc();
+        self.shared
+            .record_depth(self.shared.capacity, overflow.len());
+    }
+}
+
+impl<K: Ord, T> MailboxReceiver<K, T> {
+    /// The next message, waiting for one; `None` once every sender is gone
+    /// and nothing is left. Cancel-safe: what it took stays in the receiver.
+    pub async fn recv(&mut self) -> Option<T> {
+        loop {
+            if let Some(m) = self.try_recv() {
+                return Some(m);
+            }
+            match self.rx.recv().await {
+                Some(m) => return Some(self.received(m)),
+                None if self.take_overflow() => continue,
+                None => return None,
+            }
+        }
+    }
+
+    /// The next message if one is waiting.
+    pub fn try_recv(&mut self) -> Option<T> {
+        loop {
+            if let Some(m) = self.taken.pop_front() {
+                return Some(self.received(m));
+            }
+            match self.rx.try_recv() {
+                Ok(m) => return Some(self.received(m)),
+                Err(TryRecvError::Empty | TryRecvError::Disconnected) => {
+                    if !self.take_overflow() {
+                        return None;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Notes the depth left behind `m` (taken messages still wait).
+    fn received(&self, m: T) -> T {
+        let queued = self.rx.len() + self.taken.len();
+        self.shared
+            .record_depth(queued, self.shared.overflow().len());
+        m
+    }
+
+    /// Takes what waits in the overflow map; false when it held nothing.
+    fn take_overflow(&mut self) -> bool {
+        let taken = std::mem::take(&mut *self.shared.overflow());
+        let any = !taken.is_empty();
+        self.taken.extend(taken.into_values());
+        any
+    }
+}
+
+/// How many messages each mailbox queues before it coalesces. Sized from
+/// the deepest either got in the benchmark (see docs/performance.md).
+pub const STATUS_CAPACITY: usize = 65_536;
+pub const REQUEUE_CAPACITY: usize = 65_536;
+
+/// Verdicts and other news for the status task, keyed by the node or
+/// profile they are about (`status_input.rs`).
+pub type StatusSender = MailboxSender<StatusKey, StatusInput>;
+pub type StatusReceiver = MailboxReceiver<StatusKey, StatusInput>;
+
+impl StatusSender {
+    /// Tells the status task; never waits.
+    pub fn tell(&self, message: StatusInput) {
+        self.send(message.key(), message);
+    }
+}
+
+/// Nodes to judge again without a change of theirs (a brake released, a
+/// deferred write, evidence or a fabric group), keyed by name.
+pub type RequeueSender = MailboxSender<String, ObjectRef<Node>>;
+pub type RequeueReceiver = MailboxReceiver<String, ObjectRef<Node>>;
+
+impl RequeueSender {
+    /// Asks for `node` to be judged again; never waits.
+    pub fn requeue(&self, node: &str) {
+        self.send(node.to_owned(), ObjectRef::new(node));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn drain(
+        rx: &mut MailboxReceiver<&'static str, (&'static str, u32)>,
+    ) -> Vec<(&'static str, u32)> {
+        std::iter::from_fn(|| rx.try_recv()).collect()
+    }
+
+    #[test]
+    fn over_capacity_the_latest_message_per_key_waits_and_is_counted() {
+        let gauges = ChannelGauges::default();
+        let (tx, mut rx) = mailbox(2, gauges.clone());
+        for (key, n) in [("a", 1), ("b", 1), ("a", 2), ("c", 1), ("a", 3)] {
+            tx.send(key, (key, n));
+        }
+        assert_eq!(gauges.overflows.get(), 3);
+        assert_eq!(gauges.peak.get(), 4, "2 queued + a and c waiting");
+        // The queued ones first, then the newest of each key.
+        assert_eq!(drain(&mut rx), [("a", 1), ("b", 1), ("a", 3), ("c", 1)]);
+        assert_eq!(gauges.depth.get(), 0);
+    }
+
+    #[test]
+    fn while_messages_wait_a_freed_slot_does_not_overtake_them() {
+        let (tx, mut rx) = mailbox(1, ChannelGauges::default());
+        tx.send("a", ("a", 1));
+        tx.send("a", ("a", 2)); // waits in the map
+        assert_eq!(rx.try_recv(), Some(("a", 1)));
+        tx.send("a", ("a", 3)); // the channel has room, the map is not empty
+        assert_eq!(drain(&mut rx), [("a", 3)], "a=2 replaced, never after 3");
+    }
+
+    #[tokio::test]
+    async fn recv_returns_what_waits_then_none_when_the_senders_are_gone() {
+        let (tx, mut rx) = mailbox(1, ChannelGauges::default());
+        tx.send("a", ("a", 1));
+        tx.send("b", ("b", 1));
+        drop(tx);
+        assert_eq!(rx.recv().await, Some(("a", 1)));
+        assert_eq!(rx.recv().await, Some(("b", 1)));
+        assert_eq!(rx.recv().await, None);
+    }
+
+    #[tokio::test]
+    async fn a_waiting_receiver_wakes_for_a_message() {
+        let (tx, mut rx) = mailbox::<&str, u32>(4, ChannelGauges::default());
+        let got = tokio::spawn(async move { rx.recv().await });
+        tokio::task::yield_now().await;
+        tx.send("a", 7);
+        assert_eq!(got.await.ok().flatten(), Some(7));
+    }
+}
