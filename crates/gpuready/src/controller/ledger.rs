@@ -7,7 +7,10 @@
 //! The trigger streams, the node reconciler and the status task all reach the
 //! book through here; each call holds the lock for one method of the book.
 
+use std::ops::{Deref, DerefMut};
 use std::sync::{Mutex, MutexGuard, PoisonError};
+
+use tokio::sync::watch;
 
 use crate::controller::mailbox::RequeueSender;
 use gpuready_core::brake::BrakeConfig;
@@ -23,6 +26,40 @@ pub struct Ledger {
     book: Mutex<NodeBook>,
     /// Where handed-back nodes go: the controller's queue.
     requeue: RequeueSender,
+    /// Whether taint work is pending, published as each call leaves the book:
+    /// the status task waits on it rather than asking again and again.
+    taint_work: watch::Sender<bool>,
+}
+
+/// The book, locked for one call; on release it publishes whether taint work
+/// is still pending (one comparison when nothing changed).
+struct Book<'a> {
+    book: MutexGuard<'a, NodeBook>,
+    taint_work: &'a watch::Sender<bool>,
+}
+
+impl Deref for Book<'_> {
+    type Target = NodeBook;
+    fn deref(&self) -> &NodeBook {
+        &self.book
+    }
+}
+
+impl DerefMut for Book<'_> {
+    fn deref_mut(&mut self) -> &mut NodeBook {
+        &mut self.book
+    }
+}
+
+impl Drop for Book<'_> {
+    fn drop(&mut self) {
+        let pending = self.book.taint_work_pending();
+        self.taint_work.send_if_modified(|was| {
+            let changed = *was != pending;
+            *was = pending;
+            changed
+        });
+    }
 }
 
 /// A reconcile in progress; dropping it finishes it.
@@ -58,12 +95,16 @@ impl Ledger {
         Ledger {
             book: Mutex::new(NodeBook::with_release_window(brake, release_window)),
             requeue,
+            taint_work: watch::Sender::new(false),
         }
     }
 
-    fn book(&self) -> MutexGuard<'_, NodeBook> {
-        // The book is consistent after every method (none panics midway).
-        self.book.lock().unwrap_or_else(PoisonError::into_inner)
+    fn book(&self) -> Book<'_> {
+        Book {
+            // The book is consistent after every method (none panics midway).
+            book: self.book.lock().unwrap_or_else(PoisonError::into_inner),
+            taint_work: &self.taint_work,
+        }
     }
 
     fn hand_back(&self, nodes: Vec<String>) {
@@ -243,6 +284,16 @@ impl Ledger {
     /// Whether any taint work is pending: profile status waits behind it.
     pub fn taint_work_pending(&self) -> bool {
         self.book().taint_work_pending()
+    }
+
+    /// Returns once no taint work is pending (at once when none is).
+    pub async fn taint_work_done(&self) {
+        // The sender lives as long as the ledger: `wait_for` cannot fail here.
+        let _ = self
+            .taint_work
+            .subscribe()
+            .wait_for(|pending| !pending)
+            .await;
     }
 }
 

@@ -61,8 +61,6 @@ const RESYNC: Duration = Duration::from_secs(30);
 /// or a fleet-wide flip sends every taint first (issue 35), yet a fleet whose
 /// taint work never ends still gets its profile status.
 const MAX_HOLD: Duration = Duration::from_secs(10);
-/// How often a held pass looks whether the taint work is done.
-const HOLD_POLL: Duration = Duration::from_millis(50);
 
 /// Which profiles a pass writes.
 #[derive(Debug, Default)]
@@ -205,18 +203,21 @@ async fn hold_for_taint_work(
     tally: &mut Tally,
     stop: &CancellationToken,
 ) -> bool {
-    let until = Instant::now() + MAX_HOLD;
-    while ctx.ledger.taint_work_pending() && Instant::now() < until {
+    let deadline = tokio::time::sleep(MAX_HOLD);
+    let done = ctx.ledger.taint_work_done();
+    tokio::pin!(deadline, done);
+    loop {
         tokio::select! {
+            biased;
             _ = stop.cancelled() => return false,
-            _ = tokio::time::sleep(HOLD_POLL) => {},
+            _ = &mut done => return true,
+            _ = &mut deadline => return true,
             m = input.recv() => match m {
                 Some(m) => dirty.apply(tally, m, &ctx.nodes),
                 None => return false,
             },
         }
     }
-    true
 }
 
 /// Hands every profile's counts to its brake, which may engage or release
