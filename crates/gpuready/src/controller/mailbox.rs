@@ -170,10 +170,17 @@ impl<K: Ord, T> MailboxReceiver<K, T> {
     }
 }
 
-/// How many messages each mailbox queues before it coalesces. Sized from
-/// the deepest either got in the benchmark (see docs/performance.md).
-pub const STATUS_CAPACITY: usize = 65_536;
-pub const REQUEUE_CAPACITY: usize = 65_536;
+/// How many messages each mailbox queues before it coalesces, from the
+/// deepest each got in the benchmark (docs/performance-history.md, "Bounded
+/// channels"). Status: one verdict a reconcile piles up while the status task
+/// makes its first count at start-up — 776 deep at 10,000 nodes, 6,320 at
+/// 100,000 — so 16,384 queues a start-up of 100,000 nodes with room to
+/// spare (a few MiB of verdicts at most). Requeue: the node book hands back
+/// 2 × `--concurrency` nodes at a time — 16 deep at both sizes (the default
+/// 8) — so 1,024 queues that up to `--concurrency 512`; past either, the
+/// messages coalesce per node and nothing is lost.
+pub const STATUS_CAPACITY: usize = 16_384;
+pub const REQUEUE_CAPACITY: usize = 1_024;
 
 /// Verdicts and other news for the status task, keyed by the node or
 /// profile they are about (`status_input.rs`).
