@@ -9,7 +9,7 @@
 //! takes is newer than anything it has received.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use prometheus_client::metrics::counter::Counter;
@@ -33,7 +33,6 @@ pub struct ChannelGauges {
 struct Shared<K, T> {
     capacity: usize,
     overflow: Mutex<BTreeMap<K, T>>,
-    peak: AtomicI64,
     gauges: ChannelGauges,
 }
 
@@ -46,9 +45,8 @@ impl<K, T> Shared<K, T> {
     fn record_depth(&self, queued: usize, overflowed: usize) {
         let depth = i64::try_from(queued + overflowed).unwrap_or(i64::MAX);
         self.gauges.depth.set(depth);
-        if self.peak.fetch_max(depth, Ordering::Relaxed) < depth {
-            self.gauges.peak.set(depth);
-        }
+        // On the gauge's own atomic: two senders racing cannot lower it.
+        self.gauges.peak.inner().fetch_max(depth, Ordering::Relaxed);
     }
 }
 
@@ -84,7 +82,6 @@ pub fn mailbox<K: Ord, T>(
     let shared = Arc::new(Shared {
         capacity,
         overflow: Mutex::default(),
-        peak: AtomicI64::new(0),
         gauges,
     });
     let receiver = MailboxReceiver {
