@@ -130,23 +130,27 @@ impl WriteLedger {
     /// running or due: taint work first, then the oldest; never a running
     /// node (kube would hold it until its run ends).
     pub fn next(&mut self, slots: usize) -> Option<String> {
-        if self.handed.len() + self.running.len() >= slots.max(1) {
-            return None;
-        }
-        let place = self
-            .waiting
-            .iter()
-            .find(|(_, n)| !self.running.contains_key(*n))
-            .map(|(p, _)| *p)?;
+        let place = self.next_place(slots)?;
         let node = self.waiting.remove(&place)?;
         self.handed.insert(node.clone());
         Some(node)
     }
 
-    /// Whether [`WriteLedger::next`] would hand a node now (ignoring running
-    /// nodes among the waiting, which only delays the answer to a finish).
+    /// Whether [`WriteLedger::next`] would hand a node now: exactly, so that
+    /// whoever wakes on it finds one (a waiting node that is running does
+    /// not count; skipping those costs at most one step per running node).
     pub fn can_hand(&self, slots: usize) -> bool {
-        !self.waiting.is_empty() && self.handed.len() + self.running.len() < slots.max(1)
+        self.next_place(slots).is_some()
+    }
+
+    fn next_place(&self, slots: usize) -> Option<Place> {
+        if self.handed.len() + self.running.len() >= slots.max(1) {
+            return None;
+        }
+        self.waiting
+            .iter()
+            .find(|(_, n)| !self.running.contains_key(*n))
+            .map(|(p, _)| *p)
     }
 
     /// Taint work whose nodes are not named yet: a profile change still being

@@ -30,9 +30,16 @@ fn reconcile(l: &mut WriteLedger, node: &str, changes: &NodeChanges) -> (WriteSt
     (s, out)
 }
 
-/// What `next` hands out now, in order, until it stops.
+/// What `next` hands out now, in order, until it stops; `can_hand` says
+/// so exactly before each.
 fn drain(l: &mut WriteLedger, slots: usize) -> Vec<String> {
-    std::iter::from_fn(|| l.next(slots)).collect()
+    std::iter::from_fn(|| {
+        let can = l.can_hand(slots);
+        let next = l.next(slots);
+        assert_eq!(can, next.is_some(), "can_hand before {next:?}");
+        next
+    })
+    .collect()
 }
 
 /// A step of a table: what happens, then what `next(3)` hands out.

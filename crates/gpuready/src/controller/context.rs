@@ -14,8 +14,6 @@ use kube::runtime::reflector::Store;
 use kube::{Client, ResourceExt};
 use tokio::sync::watch;
 
-use super::admission::Admission;
-use super::backoff::ErrorBackoff;
 use super::config::RunArgs;
 use crate::controller::crd_guard::CrdGuard;
 use crate::controller::ledger::Ledger;
@@ -40,11 +38,9 @@ pub struct Context {
     pub(super) status: StatusSender,
     /// Holds releases while the GpuNodeProfile CRD is missing.
     pub crd: Arc<CrdGuard>,
-    /// Per-node backoff after failed reconciles.
-    pub errors: ErrorBackoff,
-    /// The node book behind one lock: the write ledger, every profile's
-    /// brake and the refused nodes, and the one re-queue sender (see
-    /// `ledger.rs`).
+    /// The node book behind one lock: the write ledger and the one queue in
+    /// front of kube, every profile's brake, the refused nodes and the
+    /// error backoff (see `ledger.rs`).
     pub ledger: Arc<Ledger>,
     /// True once both caches have been listed. Tasks other than the controller's
     /// own wait on this, never on `Store::wait_until_ready`: kube-runtime's
@@ -61,9 +57,6 @@ pub struct Context {
     /// How many per-node Events a burst may post, per profile (its one owner:
     /// `write/events.rs` admits and summarizes through it).
     pub node_events: Mutex<EventBudget>,
-    /// The FIFO every trigger passes before kube's queue (`admission.rs`);
-    /// the reconcile says when it started.
-    pub admission: Arc<Admission>,
 }
 
 impl Context {

@@ -64,10 +64,7 @@ pub async fn reconcile(node: Arc<CachedNode>, ctx: Arc<Context>) -> Result<Actio
     let name = node.name_any();
     let span = info_span!("reconcile", node = %name, profile = tracing::field::Empty);
     let started = Instant::now();
-    // In the book from here until the reconcile ends, whichever way it ends.
-    let running = ctx.ledger.start(&name);
     let result = reconcile_inner(node, &ctx).instrument(span).await;
-    drop(running);
     ctx.metrics
         .reconcile_duration
         .observe(started.elapsed().as_secs_f64());
