@@ -518,7 +518,13 @@ impl NodeBook {
     /// are the one input that may release it. On a release the nodes it held
     /// are queued again, whoever engaged it. Returns whether the brake is
     /// engaged.
-    pub fn counts(&mut self, profile: &str, matched: usize, not_ready: usize, now: Timestamp) -> bool {
+    pub fn counts(
+        &mut self,
+        profile: &str,
+        matched: usize,
+        not_ready: usize,
+        now: Timestamp,
+    ) -> bool {
         let counted = self.counted(profile, matched, not_ready, now);
         self.requeue(counted.requeue);
         counted.engaged

@@ -162,7 +162,6 @@ pub fn needs_crd(changes: &NodeChanges, governance: GovernanceKind) -> bool {
     !changes.is_empty() && governance == GovernanceKind::Ungoverned
 }
 
-
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

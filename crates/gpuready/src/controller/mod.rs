@@ -255,18 +255,22 @@ fn shared(client: Client, args: RunArgs, metrics: Arc<Metrics>, health: Arc<Heal
         client,
         args,
         metrics,
-        recorder,
+        events: context::Events {
+            recorder,
+            budget: Mutex::default(),
+        },
         profiles: profile_reader,
         nodes: node_reader,
         status: status_tx,
         crd,
         ledger,
         caches_ready,
-        evidence: Arc::default(),
-        // fabric.groupByLabel groups follow every node event (groups.rs).
-        groups: Arc::new(watch::groups::Groups::default()),
-        probe_reports,
-        node_events: Mutex::default(),
+        beside: context::Beside {
+            evidence: Arc::default(),
+            // fabric.groupByLabel groups follow every node event (groups.rs).
+            groups: Arc::new(watch::groups::Groups::default()),
+            probe_reports,
+        },
     });
     Shared {
         ctx,
@@ -294,7 +298,7 @@ fn profile_stream(
             watcher::Config::default(),
         )
         .backoff(WatchBackoff::default()),
-        ctx.recorder.clone(),
+        ctx.events.recorder.clone(),
         ctx.client.clone(),
     )
     .reflect(writer)
@@ -325,7 +329,7 @@ fn node_stream(
         .backoff(WatchBackoff::default())
         .reflect(writer)
         .inspect({
-            let groups = ctx.groups.clone();
+            let groups = ctx.beside.groups.clone();
             move |e| {
                 if let Ok(e) = e {
                     groups.on_event(e, &requeue);
@@ -399,7 +403,7 @@ impl Tasks {
         let (client, metrics) = (&ctx.client, &ctx.metrics);
         let mut evidence = watch::evidence::spawn(
             client.clone(),
-            ctx.evidence.clone(),
+            ctx.beside.evidence.clone(),
             metrics.clone(),
             requeue,
             stop.clone(),
