@@ -15,6 +15,7 @@ pub mod probe;
 pub mod product;
 pub mod repair;
 pub mod version;
+pub mod write_ledger;
 pub mod write_step;
 
 // Judgements over the inputs: which profile governs a node, the per-device and

@@ -2,12 +2,16 @@
 //! reconciles, as one plain-data type whose methods are the rules — the write
 //! ledger (taint work first, deferred nodes, gpuready's last write to each
 //! node), every profile's safety brake with the matched count it decides by,
-//! the nodes it holds and its `NoExecute` budget, and the nodes whose last
-//! write the API server refused (with their backoff). One type because the
-//! rules cross: a brake released re-queues the nodes it held, a write that
-//! passes clears a refusal, a node that leaves is forgotten by all three. The controller keeps one behind one lock
-//! (`controller/ledger.rs`) and sends the node names these methods return
-//! back to its queue; nothing here reads a clock or sends anything.
+//! the nodes it holds and its `NoExecute` budget, the nodes whose last
+//! write the API server refused (with their backoff), and the error backoff
+//! of failed reconciles. The ledger is also the one queue in front of kube's
+//! `Controller` (`crate::write_ledger`): every trigger enters through
+//! [`NodeBook::ask`], kube is fed from [`NodeBook::next`] alone, and nodes a
+//! rule hands back are queued here, never sent out and back in. One type
+//! because the rules cross: a brake released re-queues the nodes it held, a
+//! write that passes clears a refusal, a node that leaves is forgotten by
+//! all. The controller keeps one behind one lock (`controller/ledger.rs`);
+//! nothing here reads a clock or sends anything.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
@@ -18,7 +22,8 @@ use crate::clocks::{self, Clock, Observation};
 use crate::no_execute::{self, Budget, BudgetView, Grant};
 use crate::report::NodeState;
 use crate::timeline::ReadyRecord;
-use crate::write_step::{CrdView, Trigger, WriteLedger, WriteStep, step};
+use crate::write_ledger::{Trigger, WriteLedger};
+use crate::write_step::{CrdView, WriteStep, step};
 use crate::{GovernanceKind, NodeAssessment, NodeChanges, NodeFacts};
 use jiff::Timestamp;
 
@@ -88,6 +93,25 @@ pub fn refusal_backoff_seconds(attempts: u32) -> i64 {
 /// The longest wait between two sends of the same refused changes.
 pub const REFUSAL_BACKOFF_MAX_SECONDS: i64 = 300;
 
+/// The wait before a node whose reconcile failed `attempts` times in a row
+/// runs again: 1 s doubling to 150 s (a failure is mostly the API server or
+/// the network, fixed in seconds, while 150 s bounds how late a long outage's
+/// end is noticed), plus up to as much again, spread by node and attempt so
+/// that a fleet failing at once (an API server restart) does not retry at
+/// once. Spread by a hash, not a random draw: the book reads no randomness.
+pub fn error_backoff(node: &str, attempts: u32) -> std::time::Duration {
+    use std::hash::{Hash, Hasher};
+    let base_ms = 1_000_u64
+        .saturating_mul(1 << attempts.saturating_sub(1).min(8))
+        .min(ERROR_BACKOFF_MAX_MS);
+    let mut h = std::hash::DefaultHasher::new();
+    (node, attempts).hash(&mut h);
+    std::time::Duration::from_millis(base_ms + h.finish() % base_ms.max(1))
+}
+
+/// The longest error backoff before its spread.
+const ERROR_BACKOFF_MAX_MS: u64 = 150_000;
+
 /// The changes without the times a plan stamps (conditions' transition and
 /// heartbeat times, the release annotation's instant, and the rules' status
 /// conditions, which carry one): two passes that would send the same thing
@@ -152,12 +176,12 @@ impl<'a> Turn<'a> {
 
 /// What [`NodeBook::counts`] decided for a profile.
 #[derive(Debug, PartialEq, Eq)]
-pub struct Counted {
+struct Counted {
     /// The brake is engaged now.
-    pub engaged: bool,
+    engaged: bool,
     /// The brake released in this call: these nodes' taints were held back
     /// and nothing about them changed, so nothing else would reconcile them.
-    pub requeue: Vec<String>,
+    requeue: Vec<String>,
 }
 
 /// The node write path's memory (see the module comment).
@@ -169,23 +193,26 @@ pub struct NodeBook {
     refused: HashMap<String, Refusal>,
     /// The open wait of every governed node that is not Ready (`crate::clocks`).
     clocks: HashMap<String, Clock>,
+    /// Failed reconciles in a row, by node (see [`error_backoff`]).
+    failures: HashMap<String, u32>,
 }
 
 impl NodeBook {
     pub fn new(brake: BrakeConfig) -> Self {
-        NodeBook::with_release_window(brake, crate::write_step::DEFAULT_RELEASE_WINDOW)
-    }
-
-    /// A book whose gate hands deferred nodes back `window` at a time (the
-    /// controller passes twice its concurrency: every slot busy, one more
-    /// queued behind each).
-    pub fn with_release_window(brake: BrakeConfig, window: usize) -> Self {
         NodeBook {
-            ledger: WriteLedger::with_release_window(window),
+            ledger: WriteLedger::default(),
             brake,
             brakes: BTreeMap::new(),
             refused: HashMap::new(),
             clocks: HashMap::new(),
+            failures: HashMap::new(),
+        }
+    }
+
+    /// Nodes a rule hands back are queued again, here.
+    fn requeue(&mut self, nodes: impl IntoIterator<Item = String>) {
+        for n in nodes {
+            self.ledger.queue(&n);
         }
     }
 
@@ -196,10 +223,23 @@ impl NodeBook {
 
     // --- The trigger streams -------------------------------------------------
 
-    /// A reconcile of the node was asked for (a profile change, evidence, a
-    /// re-queue).
-    pub fn queue(&mut self, node: &str) {
-        self.ledger.queue(node);
+    /// A reconcile of the node was asked for: the one door of every trigger.
+    /// `resource_version` is the node's own watch event's (`None` for any
+    /// other trigger): the echo of gpuready's own write to a node waiting at
+    /// the gate is skipped; anything else queues it.
+    pub fn ask(&mut self, node: &str, resource_version: Option<&str>) -> Trigger {
+        self.ledger.ask(node, resource_version)
+    }
+
+    /// The next node for kube, while it holds fewer than `slots` running or
+    /// due (`WriteLedger::next`).
+    pub fn next(&mut self, slots: usize) -> Option<String> {
+        self.ledger.next(slots)
+    }
+
+    /// Whether [`NodeBook::next`] has a node for kube now.
+    pub fn can_hand(&self, slots: usize) -> bool {
+        self.ledger.can_hand(slots)
     }
 
     /// Taint work whose nodes are not named yet (a profile change being
@@ -208,22 +248,14 @@ impl NodeBook {
         self.ledger.unnamed_work()
     }
 
-    /// Every node of that work is queued. Returns the nodes to re-queue.
-    #[must_use]
-    pub fn unnamed_done(&mut self, ticket: u64) -> Vec<String> {
-        self.ledger.unnamed_done(ticket)
+    /// Every node of that work is queued.
+    pub fn unnamed_done(&mut self, ticket: u64) {
+        self.ledger.unnamed_done(ticket);
     }
 
-    /// The node's own watch event: the echo of gpuready's own write to a node
-    /// waiting at the gate is skipped; anything else queues it.
-    pub fn on_node_event(&mut self, node: &str, resource_version: Option<&str>) -> Trigger {
-        self.ledger.on_node_event(node, resource_version)
-    }
-
-    /// The node left the cluster: forgotten by the ledger, every brake and the
-    /// refusals. Returns the nodes to re-queue (deferred behind it).
-    #[must_use]
-    pub fn forget(&mut self, node: &str) -> Vec<String> {
+    /// The node left the cluster (or kube dropped it, not cached): forgotten
+    /// by the ledger, every brake, the refusals and the error backoff.
+    pub fn forget(&mut self, node: &str) {
         let mut requeue = vec![];
         for b in self.brakes.values_mut() {
             b.state.forget(node);
@@ -234,8 +266,9 @@ impl NodeBook {
         }
         self.refused.remove(node);
         self.clocks.remove(node);
-        requeue.extend(self.ledger.forget(node));
-        requeue
+        self.failures.remove(node);
+        self.ledger.forget(node);
+        self.requeue(requeue);
     }
 
     // --- One reconcile, in order ---------------------------------------------
@@ -302,9 +335,15 @@ impl NodeBook {
     /// place): granted when already `NoExecute` or when they fit, held while
     /// the profile's brake is engaged or its budget is full. `ask` is `None`
     /// for a node no one profile governs; the node's grants in every other
-    /// profile's budget are given back. Returns the holds and the nodes to
-    /// re-queue (waiting ones, when room opened).
-    pub fn no_execute(
+    /// profile's budget are given back. Returns the holds; the waiting nodes
+    /// are queued again when room opened.
+    pub fn no_execute(&mut self, node: &str, ask: Option<(&str, &no_execute::Ask)>) -> Grant {
+        let (grant, requeue) = self.no_execute_grant(node, ask);
+        self.requeue(requeue);
+        grant
+    }
+
+    fn no_execute_grant(
         &mut self,
         node: &str,
         ask: Option<(&str, &no_execute::Ask)>,
@@ -327,9 +366,9 @@ impl NodeBook {
     }
 
     /// The one write decision for the node's plan, made and recorded at once.
-    /// Returns it with the nodes to re-queue: those the decision unblocked,
-    /// and the node itself when the brake its plan assumed was released in
-    /// the meantime (its held taint would otherwise wait for a change).
+    /// The node itself is queued again when the brake its plan assumed was
+    /// released in the meantime (its held taint would otherwise wait for a
+    /// change).
     pub fn step(
         &mut self,
         node: &str,
@@ -338,7 +377,7 @@ impl NodeBook {
         governance: GovernanceKind,
         crd: CrdView,
         now: Timestamp,
-    ) -> (WriteStep, Vec<String>) {
+    ) -> WriteStep {
         let decision = match self.refusal_wait(node, changes, now) {
             // The refused taint waits; the rest (labels, conditions) goes.
             Some((secs, RefusedWrite::Taint)) => {
@@ -356,16 +395,16 @@ impl NodeBook {
             },
             None => step(changes, governance, crd, self.ledger.view(node)),
         };
-        let mut requeue = self.ledger.decided(node, &decision);
+        self.ledger.decided(node, &decision);
         if let (WriteStep::HoldByBrake { .. }, Some(p)) = (&decision, profile) {
             match self.brakes.get_mut(p) {
                 Some(b) if b.state.engaged() => {
                     b.held.insert(node.to_owned());
                 }
-                _ => requeue.push(node.to_owned()),
+                _ => self.ledger.queue(node),
             }
         }
-        (decision, requeue)
+        decision
     }
 
     /// gpuready's write to the node passed and left it at `resource_version`.
@@ -455,18 +494,43 @@ impl NodeBook {
         self.refused.get(node).map(|r| (r.what, r.why.clone()))
     }
 
-    /// The node's reconcile is over. Returns the nodes to re-queue.
-    #[must_use]
-    pub fn finish(&mut self, node: &str) -> Vec<String> {
-        self.ledger.finish(node)
+    /// The node's reconcile is over.
+    pub fn finish(&mut self, node: &str) {
+        self.ledger.finish(node);
+    }
+
+    /// The node's reconcile failed: how long to wait before it runs again
+    /// (see [`error_backoff`]).
+    pub fn failed(&mut self, node: &str) -> std::time::Duration {
+        let attempts = self.failures.entry(node.to_owned()).or_default();
+        *attempts = attempts.saturating_add(1);
+        error_backoff(node, *attempts)
+    }
+
+    /// The node's reconcile passed: its error backoff starts over.
+    pub fn succeeded(&mut self, node: &str) {
+        self.failures.remove(node);
     }
 
     // --- The status task -------------------------------------------------------
 
     /// The tally's counts for `profile`: they set the brake's denominator and
     /// are the one input that may release it. On a release the nodes it held
-    /// are returned for re-queueing, whoever engaged it.
+    /// are queued again, whoever engaged it. Returns whether the brake is
+    /// engaged.
     pub fn counts(
+        &mut self,
+        profile: &str,
+        matched: usize,
+        not_ready: usize,
+        now: Timestamp,
+    ) -> bool {
+        let counted = self.counted(profile, matched, not_ready, now);
+        self.requeue(counted.requeue);
+        counted.engaged
+    }
+
+    fn counted(
         &mut self,
         profile: &str,
         matched: usize,
@@ -491,18 +555,19 @@ impl NodeBook {
         Counted { engaged, requeue }
     }
 
-    /// Forgets the brakes of profiles that no longer exist. Returns the nodes
-    /// they held (their profile is gone: they are judged again).
-    #[must_use]
-    pub fn retain_profiles(&mut self, exists: impl Fn(&str) -> bool) -> Vec<String> {
+    /// Forgets the brakes of profiles that no longer exist. The nodes they
+    /// held are queued again (their profile is gone: they are judged again).
+    pub fn retain_profiles(&mut self, exists: impl Fn(&str) -> bool) {
         let gone: Vec<String> = self.brakes.keys().filter(|p| !exists(p)).cloned().collect();
-        gone.iter()
+        let held: Vec<String> = gone
+            .iter()
             .filter_map(|p| self.brakes.remove(p))
             .flat_map(|b| {
                 let waiting = b.budget.waiting();
                 b.held.into_iter().chain(waiting)
             })
-            .collect()
+            .collect();
+        self.requeue(held);
     }
 
     // --- Reads -------------------------------------------------------------------
@@ -610,7 +675,7 @@ mod tests {
         b.start(node);
         let hold = b.turn(&turn(node, state), now);
         let changes = if hold { held_taint() } else { a_taint() };
-        let (s, mut back) = b.step(
+        let s = b.step(
             node,
             Some("p"),
             &changes,
@@ -618,8 +683,13 @@ mod tests {
             CrdView::Confirmed,
             now,
         );
-        back.extend(b.finish(node));
-        (hold, s, back)
+        b.finish(node);
+        (hold, s, queued(b))
+    }
+
+    /// What the book has queued for kube now (handed out, as kube would get it).
+    fn queued(b: &mut NodeBook) -> Vec<String> {
+        std::iter::from_fn(|| b.next(usize::MAX)).collect()
     }
 
     /// Issue 33's sequence through the whole book: 60 of 100 turn at once and
@@ -629,7 +699,7 @@ mod tests {
     #[test]
     fn a_turn_after_the_window_never_releases_an_engaged_brake() {
         let mut b = NodeBook::new(CFG);
-        assert!(!b.counts("p", 100, 0, at(0)).engaged);
+        assert!(!b.counts("p", 100, 0, at(0)));
         let mut held = BTreeSet::new();
         for i in 0..60 {
             let n = format!("n{i:02}");
@@ -642,24 +712,24 @@ mod tests {
         assert!(b.engaged("p"), "60 of 100 turned at once");
         // The turn that trips it is held too: 50 % may taint, not one more.
         assert_eq!(held.len(), 10);
-        let c = b.counts("p", 100, 60, at(400));
+        let engaged = b.counts("p", 100, 60, at(400));
         assert_eq!(
-            (c.engaged, c.requeue.len()),
+            (engaged, queued(&mut b).len()),
             (true, 0),
             "still 60 % not ready"
         );
         let (hold, ..) = reconcile(&mut b, "n60", NodeState::NotReady, at(401));
         assert!(hold, "a late turn released the brake");
         held.insert("n60".to_owned());
-        assert!(b.counts("p", 100, 61, at(402)).engaged);
-        let released = b.counts("p", 100, 50, at(403));
-        assert!(!released.engaged);
+        assert!(b.counts("p", 100, 61, at(402)));
+        assert!(!b.counts("p", 100, 50, at(403)));
         assert_eq!(
-            released.requeue.into_iter().collect::<BTreeSet<_>>(),
+            queued(&mut b).into_iter().collect::<BTreeSet<_>>(),
             held,
             "every node held is re-queued on the release"
         );
-        assert!(b.counts("p", 100, 50, at(404)).requeue.is_empty(), "once");
+        b.counts("p", 100, 50, at(404));
+        assert!(queued(&mut b).is_empty(), "once");
     }
 
     #[test]
@@ -689,8 +759,13 @@ mod tests {
         // "d" planned under the brake; the counts release it before its step.
         b.start("d");
         assert!(b.turn(&turn("d", NodeState::NotReady), at(1)));
-        assert!(!b.counts("p", 4, 1, at(2)).engaged);
-        let (s, back) = b.step(
+        assert!(!b.counts("p", 4, 1, at(2)));
+        // The release queued c, which the brake had held: its reconcile is
+        // taint work ahead of d until it is done.
+        assert_eq!(queued(&mut b), ["c"]);
+        b.start("c");
+        b.finish("c");
+        let s = b.step(
             "d",
             Some("p"),
             &held_taint(),
@@ -699,8 +774,9 @@ mod tests {
             at(2),
         );
         assert!(matches!(s, WriteStep::HoldByBrake { .. }));
-        assert_eq!(back, ["d"]);
-        let _ = b.finish("d");
+        assert!(queued(&mut b).is_empty(), "d runs: queued, not handed");
+        b.finish("d");
+        assert_eq!(queued(&mut b), ["d"]);
     }
 
     #[test]
@@ -733,7 +809,7 @@ mod tests {
         );
         assert_eq!(b.written("a", Some("9".into()), true), Some("p".into()));
         assert_eq!(b.written("a", Some("10".into()), true), None, "said once");
-        let _ = b.forget("b");
+        b.forget("b");
         assert_eq!(b.refusals_of("p", |_| true), None);
         assert!(b.refusals_of("q", |_| true).is_some());
     }
@@ -747,7 +823,7 @@ mod tests {
         let mut sent = vec![];
         for second in 0..=1200 {
             b.start("a");
-            let (s, _) = b.step(
+            let s = b.step(
                 "a",
                 Some("p"),
                 &a_taint(),
@@ -766,13 +842,13 @@ mod tests {
                     at(second),
                 );
             }
-            let _ = b.finish("a");
+            b.finish("a");
         }
         assert_eq!(sent, [0, 1, 5, 21, 85, 341, 641, 941]);
         assert_eq!(refusal_backoff_seconds(40), 300);
         // A changed plan goes at once, and is reported still.
         b.start("a");
-        let (s, _) = b.step(
+        let s = b.step(
             "a",
             Some("p"),
             &held_taint(),
@@ -782,7 +858,7 @@ mod tests {
         );
         assert!(!matches!(s, WriteStep::HoldByRefusal { .. }));
         assert!(b.refusals_of("p", |_| true).is_some());
-        let _ = b.finish("a");
+        b.finish("a");
     }
 
     #[test]
@@ -792,7 +868,23 @@ mod tests {
         for n in ["a", "b", "c"] {
             reconcile(&mut b, n, NodeState::NotReady, at(0));
         }
-        assert_eq!(b.retain_profiles(|p| p != "p"), ["c"]);
+        b.retain_profiles(|p| p != "p");
+        assert_eq!(queued(&mut b), ["c"]);
         assert!(!b.engaged("p"));
+    }
+
+    #[test]
+    fn the_error_backoff_grows_per_node_and_starts_over_on_success() {
+        let mut b = NodeBook::new(CFG);
+        let waits: Vec<u64> = (0..10).map(|_| b.failed("a").as_secs()).collect();
+        // Base 1, 2, 4 … 128, 150, spread by up to as much again.
+        for (w, base) in waits.iter().zip([1, 2, 4, 8, 16, 32, 64, 128, 150, 150]) {
+            assert!((base..2 * base).contains(w), "{waits:?}");
+        }
+        assert!(b.failed("b").as_secs() < 2, "per node");
+        b.succeeded("a");
+        assert!(b.failed("a").as_secs() < 2, "starts over");
+        b.forget("a");
+        assert!(b.failed("a").as_secs() < 2, "a deleted node is forgotten");
     }
 }

@@ -1,11 +1,8 @@
-//! How long gpuready waits before trying again: the watches after an error, and
-//! a node whose reconcile failed. Both are kube's own watcher
-//! [`ExponentialBackoff`] (from `backon`), with gpuready's bounds; only the
-//! per-node map around the second is ours (kube's Controller has no per-object
-//! error backoff).
+//! How long gpuready's watches wait before trying again after an error: kube's
+//! own watcher [`ExponentialBackoff`] (from `backon`), with gpuready's bounds.
+//! (A node whose reconcile failed is backed off by the node book:
+//! `gpuready_core::node_book::error_backoff`.)
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use backon::ExponentialBuilder;
@@ -54,45 +51,6 @@ impl Backoff for WatchBackoff {
     }
 }
 
-/// Per-node exponential backoff for failed reconciles: 1–2 s, doubling, capped
-/// at 2.5–5 minutes, forgotten at the node's first success or deletion. A node
-/// that keeps failing (a webhook refusing it, RBAC) no longer costs a request
-/// every 5 s forever, and one bad node never slows the others.
-#[derive(Default)]
-pub struct ErrorBackoff {
-    failures: Mutex<HashMap<String, ExponentialBackoff>>,
-}
-
-const ERROR_MIN: Duration = Duration::from_secs(1);
-const ERROR_MAX: Duration = Duration::from_secs(150);
-
-fn error_backoff() -> ExponentialBackoff {
-    ExponentialBuilder::default()
-        .with_min_delay(ERROR_MIN)
-        .with_max_delay(ERROR_MAX)
-        .with_factor(2.0)
-        .with_jitter()
-        .without_max_times()
-        .into()
-}
-
-impl ErrorBackoff {
-    /// Records one more failure of `key` and returns how long to wait.
-    pub fn failed(&self, key: &str) -> Duration {
-        self.failures
-            .lock()
-            .ok()
-            .and_then(|mut f| f.entry(key.to_owned()).or_insert_with(error_backoff).next())
-            .unwrap_or(ERROR_MIN)
-    }
-
-    pub fn forget(&self, key: &str) {
-        if let Ok(mut f) = self.failures.lock() {
-            f.remove(key);
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -108,27 +66,5 @@ mod tests {
         );
         b.reset();
         assert!(b.next().is_some_and(|w| w < Duration::from_millis(200)));
-    }
-
-    #[test]
-    fn error_backoff_grows_per_node_and_forgets_on_success() {
-        let b = ErrorBackoff::default();
-        let first = b.failed("a");
-        for _ in 0..3 {
-            let _ = b.failed("a");
-        }
-        let fifth = b.failed("a");
-        // 16 s at least, against 2 s at most for the first.
-        assert!(fifth > first * 4, "{first:?} then {fifth:?}");
-        assert!(
-            b.failed("b") < Duration::from_secs(2),
-            "other nodes start fresh"
-        );
-        for _ in 0..30 {
-            assert!(b.failed("a") <= Duration::from_secs(300));
-        }
-        b.forget("a");
-        assert!(b.failed("a") < Duration::from_secs(2));
-        assert_eq!(b.failures.lock().unwrap().len(), 2, "a and b are tracked");
     }
 }

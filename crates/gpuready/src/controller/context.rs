@@ -3,20 +3,20 @@
 //! imports none of the modules that use it, so data flows one way.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use gpuready_api::GpuNodeProfile;
+use gpuready_core::NodeFacts;
 use gpuready_core::event_budget::EventBudget;
-use gpuready_core::tally::NodeVerdict;
-use gpuready_core::{NodeAssessment, NodeFacts};
 use k8s_openapi::api::core::v1::Node;
+use kube::core::Selector;
 use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
 use kube::{Client, ResourceExt};
 use tokio::sync::watch;
 
-use super::admission::Admission;
-use super::backoff::ErrorBackoff;
 use super::config::RunArgs;
+use super::error::Error;
 use crate::controller::crd_guard::CrdGuard;
 use crate::controller::ledger::Ledger;
 use crate::controller::mailbox::StatusSender;
@@ -32,19 +32,19 @@ pub struct Context {
     pub client: Client,
     pub args: RunArgs,
     pub metrics: Arc<Metrics>,
-    pub recorder: Recorder,
+    /// How gpuready posts Events.
+    pub events: Events,
     pub profiles: Store<GpuNodeProfile>,
     /// The node cache, compact (see `watch/cached.rs`).
     pub nodes: Store<CachedNode>,
-    /// Verdicts and other news for the status task, which owns the tally.
+    /// Verdicts and other news for the status task, which owns the tally
+    /// (see [`Context::tell`]).
     pub(super) status: StatusSender,
     /// Holds releases while the GpuNodeProfile CRD is missing.
     pub crd: Arc<CrdGuard>,
-    /// Per-node backoff after failed reconciles.
-    pub errors: ErrorBackoff,
-    /// The node book behind one lock: the write ledger, every profile's
-    /// brake and the refused nodes, and the one re-queue sender (see
-    /// `ledger.rs`).
+    /// The node book behind one lock: the write ledger and the one queue in
+    /// front of kube, every profile's brake, the refused nodes and the
+    /// error backoff (see `ledger.rs`).
     pub ledger: Arc<Ledger>,
     /// True once both caches have been listed. Tasks other than the controller's
     /// own wait on this, never on `Store::wait_until_ready`: kube-runtime's
@@ -52,33 +52,50 @@ pub struct Context {
     /// store only the last to poll is woken and the others sleep until something
     /// else polls them (a node reconcile stalled until its 30 s timeout).
     pub caches_ready: watch::Receiver<bool>,
-    /// ResourceSlices and NodeFeatures per node (see `evidence`).
+    /// What is read beside the node itself (see [`Beside`]).
+    pub beside: Beside,
+}
+
+/// What the reconcile reads beside the Node, each kept by its own watch:
+/// read together by [`Context::facts_of`].
+pub struct Beside {
+    /// ResourceSlices, NodeFeatures and the other evidence per node (see
+    /// `watch/evidence.rs`).
     pub evidence: Arc<EvidenceStores>,
-    /// The nodes of each `fabric.groupByLabel` group (see `groups`).
+    /// The nodes of each `fabric.groupByLabel` group (see `watch/groups.rs`).
     pub groups: Arc<Groups>,
     /// Reports of `gpuready probe`, when `--probe-namespace` is set.
     pub probe_reports: Option<ProbeReports>,
-    /// How many per-node Events a burst may post, per profile (its one owner:
-    /// `write/events.rs` admits and summarizes through it).
-    pub node_events: Mutex<EventBudget>,
-    /// The FIFO every trigger passes before kube's queue (`admission.rs`);
-    /// the reconcile says when it started.
-    pub admission: Arc<Admission>,
+}
+
+/// How gpuready posts Events: the recorder, and how many per-node Events a
+/// burst may post per profile (the budget's one owner: `write/events.rs`
+/// admits and summarizes through it).
+pub struct Events {
+    pub recorder: Recorder,
+    pub budget: Mutex<EventBudget>,
 }
 
 impl Context {
-    /// Hands a node's verdict to the status task (the tally). Never blocks.
-    pub fn report_verdict(&self, node: &str, a: &NodeAssessment) {
-        self.status.tell(StatusInput::Verdict {
-            node: node.to_owned(),
-            verdict: NodeVerdict::of(a).map(Box::new),
-        });
+    /// Tells the status task a node's verdict, a node gone or a profile whose
+    /// status may have changed. Never blocks.
+    pub fn tell(&self, news: StatusInput) {
+        self.status.tell(news);
     }
 
-    /// Tells the status task a profile's status may have changed (a node's
-    /// refusal began or ended). Never blocks.
-    pub fn profile_changed(&self, profile: String) {
-        self.status.tell(StatusInput::Profile(profile));
+    /// Waits until a reconcile can judge from the caches: both listed (an
+    /// error after 30 s), and the evidence watches settled (at most 30 s,
+    /// then the reconcile judges without what has not come).
+    pub async fn ready_to_judge(&self) -> Result<(), Error> {
+        let wait = Duration::from_secs(30);
+        let synced = tokio::time::timeout(wait, self.wait_for_caches())
+            .await
+            .map_err(|_| Error::CacheNotReady("caches not synced after 30s".into()))?;
+        if !synced {
+            return Err(Error::CacheNotReady("the cache sync task ended".into()));
+        }
+        self.beside.evidence.wait_settled(wait).await;
+        Ok(())
     }
 
     /// Waits until both caches have been listed once; false if they never will be.
@@ -86,26 +103,20 @@ impl Context {
         self.caches_ready.clone().wait_for(|r| *r).await.is_ok()
     }
 
-    /// The node's facts with the evidence read beside it attached: its
-    /// ResourceSlices and NodeFeatures, and its probe report (when reports are read).
-    pub fn facts_of(&self, node: &Node) -> NodeFacts {
+    /// The node's facts with what is read beside it attached: its
+    /// ResourceSlices and NodeFeatures, its probe report (when reports are
+    /// read), and its `fabric.groupByLabel` group, when the profile of
+    /// `profiles` that governs it groups nodes.
+    pub fn facts_of(&self, node: &Node, profiles: &[(&GpuNodeProfile, &Selector)]) -> NodeFacts {
         let name = node.name_any();
-        let facts = NodeFacts::from_node(node).with_evidence(self.evidence.for_node(&name));
-        let probe = self
+        let b = &self.beside;
+        let facts = NodeFacts::from_node(node).with_evidence(b.evidence.for_node(&name));
+        let probe = b
             .probe_reports
             .as_ref()
             .and_then(|r| r.evidence(&facts.name));
-        facts.with_probe(probe)
-    }
-
-    /// The facts with the node's `fabric.groupByLabel` group attached, when
-    /// its profile groups nodes (see `groups`).
-    pub fn with_group(
-        &self,
-        mut facts: NodeFacts,
-        profiles: &[(&GpuNodeProfile, &kube::core::Selector)],
-    ) -> NodeFacts {
-        facts.evidence.clique_group = self.groups.group_of(&facts, profiles, &self.nodes);
+        let mut facts = facts.with_probe(probe);
+        facts.evidence.clique_group = b.groups.group_of(&facts, profiles, &self.nodes);
         facts
     }
 }

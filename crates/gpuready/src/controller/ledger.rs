@@ -1,41 +1,50 @@
 //! The node book behind one lock: [`Ledger`] keeps the controller's one
-//! `gpuready_core::node_book::NodeBook` (the write ledger, every profile's
-//! brake, the refused nodes) and the one re-queue sender, and sends back to
-//! the controller's queue every node a rule of the book hands back — deferred
-//! nodes whose taint work ahead is done, nodes a released brake held — in the
-//! call that decided it: no drain task, no quiet period, no second owner.
-//! The trigger streams, the node reconciler and the status task all reach the
-//! book through here; each call holds the lock for one method of the book.
+//! `gpuready_core::node_book::NodeBook` (the write ledger and its queue,
+//! every profile's brake, the refused nodes, the error backoff) and is the
+//! only feed of kube's `Controller` ([`Ledger::stream`]): every trigger
+//! enters through [`Ledger::ask`], and what a rule of the book hands back is
+//! queued inside the book, in the call that decided it. The trigger streams,
+//! the node reconciler and the status task all reach the book through here;
+//! each call holds the lock for one method of the book, and on leaving it
+//! wakes whoever waits on the book (the stream, the status task).
 
 use std::ops::{Deref, DerefMut};
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::time::Duration;
 
-use tokio::sync::watch;
+use futures::Stream;
+use kube::runtime::reflector::ObjectRef;
+use tokio::sync::{Notify, watch};
 
-use crate::controller::mailbox::RequeueSender;
+use crate::controller::watch::cached::CachedNode;
 use gpuready_core::brake::BrakeConfig;
 use gpuready_core::clocks::Observation;
 use gpuready_core::no_execute::{self, BudgetView, Grant};
 use gpuready_core::node_book::{NodeBook, RefusedNodes, RefusedWrite, Turn};
 use gpuready_core::timeline::ReadyRecord;
-use gpuready_core::write_step::{CrdView, Trigger, WriteStep};
+use gpuready_core::write_ledger::{LOOKAHEAD, Trigger};
+use gpuready_core::write_step::{CrdView, WriteStep};
 use gpuready_core::{GovernanceKind, NodeChanges};
 use jiff::Timestamp;
 
 pub struct Ledger {
     book: Mutex<NodeBook>,
-    /// Where handed-back nodes go: the controller's queue.
-    requeue: RequeueSender,
     /// Whether taint work is pending, published as each call leaves the book:
     /// the status task waits on it rather than asking again and again.
     taint_work: watch::Sender<bool>,
+    /// Wakes [`Ledger::stream`]: a node waits and kube has room for it.
+    wake: Notify,
+    /// What kube may hold at once, running or due: its reconcile slots
+    /// (`--concurrency`) and the core's `LOOKAHEAD`.
+    slots: usize,
 }
 
 /// The book, locked for one call; on release it publishes whether taint work
-/// is still pending (one comparison when nothing changed).
+/// is still pending and wakes the stream when a node can go to kube (a
+/// comparison or two when nothing changed).
 struct Book<'a> {
     book: MutexGuard<'a, NodeBook>,
-    taint_work: &'a watch::Sender<bool>,
+    ledger: &'a Ledger,
 }
 
 impl Deref for Book<'_> {
@@ -54,11 +63,17 @@ impl DerefMut for Book<'_> {
 impl Drop for Book<'_> {
     fn drop(&mut self) {
         let pending = self.book.taint_work_pending();
-        self.taint_work.send_if_modified(|was| {
+        self.ledger.taint_work.send_if_modified(|was| {
             let changed = *was != pending;
             *was = pending;
             changed
         });
+        // Only when a node can go now (exactly: the stream that wakes finds
+        // one, and never spins on a permit); kept as a permit when the
+        // stream is not waiting yet.
+        if self.book.can_hand(self.ledger.slots) {
+            self.ledger.wake.notify_one();
+        }
     }
 }
 
@@ -70,8 +85,7 @@ pub struct Running<'a> {
 
 impl Drop for Running<'_> {
     fn drop(&mut self) {
-        let back = self.ledger.book().finish(&self.node);
-        self.ledger.hand_back(back);
+        self.ledger.book().finish(&self.node);
     }
 }
 
@@ -84,18 +98,18 @@ pub struct Unnamed<'a> {
 
 impl Drop for Unnamed<'_> {
     fn drop(&mut self) {
-        let back = self.ledger.book().unnamed_done(self.ticket);
-        self.ledger.hand_back(back);
+        self.ledger.book().unnamed_done(self.ticket);
     }
 }
 
 impl Ledger {
-    /// `release_window`: deferred nodes handed back at a time.
-    pub fn new(brake: BrakeConfig, release_window: usize, requeue: RequeueSender) -> Self {
+    /// The book of a controller with `concurrency` reconcile slots.
+    pub fn new(brake: BrakeConfig, concurrency: usize) -> Self {
         Ledger {
-            book: Mutex::new(NodeBook::with_release_window(brake, release_window)),
-            requeue,
+            book: Mutex::new(NodeBook::new(brake)),
             taint_work: watch::Sender::new(false),
+            wake: Notify::new(),
+            slots: concurrency.max(1) + LOOKAHEAD,
         }
     }
 
@@ -103,20 +117,31 @@ impl Ledger {
         Book {
             // The book is consistent after every method (none panics midway).
             book: self.book.lock().unwrap_or_else(PoisonError::into_inner),
-            taint_work: &self.taint_work,
+            ledger: self,
         }
     }
 
-    fn hand_back(&self, nodes: Vec<String>) {
-        for n in nodes {
-            self.requeue.requeue(&n);
-        }
+    /// A reconcile of the node was asked for: the one door of every trigger.
+    /// `resource_version`: the node's own watch event's (`None` for any
+    /// other trigger). False for the echo of gpuready's own write to a node
+    /// waiting at the gate, which queues nothing.
+    pub fn ask(&self, node: &str, resource_version: Option<&str>) -> bool {
+        self.book().ask(node, resource_version) == Trigger::Queue
     }
 
-    /// A reconcile of the node was asked for (a profile change, evidence, a
-    /// re-queue).
-    pub fn queue(&self, node: &str) {
-        self.book().queue(node);
+    /// The nodes for kube's `Controller`, in the book's order, as its slots
+    /// free up: its only feed (`reconcile_on`).
+    pub fn stream(self: Arc<Self>) -> impl Stream<Item = ObjectRef<CachedNode>> + Send {
+        futures::stream::unfold(self, |l| async move {
+            loop {
+                let next = l.book().next(l.slots);
+                if let Some(node) = next {
+                    return Some((ObjectRef::new(&node), l));
+                }
+                // A wake-up sent since `next` looked is kept as a permit.
+                l.wake.notified().await;
+            }
+        })
     }
 
     /// Taint work whose nodes are still being found: pending at the gate
@@ -129,19 +154,13 @@ impl Ledger {
         }
     }
 
-    /// The node's own watch event: false for the echo of gpuready's own write
-    /// to a node waiting at the gate (it queues nothing), true otherwise.
-    pub fn on_node_event(&self, node: &str, resource_version: Option<&str>) -> bool {
-        self.book().on_node_event(node, resource_version) == Trigger::Queue
-    }
-
-    /// The node left the cluster.
+    /// The node left the cluster, or kube dropped it (not cached).
     pub fn forget(&self, node: &str) {
-        let back = self.book().forget(node);
-        self.hand_back(back);
+        self.book().forget(node);
     }
 
-    /// The node's reconcile starts; it is finished when the guard drops.
+    /// The node's reconcile starts (the one start site: the controller's
+    /// reconcile); it is finished when the guard drops, however it ends.
     pub fn start(&self, node: &str) -> Running<'_> {
         self.book().start(node);
         Running {
@@ -181,9 +200,7 @@ impl Ledger {
     /// (`NodeBook::no_execute`), decided under the lock: two reconciles
     /// never both take the last place. Returns what is held.
     pub fn no_execute(&self, node: &str, ask: Option<(&str, &no_execute::Ask)>) -> Grant {
-        let (grant, back) = self.book().no_execute(node, ask);
-        self.hand_back(back);
-        grant
+        self.book().no_execute(node, ask)
     }
 
     /// The profile's `NoExecute` budget (status, metrics).
@@ -202,11 +219,8 @@ impl Ledger {
         crd: CrdView,
         now: Timestamp,
     ) -> WriteStep {
-        let (decision, back) = self
-            .book()
-            .step(node, profile, changes, governance, crd, now);
-        self.hand_back(back);
-        decision
+        self.book()
+            .step(node, profile, changes, governance, crd, now)
     }
 
     /// A write to the node passed; the profile whose refusal count changes.
@@ -247,15 +261,22 @@ impl Ledger {
     /// denominator, and its release, which re-queues what it held. Returns
     /// whether the brake is engaged.
     pub fn counts(&self, profile: &str, matched: usize, not_ready: usize, now: Timestamp) -> bool {
-        let counted = self.book().counts(profile, matched, not_ready, now);
-        self.hand_back(counted.requeue);
-        counted.engaged
+        self.book().counts(profile, matched, not_ready, now)
     }
 
     /// Forgets the brakes of profiles that are gone (re-queueing what they held).
     pub fn retain_profiles(&self, exists: impl Fn(&str) -> bool) {
-        let back = self.book().retain_profiles(exists);
-        self.hand_back(back);
+        self.book().retain_profiles(exists);
+    }
+
+    /// The node's reconcile failed: how long before it runs again.
+    pub fn failed(&self, node: &str) -> Duration {
+        self.book().failed(node)
+    }
+
+    /// The node's reconcile passed: its error backoff starts over.
+    pub fn succeeded(&self, node: &str) {
+        self.book().succeeded(node);
     }
 
     /// Whether new taints are held back for `profile`.
@@ -300,6 +321,7 @@ impl Ledger {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use futures::StreamExt;
     use gpuready_core::plan::ConditionChange;
 
     const CFG: BrakeConfig = BrakeConfig {
@@ -308,12 +330,22 @@ mod tests {
         min_nodes: 3,
     };
 
-    #[test]
-    fn a_deferred_node_is_handed_back_when_the_last_taint_work_finishes() {
-        let (tx, mut rx) = crate::controller::mailbox::mailbox(4, Default::default());
-        let ledger = Ledger::new(CFG, 8, tx);
-        ledger.queue("a");
-        ledger.queue("b");
+    async fn take(s: &mut (impl Stream<Item = ObjectRef<CachedNode>> + Unpin)) -> Option<String> {
+        tokio::time::timeout(Duration::from_millis(50), s.next())
+            .await
+            .ok()
+            .flatten()
+            .map(|r| r.name)
+    }
+
+    #[tokio::test]
+    async fn a_deferred_node_goes_back_to_kube_when_the_last_taint_work_finishes() {
+        let ledger = Arc::new(Ledger::new(CFG, 8));
+        let mut kube = Box::pin(ledger.clone().stream());
+        ledger.ask("a", None);
+        ledger.ask("b", None);
+        assert_eq!(take(&mut kube).await.as_deref(), Some("a"));
+        assert_eq!(take(&mut kube).await.as_deref(), Some("b"));
         let cond_only = NodeChanges {
             conditions: Some(ConditionChange {
                 set: vec![],
@@ -334,11 +366,11 @@ mod tests {
             assert_eq!(s, WriteStep::Defer, "b is still queued");
         }
         assert_eq!(ledger.deferred(), 1);
-        assert!(rx.try_recv().is_none());
+        assert_eq!(take(&mut kube).await, None);
         {
             let _b = ledger.start("b");
         }
-        assert_eq!(rx.try_recv().map(|r| r.name), Some("a".to_owned()));
+        assert_eq!(take(&mut kube).await.as_deref(), Some("a"), "woken");
         assert_eq!(ledger.deferred(), 0);
     }
 }

@@ -10,7 +10,6 @@
 
 // Rooms by role: what is read and kept, what is written, what is reported,
 // who may write; what every room shares stays here.
-pub mod admission;
 pub mod backoff;
 pub mod clock_metrics;
 pub mod config;
@@ -54,7 +53,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{debug, error, info, warn};
 
 use crate::controller::mailbox::{RequeueReceiver, RequeueSender, StatusReceiver, StatusSender};
-use backoff::{ErrorBackoff, WatchBackoff};
+use backoff::WatchBackoff;
 use crd_guard::CrdGuard;
 use status_input::StatusInput;
 use watch::cached::CachedNode;
@@ -229,29 +228,20 @@ fn shared(client: Client, args: RunArgs, metrics: Arc<Metrics>, health: Arc<Heal
         mailbox::mailbox(mailbox::STATUS_CAPACITY, metrics.channel("status"));
     let crd = Arc::new(CrdGuard::new(client.clone(), metrics.clone(), health));
     let (profile_reader, profile_writer) = reflector::store::<GpuNodeProfile>();
-    // Nodes the status pass wants judged again without a change of theirs (held
-    // back by the safety brake until it released).
+    // Nodes the other tasks want judged again without a change of theirs
+    // (the evidence watches, fabric groups, the status pass).
     let (requeue, requeued) =
         mailbox::mailbox(mailbox::REQUEUE_CAPACITY, metrics.channel("requeue"));
-    // The node book (write ledger, brakes, refusals); the nodes it hands back
-    // go through the re-queue channel, twice --concurrency at a time, so each
-    // reconcile slot has the next handed-back node already queued (with one
-    // window, a slot idled from each finish until the next node came through
-    // the channel; measured once each at 10,000 nodes, before the FIFO:
-    // start-up 87.3 s with one window, 67.6 s with two).
+    // The node book (write ledger and its queue, brakes, refusals, error
+    // backoff): every trigger enters it, and it alone feeds kube, a node only
+    // while a reconcile slot is free for it (ledger.rs).
     let ledger = Arc::new(ledger::Ledger::new(
         args.brake(),
-        2 * usize::from(args.concurrency),
-        requeue.clone(),
+        usize::from(args.concurrency),
     ));
     // Each Node is pruned and packed (cached.rs) before it enters the cache: the
     // cache holds what the engine reads, not the API type.
     let (node_reader, node_writer) = reflector::store::<CachedNode>();
-    // Every trigger reaches kube through one FIFO (admission.rs), a node only
-    // while a reconcile slot is free for it (see `node_stream`).
-    let admission = Arc::new(admission::Admission::new(
-        usize::from(args.concurrency) + admission::LOOKAHEAD,
-    ));
     // Probe reports: a node's report changing in substance re-queues that node.
     let (probe_reports, probe_triggers) = match &args.probe_namespace {
         Some(ns) => {
@@ -265,20 +255,22 @@ fn shared(client: Client, args: RunArgs, metrics: Arc<Metrics>, health: Arc<Heal
         client,
         args,
         metrics,
-        recorder,
+        events: context::Events {
+            recorder,
+            budget: Mutex::default(),
+        },
         profiles: profile_reader,
         nodes: node_reader,
         status: status_tx,
         crd,
-        errors: ErrorBackoff::default(),
         ledger,
         caches_ready,
-        evidence: Arc::default(),
-        // fabric.groupByLabel groups follow every node event (groups.rs).
-        groups: Arc::new(watch::groups::Groups::default()),
-        probe_reports,
-        node_events: Mutex::default(),
-        admission,
+        beside: context::Beside {
+            evidence: Arc::default(),
+            // fabric.groupByLabel groups follow every node event (groups.rs).
+            groups: Arc::new(watch::groups::Groups::default()),
+            probe_reports,
+        },
     });
     Shared {
         ctx,
@@ -306,7 +298,7 @@ fn profile_stream(
             watcher::Config::default(),
         )
         .backoff(WatchBackoff::default()),
-        ctx.recorder.clone(),
+        ctx.events.recorder.clone(),
         ctx.client.clone(),
     )
     .reflect(writer)
@@ -315,7 +307,7 @@ fn profile_stream(
 }
 
 /// The Node watch, filling the node cache. It passes nothing on itself: each
-/// node it would trigger goes to the gate's ledger and the FIFO.
+/// node it would trigger is asked for at the book.
 fn node_stream(
     ctx: &Context,
     writer: reflector::store::Writer<CachedNode>,
@@ -337,7 +329,7 @@ fn node_stream(
         .backoff(WatchBackoff::default())
         .reflect(writer)
         .inspect({
-            let groups = ctx.groups.clone();
+            let groups = ctx.beside.groups.clone();
             move |e| {
                 if let Ok(e) = e {
                     groups.on_event(e, &requeue);
@@ -354,32 +346,25 @@ fn node_stream(
             |n: &CachedNode| Some(n.relevance()),
             PredicateConfig::default(),
         )
-        // The gate's ledger sees every trigger (taint work ahead of deferred
-        // writes); the echo of gpuready's own write, for a node waiting at the
-        // gate, queues nothing.
-        .try_filter({
+        // The book sees every trigger (taint work ahead of deferred writes);
+        // the echo of gpuready's own write, for a node waiting at the gate,
+        // queues nothing. The node stream, the profile mapping, the re-queues
+        // and probe triggers ask the book and pass nothing on themselves:
+        // kube reconciles what the book hands it (`Ledger::stream`).
+        .inspect_ok({
             let ledger = ctx.ledger.clone();
             move |n| {
-                std::future::ready(
-                    ledger.on_node_event(&n.name_any(), n.resource_version().as_deref()),
-                )
+                ledger.ask(&n.name_any(), n.resource_version().as_deref());
             }
-        });
-    let node_stream = drop_watch_errors("Node", node_stream);
-    // Every trigger reaches kube through one FIFO (admission.rs), a node
-    // only while a reconcile slot is free for it: the node stream, the
-    // profile mapping, the re-queues and probe triggers push into it and pass
-    // nothing on themselves, and kube reconciles what the FIFO hands it.
-    let admission = ctx.admission.clone();
-    node_stream
-        .inspect_ok(move |n| admission.push(ObjectRef::from_obj(n)))
-        .try_filter(|_| std::future::ready(false))
+        })
+        .try_filter(|_| std::future::ready(false));
+    drop_watch_errors("Node", node_stream)
 }
 
 /// Re-queues (from the status pass, the evidence watches, fabric groups) and
-/// probe triggers are queued at the gate and in the FIFO too, for nodes in the
-/// cache (the Controller drops the others, and they must not hold anyone).
-/// Like the node stream, it passes nothing on itself.
+/// probe triggers are asked for at the book too, for nodes in the cache (the
+/// Controller drops the others, and they must not hold anyone). Like the
+/// node stream, it passes nothing on itself.
 fn requeued_stream(
     ctx: &Context,
     requeued: RequeueReceiver,
@@ -389,11 +374,7 @@ fn requeued_stream(
         rx.recv().await.map(|r| (cached_ref(&r), rx))
     });
     futures::stream::select(requeued, probe_triggers)
-        .inspect(queue_at(
-            ctx.ledger.clone(),
-            ctx.admission.clone(),
-            ctx.nodes.clone(),
-        ))
+        .inspect(ask_if_cached(ctx.ledger.clone(), ctx.nodes.clone()))
         .filter(|_| std::future::ready(false))
 }
 
@@ -422,7 +403,7 @@ impl Tasks {
         let (client, metrics) = (&ctx.client, &ctx.metrics);
         let mut evidence = watch::evidence::spawn(
             client.clone(),
-            ctx.evidence.clone(),
+            ctx.beside.evidence.clone(),
             metrics.clone(),
             requeue,
             stop.clone(),
@@ -534,8 +515,9 @@ async fn cut_short(
     info!("stopping at once: the lease is lost, or the caches never synced");
 }
 
-/// kube's Controller over the node cache, fed by the FIFO and the profile
-/// mapping, until `stop` (gracefully) or `cut_short` (at once).
+/// kube's Controller over the node cache, fed by the book alone (which the
+/// triggers and the profile mapping ask), until `stop` (gracefully) or
+/// `cut_short` (at once).
 async fn run_node_controller(
     nodes: impl futures::Stream<Item = Result<CachedNode, watcher::Error>> + Send + 'static,
     profiles: impl futures::Stream<Item = Result<GpuNodeProfile, watcher::Error>> + Send + 'static,
@@ -544,37 +526,34 @@ async fn run_node_controller(
     stop: CancellationToken,
     cut_short: impl Future<Output = ()> + Send + 'static,
 ) {
-    let (nodes_for_profile, ledger_for_profile, admission_for_profile) =
-        (ctx.nodes.clone(), ctx.ledger.clone(), ctx.admission.clone());
+    let (nodes_for_profile, ledger_for_profile) = (ctx.nodes.clone(), ctx.ledger.clone());
     let stop_fut = async move { stop.cancelled().await };
     Controller::for_stream(nodes, ctx.nodes.clone())
         .watches_stream(profiles, move |profile: GpuNodeProfile| {
             tokio::spawn(profile_nodes::queue_nodes_of(
                 nodes_for_profile.clone(),
                 ledger_for_profile.clone(),
-                admission_for_profile.clone(),
                 profile,
             ));
             Vec::new()
         })
         .reconcile_on(requeued)
-        .reconcile_on(ctx.admission.clone().stream())
+        .reconcile_on(ctx.ledger.clone().stream())
         .with_config(ControllerConfig::default().concurrency(ctx.args.concurrency))
         .graceful_shutdown_on(stop_fut)
         .run(reconcile, error_policy, ctx.clone())
         .take_until(cut_short)
         .for_each(|r| {
-            let (ledger, admission) = (ctx.ledger.clone(), ctx.admission.clone());
+            let ledger = ctx.ledger.clone();
             async move {
                 if let Err(e) = r {
                     match e {
                         // A trigger for a node the cache no longer holds (one
                         // deleted during a watch gap): it reconciles nothing,
                         // so it must not stay queued at the gate, nor hold
-                        // its place in the FIFO's share of kube.
+                        // its place among kube's slots.
                         kube::runtime::controller::Error::ObjectNotFound(r) => {
                             ledger.forget(&r.name);
-                            admission.dropped(&r.name);
                         }
                         e => warn!(error = %e, "controller"),
                     }
@@ -584,16 +563,16 @@ async fn run_node_controller(
         .await;
 }
 
-/// The node reconciler, plus what the wiring owns around it: the per-node error
-/// backoff is forgotten at the node's first success, and the FIFO in front
-/// of kube's queue hears when the reconcile started and when it finished.
+/// The node reconciler, plus the book's one start and finish: the book
+/// hears when the reconcile started, that it finished however it ended (the
+/// guard), and that it passed (its error backoff starts over).
 async fn reconcile(node: Arc<CachedNode>, ctx: Arc<Context>) -> Result<Action, Error> {
     let name = node.name_any();
-    ctx.admission.started(&name);
+    let running = ctx.ledger.start(&name);
     let result = write::node::reconcile(node, ctx.clone()).await;
-    ctx.admission.finished(&name);
+    drop(running);
     if result.is_ok() {
-        ctx.errors.forget(&name);
+        ctx.ledger.succeeded(&name);
     }
     result
 }
@@ -724,17 +703,16 @@ fn profile_triggers(
     }
 }
 
-/// Queues a triggered node at the gate when the cache holds it (a trigger for
-/// a node not cached reconciles nothing, so it must not count as work ahead).
-fn queue_at(
+/// Asks for a triggered node at the book when the cache holds it (a trigger
+/// for a node not cached reconciles nothing, so it must not count as work
+/// ahead).
+fn ask_if_cached(
     ledger: Arc<ledger::Ledger>,
-    admission: Arc<admission::Admission>,
     nodes: Store<CachedNode>,
 ) -> impl FnMut(&ObjectRef<CachedNode>) {
     move |r| {
         if nodes.get(r).is_some() {
-            ledger.queue(&r.name);
-            admission.push(r.clone());
+            ledger.ask(&r.name, None);
         }
     }
 }
@@ -752,10 +730,10 @@ fn error_policy(node: Arc<CachedNode>, err: &Error, ctx: Arc<Context>) -> Action
         // nothing is left to write, and its deletion's event forgets it. Not
         // an error to log 2,000 times when 2,000 nodes go at once.
         debug!(node = %name, "the node was deleted while it was judged");
-        ctx.errors.forget(&name);
+        ctx.ledger.succeeded(&name);
         return Action::await_change();
     }
-    let mut delay = ctx.errors.failed(&name);
+    let mut delay = ctx.ledger.failed(&name);
     if matches!(err, Error::Kube(kube::Error::Api(s)) if s.code == 403)
         || matches!(err, Error::Refused { .. })
     {

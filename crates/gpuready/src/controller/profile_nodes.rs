@@ -14,10 +14,9 @@ use std::time::Instant;
 use gpuready_api::{GpuNodeProfile, keys};
 use kube::ResourceExt;
 use kube::core::{Selector, SelectorExt};
-use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::reflector::Store;
 use tracing::debug;
 
-use crate::controller::admission::Admission;
 use crate::controller::ledger::Ledger;
 use crate::controller::watch::cached::CachedNode;
 
@@ -30,7 +29,6 @@ const CHUNK: usize = 1_000;
 pub async fn queue_nodes_of(
     nodes: Store<CachedNode>,
     ledger: Arc<Ledger>,
-    admission: Arc<Admission>,
     profile: GpuNodeProfile,
 ) {
     let started = Instant::now();
@@ -41,9 +39,7 @@ pub async fn queue_nodes_of(
     let mut first_queued = None;
     for chunk in state.chunks(CHUNK) {
         for n in chunk.iter().filter(|n| affects.node(n)) {
-            let r = ObjectRef::from_obj(n.as_ref());
-            ledger.queue(&r.name);
-            admission.push(r);
+            ledger.ask(&n.name_any(), None);
             count += 1;
         }
         if count > 0 && first_queued.is_none() {

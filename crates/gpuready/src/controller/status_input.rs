@@ -3,6 +3,7 @@
 //! everything it builds from them (the tally). Its own module so that senders
 //! and the receiver depend on it, not on each other.
 
+use gpuready_core::NodeAssessment;
 use gpuready_core::tally::NodeVerdict;
 
 /// What the status task is told. Senders never wait: the mailbox
@@ -32,6 +33,14 @@ pub enum StatusKey {
 }
 
 impl StatusInput {
+    /// A node's verdict, as the tally keeps it.
+    pub fn verdict(node: &str, a: &NodeAssessment) -> Self {
+        StatusInput::Verdict {
+            node: node.to_owned(),
+            verdict: NodeVerdict::of(a).map(Box::new),
+        }
+    }
+
     pub fn key(&self) -> StatusKey {
         match self {
             StatusInput::Verdict { node, .. } | StatusInput::NodeGone(node) => {

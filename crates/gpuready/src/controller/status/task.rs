@@ -248,7 +248,7 @@ fn initial_count(ctx: &Context) -> Tally {
     let mut tally = Tally::default();
     for node in ctx.nodes.state() {
         // Verdicts only: the brake changes planned taints, not readiness.
-        let facts = ctx.with_group(ctx.facts_of(&node.to_node()), &pairs);
+        let facts = ctx.facts_of(&node.to_node(), &pairs);
         let a = verdict_of(&facts, &selectors, now);
         tally.set(&a.name, NodeVerdict::of(&a));
     }

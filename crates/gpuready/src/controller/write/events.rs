@@ -116,7 +116,8 @@ pub(super) async fn publish_node_event(
 ) {
     let now = Timestamp::now();
     let admitted = ctx
-        .node_events
+        .events
+        .budget
         .lock()
         .unwrap_or_else(PoisonError::into_inner)
         .admit(profile.unwrap_or_default(), &ev.reason, now);
@@ -149,7 +150,8 @@ pub async fn summarize(ctx: Arc<Context>) {
         let now = Timestamp::now();
         let due = {
             let mut budget = ctx
-                .node_events
+                .events
+                .budget
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
             budget.retain_profiles(|p| ctx.profiles.get(&ObjectRef::new(p)).is_some());
@@ -191,7 +193,12 @@ pub async fn publish_profile_event(
     profile: &GpuNodeProfile,
     what: &str,
 ) {
-    match ctx.recorder.publish(ev, &profile.object_ref(&())).await {
+    match ctx
+        .events
+        .recorder
+        .publish(ev, &profile.object_ref(&()))
+        .await
+    {
         Ok(()) => ctx.metrics.count_write("event"),
         Err(e) => {
             warn!(profile = %profile.name_any(), error = %e, what, "publishing a profile event failed")

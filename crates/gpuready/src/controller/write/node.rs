@@ -37,6 +37,7 @@ use super::written::WrittenNode;
 use crate::controller::context::Context;
 use crate::controller::error::{Error, RefusedWrite, is_conflict};
 use crate::controller::metrics::Kind;
+use crate::controller::status_input::StatusInput;
 use crate::controller::watch::cached::CachedNode;
 use crate::controller::watch::prune::prune_node;
 use crate::controller::watch::verdicts::profiles_with_selectors;
@@ -64,10 +65,7 @@ pub async fn reconcile(node: Arc<CachedNode>, ctx: Arc<Context>) -> Result<Actio
     let name = node.name_any();
     let span = info_span!("reconcile", node = %name, profile = tracing::field::Empty);
     let started = Instant::now();
-    // In the book from here until the reconcile ends, whichever way it ends.
-    let running = ctx.ledger.start(&name);
     let result = reconcile_inner(node, &ctx).instrument(span).await;
-    drop(running);
     ctx.metrics
         .reconcile_duration
         .observe(started.elapsed().as_secs_f64());
@@ -93,7 +91,7 @@ async fn reconcile_inner(cached: Arc<CachedNode>, ctx: &Context) -> Result<Actio
     for attempt in 0..MAX_CONFLICT_RETRIES {
         let (d, step) = decide(ctx, &node, Timestamp::now()).await;
         // Scale hook: the verdict goes to the status task's tally (O(1) here).
-        ctx.report_verdict(&d.facts.name, &d.verdict);
+        ctx.tell(StatusInput::verdict(&d.facts.name, &d.verdict));
         // Recorded once: a span field recorded again is printed again.
         if attempt == 0
             && let Some(p) = &d.assessment.profile
@@ -159,13 +157,7 @@ async fn reconcile_inner(cached: Arc<CachedNode>, ctx: &Context) -> Result<Actio
 /// event), the node read from the API server: planning from the older copy
 /// would send the same labels and conditions again and repeat the Event.
 async fn snapshot(ctx: &Context, api: &Api<Node>, cached: &CachedNode) -> Result<Node, Error> {
-    let synced = tokio::time::timeout(Duration::from_secs(30), ctx.wait_for_caches())
-        .await
-        .map_err(|_| Error::CacheNotReady("caches not synced after 30s".into()))?;
-    if !synced {
-        return Err(Error::CacheNotReady("the cache sync task ended".into()));
-    }
-    ctx.evidence.wait_settled(Duration::from_secs(30)).await;
+    ctx.ready_to_judge().await?;
     let name = cached.name_any();
     if ctx
         .ledger
@@ -203,7 +195,7 @@ async fn decide(ctx: &Context, node: &Node, now: Timestamp) -> (Decision, WriteS
     let profiles = profiles_with_selectors(&ctx.profiles.state());
     let pairs: Vec<(&GpuNodeProfile, &Selector)> =
         profiles.iter().map(|(p, s)| (p.as_ref(), s)).collect();
-    let facts = ctx.with_group(ctx.facts_of(node), &pairs);
+    let facts = ctx.facts_of(node, &pairs);
     let mut judgement = judge(&facts, &pairs, now);
     let hold = ctx.ledger.turn(&Turn::of(&facts, &judgement.verdict), now);
     // After the turn, so an engaged brake holds this pass's escalations too.
@@ -257,7 +249,7 @@ async fn written(
     let wrote = version.is_some();
     let with_taint = sent.taint.is_some();
     if let Some(p) = ctx.ledger.written(&d.facts.name, version, with_taint) {
-        ctx.profile_changed(p);
+        ctx.tell(StatusInput::Profile(p));
     }
     let a = &d.assessment;
     read_clocks(ctx, d, sent, &rules_done);
@@ -321,7 +313,7 @@ async fn refused(
     ctx.ledger
         .refused(&d.facts.name, &profile, &why, what, whole, Timestamp::now());
     if !profile.is_empty() {
-        ctx.profile_changed(profile);
+        ctx.tell(StatusInput::Profile(profile));
     }
     publish_refusal(
         ctx,
