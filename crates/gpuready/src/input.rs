@@ -33,6 +33,27 @@ use objects::objects;
 pub use text::MAX_FLOW_DEPTH;
 pub use yaml::{MAX_DEPTH, MAX_OBJECT_CHARS};
 
+/// Every object of one kind in a file, typed, with nothing checked beyond
+/// what [`objects`] checks of every object.
+fn every<T: serde::de::DeserializeOwned>(
+    path: &Path,
+    api_version: &str,
+    kind: &'static str,
+) -> Result<Vec<T>, InputError> {
+    let mut out = Vec::new();
+    objects(
+        path,
+        api_version,
+        kind,
+        |_: &mut Value| Vec::new(),
+        |o: T, _| {
+            out.push(o);
+            Vec::new()
+        },
+    )?;
+    Ok(out)
+}
+
 /// Nodes as `kubectl get nodes -o json` (or `-o yaml`) prints them, handed to
 /// `each` one by one as they are read (and dropped after it).
 pub fn for_each_node(path: &Path, each: &mut dyn FnMut(&Node)) -> Result<(), InputError> {
@@ -51,18 +72,7 @@ pub fn for_each_node(path: &Path, each: &mut dyn FnMut(&Node)) -> Result<(), Inp
 
 /// ResourceSlices as `kubectl get resourceslices -o json` prints them.
 pub fn read_resource_slices(path: &Path) -> Result<Vec<ResourceSlice>, InputError> {
-    let mut out = Vec::new();
-    objects(
-        path,
-        "resource.k8s.io/v1",
-        "ResourceSlice",
-        |_: &mut Value| Vec::new(),
-        |s: ResourceSlice, _| {
-            out.push(s);
-            Vec::new()
-        },
-    )?;
-    Ok(out)
+    every(path, "resource.k8s.io/v1", "ResourceSlice")
 }
 
 /// The DRA driver's ComputeDomainCliques as `kubectl get computedomaincliques
@@ -70,18 +80,7 @@ pub fn read_resource_slices(path: &Path) -> Result<Vec<ResourceSlice>, InputErro
 pub fn read_compute_domain_cliques(
     path: &Path,
 ) -> Result<Vec<gpuready_api::compute_domain::ComputeDomainClique>, InputError> {
-    let mut out = Vec::new();
-    objects(
-        path,
-        "resource.nvidia.com/v1beta1",
-        "ComputeDomainClique",
-        |_: &mut Value| Vec::new(),
-        |c: gpuready_api::compute_domain::ComputeDomainClique, _| {
-            out.push(c);
-            Vec::new()
-        },
-    )?;
-    Ok(out)
+    every(path, "resource.nvidia.com/v1beta1", "ComputeDomainClique")
 }
 
 /// DeviceTaintRules, anyone's, as `kubectl get devicetaintrules -o json`
@@ -89,18 +88,7 @@ pub fn read_compute_domain_cliques(
 pub fn read_device_taint_rules(
     path: &Path,
 ) -> Result<Vec<gpuready_api::device_taint_rule::DeviceTaintRule>, InputError> {
-    let mut out = Vec::new();
-    objects(
-        path,
-        "resource.k8s.io/v1",
-        "DeviceTaintRule",
-        |_: &mut Value| Vec::new(),
-        |r: gpuready_api::device_taint_rule::DeviceTaintRule, _| {
-            out.push(r);
-            Vec::new()
-        },
-    )?;
-    Ok(out)
+    every(path, "resource.k8s.io/v1", "DeviceTaintRule")
 }
 
 /// ResourceClaims as `kubectl get resourceclaims -A -o json` prints them
@@ -108,21 +96,9 @@ pub fn read_device_taint_rules(
 pub fn read_resource_claims(
     path: &Path,
 ) -> Result<Vec<gpuready_api::resource_claim::ResourceClaim>, InputError> {
-    let mut out = Vec::new();
-    objects(
-        path,
-        "resource.k8s.io/v1",
-        "ResourceClaim",
-        |_: &mut Value| Vec::new(),
-        |c: gpuready_api::resource_claim::ResourceClaim, _| {
-            out.push(c);
-            Vec::new()
-        },
-    )?;
-    Ok(out)
+    every(path, "resource.k8s.io/v1", "ResourceClaim")
 }
 
-/// NFD NodeFeatures as `kubectl get nodefeatures -A -o json` prints them.
 /// ConfigMaps (probe report carriers, for `check --probe-reports`): a List,
 /// single objects, multi-document YAML, as `kubectl get configmaps -o yaml`
 /// prints them. Which of them carry reports is the core's business
@@ -130,20 +106,10 @@ pub fn read_resource_claims(
 pub fn read_configmaps(
     path: &Path,
 ) -> Result<Vec<k8s_openapi::api::core::v1::ConfigMap>, InputError> {
-    let mut out = Vec::new();
-    objects(
-        path,
-        "v1",
-        "ConfigMap",
-        |_: &mut Value| Vec::new(),
-        |c: k8s_openapi::api::core::v1::ConfigMap, _| {
-            out.push(c);
-            Vec::new()
-        },
-    )?;
-    Ok(out)
+    every(path, "v1", "ConfigMap")
 }
 
+/// NFD NodeFeatures as `kubectl get nodefeatures -A -o json` prints them.
 pub fn read_node_features(path: &Path) -> Result<Vec<NodeFeature>, InputError> {
     let mut out = Vec::new();
     objects(

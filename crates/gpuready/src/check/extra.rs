@@ -108,49 +108,40 @@ impl ExtraEvidence {
     }
 }
 
-pub(super) fn read_evidence_files(args: &CheckArgs) -> Result<ExtraEvidence, InputError> {
-    let mut extra = ExtraEvidence::default();
-    if !args.resource_slices.is_empty() {
-        let mut all = Vec::new();
-        for p in &args.resource_slices {
-            all.extend(input::read_resource_slices(p)?);
-        }
-        extra.resource_slices = Some(all);
-        extra.device_rules = Some(Vec::new());
+/// The objects of every file in `paths`, or `None` where none was given (the
+/// source is then not read).
+fn read_files<T>(
+    paths: &[PathBuf],
+    read: fn(&std::path::Path) -> Result<Vec<T>, InputError>,
+) -> Result<Option<Vec<T>>, InputError> {
+    if paths.is_empty() {
+        return Ok(None);
     }
-    if !args.device_taint_rules.is_empty() {
-        let mut all = Vec::new();
-        for p in &args.device_taint_rules {
-            all.extend(input::read_device_taint_rules(p)?);
-        }
+    let mut all = Vec::new();
+    for p in paths {
+        all.extend(read(p)?);
+    }
+    Ok(Some(all))
+}
+
+pub(super) fn read_evidence_files(args: &CheckArgs) -> Result<ExtraEvidence, InputError> {
+    // Read in the order they always were, so the same bad file is named first.
+    let resource_slices = read_files(&args.resource_slices, input::read_resource_slices)?;
+    let mut extra = ExtraEvidence {
+        device_rules: resource_slices.as_ref().map(|_| Vec::new()),
+        resource_slices,
+        ..ExtraEvidence::default()
+    };
+    if let Some(all) = read_files(&args.device_taint_rules, input::read_device_taint_rules)? {
         extra.set_device_taint_rules(Some(all));
     }
-    if !args.resource_claims.is_empty() {
-        let mut all = Vec::new();
-        for p in &args.resource_claims {
-            all.extend(input::read_resource_claims(p)?);
-        }
-        extra.resource_claims = Some(all);
-    }
-    if !args.node_features.is_empty() {
-        let mut all = Vec::new();
-        for p in &args.node_features {
-            all.extend(input::read_node_features(p)?);
-        }
-        extra.node_features = Some(all);
-    }
-    if !args.compute_domain_cliques.is_empty() {
-        let mut all = Vec::new();
-        for p in &args.compute_domain_cliques {
-            all.extend(input::read_compute_domain_cliques(p)?);
-        }
-        extra.compute_domain_cliques = Some(all);
-    }
-    if !args.probe_reports.is_empty() {
-        let mut all = Vec::new();
-        for p in &args.probe_reports {
-            all.extend(input::read_configmaps(p)?);
-        }
+    extra.resource_claims = read_files(&args.resource_claims, input::read_resource_claims)?;
+    extra.node_features = read_files(&args.node_features, input::read_node_features)?;
+    extra.compute_domain_cliques = read_files(
+        &args.compute_domain_cliques,
+        input::read_compute_domain_cliques,
+    )?;
+    if let Some(all) = read_files(&args.probe_reports, input::read_configmaps)? {
         extra.carriers = Carriers::new(all);
     }
     for arg in &args.probe_report {

@@ -9,6 +9,8 @@ use gpuready_api::nfd::NodeFeature;
 use gpuready_api::resource_claim::ResourceClaim;
 use gpuready_core::probe::Carriers;
 use jiff::Timestamp;
+use k8s_openapi::api::core::v1::ConfigMap;
+use kube::api::{Api, DynamicObject, ListParams};
 
 use super::args::CheckArgs;
 use super::engine::{CheckReport, run_engine};
@@ -43,7 +45,6 @@ pub async fn check_cluster(
     server: &str,
     args: &CheckArgs,
 ) -> Result<CheckReport, LiveError> {
-    use kube::api::{Api, ListParams};
     let nodes = Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
         .list(&ListParams::default())
         .await
@@ -121,48 +122,61 @@ pub async fn check_cluster(
     )?)
 }
 
+/// Every object `api` lists with `params`, or `None` where the API is not
+/// served or not readable (404, 403): `unread` is then told the status code
+/// (to warn what is lost), and the source counts as not read.
+async fn list_or_none<K>(
+    api: Api<K>,
+    params: &ListParams,
+    what: &str,
+    unread: impl FnOnce(u16),
+) -> Result<Option<Vec<K>>, LiveError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+{
+    match api.list(params).await {
+        Ok(list) => Ok(Some(list.items)),
+        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => {
+            unread(s.code);
+            Ok(None)
+        }
+        Err(e) => Err(LiveError::Request(format!("listing {what}: {e}"))),
+    }
+}
+
 /// `resource.k8s.io/v1` ResourceSlices, or `None` where the API is not served
 /// (clusters before 1.34, or DRA turned off): the evidence is then Unknown.
 async fn list_resource_slices(
     client: &kube::Client,
 ) -> Result<Option<Vec<ResourceSlice>>, LiveError> {
-    use kube::api::{Api, DynamicObject, ListParams};
     let api: Api<DynamicObject> = Api::all_with(client.clone(), &crate::readers::slice_resource());
-    match api.list(&ListParams::default()).await {
-        Ok(list) => Ok(Some(
-            list.items
-                .into_iter()
-                .filter_map(crate::readers::slice_from_dynamic)
-                .collect(),
-        )),
-        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => {
-            eprintln!(
-                "warning: resource.k8s.io/v1 ResourceSlices are not served or not readable ({}): DRA evidence is unavailable",
-                s.code
-            );
-            Ok(None)
-        }
-        Err(e) => Err(LiveError::Request(format!("listing resourceslices: {e}"))),
-    }
+    let all = list_or_none(api, &ListParams::default(), "resourceslices", |code| {
+        eprintln!(
+            "warning: resource.k8s.io/v1 ResourceSlices are not served or not readable ({code}): DRA evidence is unavailable"
+        )
+    })
+    .await?;
+    Ok(all.map(|items| {
+        items
+            .into_iter()
+            .filter_map(crate::readers::slice_from_dynamic)
+            .collect()
+    }))
 }
 
 /// NFD's NodeFeatures, or `None` where the CRD is not installed.
 async fn list_node_features(client: &kube::Client) -> Result<Option<Vec<NodeFeature>>, LiveError> {
-    use kube::api::{Api, ListParams};
-    match Api::<NodeFeature>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-    {
-        Ok(list) => Ok(Some(list.items)),
-        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => {
+    list_or_none(
+        Api::all(client.clone()),
+        &ListParams::default(),
+        "nodefeatures",
+        |code| {
             eprintln!(
-                "warning: NodeFeatures are not served or not readable ({}): GPU counts on the PCI bus are unavailable",
-                s.code
-            );
-            Ok(None)
-        }
-        Err(e) => Err(LiveError::Request(format!("listing nodefeatures: {e}"))),
-    }
+                "warning: NodeFeatures are not served or not readable ({code}): GPU counts on the PCI bus are unavailable"
+            )
+        },
+    )
+    .await
 }
 
 /// The DRA driver's ComputeDomainCliques in every namespace, or `None` where
@@ -171,40 +185,30 @@ async fn list_node_features(client: &kube::Client) -> Result<Option<Vec<NodeFeat
 async fn list_compute_domain_cliques(
     client: &kube::Client,
 ) -> Result<Option<Vec<ComputeDomainClique>>, LiveError> {
-    use kube::api::{Api, ListParams};
-    match Api::<ComputeDomainClique>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-    {
-        Ok(list) => Ok(Some(list.items)),
-        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => Ok(None),
-        Err(e) => Err(LiveError::Request(format!(
-            "listing computedomaincliques: {e}"
-        ))),
-    }
+    let params = ListParams::default();
+    list_or_none(
+        Api::all(client.clone()),
+        &params,
+        "computedomaincliques",
+        |_| {},
+    )
+    .await
 }
 
 /// The probe report ConfigMaps in `namespace`, selected by label as the
 /// controller's watch selects them. None where ConfigMaps there cannot be
 /// listed: the Health layer then judges every node as one without a report.
 async fn list_probe_reports(client: &kube::Client, namespace: &str) -> Result<Carriers, LiveError> {
-    use kube::api::{Api, ListParams};
-    let api: Api<k8s_openapi::api::core::v1::ConfigMap> =
-        Api::namespaced(client.clone(), namespace);
+    let api: Api<ConfigMap> = Api::namespaced(client.clone(), namespace);
     let params = ListParams::default().labels(&gpuready_core::probe::carrier_selector());
-    match api.list(&params).await {
-        Ok(list) => Ok(Carriers::new(list.items)),
-        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => {
-            eprintln!(
-                "warning: probe report ConfigMaps in namespace {namespace} are not readable ({}): the Health layer sees no report (pass --probe-reports FILE...)",
-                s.code
-            );
-            Ok(Carriers::default())
-        }
-        Err(e) => Err(LiveError::Request(format!(
-            "listing configmaps in {namespace}: {e}"
-        ))),
-    }
+    let what = format!("configmaps in {namespace}");
+    let all = list_or_none(api, &params, &what, |code| {
+        eprintln!(
+            "warning: probe report ConfigMaps in namespace {namespace} are not readable ({code}): the Health layer sees no report (pass --probe-reports FILE...)"
+        )
+    })
+    .await?;
+    Ok(all.map(Carriers::new).unwrap_or_default())
 }
 
 /// Every DeviceTaintRule (anyone's: they are few), or `None` where
@@ -213,15 +217,14 @@ async fn list_probe_reports(client: &kube::Client, namespace: &str) -> Result<Ca
 async fn list_device_rules(
     client: &kube::Client,
 ) -> Result<Option<Vec<DeviceTaintRule>>, LiveError> {
-    use kube::api::{Api, ListParams};
-    match Api::<DeviceTaintRule>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-    {
-        Ok(list) => Ok(Some(list.items)),
-        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => Ok(None),
-        Err(e) => Err(LiveError::Request(format!("listing devicetaintrules: {e}"))),
-    }
+    let params = ListParams::default();
+    list_or_none(
+        Api::all(client.clone()),
+        &params,
+        "devicetaintrules",
+        |_| {},
+    )
+    .await
 }
 
 /// ResourceClaims in every namespace, or `None` where they are not served or
@@ -230,19 +233,15 @@ async fn list_device_rules(
 async fn list_resource_claims(
     client: &kube::Client,
 ) -> Result<Option<Vec<ResourceClaim>>, LiveError> {
-    use kube::api::{Api, ListParams};
-    match Api::<ResourceClaim>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-    {
-        Ok(list) => Ok(Some(list.items)),
-        Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => {
+    list_or_none(
+        Api::all(client.clone()),
+        &ListParams::default(),
+        "resourceclaims",
+        |code| {
             eprintln!(
-                "warning: resource.k8s.io/v1 ResourceClaims are not served or not readable ({}): pods holding a GPU as a DRA extended resource are not counted",
-                s.code
-            );
-            Ok(None)
-        }
-        Err(e) => Err(LiveError::Request(format!("listing resourceclaims: {e}"))),
-    }
+                "warning: resource.k8s.io/v1 ResourceClaims are not served or not readable ({code}): pods holding a GPU as a DRA extended resource are not counted"
+            )
+        },
+    )
+    .await
 }

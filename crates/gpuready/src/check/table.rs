@@ -51,6 +51,13 @@ fn printable(s: &str) -> std::borrow::Cow<'_, str> {
     }
 }
 
+/// The width of a column of `texts` as the table shows them, at least `min`.
+fn width<'a>(texts: impl Iterator<Item = &'a str>, min: usize) -> usize {
+    texts
+        .map(|t| printable(t).chars().count())
+        .fold(min, usize::max)
+}
+
 fn yes_no(ready: Option<bool>) -> &'static str {
     match ready {
         Some(true) => "yes",
@@ -101,18 +108,8 @@ impl<'a> TableRow<'a> {
 /// The table's header and one row per node, columns as wide as the widest
 /// name and profile.
 pub(crate) fn table_head(rows: &[TableRow<'_>], s: &mut dyn std::io::Write) -> std::io::Result<()> {
-    let w_node = rows
-        .iter()
-        .map(|r| printable(r.name).chars().count())
-        .max()
-        .unwrap_or(4)
-        .max(4);
-    let w_prof = rows
-        .iter()
-        .map(|r| printable(r.profile).chars().count())
-        .max()
-        .unwrap_or(7)
-        .max(7);
+    let w_node = width(rows.iter().map(|r| r.name), 4);
+    let w_prof = width(rows.iter().map(|r| r.profile), 7);
     writeln!(
         s,
         "{:w_node$}  {:w_prof$}  READY  REASON",
@@ -170,13 +167,7 @@ pub(crate) fn node_details(n: &NodeAssessment, s: &mut dyn std::io::Write) -> st
                 printable(&n.name),
                 printable(n.profile.as_deref().unwrap_or("-"))
             )?;
-            let w_reason = n
-                .layers
-                .iter()
-                .map(|l| printable(&l.reason).chars().count())
-                .max()
-                .unwrap_or(6)
-                .max(6);
+            let w_reason = width(n.layers.iter().map(|l| l.reason.as_str()), 6);
             // At least 16 wide, as before, and wide enough for every
             // source's name (`ComputeDomainCliques` is 20).
             let w_evidence = n
