@@ -291,7 +291,7 @@ fn rate(j: usize, s: &JoinSide) -> String {
 
 /// Over every storm of `j` joiners, gpuready's figure against the floor's in
 /// the same storm: the median and each.
-fn over_storms(joins: &[JoinRow], storms: &[usize], j: usize, f: fn(&JoinRow) -> f64) -> String {
+fn over_storms(joins: &[JoinRow], storms: &[usize], j: usize, f: OfStorm) -> String {
     let each: Vec<f64> = storms
         .iter()
         .zip(joins)
@@ -305,9 +305,12 @@ fn over_storms(joins: &[JoinRow], storms: &[usize], j: usize, f: fn(&JoinRow) ->
     format!("**{:.2}** ({})", median(&each), shown.join(", "))
 }
 
+/// One number of a storm's row.
+type OfStorm = fn(&JoinRow) -> f64;
+
 /// The ratios of gpuready's side to the floor's over the storms of one size,
 /// each with its row's words.
-const STORM_RATIOS: [(&str, fn(&JoinRow) -> f64); 2] = [
+const STORM_RATIOS: [(&str, OfStorm); 2] = [
     ("gpuready's p99 ÷ the floor's, storm by storm", |s| {
         s.gpuready.p99.as_secs_f64() / s.floor.p99.as_secs_f64().max(0.001)
     }),
