@@ -14,8 +14,6 @@
 //! driver's object still parses. The [`kube::Resource`] impl is what kube's
 //! `Api<ComputeDomainClique>` needs.
 
-use std::borrow::Cow;
-
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
@@ -82,29 +80,11 @@ impl ComputeDomainClique {
     }
 }
 
-impl kube::Resource for ComputeDomainClique {
-    type DynamicType = ();
-    type Scope = kube::core::NamespaceResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(keys::KIND)
-    }
-    fn group(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(keys::API_GROUP)
-    }
-    fn version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(keys::API_VERSION)
-    }
-    fn api_version(_: &()) -> Cow<'_, str> {
-        Cow::Owned(format!("{}/{}", keys::API_GROUP, keys::API_VERSION))
-    }
-    fn plural(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(keys::PLURAL)
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+crate::resource::static_resource!(
+    ComputeDomainClique,
+    kube::core::NamespaceResourceScope,
+    kind: keys::KIND,
+    group: keys::API_GROUP,
+    version: keys::API_VERSION,
+    plural: keys::PLURAL,
+);

@@ -13,7 +13,6 @@
 //! gpuready's one condition there goes by server-side apply on the status
 //! subresource (`controller/write/device_rules.rs`).
 
-use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -76,36 +75,14 @@ pub struct DeviceTaintSelector {
     pub device: Option<String>,
 }
 
-impl kube::Resource for DeviceTaintRule {
-    type DynamicType = ();
-    type Scope = kube::core::ClusterResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(keys::device_rules::KIND)
-    }
-    fn group(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(keys::dra::API_GROUP)
-    }
-    fn version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(keys::dra::API_VERSION)
-    }
-    fn api_version(_: &()) -> Cow<'_, str> {
-        Cow::Owned(format!(
-            "{}/{}",
-            keys::dra::API_GROUP,
-            keys::dra::API_VERSION
-        ))
-    }
-    fn plural(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(keys::device_rules::PLURAL)
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+crate::resource::static_resource!(
+    DeviceTaintRule,
+    kube::core::ClusterResourceScope,
+    kind: keys::device_rules::KIND,
+    group: keys::dra::API_GROUP,
+    version: keys::dra::API_VERSION,
+    plural: keys::device_rules::PLURAL,
+);
 
 /// Whether gpuready owns this rule: its name carries gpuready's prefix AND it
 /// carries gpuready's ownership label. Both, never either: an admin's rule

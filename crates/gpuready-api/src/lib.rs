@@ -11,6 +11,7 @@ pub mod layer;
 pub mod nfd;
 pub mod probe;
 pub mod profile;
+mod resource;
 pub mod resource_claim;
 pub mod selector_schema;
 pub mod validate;

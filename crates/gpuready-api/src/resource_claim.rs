@@ -18,8 +18,6 @@
 //! follow k8s-openapi 0.29's `v1_37::api::resource::v1` types. Unknown fields
 //! are ignored and every field is optional, so a newer server's claim parses.
 
-use std::borrow::Cow;
-
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde::{Deserialize, Serialize};
 
@@ -200,36 +198,14 @@ impl ResourceClaim {
     }
 }
 
-impl kube::Resource for ResourceClaim {
-    type DynamicType = ();
-    type Scope = kube::core::NamespaceResourceScope;
-
-    fn kind(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(keys::dra::CLAIM_KIND)
-    }
-    fn group(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(keys::dra::API_GROUP)
-    }
-    fn version(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(keys::dra::API_VERSION)
-    }
-    fn api_version(_: &()) -> Cow<'_, str> {
-        Cow::Owned(format!(
-            "{}/{}",
-            keys::dra::API_GROUP,
-            keys::dra::API_VERSION
-        ))
-    }
-    fn plural(_: &()) -> Cow<'_, str> {
-        Cow::Borrowed(keys::dra::CLAIM_PLURAL)
-    }
-    fn meta(&self) -> &ObjectMeta {
-        &self.metadata
-    }
-    fn meta_mut(&mut self) -> &mut ObjectMeta {
-        &mut self.metadata
-    }
-}
+crate::resource::static_resource!(
+    ResourceClaim,
+    kube::core::NamespaceResourceScope,
+    kind: keys::dra::CLAIM_KIND,
+    group: keys::dra::API_GROUP,
+    version: keys::dra::API_VERSION,
+    plural: keys::dra::CLAIM_PLURAL,
+);
 
 #[cfg(test)]
 mod tests {

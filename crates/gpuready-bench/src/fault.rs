@@ -16,6 +16,7 @@ use gpuready_api::probe::{
     EccState, EventKind, EventLog, EventRecord, GpuState, NvmlState, PROBE_REPORT_API_VERSION,
     ProbeReport, RowRemapping,
 };
+use gpuready_testenv::rtx3090;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Node};
 use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams};
@@ -141,14 +142,14 @@ fn report(i: usize, fault: bool) -> ProbeReport {
             library: Some("libnvidia-ml.so.1".into()),
             ..NvmlState::default()
         },
-        driver_version: Some("580.178.04".into()),
-        cuda_driver_version: Some("13.0".into()),
+        driver_version: Some(rtx3090::DRIVER.into()),
+        cuda_driver_version: Some(rtx3090::CUDA.into()),
         device_count: Some(1),
         gpus: vec![GpuState {
             index: 0,
             uuid: Some(uuid),
-            name: Some("NVIDIA GeForce RTX 3090".into()),
-            memory_mib: Some(24576),
+            name: Some(rtx3090::NVML_NAME.into()),
+            memory_mib: Some(rtx3090::MEMORY_MIB.into()),
             compute_capability: Some("8.6".into()),
             ecc: Some(EccState::default()),
             row_remapping: Some(RowRemapping::default()),

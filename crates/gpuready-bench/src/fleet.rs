@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use futures::{StreamExt, TryStreamExt};
 use gpuready_api::GpuNodeProfile;
+use gpuready_testenv::rtx3090;
 use k8s_openapi::api::core::v1::Node;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
@@ -64,7 +65,7 @@ pub async fn apply_profile(client: &Client, min_driver: &str) -> Result<(), Erro
         "metadata": { "name": PROFILE },
         "spec": {
             "nodeSelector": { "matchLabels": { POOL_LABEL: "a" } },
-            "gpu": { "products": ["NVIDIA-GeForce-RTX-3090"], "minMemoryMib": 24000 },
+            "gpu": { "products": [rtx3090::PRODUCT], "minMemoryMib": 24000 },
             "minDriverVersion": min_driver,
             // The run is long; GFD labels must not go stale during it.
             "maxLabelAgeSeconds": 86400,
@@ -83,7 +84,7 @@ pub async fn apply_profile(client: &Client, min_driver: &str) -> Result<(), Erro
 
 /// GFD, NFD and kubelet labels of a healthy RTX 3090 node.
 pub fn labels(i: usize) -> BTreeMap<String, String> {
-    let now = jiff::Timestamp::now().as_second().to_string();
+    let now = jiff::Timestamp::now().as_second();
     let mut l: BTreeMap<String, String> = [
         (POOL_LABEL, "a".to_owned()),
         ("kubernetes.io/hostname", node_name(i)),
@@ -95,25 +96,13 @@ pub fn labels(i: usize) -> BTreeMap<String, String> {
             "topology.kubernetes.io/zone",
             format!("eu-west-1{}", ["a", "b", "c"][i % 3]),
         ),
-        ("nvidia.com/gfd.timestamp", now),
         ("nvidia.com/gpu.present", "true".into()),
-        ("nvidia.com/gpu.product", "NVIDIA-GeForce-RTX-3090".into()),
-        ("nvidia.com/gpu.memory", "24576".into()),
-        ("nvidia.com/gpu.compute.major", "8".into()),
-        ("nvidia.com/gpu.compute.minor", "6".into()),
-        ("nvidia.com/gpu.family", "ampere".into()),
-        ("nvidia.com/gpu.count", "1".into()),
         ("nvidia.com/gpu.machine", "g5.2xlarge".into()),
-        ("nvidia.com/cuda.driver-version.full", "580.178.04".into()),
-        ("nvidia.com/cuda.runtime-version.full", "13.0".into()),
-        (
-            "feature.node.kubernetes.io/pci-0300_10de.present",
-            "true".into(),
-        ),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_owned(), v))
     .collect();
+    l.extend(rtx3090::labels_at(now));
     for f in [
         "cpu-cpuid.AVX2",
         "cpu-cpuid.AVX512F",
@@ -300,14 +289,14 @@ pub fn slice(i: usize, broken: bool) -> Value {
         "attributes": {
             "type": { "string": "gpu" },
             "uuid": { "string": format!("GPU-{:08x}-0000-4000-8000-{:012x}", i, i) },
-            "productName": { "string": "NVIDIA GeForce RTX 3090" },
+            "productName": { "string": rtx3090::NVML_NAME },
             "architecture": { "string": "Ampere" },
             "brand": { "string": "Nvidia" },
             "cudaComputeCapability": { "version": "8.6.0" },
             "cudaDriverVersion": { "version": "13.0.0" },
             "driverVersion": { "version": "580.178.4" },
         },
-        "capacity": { "memory": { "value": "24576Mi" } },
+        "capacity": { "memory": { "value": format!("{}Mi", rtx3090::MEMORY_MIB) } },
     });
     // Absent when healthy: the driver's apply then drops the taint it owned.
     if broken {

@@ -291,7 +291,7 @@ fn rate(j: usize, s: &JoinSide) -> String {
 
 /// Over every storm of `j` joiners, gpuready's figure against the floor's in
 /// the same storm: the median and each.
-fn over_storms(joins: &[JoinRow], storms: &[usize], j: usize, f: fn(&JoinRow) -> f64) -> String {
+fn over_storms(joins: &[JoinRow], storms: &[usize], j: usize, f: OfStorm) -> String {
     let each: Vec<f64> = storms
         .iter()
         .zip(joins)
@@ -304,6 +304,21 @@ fn over_storms(joins: &[JoinRow], storms: &[usize], j: usize, f: fn(&JoinRow) ->
     let shown: Vec<String> = each.iter().map(|x| format!("{x:.2}")).collect();
     format!("**{:.2}** ({})", median(&each), shown.join(", "))
 }
+
+/// One number of a storm's row.
+type OfStorm = fn(&JoinRow) -> f64;
+
+/// The ratios of gpuready's side to the floor's over the storms of one size,
+/// each with its row's words.
+const STORM_RATIOS: [(&str, OfStorm); 2] = [
+    ("gpuready's p99 ÷ the floor's, storm by storm", |s| {
+        s.gpuready.p99.as_secs_f64() / s.floor.p99.as_secs_f64().max(0.001)
+    }),
+    (
+        "the joiners' creation in gpuready's run ÷ in the floor's",
+        |s| s.gpuready.create.as_secs_f64() / s.floor.create.as_secs_f64().max(0.001),
+    ),
+];
 
 /// The join-storm rows of the table (each cell reads one fleet size's
 /// storms, in `storms`' order), one block per storm, then per size
@@ -318,26 +333,12 @@ pub fn rows(line: &mut impl FnMut(&str, &dyn Fn(&[JoinRow]) -> String), storms: 
         if times < 2 {
             continue;
         }
-        line(
-            &format!(
-                "join storms of {j} ({times}): gpuready's p99 ÷ the floor's, storm by storm: median (each)"
-            ),
-            &|r| {
-                over_storms(r, storms, j, |s| {
-                    s.gpuready.p99.as_secs_f64() / s.floor.p99.as_secs_f64().max(0.001)
-                })
-            },
-        );
-        line(
-            &format!(
-                "join storms of {j} ({times}): the joiners' creation in gpuready's run ÷ in the floor's: median (each)"
-            ),
-            &|r| {
-                over_storms(r, storms, j, |s| {
-                    s.gpuready.create.as_secs_f64() / s.floor.create.as_secs_f64().max(0.001)
-                })
-            },
-        );
+        for (what, of) in STORM_RATIOS {
+            line(
+                &format!("join storms of {j} ({times}): {what}: median (each)"),
+                &|r| over_storms(r, storms, j, of),
+            );
+        }
     }
 }
 

@@ -305,7 +305,7 @@ impl Run<'_> {
         for _ in 0..args.flips {
             for (product, want_tainted) in [
                 ("NVIDIA-Bench-Other", true),
-                ("NVIDIA-GeForce-RTX-3090", false),
+                (gpuready_testenv::rtx3090::PRODUCT, false),
             ] {
                 if let Some(d) = self.flip(&node, product, want_tainted).await? {
                     reactions.push(d);

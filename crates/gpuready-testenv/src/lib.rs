@@ -66,6 +66,7 @@ mod certs;
 pub mod crds;
 mod error;
 mod process;
+pub mod rtx3090;
 pub mod upstream_dra;
 pub mod upstream_nfd;
 

@@ -216,21 +216,37 @@ fn run_check(args: &check::CheckArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    match check::render_to(&report, args.output, &mut std::io::stdout().lock()) {
-        Ok(()) => {}
-        // A closed pipe (`| head`) is the reader's choice, not an error.
-        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+    if !written(check::render_to(
+        &report,
+        args.output,
+        &mut std::io::stdout().lock(),
+    )) {
+        return ExitCode::from(2);
+    }
+    checked_exit(&report.summary, report.exit_code())
+}
+
+/// Whether the report was written; a closed pipe (`| head`) is the reader's
+/// choice, not an error.
+fn written(result: std::io::Result<()>) -> bool {
+    match result {
+        Ok(()) => true,
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => true,
         Err(e) => {
             eprintln!("error: rendering the report: {e}");
-            return ExitCode::from(2);
+            false
         }
     }
-    if report.summary.governed + report.summary.conflicts == 0 {
+}
+
+/// A check's exit code, with a warning when no profile selected any node.
+fn checked_exit(summary: &check::Summary, code: u8) -> ExitCode {
+    if summary.governed + summary.conflicts == 0 {
         eprintln!(
             "warning: no GpuNodeProfile selects any of these nodes; check the profiles' nodeSelector"
         );
     }
-    ExitCode::from(report.exit_code())
+    ExitCode::from(code)
 }
 
 /// An offline check: the report is written as the nodes are judged (each
@@ -239,15 +255,9 @@ fn run_check(args: &check::CheckArgs) -> ExitCode {
 fn run_check_files(args: &check::CheckArgs) -> ExitCode {
     let checked =
         match check::spill::check_files_to(args, args.output, &mut std::io::stdout().lock()) {
-            Ok((checked, written)) => {
-                match written {
-                    Ok(()) => {}
-                    // A closed pipe (`| head`) is the reader's choice, not an error.
-                    Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
-                    Err(e) => {
-                        eprintln!("error: rendering the report: {e}");
-                        return ExitCode::from(2);
-                    }
+            Ok((checked, report)) => {
+                if !written(report) {
+                    return ExitCode::from(2);
                 }
                 checked
             }
@@ -256,12 +266,7 @@ fn run_check_files(args: &check::CheckArgs) -> ExitCode {
                 return ExitCode::from(2);
             }
         };
-    if checked.summary.governed + checked.summary.conflicts == 0 {
-        eprintln!(
-            "warning: no GpuNodeProfile selects any of these nodes; check the profiles' nodeSelector"
-        );
-    }
-    ExitCode::from(checked.exit_code())
+    checked_exit(&checked.summary, checked.exit_code())
 }
 
 fn run_crd(write: bool) -> ExitCode {

@@ -73,15 +73,14 @@ impl NodeBuilder {
     /// driver 580.178.04, CUDA 13.0, `pci-0300_10de`, one GPU allocatable, GFD
     /// timestamp 45 s old.
     pub fn gpu(name: &str) -> Self {
-        NodeBuilder::bare(name)
-            .label(POOL.0, POOL.1)
+        use gpuready_testenv::rtx3090;
+        let card = rtx3090::LABELS
+            .iter()
+            .fold(NodeBuilder::bare(name), |b, (k, v)| b.label(k, v));
+        card.label(POOL.0, POOL.1)
             .label("kubernetes.io/hostname", name)
             .label("feature.node.kubernetes.io/cpu-model.vendor_id", "AMD")
-            .label("feature.node.kubernetes.io/pci-0300_10de.present", "true")
             .label(nvidia::GFD_TIMESTAMP, &seconds_ago(45))
-            .label(nvidia::GPU_PRODUCT, "NVIDIA-GeForce-RTX-3090")
-            .label(nvidia::GPU_MEMORY, "24576")
-            .label(nvidia::GPU_COUNT, "1")
             .label(nvidia::GPU_REPLICAS, "1")
             .label("nvidia.com/gpu.sharing-strategy", "none")
             .label("nvidia.com/gpu.mode", "graphics")
@@ -89,10 +88,9 @@ impl NodeBuilder {
             .label("nvidia.com/mig.capable", "false")
             .label("nvidia.com/mps.capable", "false")
             .label("nvidia.com/vgpu.present", "false")
-            .compute(8, 6)
-            .label(nvidia::GPU_FAMILY, "ampere")
-            .driver("580.178.04")
-            .cuda_runtime("13.0")
+            // Every driver and CUDA label GFD writes beside the full versions.
+            .driver(rtx3090::DRIVER)
+            .cuda_runtime(rtx3090::CUDA)
             .gpus(1, 1)
     }
 

@@ -32,24 +32,7 @@ pub const POOL: &str = "pool";
 
 /// GFD labels of a healthy RTX 3090 on driver 580.178.04, timestamped now.
 pub fn gfd_3090() -> BTreeMap<String, String> {
-    [
-        ("nvidia.com/gfd.timestamp", now_s().to_string()),
-        ("nvidia.com/gpu.product", "NVIDIA-GeForce-RTX-3090".into()),
-        ("nvidia.com/gpu.memory", "24576".into()),
-        ("nvidia.com/gpu.compute.major", "8".into()),
-        ("nvidia.com/gpu.compute.minor", "6".into()),
-        ("nvidia.com/gpu.family", "ampere".into()),
-        ("nvidia.com/gpu.count", "1".into()),
-        ("nvidia.com/cuda.driver-version.full", "580.178.04".into()),
-        ("nvidia.com/cuda.runtime-version.full", "13.0".into()),
-        (
-            "feature.node.kubernetes.io/pci-0300_10de.present",
-            "true".into(),
-        ),
-    ]
-    .into_iter()
-    .map(|(k, v)| (k.to_owned(), v))
-    .collect()
+    gpuready_testenv::rtx3090::labels_at(now_s())
 }
 
 /// GFD labels of a healthy RTX 3090, in `pool`.

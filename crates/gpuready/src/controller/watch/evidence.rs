@@ -9,7 +9,7 @@
 //! (no DRA, NFD's CRD not installed) is logged once and reads as "not read":
 //! the engine turns that into Unknown evidence, and nothing else waits on it.
 //!
-//! Why [`follow`] is not kube's reflector (as `probe_reports.rs` is): the
+//! Why `follow` (in `evidence_follow.rs`) is not kube's reflector (as `probe_reports.rs` is): the
 //! reconciler reads a source *per node*, and kube's `Store` is keyed by object
 //! name only (a ResourceSlice's name is generated, not the node's), so reading
 //! one node from it means scanning every object — O(fleet) per reconcile. The
@@ -24,7 +24,6 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use futures::StreamExt;
 use gpuready_api::compute_domain::ComputeDomainClique;
 use gpuready_api::device_taint_rule::{self, DeviceTaintRule};
 use gpuready_api::dra::ResourceSlice;
@@ -34,139 +33,16 @@ use gpuready_api::resource_claim::ResourceClaim;
 use gpuready_core::Evidence;
 use gpuready_core::devices::{DeviceKey, no_execute_devices};
 use gpuready_core::evidence::{CliqueMembership, ExtendedResourceHold, node_feature_node};
-use kube::api::{Api, DynamicObject, ListParams};
-use kube::runtime::WatchStreamExt;
-use kube::runtime::watcher::{self, Event, watcher};
+use kube::api::{Api, DynamicObject};
 use kube::{Client, ResourceExt};
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
-use tracing::{debug, info, warn};
+use tracing::{debug, warn};
 
 use crate::controller::mailbox::RequeueSender;
+use crate::controller::watch::evidence_follow::follow;
+use crate::controller::watch::evidence_index::{SourceState, read};
 use crate::readers::{slice_from_dynamic, slice_resource};
-
-/// How often an absent API is looked for again (DRA enabled or NFD installed
-/// after gpuready started).
-/// One LIST a minute while absent: gpuready itself may install the NodeFeature
-/// CRD (`--nfd-crds=apply`) just after it starts.
-const REDISCOVER: Duration = Duration::from_secs(60);
-
-/// One source's entries, per node, by object key, and the reverse map: for
-/// each object, its resourceVersion and the nodes it names (one
-/// ComputeDomainClique names many nodes). An update or deletion touches only
-/// the nodes the object named or names, and a re-list only the nodes of the
-/// objects that differ: the work of a change is O(what changed), never a walk
-/// of the index.
-#[derive(Debug)]
-struct Index<T> {
-    by_node: BTreeMap<String, BTreeMap<String, T>>,
-    nodes_of: BTreeMap<String, Named>,
-    /// Entries in all, kept as they come and go (the DeviceTaintRule gauge
-    /// reads it after every change).
-    entries: usize,
-}
-
-/// What the reverse map keeps of one object.
-#[derive(Debug, Default, PartialEq, Eq)]
-struct Named {
-    /// The object's resourceVersion (`None` if the server sent none): equal
-    /// at a re-list means the same object, so its nodes are not re-queued.
-    version: Option<String>,
-    nodes: BTreeSet<String>,
-}
-
-impl<T> Default for Index<T> {
-    fn default() -> Self {
-        Index {
-            by_node: BTreeMap::new(),
-            nodes_of: BTreeMap::new(),
-            entries: 0,
-        }
-    }
-}
-
-impl<T> Index<T> {
-    /// The object `key`, at resourceVersion `version`, now has these entries
-    /// (none: it is gone, or names no node). Returns every node whose entries
-    /// changed: those it named before and those it names now.
-    fn put(
-        &mut self,
-        key: &str,
-        version: Option<String>,
-        entries: Vec<(String, T)>,
-    ) -> BTreeSet<String> {
-        let mut touched = self.nodes_of.remove(key).unwrap_or_default().nodes;
-        for n in &touched {
-            if let Some(objs) = self.by_node.get_mut(n) {
-                if objs.remove(key).is_some() {
-                    self.entries -= 1;
-                }
-                if objs.is_empty() {
-                    self.by_node.remove(n);
-                }
-            }
-        }
-        let mut now = BTreeSet::new();
-        for (n, e) in entries {
-            if self
-                .by_node
-                .entry(n.clone())
-                .or_default()
-                .insert(key.to_owned(), e)
-                .is_none()
-            {
-                self.entries += 1;
-            }
-            now.insert(n);
-        }
-        touched.extend(now.iter().cloned());
-        if !now.is_empty() {
-            self.nodes_of.insert(
-                key.to_owned(),
-                Named {
-                    version,
-                    nodes: now,
-                },
-            );
-        }
-        touched
-    }
-
-    /// Entries in all.
-    fn len(&self) -> usize {
-        self.entries
-    }
-
-    /// The nodes whose entries differ between `self` (before a re-list) and
-    /// `fresh` (the re-list): the nodes of every object added, removed, or at
-    /// another resourceVersion. One pass over both objects' maps, as the
-    /// re-list's LIST is one pass over the objects; an unchanged object
-    /// re-queues nothing.
-    fn changed_in(&self, fresh: &Index<T>) -> BTreeSet<String> {
-        let mut touched = BTreeSet::new();
-        for (key, was) in &self.nodes_of {
-            if fresh.nodes_of.get(key) != Some(was) {
-                touched.extend(was.nodes.iter().cloned());
-            }
-        }
-        for (key, now) in &fresh.nodes_of {
-            if self.nodes_of.get(key) != Some(now) {
-                touched.extend(now.nodes.iter().cloned());
-            }
-        }
-        touched
-    }
-}
-
-/// What a source's watch has established.
-#[derive(Debug)]
-enum SourceState<T> {
-    /// Not listed yet.
-    Pending,
-    /// The API is not served (or not readable): "not read".
-    Absent,
-    Synced(Index<T>),
-}
 
 /// Evidence indexes the node reconciler reads.
 pub struct EvidenceStores {
@@ -232,18 +108,6 @@ impl EvidenceStores {
             // cannot be listed (it still counts as "not read" until it is).
             self.settled.send_modify(|s| *s = [true; 4]);
         }
-    }
-}
-
-fn read<T: Clone>(state: &RwLock<SourceState<T>>, node: &str) -> Option<Vec<T>> {
-    match &*state.read().ok()? {
-        SourceState::Synced(idx) => Some(
-            idx.by_node
-                .get(node)
-                .map(|m| m.values().cloned().collect())
-                .unwrap_or_default(),
-        ),
-        SourceState::Pending | SourceState::Absent => None,
     }
 }
 
@@ -463,173 +327,6 @@ fn owned_rule_selector() -> Option<String> {
     ))
 }
 
-/// Finds out whether the API is served, then keeps `state` in step with the
-/// watch, re-queuing the nodes whose objects changed.
-#[allow(clippy::too_many_arguments)]
-async fn follow<K, T>(
-    kind: &'static str,
-    api: Api<K>,
-    labels: Option<String>,
-    key: impl Fn(&K) -> String,
-    entries: impl Fn(K) -> Vec<(String, T)>,
-    state: &RwLock<SourceState<T>>,
-    settled: impl Fn(bool),
-    changed: impl Fn(&Index<T>),
-    relist: Option<Arc<Notify>>,
-    requeue: RequeueSender,
-    stop: CancellationToken,
-) where
-    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned + Send + 'static,
-{
-    let absent = || {
-        set(state, SourceState::Absent);
-        settled(true);
-    };
-    if !served(kind, &api, labels.as_deref(), absent, &stop).await {
-        return;
-    }
-    info!(kind, "watching as evidence");
-    let mut buffer: Index<T> = Index::default();
-    let mut config = watcher::Config::default();
-    if let Some(l) = &labels {
-        config = config.labels(l);
-    }
-    let mut events = std::pin::pin!(watcher(api.clone(), config.clone()).default_backoff());
-    loop {
-        let ev = tokio::select! {
-            _ = stop.cancelled() => return,
-            () = asked(relist.as_deref()) => {
-                // A fresh watcher lists again; its `InitDone` swaps the index
-                // and re-queues the nodes whose entries differ.
-                events.set(watcher(api.clone(), config.clone()).default_backoff());
-                continue;
-            }
-            ev = events.next() => ev,
-        };
-        let Some(ev) = ev else { return };
-        let ev = match ev {
-            Ok(ev) => ev,
-            Err(e) => {
-                warn!(kind, error = %e, "watch failed; the watcher retries with backoff");
-                continue;
-            }
-        };
-        let mut touched = BTreeSet::new();
-        match ev {
-            Event::Init => buffer = Index::default(),
-            Event::InitApply(o) => {
-                let (k, v) = (key(&o), o.resource_version());
-                buffer.put(&k, v, entries(o));
-            }
-            Event::InitDone => {
-                // A re-list: the nodes of the objects that differ. The first
-                // list (or one after the API was absent): every node it names,
-                // since a reconcile may have judged them without it.
-                let fresh = std::mem::take(&mut buffer);
-                if let Ok(mut s) = state.write() {
-                    match &*s {
-                        SourceState::Synced(old) => touched = old.changed_in(&fresh),
-                        SourceState::Pending | SourceState::Absent => {
-                            touched.extend(fresh.by_node.keys().cloned());
-                        }
-                    }
-                    *s = SourceState::Synced(fresh);
-                }
-                settled(true);
-            }
-            // An object that moved to other nodes (or stopped naming one)
-            // leaves the nodes it named before.
-            Event::Apply(o) => {
-                let (k, v) = (key(&o), o.resource_version());
-                let e = entries(o);
-                if let Ok(mut s) = state.write()
-                    && let SourceState::Synced(idx) = &mut *s
-                {
-                    touched = idx.put(&k, v, e);
-                }
-            }
-            Event::Delete(o) => {
-                if let Ok(mut s) = state.write()
-                    && let SourceState::Synced(idx) = &mut *s
-                {
-                    touched = idx.put(&key(&o), None, Vec::new());
-                }
-            }
-        }
-        if !touched.is_empty()
-            && let Ok(SourceState::Synced(idx)) = state.read().as_deref()
-        {
-            changed(idx);
-        }
-        for n in touched {
-            requeue.requeue(&n);
-        }
-    }
-}
-
-/// Waits until the API answers a LIST (of one object): `true` then, `false`
-/// if stopped first. While it is not served or not readable (404, 403),
-/// `absent` is called and the API is looked for again every [`REDISCOVER`].
-pub(crate) async fn served<K>(
-    kind: &'static str,
-    api: &Api<K>,
-    labels: Option<&str>,
-    absent: impl Fn(),
-    stop: &CancellationToken,
-) -> bool
-where
-    K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned,
-{
-    let mut logged = false;
-    loop {
-        let mut probe = ListParams::default().limit(1);
-        if let Some(l) = labels {
-            probe = probe.labels(l);
-        }
-        match api.list(&probe).await {
-            Ok(_) => return true,
-            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 403 => {
-                if !logged {
-                    warn!(
-                        kind,
-                        code = s.code,
-                        "not served or not readable: this evidence is Unknown; looking again every {}s",
-                        REDISCOVER.as_secs()
-                    );
-                    logged = true;
-                }
-                absent();
-            }
-            Err(e) => {
-                debug!(kind, error = %e, "probing the API failed; retrying");
-                tokio::select! {
-                    _ = stop.cancelled() => return false,
-                    _ = tokio::time::sleep(Duration::from_secs(5)) => {}
-                }
-                continue;
-            }
-        }
-        tokio::select! {
-            _ = stop.cancelled() => return false,
-            _ = tokio::time::sleep(REDISCOVER) => {}
-        }
-    }
-}
-
-/// Resolves when `relist` is notified; never without one.
-async fn asked(relist: Option<&Notify>) {
-    match relist {
-        Some(n) => n.notified().await,
-        None => std::future::pending().await,
-    }
-}
-
-fn set<T>(state: &RwLock<SourceState<T>>, new: SourceState<T>) {
-    if let Ok(mut s) = state.write() {
-        *s = new;
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -694,108 +391,5 @@ mod tests {
         assert!(!asked(300).await, "asked once");
         stop.cancel();
         task.await.expect("task ends");
-    }
-
-    fn names(s: BTreeSet<String>) -> Vec<String> {
-        s.into_iter().collect()
-    }
-
-    /// Entries of an object naming these nodes.
-    fn on(nodes: &[&str]) -> Vec<(String, u8)> {
-        nodes.iter().map(|n| ((*n).to_owned(), 1)).collect()
-    }
-
-    fn v(rv: &str) -> Option<String> {
-        Some(rv.to_owned())
-    }
-
-    #[test]
-    fn an_object_naming_many_nodes_touches_exactly_the_nodes_it_named_or_names() {
-        let mut idx: Index<u8> = Index::default();
-        assert_eq!(
-            names(idx.put("ns/clique", v("1"), on(&["a", "b"]))),
-            ["a", "b"]
-        );
-        assert_eq!(names(idx.put("ns/slice", v("2"), on(&["c"]))), ["c"]);
-        // b leaves the clique, d joins: a, b and d, never c.
-        assert_eq!(
-            names(idx.put("ns/clique", v("3"), on(&["a", "d"]))),
-            ["a", "b", "d"]
-        );
-        assert!(!idx.by_node.contains_key("b"));
-        assert_eq!(idx.len(), 3);
-        // Deleted: the nodes it named last.
-        assert_eq!(names(idx.put("ns/clique", None, Vec::new())), ["a", "d"]);
-        assert_eq!(idx.by_node.keys().collect::<Vec<_>>(), ["c"]);
-        assert_eq!(idx.len(), 1);
-        assert!(idx.put("ns/gone", None, Vec::new()).is_empty());
-    }
-
-    /// A fleet of slices, one per node, as a DRA driver publishes them.
-    fn fleet(n: usize) -> Index<u8> {
-        let mut idx = Index::default();
-        for i in 0..n {
-            let node = format!("node-{i}");
-            idx.put(&format!("slice-{i}"), v("1"), on(&[&node]));
-        }
-        idx
-    }
-
-    #[test]
-    fn a_slice_added_touches_only_its_node() {
-        let mut idx = fleet(1000);
-        let touched = idx.put("slice-new", v("5"), on(&["node-7"]));
-        assert_eq!(names(touched), ["node-7"]);
-        assert_eq!(idx.by_node["node-7"].len(), 2);
-        assert_eq!(idx.len(), 1001);
-        // Updated in place (a device taint added): its node only, counted once.
-        assert_eq!(
-            names(idx.put("slice-new", v("6"), on(&["node-7"]))),
-            ["node-7"]
-        );
-        assert_eq!(idx.len(), 1001);
-    }
-
-    #[test]
-    fn a_slice_moved_to_another_node_touches_the_old_node_and_the_new_one() {
-        let mut idx = fleet(1000);
-        let touched = idx.put("slice-3", v("2"), on(&["node-900"]));
-        assert_eq!(names(touched), ["node-3", "node-900"]);
-        assert!(!idx.by_node.contains_key("node-3"));
-        assert_eq!(
-            idx.by_node["node-900"].keys().collect::<Vec<_>>(),
-            ["slice-3", "slice-900"]
-        );
-        assert_eq!(idx.len(), 1000);
-    }
-
-    #[test]
-    fn a_slice_deleted_touches_only_its_node() {
-        let mut idx = fleet(1000);
-        assert_eq!(names(idx.put("slice-42", None, Vec::new())), ["node-42"]);
-        assert!(!idx.by_node.contains_key("node-42"));
-        assert!(!idx.nodes_of.contains_key("slice-42"));
-        assert_eq!(idx.len(), 999);
-        // A slice that names no node (not gpuready's, or no nodeName) touches nothing.
-        assert!(idx.put("slice-shared", v("1"), Vec::new()).is_empty());
-        assert_eq!(idx.len(), 999);
-    }
-
-    #[test]
-    fn a_relist_touches_only_the_nodes_of_objects_that_differ() {
-        let old = fleet(1000);
-        let mut fresh = fleet(1000);
-        // Unchanged: nothing to re-queue.
-        assert!(old.changed_in(&fresh).is_empty());
-        // During the gap: slice-1 updated, slice-2 moved to node-3, slice-4
-        // deleted, slice-new created on node-5.
-        fresh.put("slice-1", v("9"), on(&["node-1"]));
-        fresh.put("slice-2", v("9"), on(&["node-3"]));
-        fresh.put("slice-4", None, Vec::new());
-        fresh.put("slice-new", v("9"), on(&["node-5"]));
-        assert_eq!(
-            names(old.changed_in(&fresh)),
-            ["node-1", "node-2", "node-3", "node-4", "node-5"]
-        );
     }
 }

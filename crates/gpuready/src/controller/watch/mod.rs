@@ -7,6 +7,8 @@
 
 pub mod cached;
 pub mod evidence;
+pub mod evidence_follow;
+pub mod evidence_index;
 pub mod groups;
 pub mod initial_list;
 pub mod probe_reports;

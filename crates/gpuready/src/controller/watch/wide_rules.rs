@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tracing::{info, warn};
 
 use crate::controller::metrics::Metrics;
-use crate::controller::watch::evidence::served;
+use crate::controller::watch::evidence_follow::served;
 
 /// Starts the watch; it ends when `stop` is cancelled.
 pub fn spawn(
