@@ -40,7 +40,9 @@ fn committed_nfd_crds_match_types() {
         std::fs::write(&path, &generated).unwrap();
     }
     let committed = std::fs::read_to_string(&path).unwrap_or_else(|e| {
-        panic!("{rel}: {e}; run `UPDATE_CRDS=1 cargo test -p gpuready-api --test crd_drift`")
+        panic!(
+            "{rel}: {e}; run `UPDATE_CRDS=1 cargo test -p gpuready-api --test schemas crd_drift::`"
+        )
     });
     if committed != generated {
         let diff = similar::TextDiff::from_lines(&committed, &generated)
@@ -49,7 +51,7 @@ fn committed_nfd_crds_match_types() {
             .to_string();
         panic!(
             "{rel} differs from the Rust types in gpuready-api/src/nfd; run \
-             `UPDATE_CRDS=1 cargo test -p gpuready-api --test crd_drift`.\n{diff}"
+             `UPDATE_CRDS=1 cargo test -p gpuready-api --test schemas crd_drift::`.\n{diff}"
         );
     }
 }

@@ -4,7 +4,7 @@
 //! per bad device (a fatal XID, uncorrectable ECC, a MIG device's bad parent, a
 //! card of the wrong product on a mixed node).
 
-mod common;
+use crate::common;
 
 use common::*;
 use gpuready_api::device_taint_rule::DeviceTaintRule;

@@ -5,7 +5,7 @@
 //! makes for them; and anyone's `NoExecute` DeviceTaintRule whose selector
 //! names no pool, which evicts across the cluster (kubernetes #141422).
 
-mod common;
+use crate::common;
 
 use common::*;
 use gpuready_api::device_taint_rule::{self, DeviceTaintRule};

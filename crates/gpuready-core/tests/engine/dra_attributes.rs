@@ -4,7 +4,7 @@
 //! `partitionTypeAttribute`; read and shown, never dropped, and judged by the
 //! profile's `gpu.maxGpusPerNumaNode`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use gpuready_api::Layer;

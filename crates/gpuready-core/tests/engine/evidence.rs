@@ -2,7 +2,7 @@
 //! and vGPU nodes, and the not-ready deadline, judged by the pure engine over
 //! the fixtures in `tests/fixtures/evidence/` and cases built from them.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -4,7 +4,7 @@
 //! condition, heartbeats that go stale, `Unknown`, and conditions the node
 //! does not carry; nothing read unless a profile names it.
 
-mod common;
+use crate::common;
 
 use common::*;
 use gpuready_api::Layer;

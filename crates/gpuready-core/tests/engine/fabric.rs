@@ -4,7 +4,7 @@
 //! the driver IMEX needs, the host's IMEX service against the DRA driver's
 //! IMEX mode; nothing judged unless the profile asks.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -1,7 +1,7 @@
 //! Which profile governs a node, as `assess` reports it: exactly one, none, a
 //! conflict, or profiles being deleted (ignored).
 
-mod common;
+use crate::common;
 
 use common::*;
 use gpuready_api::keys::nvidia;

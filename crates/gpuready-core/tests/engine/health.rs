@@ -2,7 +2,7 @@
 //! CUDA 13.0) as nvidia-smi showed it and as `gpuready probe` captured it, and
 //! fault cases built from NVIDIA's XID and ECC semantics (docs/probe.md cites them).
 
-mod common;
+use crate::common;
 
 use common::*;
 use gpuready_api::Layer;
@@ -12,9 +12,9 @@ use gpuready_core::NodeFacts;
 use gpuready_core::evaluate::{LayerReport, Status};
 use gpuready_core::health::{ProbeEvidence, parse_report};
 
-const H200_SMI: &str = include_str!("fixtures/probe/h200-nvidia-smi.json");
-const H200_REAL: &str = include_str!("fixtures/probe/h200-report.json");
-const H200_REAL_EVENTS: &str = include_str!("fixtures/probe/h200-report-events.json");
+const H200_SMI: &str = include_str!("../fixtures/probe/h200-nvidia-smi.json");
+const H200_REAL: &str = include_str!("../fixtures/probe/h200-report.json");
+const H200_REAL_EVENTS: &str = include_str!("../fixtures/probe/h200-report-events.json");
 
 /// The H200 node as GFD labels it (values of a real GFD v0.20.0 capture on that GPU).
 fn h200_node() -> NodeBuilder {
@@ -788,11 +788,13 @@ fn device_nodes_rank_before_the_cuda_error_they_cause() {
 
 // ---- Report v2 as the probe wrote it on the real H200 (2026-12-01) -----------
 
-const H200_V2_COMPUTE: &str = include_str!("fixtures/probe/h200-report-v2-compute.json");
-const H200_V2_NONROOT: &str = include_str!("fixtures/probe/h200-report-v2-compute-uid65532.json");
-const H200_V2_BUSY: &str = include_str!("fixtures/probe/h200-report-v2-busy.json");
-const H200_V2_UVM: &str = include_str!("fixtures/probe/h200-report-v2-uvm-hidden.json");
-const H200_V2_UVM_RO: &str = include_str!("fixtures/probe/h200-report-v2-uvm-hidden-root-ro.json");
+const H200_V2_COMPUTE: &str = include_str!("../fixtures/probe/h200-report-v2-compute.json");
+const H200_V2_NONROOT: &str =
+    include_str!("../fixtures/probe/h200-report-v2-compute-uid65532.json");
+const H200_V2_BUSY: &str = include_str!("../fixtures/probe/h200-report-v2-busy.json");
+const H200_V2_UVM: &str = include_str!("../fixtures/probe/h200-report-v2-uvm-hidden.json");
+const H200_V2_UVM_RO: &str =
+    include_str!("../fixtures/probe/h200-report-v2-uvm-hidden-root-ro.json");
 
 /// A captured report as fresh as the tests' clock.
 fn real(text: &str) -> ProbeReport {
@@ -899,7 +901,7 @@ fn h200_v2_without_nvidia_uvm_is_device_node_missing_with_the_cuda_error() {
 }
 
 /// Prints gpuready's verdict on each real v2 capture
-/// (`cargo test -p gpuready-core --test health real_h200_verdicts -- --nocapture`).
+/// (`cargo test -p gpuready-core --test engine health::real_h200_verdicts -- --nocapture`).
 #[test]
 fn real_h200_verdicts() {
     for (name, text) in [

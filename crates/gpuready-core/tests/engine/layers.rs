@@ -1,7 +1,7 @@
 //! Every layer's Ready / NotReady / Unknown verdict and reason, the malformed-label
 //! cases, and gating, judged on nodes described with `NodeBuilder`.
 
-mod common;
+use crate::common;
 
 use common::*;
 use gpuready_api::Layer;
@@ -822,7 +822,7 @@ fn malformed_driver_rev_empty_is_valid_for_a_consistent_two_part_version() {
         Vec::<&gpuready_core::facts::Malformed>::new()
     );
     assert_eq!(
-        crate::labels_of(&node.clone().build())
+        common::labels_of(&node.clone().build())
             .get(nvidia::DRIVER_REV_OLD)
             .map(String::as_str),
         Some("")

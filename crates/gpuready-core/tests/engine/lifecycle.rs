@@ -4,7 +4,7 @@
 //! on nodes described with `NodeBuilder`, as data: each row is a node's
 //! labels and taints and what gpuready must make of them.
 
-mod common;
+use crate::common;
 
 use common::*;
 use gpuready_api::NeighbourSystem;

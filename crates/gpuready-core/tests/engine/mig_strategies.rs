@@ -6,7 +6,7 @@
 //! count rule must read them as what they are, and a node mig-manager is
 //! re-partitioning must show its state, not a mismatch.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 

@@ -3,7 +3,7 @@
 //! brake, heartbeats, release and taint changes. Each "second reconcile" applies the
 //! first plan with `apply` (the in-memory API server) and plans again.
 
-mod common;
+use crate::common;
 
 use common::*;
 use gpuready_api::GpuNodeProfile;

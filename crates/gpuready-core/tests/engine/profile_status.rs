@@ -3,7 +3,7 @@
 //! reason, and an Observe (report-only) profile is done (Ready=True) while it
 //! reports not-ready nodes, so kstatus and Flux health checks read it Current.
 
-mod common;
+use crate::common;
 
 use common::*;
 use gpuready_api::keys::{self, reasons};

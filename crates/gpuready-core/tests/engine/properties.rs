@@ -3,7 +3,7 @@
 //! the plan, plan again: nothing), foreign taints survive every plan, and driver
 //! versions parse and order like numeric tuples.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 

@@ -3,7 +3,7 @@
 //! recorded before it no longer count; a time in the future or before the node
 //! existed is refused and changes nothing. On the H200's recorded report.
 
-mod common;
+use crate::common;
 
 use common::*;
 use gpuready_api::Layer;
@@ -13,8 +13,8 @@ use gpuready_core::evaluate::Status;
 use gpuready_core::health::{ProbeEvidence, parse_report};
 use gpuready_core::{NodeAssessment, NodeFacts};
 
-const H200_SMI: &str = include_str!("fixtures/probe/h200-nvidia-smi.json");
-const H200_RECOVERY: &str = include_str!("fixtures/probe/h200-report-v2-recovery-action.json");
+const H200_SMI: &str = include_str!("../fixtures/probe/h200-nvidia-smi.json");
+const H200_RECOVERY: &str = include_str!("../fixtures/probe/h200-report-v2-recovery-action.json");
 const UUID: &str = "GPU-72dbae72-2934-2a81-2c3a-c94870629f89";
 
 fn h200_node() -> NodeBuilder {

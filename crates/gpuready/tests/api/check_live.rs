@@ -1,7 +1,7 @@
 //! `gpuready check` without `--nodes` reads the live cluster, read-only, and
 //! prints the same verdicts as the offline check.
 
-mod support;
+use crate::support;
 
 use serde_json::{Value, json};
 use support::*;

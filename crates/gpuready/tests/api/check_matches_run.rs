@@ -21,7 +21,7 @@
 //! Observe profiles run as Enforce here: the mode decides what is written,
 //! never a layer's verdict, and only written verdicts can be read back.
 
-mod support;
+use crate::support;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -37,7 +37,7 @@ use support::*;
 
 /// The report `gpuready probe` wrote on a real H200 node.
 const H200_REPORT: &str =
-    include_str!("../../gpuready-core/tests/fixtures/h200-real/probe-report.json");
+    include_str!("../../../gpuready-core/tests/fixtures/h200-real/probe-report.json");
 
 /// The example's profiles as applied here: per-layer node conditions on,
 /// Observe run as Enforce. Returns the documents (the offline check's input).

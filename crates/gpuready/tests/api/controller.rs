@@ -1,7 +1,7 @@
 //! The controller against a real kube-apiserver: convergence, no-op resyncs,
 //! layer flips, cleanup, and the taint written beside a concurrent writer.
 
-mod support;
+use crate::support;
 
 use gpuready_api::keys;
 use kube::ResourceExt;

@@ -8,7 +8,7 @@
 //! `InvalidProfile` (kstatus: Failed) instead of `Ready=True`: one bad object
 //! never stops the others.
 
-mod support;
+use crate::support;
 
 use gpuready_api::keys;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;

@@ -3,7 +3,7 @@
 //! running controller, a start-up while the API server is down, and a long API
 //! server outage.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

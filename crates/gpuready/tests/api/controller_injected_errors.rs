@@ -9,7 +9,7 @@
 //! 500s lost the lease within 10 s; with 503 on half of the node writes a deposed
 //! leader sent 28 writes after its renew deadline. Here: 0, 0 and 0.
 
-mod support;
+use crate::support;
 
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};

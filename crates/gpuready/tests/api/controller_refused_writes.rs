@@ -10,7 +10,7 @@
 //! now it is said the same three ways, counted in
 //! `gpuready_write_refused_nodes{write="taint"}`, and listed by `gpuready check`.
 
-mod support;
+use crate::support;
 
 use gpuready_api::keys;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};

@@ -6,7 +6,7 @@
 //! controller that rewrote unchanged nodes would load every API server it runs
 //! against, forever; these numbers are the ones docs/performance.md quotes.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -6,7 +6,7 @@
 //! without being restarted itself. Each is a way a real cluster differs from a
 //! quiet test one.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

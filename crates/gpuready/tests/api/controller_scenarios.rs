@@ -7,7 +7,7 @@
 //! again when it comes back), and a node two profiles select is left as it is
 //! with reason Conflict. Foreign taints survive every one of them.
 
-mod support;
+use crate::support;
 
 use gpuready_api::keys;
 use k8s_openapi::api::core::v1::Node;

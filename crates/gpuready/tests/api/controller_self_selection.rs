@@ -6,7 +6,7 @@
 //! selecting `gpuready.io/ready=true`. Here the same two profiles, counting the
 //! controller's writes once the nodes have converged: none may follow.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

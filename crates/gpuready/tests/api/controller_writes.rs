@@ -4,7 +4,7 @@
 //! own key included; and gpuready adds and removes only its own condition, on
 //! nodes whose status was set in the create as well as through the subresource.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};

@@ -8,7 +8,7 @@
 //! All tests share one control plane (see gpuready-testenv) and use unique names.
 //! Needs the binaries from `tests/control-plane/build.sh`.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -5,7 +5,7 @@
 //! ready GPUs holds, never touches a rule it did not create, and writes rules
 //! with effect `None` for an Observe profile.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -9,7 +9,7 @@
 //! when the claim goes; and an admin's `NoExecute` rule with an empty selector
 //! is counted (kubernetes #141422) and left alone.
 
-mod support;
+use crate::support;
 
 use gpuready_api::device_taint_rule::DeviceTaintRule;
 use gpuready_api::keys;

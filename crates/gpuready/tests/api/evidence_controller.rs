@@ -3,7 +3,7 @@
 //! the condition's reason, publishes one Event, sets the remediation label and
 //! the `past_deadline` metric, and never cordons the node.
 
-mod support;
+use crate::support;
 
 use gpuready_api::keys;
 use k8s_openapi::api::core::v1::Node;

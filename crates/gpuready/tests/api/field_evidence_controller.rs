@@ -6,7 +6,7 @@
 //! tray's clique label and probe-reported fabric state, judged by the Fabric
 //! layer.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeMap;
 

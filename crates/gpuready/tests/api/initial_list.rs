@@ -3,7 +3,7 @@
 //! 1.34), listed in pages where it refuses them (WatchList off, as 1.33
 //! ships) — and in both the controller judges the nodes.
 
-mod support;
+use crate::support;
 
 use futures::{StreamExt, TryStreamExt};
 use gpuready::controller::watch::initial_list::{self, InitialList};

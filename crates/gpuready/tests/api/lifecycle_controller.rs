@@ -8,7 +8,7 @@
 //! Each step prints the node's reason and the profile's counts (the run's
 //! log is the evidence the issue asks for).
 
-mod support;
+use crate::support;
 
 use gpuready_api::keys::{self, lifecycle as lc};
 use k8s_openapi::api::core::v1::Node;

@@ -10,7 +10,7 @@
 //! (the Go module proxy does not serve that release), and without it the test
 //! prints that it did not run.
 
-mod support;
+use crate::support;
 
 use gpuready_api::crd::{self, COMMITTED_NFD_CRDS_PATH};
 use gpuready_api::nfd::{

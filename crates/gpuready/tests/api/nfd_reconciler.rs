@@ -10,7 +10,7 @@
 //! `GPUREADY_EXTRA_NFD_CRDS` names a folder holding them; otherwise those tests
 //! print that they did not run).
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -4,7 +4,7 @@
 //! as the agent): a fatal XID taints the node, a healthy report releases it, a
 //! heartbeat alone writes nothing.
 
-mod support;
+use crate::support;
 
 use std::process::Command;
 use std::time::Duration;

@@ -13,7 +13,7 @@
 //!
 //! `GPUREADY_FUZZ_CASES` (default 40) sets how many mutations are tried.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 

@@ -5,7 +5,7 @@
 //! releases the node, across the probe's later reports; a fault seen again
 //! after the repair gates it again.
 
-mod support;
+use crate::support;
 
 use gpuready::probe::publish::publish;
 use gpuready_api::keys::{health_reasons, lifecycle as lc};

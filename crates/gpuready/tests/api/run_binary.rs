@@ -2,7 +2,7 @@
 //! serves /healthz, /readyz and /metrics, takes the Lease, and on SIGTERM
 //! finishes, releases the Lease and exits 0.
 
-mod support;
+use crate::support;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

@@ -5,7 +5,7 @@
 //! watch on the node sees every version the API server stored, and none of them
 //! lacks a readiness taint.
 
-mod support;
+use crate::support;
 
 use std::sync::{Arc, Mutex};
 

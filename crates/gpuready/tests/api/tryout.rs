@@ -2,7 +2,7 @@
 //! rot: the same story the example narrates, with the shipped binary, asserting
 //! that each step is seen.
 
-#[path = "../examples/tryout/story.rs"]
+#[path = "../../examples/tryout/story.rs"]
 mod story;
 
 use std::path::Path;

@@ -12,7 +12,7 @@
 //! prometheus-operator. Regenerate the raw manifests with
 //! `UPDATE_MANIFESTS=1 cargo test -p gpuready --test chart raw_manifests`.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 

@@ -3,7 +3,7 @@
 //! `escalation`, whose taint turns `NoExecute`), and
 //! `admissionPolicy.noExecuteTaintKeys`. Rendered by the real helm.
 
-mod support;
+use crate::support;
 
 use support::*;
 

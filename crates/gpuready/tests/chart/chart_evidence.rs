@@ -3,7 +3,7 @@
 //! drive the taint, the DRA driver's ComputeDomainCliques the Fabric layer. The
 //! ClusterRole's list/watch suffice and every write is refused.
 
-mod support;
+use crate::support;
 
 use gpuready_api::keys;
 use gpuready_testenv::TestEnv;

@@ -3,7 +3,7 @@
 //! metric fails here rather than in an empty panel. How the alerts fire is
 //! `monitoring_rules.rs`.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 

@@ -6,7 +6,7 @@
 //! operator paused (`nvidia.com/gpu.deploy.client`) and may read Nodes, never
 //! write them.
 
-mod support;
+use crate::support;
 
 use gpuready_api::keys;
 use gpuready_testenv::{TestEnv, unique_name};

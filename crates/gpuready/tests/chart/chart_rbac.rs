@@ -4,7 +4,7 @@
 //! how the API server authorizes a server-side apply that creates an object,
 //! which the ClusterRole's CRD rules rely on.
 
-mod support;
+use crate::support;
 
 use gpuready_api::{GpuNodeProfile, keys};
 use gpuready_testenv::{TestEnv, unique_name};

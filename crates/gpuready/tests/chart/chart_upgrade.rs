@@ -2,7 +2,7 @@
 //! values (created by the upgrade once the CRD is served), `helm upgrade` of the
 //! CRD, and `helm uninstall` keeping the CRD.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 

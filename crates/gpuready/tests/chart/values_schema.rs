@@ -6,9 +6,9 @@
 //! release with a Go type error from the API server.
 //!
 //! Regenerate after changing the GpuNodeProfile types:
-//! `UPDATE_VALUES_SCHEMA=1 cargo test -p gpuready --test values_schema`.
+//! `UPDATE_VALUES_SCHEMA=1 cargo test -p gpuready --test chart values_schema::`.
 
-mod support;
+use crate::support;
 
 use gpuready_testenv::TestEnv;
 use serde_json::{Map, Value, json};
@@ -136,7 +136,7 @@ fn profiles_schema_is_the_crd_spec_schema() {
     assert_eq!(
         schema["properties"]["profiles"], want,
         "{SCHEMA}'s profiles are not the CRD's spec schema; regenerate with \
-         UPDATE_VALUES_SCHEMA=1 cargo test -p gpuready --test values_schema"
+         UPDATE_VALUES_SCHEMA=1 cargo test -p gpuready --test chart values_schema::"
     );
 }
 

@@ -2,7 +2,7 @@
 //! and over temporary files, its exit codes (0 ready, 1 not ready, 2 bad input),
 //! its JSON/YAML shape and its error messages.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 use std::process::Output;

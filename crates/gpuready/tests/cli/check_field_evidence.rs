@@ -9,7 +9,7 @@
 //! `numaNode`. Each node's verdict, reason and the evidence its deciding layer
 //! names, as a user reads them.
 
-mod support;
+use crate::support;
 
 use std::path::PathBuf;
 

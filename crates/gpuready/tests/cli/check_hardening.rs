@@ -7,7 +7,7 @@
 //! naming the file, the document and the field, or a verdict; never a panic
 //! (exit 101), never a hang.
 
-mod support;
+use crate::support;
 
 use std::path::Path;
 use std::process::Output;

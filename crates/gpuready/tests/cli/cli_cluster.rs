@@ -4,7 +4,7 @@
 //! escapes when stderr is not a terminal. The shipped binary against a real API
 //! server (or against a port where none listens).
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};

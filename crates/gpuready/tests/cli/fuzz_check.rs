@@ -5,11 +5,11 @@
 //!
 //! The normal test run tries `GPUREADY_FUZZ_CASES` inputs (default 150); set it
 //! higher for a longer budget, and `GPUREADY_FUZZ_SEED` for another sequence:
-//! `GPUREADY_FUZZ_CASES=5000 cargo test -p gpuready --test fuzz_check -- --nocapture`.
+//! `GPUREADY_FUZZ_CASES=5000 cargo test -p gpuready --test cli fuzz_check:: -- --nocapture`.
 //! The figures printed at the end go into docs/hardening.md; `GPUREADY_FUZZ_BIN`
 //! runs another build (a baseline) through the same inputs.
 
-mod support;
+use crate::support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -5,7 +5,7 @@
 //! those coordinates. (`tests/lint-workflows.sh` lints the workflow with
 //! actionlint on top of this.)
 
-mod support;
+use crate::support;
 
 use serde_json::Value;
 use support::*;
