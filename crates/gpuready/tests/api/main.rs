@@ -7,10 +7,11 @@
 //! not change. The binary's one shared control plane (`TestEnv::shared`) is
 //! used by `crd_admission` (with the committed CRD), `probe` (nodes and
 //! namespaces of unique names, no CRD) and `nfd_crds_apiserver` (NFD's CRDs,
-//! which the other two never touch); none of them runs a controller on it. Tests
-//! that do run one on a shared environment (`monitoring_rules`, `cli_cluster`),
-//! install the admission policy (`admission_policy`) or install the chart with
-//! its fixed release name (`flux`) stay in binaries of their own.
+//! which the other two never touch); none of them runs a controller on it.
+//! Tests that run one on their shared environment (`monitoring_rules`, `flux`:
+//! profiles of fixed names, and the chart's CRD alone; `cli_cluster`, in the
+//! `cli` binary) or apply the chart's admission policy to it (`admission_policy`)
+//! are kept away from this one.
 
 #[path = "../support/mod.rs"]
 mod support;
