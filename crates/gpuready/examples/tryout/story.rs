@@ -1,5 +1,5 @@
 //! The try-out's story, shared by `examples/tryout` (what a newcomer runs) and
-//! `tests/tryout.rs` (which runs it so it cannot rot): on a real control plane,
+//! `tests/api/tryout.rs` (which runs it so it cannot rot): on a real control plane,
 //! load the example clusters, start the `gpuready` binary, and watch one broken
 //! node be tainted, repaired and released.
 

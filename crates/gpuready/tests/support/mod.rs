@@ -1,6 +1,7 @@
 //! The one fixtures module of `crates/gpuready/tests`: every test binary that
-//! needs a helper declares `mod support;` and uses `support::*`, so a helper is
-//! written once, here, by topic:
+//! needs a helper declares `mod support;` (a suite's `main.rs` through
+//! `#[path]`) and uses `support::*`, so a helper is written once, here, by
+//! topic:
 //!
 //! - [`fixtures`]: nodes (created the way kubelet does), profiles and the
 //!   example clusters under `deploy/examples`;
