@@ -6,7 +6,7 @@
 //! ([`NfdCrdRelease::V0_18_19`], annotation `gpuready.io/nfd-crd-release: v0.18`).
 //! The CRDs are generated from the types below ([`generate`], exposed as
 //! [`crate::crd::nfd_crds`]) and tested field by field against the upstream file
-//! (`tests/nfd_conformance.rs`). Use those, not `NodeFeature::crd()` and friends:
+//! (`tests/schemas/nfd_conformance.rs`). Use those, not `NodeFeature::crd()` and friends:
 //! the derive alone gives `nullable` fields, a `title` and no object-meta fields,
 //! which upstream does not have (see `crds.rs` for why each change is made).
 //!
@@ -16,9 +16,9 @@
 //!    `deployment/base/nfd-crds/nfd-api-crds.yaml` from the Go module proxy and
 //!    cache it; it never goes into this repo).
 //! 2. Set [`UPSTREAM_REFERENCE`] to `<tag>`, and add `<tag>` with its release to
-//!    the `UPSTREAM` table in `tests/nfd_conformance.rs` (a listed release
+//!    the `UPSTREAM` table in `tests/schemas/nfd_conformance.rs` (a listed release
 //!    missing from that table fails the test).
-//! 3. Run `cargo test -p gpuready-api --test nfd_conformance`.
+//! 3. Run `cargo test -p gpuready-api --test schemas nfd_conformance::`.
 //!    * No difference: the release shipped the same CRDs (as v0.19.0 did after
 //!      v0.18). Widen the text of [`NfdCrdRelease::nfd_releases`] and this header,
 //!      and stop: the release identity and the generated YAML stay as they are.
@@ -31,8 +31,8 @@
 //!    previous release in the `UPSTREAM` table. In `gpuready-core`'s `nfd_crds`
 //!    tests, move the previous tags from "current" to "older".
 //! 5. Regenerate the committed YAML with
-//!    `UPDATE_CRDS=1 cargo test -p gpuready-api --test crd_drift`, run the
-//!    tests (including `crates/gpuready/tests/nfd_crds_apiserver.rs` against a
+//!    `UPDATE_CRDS=1 cargo test -p gpuready-api --test schemas crd_drift::`, run the
+//!    tests (including `crates/gpuready/tests/api/nfd_crds_apiserver.rs` against a
 //!    real API server), and commit.
 
 pub mod compare;

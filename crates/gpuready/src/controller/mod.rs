@@ -6,7 +6,7 @@
 //! This module only wires the tasks together; what they share is in
 //! `context.rs` (and `health.rs`, `status_input.rs`), which imports none of
 //! them, so no module here imports one that imports it back
-//! (`tests/module_graph.rs` checks this).
+//! (`tests/cli/module_graph.rs` checks this).
 
 // Rooms by role: what is read and kept, what is written, what is reported,
 // who may write; what every room shares stays here.

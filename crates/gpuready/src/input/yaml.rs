@@ -13,7 +13,7 @@
 //! (`yes`, `on`, `y`, `Off` are booleans, `0777` is octal, `1_000` is 1000),
 //! where serde_yaml_ng and saphyr resolve YAML 1.2 (all of those are strings or
 //! other numbers there). [`scalar::resolve_plain`] follows go-yaml v2's resolve.go; the
-//! differential test (tests/profile_differential.rs) checks it against a real
+//! differential test (tests/api/profile_differential.rs) checks it against a real
 //! kubectl and API server. Merge keys (`<<`) are applied in go-yaml v2's order
 //! (each entry set in turn, so a later key overrides an earlier one), and a key
 //! given twice keeps its last value.

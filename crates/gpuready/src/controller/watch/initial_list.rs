@@ -68,7 +68,7 @@ where
 }
 
 /// A streaming list the server does not serve: the 422 kube-apiserver 1.37
-/// answers with the WatchList gate off (tests/initial_list.rs). Any other
+/// answers with the WatchList gate off (tests/api/initial_list.rs). Any other
 /// error is the watch's own, and the watcher retries it as it would a paged
 /// LIST's.
 fn refused(e: &watcher::Error) -> bool {

@@ -40,7 +40,7 @@
 //! nothing and RBAC can name the three CRDs in `resourceNames`: `get`, `list`,
 //! `watch`, `patch` and `create` on `customresourcedefinitions`
 //! (apiextensions.k8s.io). An apply that creates a missing CRD is authorised as
-//! `create` too, by name (tests/nfd_reconciler.rs checks this role). Check mode
+//! `create` too, by name (tests/api/nfd_reconciler.rs checks this role). Check mode
 //! needs only `get`, `list` and `watch`.
 
 use std::collections::BTreeMap;
