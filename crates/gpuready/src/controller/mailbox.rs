@@ -172,10 +172,12 @@ impl<K: Ord, T> MailboxReceiver<K, T> {
 /// channels"). Status: one verdict a reconcile piles up while the status task
 /// makes its first count at start-up — 776 deep at 10,000 nodes, 6,320 at
 /// 100,000 — so 16,384 queues a start-up of 100,000 nodes with room to
-/// spare (a few MiB of verdicts at most). Requeue: the node book hands back
-/// 2 × `--concurrency` nodes at a time — 16 deep at both sizes (the default
-/// 8) — so 1,024 queues that up to `--concurrency 512`; past either, the
-/// messages coalesce per node and nothing is lost.
+/// spare (a few MiB of verdicts at most). Requeue: the nodes the evidence
+/// watches, the fabric groups and the status pass name (the node book queues
+/// what it hands back itself, so it sends nothing here: 0 deep at 10,000
+/// nodes, where it was 16 when the book's hand-backs came through) — 1,024
+/// holds a burst of those; past either capacity the messages coalesce per
+/// node and nothing is lost.
 pub const STATUS_CAPACITY: usize = 16_384;
 pub const REQUEUE_CAPACITY: usize = 1_024;
 
