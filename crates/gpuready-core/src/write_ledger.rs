@@ -16,7 +16,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
-use crate::write_step::WriteStep;
+use crate::write_step::{GateView, WriteStep};
 
 /// What to do with a node's own watch event.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -207,7 +207,7 @@ impl WriteLedger {
     }
 
     /// The gate as the running reconcile of `node` sees it.
-    pub fn view(&self, node: &str) -> crate::write_step::GateView {
+    pub fn view(&self, node: &str) -> GateView {
         let own = self
             .running
             .get(node)
@@ -220,7 +220,7 @@ impl WriteLedger {
             .filter(|t| Some(**t) != own && Some(**t) != queued_again)
             .take(1)
             .count();
-        crate::write_step::GateView {
+        GateView {
             taint_work_ahead: others > 0,
             released: self.running.get(node).is_some_and(|r| r.released),
         }

@@ -302,11 +302,6 @@ impl Ledger {
         self.book().deferred()
     }
 
-    /// Whether any taint work is pending: profile status waits behind it.
-    pub fn taint_work_pending(&self) -> bool {
-        self.book().taint_work_pending()
-    }
-
     /// Returns once no taint work is pending (at once when none is).
     pub async fn taint_work_done(&self) {
         // The sender lives as long as the ledger: `wait_for` cannot fail here.
