@@ -31,6 +31,7 @@ pub struct ComputeDomainClique {
 }
 
 /// One node's IMEX daemon in the clique.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq)]
 #[serde(rename_all = "camelCase")]
 pub struct DaemonInfo {
@@ -48,7 +49,6 @@ pub struct DaemonInfo {
     /// `Ready` while the IMEX daemon can broker GPU memory exchanges,
     /// `NotReady` otherwise (the CRD's default, so an older daemon that writes
     /// none reads `NotReady`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
 }
 

@@ -22,6 +22,7 @@ pub struct ResourceSlice {
 }
 
 /// `spec` of a ResourceSlice.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ResourceSliceSpec {
@@ -30,11 +31,9 @@ pub struct ResourceSliceSpec {
     #[serde(default)]
     pub pool: ResourcePool,
     /// The node whose local devices the slice lists.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_name: Option<String>,
     /// Kubernetes 1.37: the fully qualified name of the string attribute that
     /// labels each device with its partition type (e.g. `Full` or `Half`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub partition_type_attribute: Option<String>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<Device>,
@@ -70,23 +69,16 @@ pub struct Device {
 /// KEP-5491's (`DRAListTypeAttributes`, alpha in Kubernetes 1.36): members and
 /// spellings as k8s-openapi 0.29's `v1_37::api::resource::v1::DeviceAttribute`
 /// (`bools`, `ints`, `strings`, `versions`, each a non-empty list).
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct DeviceAttribute {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub string: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub int: Option<i64>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bool: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub strings: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub versions: Option<Vec<String>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ints: Option<Vec<i64>>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bools: Option<Vec<bool>>,
 }
 
@@ -139,11 +131,11 @@ pub struct DeviceCapacity {
 }
 
 /// A device taint set by the driver (health) or copied from a DeviceTaintRule.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 pub struct DeviceTaint {
     #[serde(default)]
     pub key: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub value: Option<String>,
     /// `None`, `NoSchedule` or `NoExecute`; anything else reads as `None`.
     #[serde(default)]

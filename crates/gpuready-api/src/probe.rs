@@ -37,6 +37,7 @@ pub fn configmap_name(node: &str) -> Option<String> {
 }
 
 /// One probe's view of its node's GPUs.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProbeReport {
@@ -44,7 +45,6 @@ pub struct ProbeReport {
     pub api_version: String,
     /// Node the probe runs on (`spec.nodeName` through the downward API); `None`
     /// for `gpuready probe --once` outside a cluster.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node: Option<String>,
     /// RFC 3339 time this report was taken: the probe's heartbeat.
     #[serde(default)]
@@ -59,14 +59,11 @@ pub struct ProbeReport {
     #[serde(default)]
     pub nvml: NvmlState,
     /// NVML's driver version string, e.g. `580.159.04`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver_version: Option<String>,
     /// Highest CUDA version the driver supports (`nvmlSystemGetCudaDriverVersion`), e.g. `13.0`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cuda_driver_version: Option<String>,
     /// `nvmlDeviceGetCount`: GPUs NVML enumerates, including ones whose details
     /// could not be read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_count: Option<u32>,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<GpuState>,
@@ -75,28 +72,25 @@ pub struct ProbeReport {
     pub events: EventLog,
     /// v2: the node's boot ID (`/proc/sys/kernel/random/boot_id`): a change means
     /// a reboot, which re-validates the compute check.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot_id: Option<String>,
     /// v2: the device nodes a container needs, and whether each exists.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub device_nodes: Vec<DeviceNode>,
     /// v2: the CUDA compute check (absent in v1 reports: not judged).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute_check: Option<ComputeCheck>,
     /// v2, optional: the host's `nvidia-imex` service as its files show it
     /// (`gpuready probe --host-root`). Absent: not read (a probe without the
     /// host's `/etc`, or an older one), which the Fabric layer says.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub imex: Option<ImexHost>,
     /// v2, optional: the probe stepped aside because its node is in GPU
     /// maintenance. It holds no NVML handle and runs no compute check then, so
     /// `nvml` says why it is not used and the GPU fields are empty. Absent: the
     /// probe reads the GPUs (or is older than this field).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub paused: Option<ProbePause>,
 }
 
 /// Why, and since when, the probe leaves the GPUs alone.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ProbePause {
@@ -111,7 +105,6 @@ pub struct ProbePause {
     /// The `/dev/nvidia*` files the probe's process still had open when it
     /// wrote this report (`/proc/self/fd`): empty is the proof that it keeps
     /// no GPU device open. Absent when `/proc/self/fd` could not be read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_device_files: Option<Vec<String>>,
 }
 
@@ -133,6 +126,7 @@ pub const IMEX_DEFAULT_SOCKET: &str = "/etc/nvidia-imex/imex_ctrl.sock";
 /// The host's `nvidia-imex` service as its files show it. Files only: the
 /// probe does not see whether the daemon runs (no host PID namespace, no
 /// systemd bus); docs/fabric.md says what each field means and misses.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ImexHost {
@@ -140,13 +134,13 @@ pub struct ImexHost {
     pub config: ImexConfig,
     /// The control socket the config names (`IMEX_CMD_UNIX_DOMAIN_PATH`);
     /// absent when it names none.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub socket: Option<ImexSocket>,
     /// [`IMEX_UNIT`] under [`SYSTEMD_UNIT_DIR`].
     pub unit: ImexUnit,
 }
 
 /// What [`IMEX_CONFIG_PATH`] says.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ImexConfig {
@@ -155,14 +149,11 @@ pub struct ImexConfig {
     pub present: bool,
     /// `IMEX_CMD_ENABLED` as written (the last assignment); absent when the
     /// file does not set it. `1` turns the daemon's command service on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cmd_enabled: Option<String>,
     /// `IMEX_CMD_UNIX_DOMAIN_PATH`; absent when unset or empty.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cmd_unix_domain_path: Option<String>,
     /// Why the file (or the host's `/etc`) could not be read: then nothing
     /// above is known.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
@@ -192,6 +183,7 @@ pub enum SocketState {
 }
 
 /// [`IMEX_UNIT`]'s links under [`SYSTEMD_UNIT_DIR`].
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ImexUnit {
@@ -201,7 +193,6 @@ pub struct ImexUnit {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub wanted_by: Vec<String>,
     /// Why the unit directory could not be read (`state` is `Unread`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
@@ -221,52 +212,41 @@ pub enum UnitState {
 }
 
 /// NVML initialisation result.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NvmlState {
     pub usable: bool,
     /// The library that was loaded, e.g. `libnvidia-ml.so.1`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub library: Option<String>,
     /// NVML's own version string.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub version: Option<String>,
     /// Why NVML is unusable (every library tried, with its error).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
 /// One GPU as NVML reports it. A field NVML could not read is `None`; when the
 /// reason was an error (not "not supported on this GPU") it is listed in `errors`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GpuState {
     pub index: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
     /// NVML product name, e.g. `NVIDIA H200` (GFD writes it with `-` for spaces).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
     /// Total framebuffer in MiB (what GFD's `nvidia.com/gpu.memory` holds).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub memory_mib: Option<u64>,
     /// `major.minor`, e.g. `9.0`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute_capability: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pci_bus_id: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub persistence_mode: Option<bool>,
     /// MIG mode currently enabled.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mig_enabled: Option<bool>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ecc: Option<EccState>,
     /// Dynamic page retirement (GPUs before Ampere).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub retired_pages: Option<RetiredPages>,
     /// Row remapping (Ampere and later data-center GPUs).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub row_remapping: Option<RowRemapping>,
     /// Active clock event ("throttle") reasons, e.g. `GpuIdle`, `HwThermalSlowdown`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -276,24 +256,19 @@ pub struct GpuState {
     pub errors: Vec<String>,
     /// v2: NVSwitch fabric state (`nvmlDeviceGetGpuFabricInfo`); absent on GPUs
     /// without one (PCIe cards, pass-through VMs): that is not an error.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fabric: Option<FabricState>,
     /// v2: compute processes NVML lists on this GPU now (CUDA contexts of any
     /// container: the driver reports host PIDs whatever the PID namespace).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute_processes: Option<u32>,
     /// v2: NVML compute mode (`Default`, `ExclusiveProcess`, `Prohibited`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute_mode: Option<String>,
     /// v2: this GPU's result in the latest compute check that ran (its time and
     /// trigger are in the report's `computeCheck`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute: Option<GpuCompute>,
     /// v2 (optional, added with the lifecycle): what the driver says the GPU
     /// needs, NVML field `NVML_FI_DEV_GET_GPU_RECOVERY_ACTION` (230). Absent
     /// from probes that do not read it; `NotSupported` where the driver or
     /// GPU does not answer it (a fact, not a failure).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub recovery_action: Option<RecoveryAction>,
 }
 
@@ -354,28 +329,26 @@ impl RecoveryAction {
 
 /// A device node and whether it exists (`/dev/nvidiactl`, `/dev/nvidia-uvm`,
 /// `/dev/nvidia-uvm-tools`, `/dev/nvidia<minor>` per GPU).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeviceNode {
     pub path: String,
     pub present: bool,
     /// The GPU (NVML index) this node belongs to; `None` for node-wide ones.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub gpu: Option<u32>,
 }
 
 /// NVSwitch fabric registration of one GPU, as NVML reports it.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct FabricState {
     pub state: FabricPhase,
     /// NVML's result of the registration once `Completed` (`Success` or an
     /// NVML error name such as `NVML_ERROR_...`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub clique_id: Option<u32>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster_uuid: Option<String>,
 }
 
@@ -393,6 +366,7 @@ pub enum FabricPhase {
 
 /// A CUDA driver API error, by name and number (`CUresult`), and the step it
 /// came from.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CudaError {
@@ -404,7 +378,6 @@ pub struct CudaError {
     /// The step that failed (`load`, `init`, `context`, `alloc`, `copy`, `launch`, ...).
     pub step: String,
     /// Extra detail (the loader's message, the driver's error string).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
 }
 
@@ -421,6 +394,7 @@ pub struct ComputeStep {
 }
 
 /// A GPU's result in a compute check.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct GpuCompute {
@@ -428,10 +402,8 @@ pub struct GpuCompute {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub steps: Vec<ComputeStep>,
     /// The CUDA error that stopped the check on this GPU.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<CudaError>,
     /// Wrong data: what was expected and what came back.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mismatch: Option<String>,
     /// Bytes the check allocated on this GPU.
     #[serde(default)]
@@ -488,12 +460,11 @@ pub enum ComputeSkipReason {
 }
 
 /// The stack a compute check ran on: when it changes, the check is re-run.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ComputeStack {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub driver_version: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub boot_id: Option<String>,
     /// GPU UUIDs, sorted.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -514,6 +485,7 @@ pub struct ComputeSkip {
 
 /// The node's compute check: the latest run of this probe (if any) and, when a
 /// due check could not run, why.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ComputeCheck {
@@ -521,50 +493,38 @@ pub struct ComputeCheck {
     /// `Disabled` when switched off. Per-GPU results are in `gpus[].compute`.
     pub outcome: ComputeOutcome,
     /// RFC 3339 start of the latest run.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ran_at: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger: Option<ComputeTrigger>,
     /// The stack the latest run saw.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stack: Option<ComputeStack>,
     /// The CUDA library loaded, e.g. `libcuda.so.1`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub library: Option<String>,
     /// `cuDriverGetVersion`, e.g. `13.0`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cuda_version: Option<String>,
     /// A node-wide failure (library missing, `cuInit`, device enumeration).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<CudaError>,
     /// Wall time of `cuInit`, in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_millis: Option<f64>,
     /// Wall time of the whole run (child process included), in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub millis: Option<f64>,
     /// A check that was due and did not run (the latest run, if any, stays).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skipped: Option<ComputeSkip>,
     /// The value of the request annotation the latest run served.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub request: Option<String>,
 }
 
 /// ECC mode and uncorrectable error counts (`NVML_MEMORY_ERROR_TYPE_UNCORRECTED`).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EccState {
     /// ECC is enabled now.
     pub enabled: bool,
     /// ECC mode after the next reboot, when it differs from `enabled`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pending_enabled: Option<bool>,
     /// Since the driver last loaded (cleared by a GPU reset or reboot).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub volatile_uncorrectable: Option<u64>,
     /// Over the GPU's lifetime (kept in the InfoROM).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub aggregate_uncorrectable: Option<u64>,
 }
 
@@ -591,6 +551,7 @@ pub struct RowRemapping {
 }
 
 /// Critical events seen by the probe's NVML event set since it started.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EventLog {
@@ -598,7 +559,6 @@ pub struct EventLog {
     /// registration failed (then `error` says why): no events does not mean none
     /// happened.
     pub monitored: bool,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
     /// One record per (GPU, kind, XID), at most [`MAX_EVENT_RECORDS`].
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -615,6 +575,7 @@ fn is_zero(n: &u64) -> bool {
 /// Occurrences of one kind of critical event on one GPU (docs/probe.md,
 /// "Critical-event records", says what each field holds and how the Health
 /// layer reads it).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EventRecord {
@@ -622,7 +583,6 @@ pub struct EventRecord {
     pub gpu: String,
     pub kind: EventKind,
     /// The XID number, for `kind: Xid`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub xid: Option<u64>,
     pub count: u64,
     /// RFC 3339.

@@ -47,6 +47,7 @@ pub const MAX_NOT_READY_SUMMARY: usize = 20;
 // One `printcolumn(...)` per column is kube's syntax; clippy reads the repeated
 // `type_ = ...` inside them as duplicated attributes.
 #[allow(clippy::duplicated_attributes)]
+#[serde_with::skip_serializing_none]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[kube(
     group = "gpuready.io",
@@ -125,7 +126,6 @@ pub struct GpuNodeProfileSpec {
     pub gpu: GpuExpectation,
 
     /// Minimum NVIDIA driver version, e.g. `580.65.06` or `570.26`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = Rule::new("self.matches('^[1-9][0-9]{0,8}\\\\.(0|[1-9][0-9]{0,8})(\\\\.[0-9]{1,9})?$')").message("minDriverVersion must look like 580.65.06 or 570.26 (at most 9 digits a part, no leading zero in the first two)"))]
     #[schemars(length(max = 32))]
     pub min_driver_version: Option<String>,
@@ -133,14 +133,12 @@ pub struct GpuNodeProfileSpec {
     /// CUDA version the workloads are built for, e.g. `12.4` or `13.0`. Checked
     /// against the card's compute capability, the driver's minimum for that CUDA
     /// release and the CUDA version the driver reports.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = Rule::new("self.matches('^([1-9]|1[0-9]|20)\\\\.(0|[1-9][0-9]?)$')").message("cudaVersion must be a CUDA release like 12.4 or 13.0 (major 1 to 20, no leading zero)"))]
     #[schemars(length(max = 16))]
     pub cuda_version: Option<String>,
 
     /// Layers whose verdict gates readiness. Default: all of them. A layer left out
     /// is still evaluated and reported, but cannot hold the node back.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 10))]
     #[x_kube(validation = Rule::new("self.all(l, self.exists_one(m, m == l))").message("gatingLayers must not repeat a layer"))]
     #[x_kube(validation = Rule::new("self.exists(l, l != 'Health')").message("gatingLayers must name a layer besides Health: Health is judged only where a probe report exists, so alone it gates nothing"))]
@@ -221,13 +219,11 @@ pub struct GpuNodeProfileSpec {
     /// How long a node may stay not ready before gpuready marks it for
     /// remediation (condition reason, Event, metric, optional label). gpuready
     /// never deletes, drains or cordons a node. Absent: no deadline.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_ready_deadline: Option<NotReadyDeadline>,
 
     /// How the Health layer uses the report of the node agent `gpuready probe`
     /// (NVML read where the workloads run). Absent: a report is judged when one
     /// exists, and a node without one is judged as before.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe: Option<ProbeExpectation>,
 
     /// Per-device gating on DRA nodes: gpuready writes one `DeviceTaintRule`
@@ -235,20 +231,17 @@ pub struct GpuNodeProfileSpec {
     /// parent GPU for MIG devices) instead of tainting the whole node, and taints
     /// the node as well only when fewer than `minReadyGpus` ready GPUs remain.
     /// Absent: whole-node gating only, as before.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_gating: Option<DeviceGating>,
 
     /// The MIG layout the pool needs, judged from mig-manager's labels
     /// (`nvidia.com/mig.config`, `nvidia.com/mig.config.state`), GFD's MIG
     /// labels and the DRA driver's MIG devices. Absent: not checked.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mig: Option<MigExpectation>,
 
     /// How maintenance the GPU operator drives (driver upgrades, MIG changes,
     /// paused operands) is judged: such a node stays gated under its own
     /// reason and is counted apart from failures. Absent: maintenance may
     /// last as long as it takes.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub maintenance: Option<MaintenanceRules>,
 
     /// Which reasons take a bad GPU out harder: its DeviceTaintRule (device
@@ -256,20 +249,17 @@ pub struct GpuNodeProfileSpec {
     /// `NoExecute`, evicting the pods that use it, after a dry run in which
     /// the rule runs with effect `None` and the API server reports what
     /// `NoExecute` would evict. Absent: nothing escalates.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub escalation: Option<Escalation>,
 
     /// The Fabric layer: multi-node NVLink readiness (GB200/GB300-class
     /// systems): the NVLink clique label GFD writes, the probe's NVML fabric
     /// state of every GPU, the driver IMEX needs and the host's IMEX service.
     /// Absent: not checked.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fabric: Option<FabricExpectation>,
 
     /// The External layer: which verdicts of other judges count, as Node
     /// conditions their agents write (a cloud provider's GPU health agent,
     /// node-problem-detector checks). Absent: none is read.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external: Option<ExternalSignals>,
 }
 

@@ -39,13 +39,13 @@ impl RepairMark {
 }
 
 /// What the annotation does to this judgement.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct RepairOutcome {
     /// The annotation as written.
     pub value: String,
     /// Why it was refused (then it changes nothing).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub refused: Option<String>,
     /// Fault records it took out of the judgement.
     pub cleared: usize,
@@ -173,34 +173,4 @@ pub fn apply(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn t(s: &str) -> Timestamp {
-        s.parse().expect("time")
-    }
-
-    #[test]
-    fn times_and_per_gpu_objects_parse_and_bad_ones_are_refused_with_why() {
-        let now = t("2026-12-01T12:00:00Z");
-        let created = Some(t("2026-11-01T00:00:00Z"));
-        let all = parse("2026-12-01T10:00:00Z", created, now).expect("time");
-        assert_eq!(all.all, Some(t("2026-12-01T10:00:00Z")));
-        let per = parse(r#"{"GPU-a": "2026-12-01T10:00:00Z"}"#, created, now).expect("json");
-        assert_eq!(per.gpus.len(), 1);
-        // A minute of skew is tolerated; more is the future.
-        assert!(parse("2026-12-01T12:00:30Z", created, now).is_ok());
-        for (value, why) in [
-            ("2026-12-02T10:00:00Z", "in the future"),
-            ("2026-10-01T10:00:00Z", "before the node was created"),
-            ("yesterday", "not an RFC 3339 time"),
-            ("{}", "names no GPU"),
-            (r#"{"gpu-3": "2026-12-01T10:00:00Z"}"#, "not a GPU UUID"),
-            (r#"{"GPU-a": "2027-01-01T00:00:00Z"}"#, "in the future"),
-            (r#"["GPU-a"]"#, "not an RFC 3339 time"),
-        ] {
-            let e = parse(value, created, now).expect_err(value);
-            assert!(e.contains(why), "{value}: {e}");
-        }
-    }
-}
+mod tests;

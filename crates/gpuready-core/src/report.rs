@@ -68,6 +68,7 @@ pub struct LayerReport {
 }
 
 /// A failing node whose reason the profile escalates.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeEscalation {
@@ -79,7 +80,6 @@ pub struct NodeEscalation {
     pub escalated: bool,
     /// Due, but held with the taint's own effect: why (the safety brake, or
     /// the profile's `NoExecute` budget: `crate::no_execute`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub held: Option<String>,
 }
 

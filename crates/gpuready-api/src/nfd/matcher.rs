@@ -109,6 +109,7 @@ pub struct MatchExpression {
 
 /// Tests against one feature set (such as `kernel.loadedmodule` or `pci.device`),
 /// applied to each of its elements.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct FeatureMatcherTerm {
@@ -117,11 +118,9 @@ pub struct FeatureMatcherTerm {
 
     /// Tests keyed by attribute name, all of which an element must pass. Optional
     /// since NFD v0.15 (a term may use `matchName` alone).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub match_expressions: Option<BTreeMap<String, MatchExpression>>,
 
     /// Test on the element name itself (NFD v0.15+).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub match_name: Option<MatchExpression>,
 }
 

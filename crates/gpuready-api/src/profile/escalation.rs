@@ -68,24 +68,24 @@ fn default_max_no_execute_percent() -> u8 {
 }
 
 /// The profile's rules for nodes in maintenance.
+#[serde_with::skip_serializing_none]
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct MaintenanceRules {
     /// Seconds a node may stay in maintenance, counted from when its
     /// `GpuReady` condition last left True; past it the node is a failure
     /// (`MaintenanceStuck`). Absent: no limit.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 60, max = 2592000))]
     pub deadline_seconds: Option<u32>,
 }
 
 /// Per-device gating: what gpuready's DeviceTaintRules look like.
+#[serde_with::skip_serializing_none]
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct DeviceGating {
     /// Ready GPUs (not bad, not tainted by the DRA driver) the node must keep
     /// for its node taint to stay off. Default: `gpu.count`, else 1.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 1024))]
     pub min_ready_gpus: Option<u32>,
 

@@ -12,6 +12,7 @@ use super::health::ProbePolicy;
 
 /// Outside verdicts the External layer reads: documented presets, any other
 /// condition type, and how old a verdict may be.
+#[serde_with::skip_serializing_none]
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("(has(self.presets) && size(self.presets) > 0) || (has(self.conditions) && size(self.conditions) > 0)").message("external must name at least one preset or condition: an External layer that reads nothing would always be Ready"))]
@@ -32,7 +33,6 @@ pub struct ExternalSignals {
     /// A condition whose `lastHeartbeatTime` is older than this many seconds
     /// makes the layer Unknown (`ExternalSignalStale`): its agent stopped
     /// reporting. Absent: not checked.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 30, max = 604800))]
     pub max_heartbeat_age_seconds: Option<u32>,
 

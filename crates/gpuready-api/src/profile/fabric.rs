@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::health::ProbePolicy;
 
 /// What multi-node NVLink readiness requires of a node.
+#[serde_with::skip_serializing_none]
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("!has(self.imexMode) || self.imexMode != 'HostManaged' || !has(self.computeDomainCliques) || self.computeDomainCliques == 'Ignore'").message("fabric.computeDomainCliques must be Ignore with fabric.imexMode HostManaged: the DRA driver writes no ComputeDomainCliques in host-managed IMEX mode, so every node would read Unknown"))]
@@ -24,7 +25,6 @@ pub struct FabricExpectation {
     /// what the NVIDIA DRA driver's ComputeDomains need (IMEX daemons with DNS
     /// names); none with `imexMode: HostManaged`, where the driver runs no
     /// IMEX daemon and checks no minimum.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[x_kube(validation = Rule::new("self.matches('^[1-9][0-9]{0,8}\\\\.(0|[1-9][0-9]{0,8})(\\\\.[0-9]{1,9})?$')").message("fabric.minDriverVersion must look like 570.158.01 (at most 9 digits a part, no leading zero in the first two)"))]
     #[schemars(length(max = 32))]
     pub min_driver_version: Option<String>,
@@ -41,7 +41,6 @@ pub struct FabricExpectation {
     /// of it must sit in one clique. A node in a minority clique of its group
     /// is not ready (`CliqueSplit`); with no majority, every node of the group
     /// is (docs/fabric.md). Absent: nodes are not compared with each other.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 317))]
     #[x_kube(validation = Rule::new("!format.qualifiedName().validate(self).hasValue()").message("fabric.groupByLabel must be a valid label key, like example.com/nvl-rack"))]
     pub group_by_label: Option<String>,
@@ -61,7 +60,9 @@ pub struct FabricExpectation {
     /// installed and running, with `IMEX_CMD_ENABLED=1` and its control
     /// socket). Judged from what the probe reads of the host's files (the
     /// chart's `probe.imex.enabled`); absent: not checked.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    // `default` says "optional" to schemars, which cannot see the Option
+    // through `schema_with`.
+    #[serde(default)]
     #[schemars(schema_with = "not_nullable::<ImexMode>")]
     pub imex_mode: Option<ImexMode>,
 }

@@ -8,13 +8,13 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The MIG geometry a pool needs.
+#[serde_with::skip_serializing_none]
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct MigExpectation {
     /// The mig-manager configuration the node must be labelled with
     /// (`nvidia.com/mig.config`), e.g. `all-1g.18gb`; its
     /// `nvidia.com/mig.config.state` must be `success`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(min = 1, max = 63))]
     pub config: Option<String>,
 
@@ -30,6 +30,7 @@ pub struct MigExpectation {
 
 /// The GPU expected on every governed node. Every field is optional; an absent
 /// field is not checked.
+#[serde_with::skip_serializing_none]
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, Default, PartialEq)]
 #[serde(rename_all = "camelCase")]
 #[x_kube(validation = Rule::new("!has(self.families) || !has(self.excludedFamilies) || !self.families.exists(f, f in self.excludedFamilies)").message("gpu.families and gpu.excludedFamilies must not share a family: no card could be both allowed and excluded"))]
@@ -49,12 +50,10 @@ pub struct GpuExpectation {
     pub products: Vec<String>,
 
     /// Minimum `nvidia.com/gpu.memory`, in MiB (e.g. 24576 for a 24 GiB card).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 16777216))]
     pub min_memory_mib: Option<u32>,
 
     /// Minimum compute capability as `major.minor`, e.g. `8.6`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 8))]
     #[x_kube(validation = Rule::new("self.matches('^[1-9][0-9]?\\\\.[0-9]$')").message("minComputeCapability must look like 8.6 (major.minor, from 1.0, no leading zero)"))]
     pub min_compute_capability: Option<String>,
@@ -72,7 +71,6 @@ pub struct GpuExpectation {
     pub excluded_families: Vec<Family>,
 
     /// GPUs per node: at least this many in `nvidia.com/gpu.count` and allocatable.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 1024))]
     pub count: Option<u32>,
 
@@ -80,7 +78,6 @@ pub struct GpuExpectation {
     /// standard `resource.kubernetes.io/numaNode` attribute (an `int`, or an
     /// `ints` list): on an 8-GPU board with two sockets, 4 catches a BIOS
     /// NUMA setting that put every GPU on one node. Judged on DRA nodes only.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(range(min = 1, max = 1024))]
     pub max_gpus_per_numa_node: Option<u32>,
 }

@@ -6,6 +6,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The Health layer's rules for the probe report.
+#[serde_with::skip_serializing_none]
 #[derive(KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
 #[serde(rename_all = "camelCase")]
 pub struct ProbeExpectation {
@@ -25,7 +26,6 @@ pub struct ProbeExpectation {
     /// Default: 48, 61, 62, 64, 74, 79, 95, 119, 120, 140, 154 (NVIDIA's Xid
     /// catalog: reset the GPU or reboot). The application XIDs 13, 31, 43, 45, 68
     /// and 109 cannot be listed: they follow a faulty workload, not the GPU.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     #[schemars(length(max = 64))]
     #[x_kube(validation = Rule::new("self.all(x, x >= 1 && x <= 65535)").message("probe.fatalXids must be XID numbers from 1 to 65535"))]
     #[x_kube(validation = Rule::new("self.all(x, !(x in [13, 31, 43, 45, 68, 109]))").message("probe.fatalXids must not list the application XIDs 13, 31, 43, 45, 68 or 109: they follow a faulty workload, not a faulty GPU"))]
@@ -39,7 +39,6 @@ pub struct ProbeExpectation {
 
     /// How the CUDA compute check of the probe (report v2) gates. Absent: a
     /// failed check gates, a skipped or stale one is only reported.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub compute_check: Option<ComputeCheckRules>,
 }
 

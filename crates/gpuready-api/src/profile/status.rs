@@ -7,11 +7,11 @@ use serde::{Deserialize, Serialize};
 
 /// Aggregated verdict over the profile's nodes. Per-node detail is on each Node's
 /// `GpuReady` condition.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct GpuNodeProfileStatus {
     /// The `metadata.generation` this status was computed from.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub observed_generation: Option<i64>,
     /// Nodes the selector matches (conflicting nodes included).
     #[serde(default)]
@@ -83,18 +83,17 @@ pub struct GpuNodeProfileStatus {
     /// how many of its nodes and devices are escalated to `NoExecute`, the
     /// most that may be, and how many escalations are held back (by the
     /// budget or the safety brake). Absent without `escalation`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub no_execute: Option<NoExecuteBudget>,
 
     /// How long the profile's nodes took to join over the last 24 hours:
     /// from each Node's registration until it was Ready, read from the
     /// record gpuready writes on each node (`gpuready.io/timeline`). Absent
     /// while no node joined in the window.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub time_to_ready: Option<TimeToReady>,
 }
 
 /// A profile's recent joins as its status reports them (docs/time-to-ready.md).
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct TimeToReady {
@@ -111,7 +110,6 @@ pub struct TimeToReady {
     /// The step that held the window's joins longest, summed over them: a
     /// layer (`Driver`, `DevicePlugin`, `FeatureDiscovery`, ...) or `Gates`
     /// (other readiness gates).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub slowest_layer: Option<String>,
 }
 
@@ -186,6 +184,7 @@ pub struct SystemCount {
 }
 
 /// One device's escalation to `NoExecute`.
+#[serde_with::skip_serializing_none]
 #[derive(Serialize, Deserialize, Clone, Debug, PartialEq, Eq, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DeviceEscalation {
@@ -201,16 +200,13 @@ pub struct DeviceEscalation {
     /// server wrote it (`True`/`False` and its message): during the dry run
     /// what `NoExecute` would evict, afterwards the pods pending eviction and
     /// evicted. Absent until the server reports it.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub eviction: Option<String>,
     /// The pods that hold the device as a DRA-backed extended resource, in
     /// words: Kubernetes' device taint eviction does not evict them
     /// (kubernetes #141290), so `eviction` does not count them either.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub not_evicted: Option<String>,
     /// Due, but held with effect `None`: why (the safety brake, or the
     /// profile's `NoExecute` budget).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub held: Option<String>,
 }
 

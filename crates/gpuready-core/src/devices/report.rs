@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 /// One device gpuready takes out of service.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct BadDevice {
@@ -16,12 +17,10 @@ pub struct BadDevice {
     pub reason: String,
     pub message: String,
     /// The profile escalates this reason: the escalation rule's state.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub escalation: Option<EscalationState>,
     /// Pods that hold this device as a DRA-backed extended resource while
     /// gpuready's taint on it is, or is to turn, `NoExecute`: Kubernetes'
     /// device taint eviction does not evict them (kubernetes #141290).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub not_evicted: Option<NotEvicted>,
 }
 
@@ -85,6 +84,7 @@ impl NotEvicted {
 /// beside the device's own, effect `None` while its dry run lasts (counted
 /// from the rule's creationTimestamp, which the API server sets), then
 /// `NoExecute`. An `Observe` profile's stays `None`.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct EscalationState {
@@ -93,12 +93,10 @@ pub struct EscalationState {
     /// RFC 3339: when the dry run ends (or ended).
     pub no_execute_at: String,
     /// The rule's `EvictionInProgress` condition, `status: message`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub eviction: Option<String>,
     /// Due, but held with effect `None`: the safety brake is engaged, or the
     /// profile's share of devices under `NoExecute` is at its limit
     /// (`crate::no_execute`), in words.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub held: Option<String>,
 }
 

@@ -199,20 +199,4 @@ pub fn quantity_mib(q: &str) -> Option<u64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn quantities() {
-        assert_eq!(quantity_mib("143771Mi"), Some(143_771));
-        assert_eq!(quantity_mib("80Gi"), Some(81_920));
-        assert_eq!(quantity_mib("1048576"), Some(1));
-        assert_eq!(quantity_mib("12x"), None);
-    }
-
-    #[test]
-    fn semver_forms() {
-        assert_eq!(semver_major_minor("9.0.0"), Some(MajorMinor::new(9, 0)));
-        assert_eq!(semver_major_minor("13.0.0"), Some(MajorMinor::new(13, 0)));
-    }
-}
+mod tests;

@@ -321,19 +321,4 @@ fn architecture_family(arch: &str) -> FamilyLabel {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn architectures() {
-        assert_eq!(
-            architecture_family("Ada Lovelace"),
-            FamilyLabel::Known(Family::AdaLovelace)
-        );
-        assert_eq!(
-            architecture_family("Hopper"),
-            FamilyLabel::Known(Family::Hopper)
-        );
-        assert_eq!(architecture_family("Unknown"), FamilyLabel::Undefined);
-    }
-}
+mod tests;

@@ -54,6 +54,7 @@ impl fmt::Display for TaintChangeKind {
 }
 
 /// A new `spec.taints` list.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct TaintChange {
@@ -61,7 +62,6 @@ pub struct TaintChange {
     pub taints: Vec<Taint>,
     pub kind: TaintChangeKind,
     /// gpuready's taint after the change (`None` when removed).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub ours: Option<Taint>,
 }
 
@@ -92,18 +92,15 @@ pub struct DesiredCondition {
 /// subresource. So a transition costs at most two writes — three when taint
 /// work of other nodes is ahead and the taint goes first on its own
 /// ([`NodeChanges::gating_part`]).
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeChanges {
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub taint: Option<TaintChange>,
     /// Label keys to set (`Some`) or delete (`None`); only keys gpuready owns.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub labels: Option<BTreeMap<String, Option<String>>>,
     /// gpuready's annotations to set (`Some`) or delete (`None`).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub annotations: Option<BTreeMap<String, Option<String>>>,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub conditions: Option<ConditionChange>,
     /// A taint was wanted (the node's, or a DeviceTaintRule's) but the safety
     /// brake held it back.

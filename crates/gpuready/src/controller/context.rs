@@ -27,16 +27,17 @@ use crate::controller::watch::evidence::EvidenceStores;
 use crate::controller::watch::groups::Groups;
 use crate::controller::watch::probe_reports::ProbeReports;
 
-/// Shared state of one running controller.
+/// Shared state of one running controller: what a reconcile reads (the
+/// caches), what it writes through (the client, the node book, the Events,
+/// the CRD guard) and whom it tells (the status task).
 pub struct Context {
     pub client: Client,
     pub args: RunArgs,
     pub metrics: Arc<Metrics>,
     /// How gpuready posts Events.
     pub events: Events,
-    pub profiles: Store<GpuNodeProfile>,
-    /// The node cache, compact (see `watch/cached.rs`).
-    pub nodes: Store<CachedNode>,
+    /// What the reconcile reads, each kept by its own watch (see [`Caches`]).
+    pub caches: Caches,
     /// Verdicts and other news for the status task, which owns the tally
     /// (see [`Context::tell`]).
     pub(super) status: StatusSender,
@@ -46,19 +47,21 @@ pub struct Context {
     /// front of kube, every profile's brake, the refused nodes and the
     /// error backoff (see `ledger.rs`).
     pub ledger: Arc<Ledger>,
+}
+
+/// What the reconcile reads, each kept by its own watch and written by no
+/// reconcile: the profile and node caches, whether both are listed, and what
+/// is read beside the Node (read together by [`Caches::facts_of`]).
+pub struct Caches {
+    pub profiles: Store<GpuNodeProfile>,
+    /// The node cache, compact (see `watch/cached.rs`).
+    pub nodes: Store<CachedNode>,
     /// True once both caches have been listed. Tasks other than the controller's
     /// own wait on this, never on `Store::wait_until_ready`: kube-runtime's
     /// `DelayedInit` keeps a single waker, so of several tasks waiting on one
     /// store only the last to poll is woken and the others sleep until something
     /// else polls them (a node reconcile stalled until its 30 s timeout).
-    pub caches_ready: watch::Receiver<bool>,
-    /// What is read beside the node itself (see [`Beside`]).
-    pub beside: Beside,
-}
-
-/// What the reconcile reads beside the Node, each kept by its own watch:
-/// read together by [`Context::facts_of`].
-pub struct Beside {
+    pub listed: watch::Receiver<bool>,
     /// ResourceSlices, NodeFeatures and the other evidence per node (see
     /// `watch/evidence.rs`).
     pub evidence: Arc<EvidenceStores>,
@@ -82,25 +85,27 @@ impl Context {
     pub fn tell(&self, news: StatusInput) {
         self.status.tell(news);
     }
+}
 
+impl Caches {
     /// Waits until a reconcile can judge from the caches: both listed (an
     /// error after 30 s), and the evidence watches settled (at most 30 s,
     /// then the reconcile judges without what has not come).
     pub async fn ready_to_judge(&self) -> Result<(), Error> {
         let wait = Duration::from_secs(30);
-        let synced = tokio::time::timeout(wait, self.wait_for_caches())
+        let synced = tokio::time::timeout(wait, self.wait_listed())
             .await
             .map_err(|_| Error::CacheNotReady("caches not synced after 30s".into()))?;
         if !synced {
             return Err(Error::CacheNotReady("the cache sync task ended".into()));
         }
-        self.beside.evidence.wait_settled(wait).await;
+        self.evidence.wait_settled(wait).await;
         Ok(())
     }
 
     /// Waits until both caches have been listed once; false if they never will be.
-    pub async fn wait_for_caches(&self) -> bool {
-        self.caches_ready.clone().wait_for(|r| *r).await.is_ok()
+    pub async fn wait_listed(&self) -> bool {
+        self.listed.clone().wait_for(|r| *r).await.is_ok()
     }
 
     /// The node's facts with what is read beside it attached: its
@@ -109,14 +114,13 @@ impl Context {
     /// `profiles` that governs it groups nodes.
     pub fn facts_of(&self, node: &Node, profiles: &[(&GpuNodeProfile, &Selector)]) -> NodeFacts {
         let name = node.name_any();
-        let b = &self.beside;
-        let facts = NodeFacts::from_node(node).with_evidence(b.evidence.for_node(&name));
-        let probe = b
+        let facts = NodeFacts::from_node(node).with_evidence(self.evidence.for_node(&name));
+        let probe = self
             .probe_reports
             .as_ref()
             .and_then(|r| r.evidence(&facts.name));
         let mut facts = facts.with_probe(probe);
-        facts.evidence.clique_group = b.groups.group_of(&facts, profiles, &self.nodes);
+        facts.evidence.clique_group = self.groups.group_of(&facts, profiles, &self.nodes);
         facts
     }
 }

@@ -192,7 +192,7 @@ async fn run_controllers(
         shared.status,
         &stop,
     );
-    let cut_short = cut_short(stop.clone(), ctx.caches_ready.clone(), lost.clone());
+    let cut_short = cut_short(stop.clone(), ctx.caches.listed.clone(), lost.clone());
     info!(concurrency = ctx.args.concurrency, "controller starting");
     run_node_controller(node_stream, profile_stream, requeued, ctx, stop, cut_short).await;
     tasks.stop(lost()).await;
@@ -258,18 +258,18 @@ fn shared(client: Client, args: RunArgs, metrics: Arc<Metrics>, health: Arc<Heal
             recorder,
             budget: Mutex::default(),
         },
-        profiles: profile_reader,
-        nodes: node_reader,
-        status: status_tx,
-        crd,
-        ledger,
-        caches_ready,
-        beside: context::Beside {
+        caches: context::Caches {
+            profiles: profile_reader,
+            nodes: node_reader,
+            listed: caches_ready,
             evidence: Arc::default(),
             // fabric.groupByLabel groups follow every node event (groups.rs).
             groups: Arc::new(watch::groups::Groups::default()),
             probe_reports,
         },
+        status: status_tx,
+        crd,
+        ledger,
     });
     Shared {
         ctx,
@@ -328,7 +328,7 @@ fn node_stream(
         .backoff(WatchBackoff::default())
         .reflect(writer)
         .inspect({
-            let groups = ctx.beside.groups.clone();
+            let groups = ctx.caches.groups.clone();
             move |e| {
                 if let Ok(e) = e {
                     groups.on_event(e, &requeue);
@@ -338,7 +338,7 @@ fn node_stream(
         .inspect(node_gone(
             ctx.status.clone(),
             ctx.ledger.clone(),
-            ctx.nodes.clone(),
+            ctx.caches.nodes.clone(),
         ))
         .applied_objects()
         .predicate_filter(
@@ -373,7 +373,7 @@ fn requeued_stream(
         rx.recv().await.map(|r| (cached_ref(&r), rx))
     });
     futures::stream::select(requeued, probe_triggers)
-        .inspect(ask_if_cached(ctx.ledger.clone(), ctx.nodes.clone()))
+        .inspect(ask_if_cached(ctx.ledger.clone(), ctx.caches.nodes.clone()))
         .filter(|_| std::future::ready(false))
 }
 
@@ -402,7 +402,7 @@ impl Tasks {
         let (client, metrics) = (&ctx.client, &ctx.metrics);
         let mut evidence = watch::evidence::spawn(
             client.clone(),
-            ctx.beside.evidence.clone(),
+            ctx.caches.evidence.clone(),
             metrics.clone(),
             requeue,
             stop.clone(),
@@ -413,8 +413,8 @@ impl Tasks {
             stop.clone(),
         ));
         let synced = tokio::spawn(caches_synced(
-            ctx.profiles.clone(),
-            ctx.nodes.clone(),
+            ctx.caches.profiles.clone(),
+            ctx.caches.nodes.clone(),
             health,
             caches_ready,
         ));
@@ -471,7 +471,7 @@ impl Tasks {
     }
 }
 
-/// Marks the caches synced (health, `Context::caches_ready`) once both have
+/// Marks the caches synced (health, `Caches::listed`) once both have
 /// been listed.
 async fn caches_synced(
     profiles: Store<GpuNodeProfile>,
@@ -525,9 +525,9 @@ async fn run_node_controller(
     stop: CancellationToken,
     cut_short: impl Future<Output = ()> + Send + 'static,
 ) {
-    let (nodes_for_profile, ledger_for_profile) = (ctx.nodes.clone(), ctx.ledger.clone());
+    let (nodes_for_profile, ledger_for_profile) = (ctx.caches.nodes.clone(), ctx.ledger.clone());
     let stop_fut = async move { stop.cancelled().await };
-    Controller::for_stream(nodes, ctx.nodes.clone())
+    Controller::for_stream(nodes, ctx.caches.nodes.clone())
         .watches_stream(profiles, move |profile: GpuNodeProfile| {
             tokio::spawn(profile_nodes::queue_nodes_of(
                 nodes_for_profile.clone(),
@@ -605,34 +605,4 @@ fn deleted_meanwhile(err: &Error, node: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use kube::core::response::{Status, StatusDetails};
-
-    fn not_found(kind: &str, name: &str) -> Error {
-        let details = StatusDetails {
-            name: name.to_owned(),
-            group: String::new(),
-            kind: kind.to_owned(),
-            uid: String::new(),
-            causes: vec![],
-            retry_after_seconds: 0,
-        };
-        let status = Status::failure("not found", "NotFound")
-            .with_code(404)
-            .with_details(details);
-        Error::Kube(kube::Error::Api(status.boxed()))
-    }
-
-    #[test]
-    fn only_this_nodes_404_means_it_was_deleted() {
-        assert!(deleted_meanwhile(&not_found("nodes", "gpu-1"), "gpu-1"));
-        assert!(!deleted_meanwhile(&not_found("nodes", "gpu-2"), "gpu-1"));
-        // A resource the API server does not serve (DeviceTaintRules on a
-        // cluster without DRA) is a 404 too, and worth every retry.
-        assert!(!deleted_meanwhile(
-            &not_found("devicetaintrules", "gpu-1"),
-            "gpu-1"
-        ));
-    }
-}
+mod tests;

@@ -24,29 +24,26 @@ pub const ELEMENTS: usize = 4 * 1024 * 1024;
 
 /// What the child process prints: the node-wide part and one result per CUDA
 /// device, keyed by UUID so the parent can match NVML's GPUs.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct ChildResult {
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub library: Option<String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cuda_version: Option<String>,
     /// Node-wide failure: library not loadable, cuInit, device count.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<CudaError>,
     #[serde(default)]
     pub devices: Vec<DeviceResult>,
     /// Wall time of cuInit in milliseconds.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub init_millis: Option<f64>,
 }
 
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeviceResult {
     /// CUDA ordinal (differs from NVML's index unless CUDA_DEVICE_ORDER=PCI_BUS_ID).
     pub ordinal: u32,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub uuid: Option<String>,
     pub result: GpuCompute,
 }
@@ -276,24 +273,4 @@ pub fn format_uuid(bytes: &[std::ffi::c_char; 16]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn uuids_are_written_like_nvml() {
-        let mut b = [0 as std::ffi::c_char; 16];
-        for (i, x) in b.iter_mut().enumerate() {
-            *x = (i as u8 * 17) as std::ffi::c_char;
-        }
-        assert_eq!(format_uuid(&b), "GPU-00112233-4455-6677-8899-aabbccddeeff");
-    }
-
-    #[test]
-    fn mismatches_name_the_first_wrong_word() {
-        let mut v: Vec<u32> = (0..8).map(pattern).collect();
-        assert_eq!(first_difference(&v, pattern), None);
-        v[5] ^= 1;
-        let m = first_difference(&v, pattern).expect("a difference");
-        assert!(m.starts_with("1 of 8 words wrong, first at word 5"), "{m}");
-    }
-}
+mod tests;

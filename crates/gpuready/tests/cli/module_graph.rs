@@ -605,7 +605,7 @@ fn table_names(doc: &str, header: &str, col: usize) -> Vec<(String, BTreeSet<Str
 }
 
 /// The modules a folder holds as files: `x.rs` is `x`, a folder `x/` is `x`
-/// (`keep_mod` keeps `mod.rs` as it is named).
+/// (`keep_mod` keeps `mod.rs` as it is named); tests files are not counted.
 fn files_of(dir: &Path, keep_mod: bool) -> BTreeSet<String> {
     std::fs::read_dir(dir)
         .expect("read the folder")
@@ -616,12 +616,23 @@ fn files_of(dir: &Path, keep_mod: bool) -> BTreeSet<String> {
             match () {
                 _ if p.is_dir() => None,
                 _ if stem == "lib" || stem == "main" => None,
+                // A module's tests (`tests.rs` beside `mod.rs`) belong to it.
+                _ if stem.ends_with("tests") => None,
                 _ if stem == "mod" => keep_mod.then(|| "mod.rs".to_owned()),
                 _ if p.extension().is_some_and(|x| x == "rs") => Some(stem),
                 _ => None,
             }
         })
         .collect()
+}
+
+/// A folder that holds only a module's tests (`ledger/tests.rs` beside
+/// `ledger.rs`): part of that module, not a room of its own.
+fn holds_only_tests(dir: &Path) -> bool {
+    std::fs::read_dir(dir)
+        .expect("read the folder")
+        .flatten()
+        .all(|e| e.path().is_file() && e.file_name().to_string_lossy().ends_with("tests.rs"))
 }
 
 #[test]
@@ -659,7 +670,7 @@ fn the_architecture_page_names_every_module_of_the_core_and_every_file_of_the_co
         .expect("controller/")
         .flatten()
         .map(|e| e.path())
-        .filter(|p| p.is_dir())
+        .filter(|p| p.is_dir() && !holds_only_tests(p))
         .collect();
     assert!(
         subfolders.is_subset(&folders),

@@ -106,7 +106,7 @@ pub async fn run(
 ) {
     tokio::select! {
         _ = stop.cancelled() => return,
-        ready = ctx.wait_for_caches() => if !ready { return },
+        ready = ctx.caches.wait_listed() => if !ready { return },
     }
     // The brake's denominators are known before the first status write: a
     // burst at start-up is braked too. The only full count: from here on the
@@ -150,7 +150,7 @@ pub async fn run(
         tokio::select! {
             _ = stop.cancelled() => {
                 while let Some(m) = input.try_recv() {
-                    dirty.apply(&mut tally, m, &ctx.nodes);
+                    dirty.apply(&mut tally, m, &ctx.caches.nodes);
                 }
                 dirty.all = true;
                 let nfd_now = nfd.borrow().clone();
@@ -167,7 +167,7 @@ pub async fn run(
             }
             m = input.recv() => {
                 let Some(m) = m else { return };
-                dirty.apply(&mut tally, m, &ctx.nodes);
+                dirty.apply(&mut tally, m, &ctx.caches.nodes);
                 if dirty.is_empty() {
                     // A verdict equal to the recorded one: nothing to write.
                     continue;
@@ -178,7 +178,7 @@ pub async fn run(
                     tokio::select! {
                         _ = tokio::time::sleep_until(until) => break,
                         m = input.recv() => match m {
-                            Some(m) => dirty.apply(&mut tally, m, &ctx.nodes),
+                            Some(m) => dirty.apply(&mut tally, m, &ctx.caches.nodes),
                             None => break,
                         },
                     }
@@ -213,7 +213,7 @@ async fn hold_for_taint_work(
             _ = &mut done => return true,
             _ = &mut deadline => return true,
             m = input.recv() => match m {
-                Some(m) => dirty.apply(tally, m, &ctx.nodes),
+                Some(m) => dirty.apply(tally, m, &ctx.caches.nodes),
                 None => return false,
             },
         }
@@ -225,7 +225,7 @@ async fn hold_for_taint_work(
 /// that are gone are forgotten.
 fn brake_counts(ctx: &Context, tally: &Tally) {
     let now = Timestamp::now();
-    let profiles = ctx.profiles.state();
+    let profiles = ctx.caches.profiles.state();
     let empty = ProfileTally::default();
     for p in &profiles {
         let name = p.name_any();
@@ -242,13 +242,13 @@ fn brake_counts(ctx: &Context, tally: &Tally) {
 /// top.)
 fn initial_count(ctx: &Context) -> Tally {
     let now = Timestamp::now();
-    let selectors = profiles_with_selectors(&ctx.profiles.state());
+    let selectors = profiles_with_selectors(&ctx.caches.profiles.state());
     let pairs: Vec<(&GpuNodeProfile, &kube::core::Selector)> =
         selectors.iter().map(|(p, s)| (p.as_ref(), s)).collect();
     let mut tally = Tally::default();
-    for node in ctx.nodes.state() {
+    for node in ctx.caches.nodes.state() {
         // Verdicts only: the brake changes planned taints, not readiness.
-        let facts = ctx.facts_of(&node.to_node(), &pairs);
+        let facts = ctx.caches.facts_of(&node.to_node(), &pairs);
         let a = verdict_of(&facts, &selectors, now);
         tally.set(&a.name, NodeVerdict::of(&a));
     }
@@ -260,7 +260,7 @@ fn initial_count(ctx: &Context) -> Tally {
 /// write is logged and the pass goes on: one profile never holds back another.
 async fn pass(ctx: &Context, tally: &Tally, dirty: &Dirty, nfd: Option<&NfdCrdCondition>) {
     let now = Timestamp::now();
-    let profiles = ctx.profiles.state();
+    let profiles = ctx.caches.profiles.state();
     if dirty.all {
         // Rebuilt from scratch so series of deleted profiles disappear.
         ctx.metrics.nodes.clear();
@@ -326,8 +326,9 @@ async fn update_profile(
     let new = gpuready_core::status::with_time_to_ready(new, t, now);
     // A profile that got past admission yet breaks the CRD's rules says so.
     // So does one whose selector reads a label another profile sets.
-    let problem = gpuready_core::status::profile_problem(profile)
-        .or_else(|| gpuready_core::status::selector_feedback(profile, &ctx.profiles.state()));
+    let problem = gpuready_core::status::profile_problem(profile).or_else(|| {
+        gpuready_core::status::selector_feedback(profile, &ctx.caches.profiles.state())
+    });
     let new = match problem {
         Some(why) => gpuready_core::status::mark_invalid(
             new,
@@ -338,9 +339,9 @@ async fn update_profile(
         ),
         None => new,
     };
-    let refused = ctx
-        .ledger
-        .refusals_of(&name, |n| ctx.nodes.get(&ObjectRef::new(n)).is_some());
+    let refused = ctx.ledger.refusals_of(&name, |n| {
+        ctx.caches.nodes.get(&ObjectRef::new(n)).is_some()
+    });
     for (write, n) in [
         (RefusedWrite::Taint, refused.as_ref().map_or(0, |r| r.taint)),
         (RefusedWrite::Other, refused.as_ref().map_or(0, |r| r.other)),

@@ -154,7 +154,7 @@ pub async fn summarize(ctx: Arc<Context>) {
                 .budget
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            budget.retain_profiles(|p| ctx.profiles.get(&ObjectRef::new(p)).is_some());
+            budget.retain_profiles(|p| ctx.caches.profiles.get(&ObjectRef::new(p)).is_some());
             budget.due(now)
         };
         for summary in due {
@@ -167,7 +167,7 @@ pub async fn summarize(ctx: Arc<Context>) {
 /// have nothing to be posted on: their summary is logged).
 async fn publish_summary(ctx: &Context, summary: &Summary, now: Timestamp) {
     let note = summary.note(now);
-    let Some(profile) = ctx.profiles.get(&ObjectRef::new(&summary.profile)) else {
+    let Some(profile) = ctx.caches.profiles.get(&ObjectRef::new(&summary.profile)) else {
         info!(
             held = summary.total(),
             note, "per-node Events held back (no profile)"

@@ -359,8 +359,8 @@ async fn publish(ctx: &Context, type_: EventType, reason: &str, message: &str) {
     // At start the profile cache may still be filling; Events on a partial list
     // would miss profiles. Wait on the controller's readiness channel, never on
     // Store::wait_until_ready (its single waker would be stolen from others).
-    let _ = tokio::time::timeout(PROFILE_CACHE_WAIT, ctx.wait_for_caches()).await;
-    let profiles = ctx.profiles.state();
+    let _ = tokio::time::timeout(PROFILE_CACHE_WAIT, ctx.caches.wait_listed()).await;
+    let profiles = ctx.caches.profiles.state();
     if profiles.is_empty() {
         info!(
             reason,

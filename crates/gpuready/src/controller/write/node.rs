@@ -157,7 +157,7 @@ async fn reconcile_inner(cached: Arc<CachedNode>, ctx: &Context) -> Result<Actio
 /// event), the node read from the API server: planning from the older copy
 /// would send the same labels and conditions again and repeat the Event.
 async fn snapshot(ctx: &Context, api: &Api<Node>, cached: &CachedNode) -> Result<Node, Error> {
-    ctx.ready_to_judge().await?;
+    ctx.caches.ready_to_judge().await?;
     let name = cached.name_any();
     if ctx
         .ledger
@@ -192,10 +192,10 @@ struct Decision {
 /// first only when the plan releases a node no profile governs. Returns the
 /// judgement and the write step the book recorded.
 async fn decide(ctx: &Context, node: &Node, now: Timestamp) -> (Decision, WriteStep) {
-    let profiles = profiles_with_selectors(&ctx.profiles.state());
+    let profiles = profiles_with_selectors(&ctx.caches.profiles.state());
     let pairs: Vec<(&GpuNodeProfile, &Selector)> =
         profiles.iter().map(|(p, s)| (p.as_ref(), s)).collect();
-    let facts = ctx.facts_of(node, &pairs);
+    let facts = ctx.caches.facts_of(node, &pairs);
     let mut judgement = judge(&facts, &pairs, now);
     let hold = ctx.ledger.turn(&Turn::of(&facts, &judgement.verdict), now);
     // After the turn, so an engaged brake holds this pass's escalations too.
@@ -622,74 +622,4 @@ fn with_refusal(c: &ConditionChange, sentence: &str, why: &str) -> ConditionChan
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use gpuready_core::plan::{TaintChange, TaintChangeKind};
-    use k8s_openapi::api::core::v1::NodeCondition;
-    use std::collections::BTreeMap;
-
-    #[test]
-    fn the_node_patch_carries_taints_labels_annotations_and_the_version_read() {
-        let mut node = Node::default();
-        node.metadata.resource_version = Some("41".into());
-        let changes = NodeChanges {
-            taint: Some(TaintChange {
-                taints: vec![],
-                kind: TaintChangeKind::Remove,
-                ours: None,
-            }),
-            labels: Some(BTreeMap::from([
-                (keys::LABEL_READY.to_owned(), Some("true".to_owned())),
-                ("example.com/pool".to_owned(), None),
-            ])),
-            annotations: Some(BTreeMap::from([(keys::ANNOTATION_TAINT.to_owned(), None)])),
-            ..NodeChanges::default()
-        };
-        let patch = node_patch(&node, &changes).expect("patch");
-        assert_eq!(
-            patch,
-            json!({
-                "metadata": {
-                    "resourceVersion": "41",
-                    "labels": { "gpuready.io/ready": "true", "example.com/pool": null },
-                    "annotations": { "gpuready.io/taint": null },
-                },
-                "spec": { "taints": null },
-            })
-        );
-        // Without a taint change the list is not sent at all.
-        let labels_only = NodeChanges {
-            taint: None,
-            ..changes
-        };
-        assert!(
-            node_patch(&node, &labels_only)
-                .expect("patch")
-                .get("spec")
-                .is_none()
-        );
-    }
-
-    #[test]
-    fn the_condition_patch_names_only_gpureadys_types() {
-        let c = ConditionChange {
-            set: vec![NodeCondition {
-                type_: keys::CONDITION_GPU_READY.into(),
-                status: "False".into(),
-                ..NodeCondition::default()
-            }],
-            remove: vec!["GpuReadyDriver".into()],
-        };
-        let patch = condition_patch(Some("42".into()), &c).expect("patch");
-        assert_eq!(
-            patch,
-            json!({
-                "metadata": { "resourceVersion": "42" },
-                "status": { "conditions": [
-                    { "type": "GpuReady", "status": "False" },
-                    { "type": "GpuReadyDriver", "$patch": "delete" },
-                ]},
-            })
-        );
-    }
-}
+mod tests;
