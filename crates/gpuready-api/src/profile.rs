@@ -49,13 +49,10 @@ pub const MAX_NOT_READY_SUMMARY: usize = 20;
 #[allow(clippy::duplicated_attributes)]
 #[serde_with::skip_serializing_none]
 #[derive(CustomResource, KubeSchema, Serialize, Deserialize, Clone, Debug, PartialEq)]
+// Which API: the group, version and kind, as a manifest's apiVersion and kind.
+#[kube(group = "gpuready.io", version = "v1alpha1", kind = "GpuNodeProfile")]
+#[kube(plural = "gpunodeprofiles", shortname = "gnp", category = "gpuready")]
 #[kube(
-    group = "gpuready.io",
-    version = "v1alpha1",
-    kind = "GpuNodeProfile",
-    plural = "gpunodeprofiles",
-    shortname = "gnp",
-    category = "gpuready",
     validation = Rule::new("self.metadata.name.size() <= 63").message("metadata.name must be at most 63 characters: gpuready writes it as the value of the gpuready.io/profile node label"),
     doc = "GpuNodeProfile declares what a set of GPU nodes must have (product, memory, compute capability, count, driver and CUDA) and how gpuready gates them until they are ready.",
     status = "GpuNodeProfileStatus",

@@ -12,12 +12,10 @@ use serde::{Deserialize, Serialize};
 #[derive(
     CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema,
 )]
+// Which API: the group, version and kind, as a manifest's apiVersion and kind.
+#[kube(group = "nfd.k8s-sigs.io", version = "v1alpha1", kind = "NodeFeature")]
+#[kube(plural = "nodefeatures", namespaced)]
 #[kube(
-    group = "nfd.k8s-sigs.io",
-    version = "v1alpha1",
-    kind = "NodeFeature",
-    plural = "nodefeatures",
-    namespaced,
     doc = "NodeFeature carries the features discovered on one node, as published by nfd-worker or another feature source."
 )]
 #[serde(rename_all = "camelCase")]

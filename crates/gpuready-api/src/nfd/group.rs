@@ -13,13 +13,14 @@ use super::matcher::{FeatureMatcherTerm, MatchAnyElem};
 #[derive(
     CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, Eq, JsonSchema,
 )]
+// Which API: the group, version and kind, as a manifest's apiVersion and kind.
 #[kube(
     group = "nfd.k8s-sigs.io",
     version = "v1alpha1",
-    kind = "NodeFeatureGroup",
-    plural = "nodefeaturegroups",
-    shortname = "nfg",
-    namespaced,
+    kind = "NodeFeatureGroup"
+)]
+#[kube(plural = "nodefeaturegroups", shortname = "nfg", namespaced)]
+#[kube(
     status = "NodeFeatureGroupStatus",
     doc = "NodeFeatureGroup selects a group of nodes by their features; nfd-master lists the matching nodes in status."
 )]

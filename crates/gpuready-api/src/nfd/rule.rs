@@ -12,12 +12,14 @@ use super::matcher::{FeatureMatcherTerm, MatchAnyElem};
 
 /// A list of labelling rules evaluated by nfd-master against every node's features.
 #[derive(CustomResource, Serialize, Deserialize, Clone, Debug, Default, PartialEq, JsonSchema)]
+// Which API: the group, version and kind, as a manifest's apiVersion and kind.
 #[kube(
     group = "nfd.k8s-sigs.io",
     version = "v1alpha1",
-    kind = "NodeFeatureRule",
-    plural = "nodefeaturerules",
-    shortname = "nfr",
+    kind = "NodeFeatureRule"
+)]
+#[kube(plural = "nodefeaturerules", shortname = "nfr")]
+#[kube(
     doc = "NodeFeatureRule holds rules that nfd-master evaluates against the features of every node to derive labels, annotations, taints, extended resources and variables."
 )]
 #[serde(rename_all = "camelCase")]

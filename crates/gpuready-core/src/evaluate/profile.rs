@@ -3,7 +3,7 @@
 //! geometry.
 
 use gpuready_api::keys::{dra, nvidia, reasons};
-use gpuready_api::{Family, GpuExpectation, GpuNodeProfileSpec};
+use gpuready_api::{Family, GpuNodeProfileSpec};
 
 use super::verdict::{
     Verdict, malformed, mig_strategy_invalid, missing, named, not_ready, ready, unknown,
@@ -39,207 +39,213 @@ fn profile_rules(
         Some(SingleMig::Partitioned { model, profile }) => Some((model.as_str(), profile.as_str())),
         _ => None,
     };
-    product_rule(spec, gfd, partitioned, met)?;
-    memory_rule(g, gfd, partitioned, met)?;
-    compute_rule(g, gfd, met)?;
+    let r = Reading {
+        spec,
+        gfd,
+        partitioned,
+    };
+    r.product(met)?;
+    r.memory(met)?;
+    r.compute(met)?;
     if !g.families.is_empty() || !g.excluded_families.is_empty() {
-        family_rule(g, gfd, met)?;
+        r.family(met)?;
     }
     Ok(())
 }
 
-/// The product against the profile's, read through GFD's single MIG strategy
-/// (`partitioned`: its model and MIG profile).
-fn product_rule(
-    spec: &GpuNodeProfileSpec,
-    gfd: &GfdFacts,
-    partitioned: Option<(&str, &str)>,
-    met: &mut Vec<String>,
-) -> Result<(), Verdict> {
-    let g = &spec.gpu;
-    // GFD's single strategy names the product `<model>-MIG-<profile>`: a
-    // profile listing the model matches it when it declares a MIG geometry; a
-    // profile without one asks for full GPUs, unless its products name the
-    // MIG product itself.
-    let full_name_listed = gfd
-        .product
-        .as_deref()
-        .is_some_and(|p| product::matches_any(&g.products, p));
-    if let Some((model, profile)) = partitioned
-        && spec.mig.is_none()
-        && !full_name_listed
-    {
-        return Err(not_ready(
-            reasons::MIG_PARTITIONED,
-            format!(
-                "{}={} and {}={}: GFD's single strategy shows the {model} GPUs partitioned into {profile} MIG devices, but the profile declares no mig geometry, so it asks for full GPUs: add mig (e.g. mig: {{devices: {{{profile}: N}}}}) to the profile for a MIG pool, or disable MIG on the node ({}=all-disabled)",
-                nvidia::GPU_PRODUCT,
-                gfd.product.as_deref().unwrap_or_default(),
-                nvidia::GPU_COUNT,
-                gfd.count
-                    .present()
-                    .map_or_else(|| "(absent)".to_owned(), ToString::to_string),
-                nvidia::MIG_CONFIG
-            ),
-        ));
-    }
-    if g.products.is_empty() {
-        return Ok(());
-    }
-    let Some(p) = &gfd.product else {
-        return Err(missing(gfd, nvidia::GPU_PRODUCT));
-    };
-    match partitioned {
-        _ if full_name_listed => met.push(p.clone()),
-        Some((model, profile)) if product::matches_any(&g.products, model) => {
-            met.push(format!("{model} (MIG {profile}, GFD's single strategy)"));
-        }
-        Some((model, _)) => {
+/// What the profile rules read: the profile, GFD's facts, and GFD's single
+/// MIG strategy read once (`partitioned`: the model and its MIG profile).
+struct Reading<'a> {
+    spec: &'a GpuNodeProfileSpec,
+    gfd: &'a GfdFacts,
+    partitioned: Option<(&'a str, &'a str)>,
+}
+
+impl Reading<'_> {
+    /// The product against the profile's, read through GFD's single MIG strategy
+    /// (`partitioned`: its model and MIG profile).
+    fn product(&self, met: &mut Vec<String>) -> Result<(), Verdict> {
+        let (spec, gfd, partitioned) = (self.spec, self.gfd, self.partitioned);
+        let g = &spec.gpu;
+        // GFD's single strategy names the product `<model>-MIG-<profile>`: a
+        // profile listing the model matches it when it declares a MIG geometry; a
+        // profile without one asks for full GPUs, unless its products name the
+        // MIG product itself.
+        let full_name_listed = gfd
+            .product
+            .as_deref()
+            .is_some_and(|p| product::matches_any(&g.products, p));
+        if let Some((model, profile)) = partitioned
+            && spec.mig.is_none()
+            && !full_name_listed
+        {
             return Err(not_ready(
-                "ProductMismatch",
+                reasons::MIG_PARTITIONED,
                 format!(
-                    "{p} ({model} partitioned by GFD's single MIG strategy) is not one of {}",
-                    g.products.join(", ")
+                    "{}={} and {}={}: GFD's single strategy shows the {model} GPUs partitioned into {profile} MIG devices, but the profile declares no mig geometry, so it asks for full GPUs: add mig (e.g. mig: {{devices: {{{profile}: N}}}}) to the profile for a MIG pool, or disable MIG on the node ({}=all-disabled)",
+                    nvidia::GPU_PRODUCT,
+                    gfd.product.as_deref().unwrap_or_default(),
+                    nvidia::GPU_COUNT,
+                    gfd.count
+                        .present()
+                        .map_or_else(|| "(absent)".to_owned(), ToString::to_string),
+                    nvidia::MIG_CONFIG
                 ),
             ));
         }
-        None => {
-            return Err(not_ready(
-                "ProductMismatch",
-                format!("{p} is not one of {}", g.products.join(", ")),
-            ));
+        if g.products.is_empty() {
+            return Ok(());
         }
+        let Some(p) = &gfd.product else {
+            return Err(missing(gfd, nvidia::GPU_PRODUCT));
+        };
+        match partitioned {
+            _ if full_name_listed => met.push(p.clone()),
+            Some((model, profile)) if product::matches_any(&g.products, model) => {
+                met.push(format!("{model} (MIG {profile}, GFD's single strategy)"));
+            }
+            Some((model, _)) => {
+                return Err(not_ready(
+                    "ProductMismatch",
+                    format!(
+                        "{p} ({model} partitioned by GFD's single MIG strategy) is not one of {}",
+                        g.products.join(", ")
+                    ),
+                ));
+            }
+            None => {
+                return Err(not_ready(
+                    "ProductMismatch",
+                    format!("{p} is not one of {}", g.products.join(", ")),
+                ));
+            }
+        }
+        Ok(())
     }
-    Ok(())
-}
 
-/// The card's memory against the profile's minimum (not compared on a MIG
-/// device's memory).
-fn memory_rule(
-    g: &GpuExpectation,
-    gfd: &GfdFacts,
-    partitioned: Option<(&str, &str)>,
-    met: &mut Vec<String>,
-) -> Result<(), Verdict> {
-    if let (Some(_), Some((_, profile))) = (g.min_memory_mib, partitioned) {
-        // One MIG device's memory is no minimum of the card's.
-        met.push(format!(
+    /// The card's memory against the profile's minimum (not compared on a MIG
+    /// device's memory).
+    fn memory(&self, met: &mut Vec<String>) -> Result<(), Verdict> {
+        let (g, gfd, partitioned) = (&self.spec.gpu, self.gfd, self.partitioned);
+        if let (Some(_), Some((_, profile))) = (g.min_memory_mib, partitioned) {
+            // One MIG device's memory is no minimum of the card's.
+            met.push(format!(
             "memory not compared ({}={} is one {profile} MIG device's under GFD's single strategy)",
             nvidia::GPU_MEMORY,
             gfd.memory_mib
                 .present()
                 .map_or_else(|| "(absent)".to_owned(), ToString::to_string)
         ));
-    } else if let Some(min) = g.min_memory_mib {
-        match &gfd.memory_mib {
-            Field::Absent => {
-                return Err(missing(gfd, nvidia::GPU_MEMORY));
+        } else if let Some(min) = g.min_memory_mib {
+            match &gfd.memory_mib {
+                Field::Absent => {
+                    return Err(missing(gfd, nvidia::GPU_MEMORY));
+                }
+                Field::Malformed(m) => return Err(malformed(m)),
+                Field::Present(mib) if *mib < u64::from(min) => {
+                    return Err(not_ready(
+                        "MemoryTooSmall",
+                        format!("{mib} MiB < {min} MiB required"),
+                    ));
+                }
+                Field::Present(mib) => met.push(format!("{mib} MiB")),
             }
-            Field::Malformed(m) => return Err(malformed(m)),
-            Field::Present(mib) if *mib < u64::from(min) => {
-                return Err(not_ready(
-                    "MemoryTooSmall",
-                    format!("{mib} MiB < {min} MiB required"),
-                ));
+        }
+        Ok(())
+    }
+
+    /// The compute capability against the profile's minimum.
+    fn compute(&self, met: &mut Vec<String>) -> Result<(), Verdict> {
+        let (g, gfd) = (&self.spec.gpu, self.gfd);
+        let Some(min) = &g.min_compute_capability else {
+            return Ok(());
+        };
+        let Ok(min) = MajorMinor::parse(min) else {
+            return Err(unknown(
+                "InvalidProfile",
+                format!("spec.gpu.minComputeCapability {min:?} is not major.minor"),
+            ));
+        };
+        match &gfd.compute {
+            Field::Absent => Err(missing(gfd, nvidia::GPU_COMPUTE_MAJOR)),
+            Field::Malformed(m) => Err(malformed(m)),
+            Field::Present(cc) if *cc < min => Err(not_ready(
+                "ComputeCapabilityTooLow",
+                format!("compute capability {cc} < {min} required"),
+            )),
+            Field::Present(cc) => {
+                met.push(format!("compute {cc}"));
+                Ok(())
             }
-            Field::Present(mib) => met.push(format!("{mib} MiB")),
         }
     }
-    Ok(())
-}
 
-/// The compute capability against the profile's minimum.
-fn compute_rule(g: &GpuExpectation, gfd: &GfdFacts, met: &mut Vec<String>) -> Result<(), Verdict> {
-    let Some(min) = &g.min_compute_capability else {
-        return Ok(());
-    };
-    let Ok(min) = MajorMinor::parse(min) else {
-        return Err(unknown(
-            "InvalidProfile",
-            format!("spec.gpu.minComputeCapability {min:?} is not major.minor"),
-        ));
-    };
-    match &gfd.compute {
-        Field::Absent => Err(missing(gfd, nvidia::GPU_COMPUTE_MAJOR)),
-        Field::Malformed(m) => Err(malformed(m)),
-        Field::Present(cc) if *cc < min => Err(not_ready(
-            "ComputeCapabilityTooLow",
-            format!("compute capability {cc} < {min} required"),
-        )),
-        Field::Present(cc) => {
-            met.push(format!("compute {cc}"));
-            Ok(())
+    /// The family against the profile's allowed and excluded families.
+    fn family(&self, met: &mut Vec<String>) -> Result<(), Verdict> {
+        let g = &self.spec.gpu;
+        let Some(family) = self.known_family(met)? else {
+            return Ok(());
+        };
+        if g.excluded_families.contains(&family) {
+            return Err(not_ready(
+                "FamilyExcluded",
+                format!("{family} is excluded by the profile"),
+            ));
         }
+        if !g.families.is_empty() && !g.families.contains(&family) {
+            let allowed: Vec<&str> = g.families.iter().map(|f| f.as_str()).collect();
+            return Err(not_ready(
+                "FamilyNotAllowed",
+                format!("{family} is not one of {}", allowed.join(", ")),
+            ));
+        }
+        met.push(family.to_string());
+        Ok(())
     }
-}
 
-/// The family against the profile's allowed and excluded families.
-fn family_rule(g: &GpuExpectation, gfd: &GfdFacts, met: &mut Vec<String>) -> Result<(), Verdict> {
-    let Some(family) = known_family(g, gfd, met)? else {
-        return Ok(());
-    };
-    if g.excluded_families.contains(&family) {
-        return Err(not_ready(
-            "FamilyExcluded",
-            format!("{family} is excluded by the profile"),
-        ));
-    }
-    if !g.families.is_empty() && !g.families.contains(&family) {
-        let allowed: Vec<&str> = g.families.iter().map(|f| f.as_str()).collect();
-        return Err(not_ready(
-            "FamilyNotAllowed",
-            format!("{family} is not one of {}", allowed.join(", ")),
-        ));
-    }
-    met.push(family.to_string());
-    Ok(())
-}
-
-/// The node's family when gpuready knows it; `Ok(None)` for a family newer
-/// than this gpuready that the profile lets pass (noted in `met`).
-fn known_family(
-    g: &GpuExpectation,
-    gfd: &GfdFacts,
-    met: &mut Vec<String>,
-) -> Result<Option<Family>, Verdict> {
-    match (gfd.effective_family(), &gfd.family, &gfd.compute) {
-        (Some(f), _, _) => Ok(Some(f)),
-        (None, Field::Malformed(m), _) | (None, _, Field::Malformed(m)) => Err(malformed(m)),
-        (None, Field::Present(FamilyLabel::Undefined), cc) => {
-            if gfd.from_pool.is_some() {
-                return Err(unknown(
-                    reasons::DRA_ATTRIBUTE_MISSING,
+    /// The node's family when gpuready knows it; `Ok(None)` for a family newer
+    /// than this gpuready that the profile lets pass (noted in `met`).
+    fn known_family(&self, met: &mut Vec<String>) -> Result<Option<Family>, Verdict> {
+        let (g, gfd) = (&self.spec.gpu, self.gfd);
+        match (gfd.effective_family(), &gfd.family, &gfd.compute) {
+            (Some(f), _, _) => Ok(Some(f)),
+            (None, Field::Malformed(m), _) | (None, _, Field::Malformed(m)) => Err(malformed(m)),
+            (None, Field::Present(FamilyLabel::Undefined), cc) => {
+                if gfd.from_pool.is_some() {
+                    return Err(unknown(
+                        reasons::DRA_ATTRIBUTE_MISSING,
+                        format!(
+                            "{} names no architecture this gpuready knows, so the family rule cannot be checked",
+                            named(gfd, nvidia::GPU_FAMILY)
+                        ),
+                    ));
+                }
+                Err(not_ready(
+                    reasons::MALFORMED_LABEL,
                     format!(
-                        "{} names no architecture this gpuready knows, so the family rule cannot be checked",
-                        named(gfd, nvidia::GPU_FAMILY)
+                        "{}=undefined{}: GFD has no family name for this card (a GFD release older than the card?), so the family rule cannot be checked",
+                        nvidia::GPU_FAMILY,
+                        cc.present()
+                            .map(|c| format!(" (compute {c})"))
+                            .unwrap_or_default()
                     ),
-                ));
+                ))
             }
-            Err(not_ready(
-                reasons::MALFORMED_LABEL,
-                format!(
-                    "{}=undefined{}: GFD has no family name for this card (a GFD release older than the card?), so the family rule cannot be checked",
-                    nvidia::GPU_FAMILY,
-                    cc.present()
-                        .map(|c| format!(" (compute {c})"))
-                        .unwrap_or_default()
-                ),
-            ))
-        }
-        // A family newer than this gpuready: not excluded, and not among the
-        // allowed ones (which can only name families gpuready knows).
-        (None, Field::Present(FamilyLabel::Unrecognized(name)), _) => {
-            if !g.families.is_empty() {
-                let allowed: Vec<&str> = g.families.iter().map(|f| f.as_str()).collect();
-                return Err(not_ready(
-                    "FamilyNotAllowed",
-                    format!("{name} is not one of {}", allowed.join(", ")),
-                ));
+            // A family newer than this gpuready: not excluded, and not among the
+            // allowed ones (which can only name families gpuready knows).
+            (None, Field::Present(FamilyLabel::Unrecognized(name)), _) => {
+                if !g.families.is_empty() {
+                    let allowed: Vec<&str> = g.families.iter().map(|f| f.as_str()).collect();
+                    return Err(not_ready(
+                        "FamilyNotAllowed",
+                        format!("{name} is not one of {}", allowed.join(", ")),
+                    ));
+                }
+                met.push(name.clone());
+                Ok(None)
             }
-            met.push(name.clone());
-            Ok(None)
+            _ => Err(missing(gfd, nvidia::GPU_FAMILY)),
         }
-        _ => Err(missing(gfd, nvidia::GPU_FAMILY)),
     }
 }
 
@@ -502,25 +508,13 @@ pub(super) fn profile_with_bus(spec: &GpuNodeProfileSpec, facts: &NodeFacts, dra
     if v.status != Status::Ready {
         return v;
     }
-    let v = match mig_geometry(spec, facts, dra) {
-        // The MIG layout is a GPU expectation of its own.
-        Ok(note) if !note.is_empty() && v.reason == "NoExpectations" => {
-            ready("ProfileMatches", note.trim_start_matches("; ").to_owned())
-        }
-        Ok(note) => Verdict {
-            message: format!("{}{note}", v.message),
-            ..v
-        },
+    // The MIG layout and the NUMA placement are GPU expectations of their own.
+    let v = match noted(v, mig_geometry(spec, facts, dra)) {
+        Ok(v) => v,
         Err(bad) => return bad,
     };
-    let v = match numa_rule(spec, facts, dra) {
-        Ok(note) if !note.is_empty() && v.reason == "NoExpectations" => {
-            ready("ProfileMatches", note.trim_start_matches("; ").to_owned())
-        }
-        Ok(note) => Verdict {
-            message: format!("{}{note}", v.message),
-            ..v
-        },
+    let v = match noted(v, numa_rule(spec, facts, dra)) {
+        Ok(v) => v,
         Err(bad) => return bad,
     };
     let Some(bus) = &facts.evidence.bus else {
@@ -551,4 +545,20 @@ pub(super) fn profile_with_bus(spec: &GpuNodeProfileSpec, facts: &NodeFacts, dra
         };
     }
     v
+}
+
+/// A ready verdict with a rule's note added (`Ok("; …")`), or the rule's
+/// failure. A note on a profile that expected nothing else is the verdict.
+fn noted(v: Verdict, rule: Result<String, Verdict>) -> Result<Verdict, Verdict> {
+    let note = rule?;
+    if !note.is_empty() && v.reason == "NoExpectations" {
+        return Ok(ready(
+            "ProfileMatches",
+            note.trim_start_matches("; ").to_owned(),
+        ));
+    }
+    Ok(Verdict {
+        message: format!("{}{note}", v.message),
+        ..v
+    })
 }
