@@ -17,6 +17,7 @@
 //! after its node left the cache (a reconcile that judged it just before its
 //! Delete) is counted as the node gone, not kept as a ghost.
 
+use crate::controller::context::event;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,7 +32,7 @@ use gpuready_core::tally::{NodeVerdict, ProfileTally, Tally};
 use jiff::Timestamp;
 use kube::ResourceExt;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType};
+use kube::runtime::events::EventType;
 use kube::runtime::reflector::{ObjectRef, Store};
 use serde_json::json;
 use tokio::sync::watch;
@@ -567,13 +568,7 @@ async fn publish_profile_transitions(
             _ => (EventType::Normal, event_reasons::SAFETY_BRAKE_RELEASED),
         };
         info!(profile = %profile.name_any(), reason, "profile transition");
-        let ev = Event {
-            type_,
-            reason: reason.into(),
-            note: Some(c.message.chars().take(1000).collect()),
-            action: "Aggregate".into(),
-            secondary: None,
-        };
+        let ev = event(type_, reason, "Aggregate", &c.message);
         publish_profile_event(ctx, &ev, profile, "profile transition").await;
     }
     publish_no_execute_held(ctx, profile, old, new).await;
@@ -603,15 +598,15 @@ async fn publish_no_execute_held(
     } else {
         "the profile's NoExecute budget (escalation.maxNoExecutePercent) is spent"
     };
-    let ev = Event {
-        type_: EventType::Warning,
-        reason: event_reasons::NO_EXECUTE_HELD.into(),
-        note: Some(format!(
-            "escalations to NoExecute held: {why}; {} node(s) and {} device(s) wait with the taint's own effect ({} of at most {} nodes, {} of at most {} devices escalated)",
-            b.nodes_held, b.devices_held, b.nodes, b.node_limit, b.devices, b.device_limit
-        )),
-        action: "Aggregate".into(),
-        secondary: None,
-    };
+    let note = format!(
+        "escalations to NoExecute held: {why}; {} node(s) and {} device(s) wait with the taint's own effect ({} of at most {} nodes, {} of at most {} devices escalated)",
+        b.nodes_held, b.devices_held, b.nodes, b.node_limit, b.devices, b.device_limit
+    );
+    let ev = event(
+        EventType::Warning,
+        event_reasons::NO_EXECUTE_HELD,
+        "Aggregate",
+        &note,
+    );
     publish_profile_event(ctx, &ev, profile, "escalations held").await;
 }

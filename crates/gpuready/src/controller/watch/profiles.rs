@@ -13,13 +13,14 @@
 //! the status condition, which is what tells a person which line of the
 //! profile to fix. That path is why this module stays.
 
+use crate::controller::context::event;
 use std::collections::BTreeMap;
 
 use futures::{Stream, StreamExt};
 use gpuready_api::{GpuNodeProfile, keys};
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{DynamicObject, Patch, PatchParams};
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::{EventType, Recorder};
 use kube::runtime::watcher;
 use kube::{Client, Resource};
 use tracing::error;
@@ -147,18 +148,12 @@ fn convert(
                     resource_version: o.metadata.resource_version.clone(),
                     ..ObjectReference::default()
                 };
-                let event = Event {
-                    type_: EventType::Warning,
-                    reason: keys::REASON_INVALID_PROFILE.into(),
-                    note: Some(
-                        format!("gpuready cannot read this profile and skips it: {why}")
-                            .chars()
-                            .take(1000)
-                            .collect(),
-                    ),
-                    action: "Read".into(),
-                    secondary: None,
-                };
+                let event = event(
+                    EventType::Warning,
+                    keys::REASON_INVALID_PROFILE,
+                    "Read",
+                    &format!("gpuready cannot read this profile and skips it: {why}"),
+                );
                 let recorder = recorder.clone();
                 tokio::spawn(async move {
                     let _ = recorder.publish(&event, &reference).await;

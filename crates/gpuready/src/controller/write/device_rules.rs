@@ -7,12 +7,13 @@
 //! and gpuready's one condition in the status of a rule it holds, applied
 //! server-side under its own field manager (kubernetes #141290's pods).
 
+use crate::controller::context::{event, profile_prefix};
 use gpuready_api::device_taint_rule::DeviceTaintRule;
 use gpuready_api::keys;
 use gpuready_core::devices::{DeviceRuleChange, RuleAction};
 use k8s_openapi::api::core::v1::Node;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
-use kube::runtime::events::{Event, EventType};
+use kube::runtime::events::EventType;
 use tracing::{info, warn};
 
 use super::events::publish_node_event;
@@ -166,23 +167,8 @@ pub async fn publish(ctx: &Context, node: &Node, profile: Option<&str>, done: &[
                 ),
             ),
         };
-        let ev = Event {
-            type_,
-            reason: reason.into(),
-            note: Some(
-                format!(
-                    "{}{note}",
-                    profile
-                        .map(|p| format!("GpuNodeProfile {p}: "))
-                        .unwrap_or_default()
-                )
-                .chars()
-                .take(1000)
-                .collect(),
-            ),
-            action: "GateDevice".into(),
-            secondary: None,
-        };
+        let note = format!("{}{note}", profile_prefix(profile));
+        let ev = event(type_, reason, "GateDevice", &note);
         publish_node_event(ctx, node, profile, &ev, "device taint").await;
     }
 }

@@ -5,6 +5,7 @@
 //! (`gpuready_core::event_budget`); what a burst holds back, [`summarize`]
 //! posts as one Event on the profile.
 
+use crate::controller::context::{event, profile_prefix};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
@@ -52,25 +53,9 @@ pub async fn publish_transition(ctx: &Context, node: &Node, facts: &NodeFacts, a
             ),
         ),
     };
-    let ev = Event {
-        type_,
-        reason: reason.chars().take(128).collect(),
-        note: Some(
-            format!(
-                "{}{}",
-                a.profile
-                    .as_deref()
-                    .map(|p| format!("GpuNodeProfile {p}: "))
-                    .unwrap_or_default(),
-                a.message
-            )
-            .chars()
-            .take(1000)
-            .collect(),
-        ),
-        action: "Evaluate".into(),
-        secondary: None,
-    };
+    let note = format!("{}{}", profile_prefix(a.profile.as_deref()), a.message);
+    let reason: String = reason.chars().take(128).collect();
+    let ev = event(type_, &reason, "Evaluate", &note);
     publish_node_event(ctx, node, a.profile.as_deref(), &ev, "GpuReady transition").await;
 }
 
@@ -84,13 +69,12 @@ pub async fn publish_refusal(
     sentence: &str,
     why: &str,
 ) {
-    let ev = Event {
-        type_: EventType::Warning,
-        reason: keys::event_reasons::WRITE_REFUSED.into(),
-        note: Some(format!("{sentence}: {why}").chars().take(1000).collect()),
-        action: "Write".into(),
-        secondary: None,
-    };
+    let ev = event(
+        EventType::Warning,
+        keys::event_reasons::WRITE_REFUSED,
+        "Write",
+        &format!("{sentence}: {why}"),
+    );
     publish_node_event(ctx, node, profile, &ev, "write refusal").await;
 }
 
@@ -174,13 +158,12 @@ async fn publish_summary(ctx: &Context, summary: &Summary, now: Timestamp) {
         );
         return;
     };
-    let ev = Event {
-        type_: EventType::Normal,
-        reason: keys::event_reasons::NODE_EVENTS_HELD.into(),
-        note: Some(note.chars().take(1000).collect()),
-        action: "Summarize".into(),
-        secondary: None,
-    };
+    let ev = event(
+        EventType::Normal,
+        keys::event_reasons::NODE_EVENTS_HELD,
+        "Summarize",
+        &note,
+    );
     publish_profile_event(ctx, &ev, &profile, "summary of held-back node events").await;
 }
 
@@ -264,22 +247,17 @@ pub async fn publish_deadline(ctx: &Context, node: &Node, facts: &NodeFacts, a: 
     if was_past || !now_past {
         return;
     }
-    let ev = Event {
-        type_: EventType::Warning,
-        reason: keys::reasons::NOT_READY_DEADLINE_EXCEEDED.into(),
-        note: Some(
-            format!(
-                "GpuNodeProfile {}: {}; remediation is left to other systems",
-                a.profile.as_deref().unwrap_or("-"),
-                d.describe()
-            )
-            .chars()
-            .take(1000)
-            .collect(),
-        ),
-        action: "Evaluate".into(),
-        secondary: None,
-    };
+    let note = format!(
+        "GpuNodeProfile {}: {}; remediation is left to other systems",
+        a.profile.as_deref().unwrap_or("-"),
+        d.describe()
+    );
+    let ev = event(
+        EventType::Warning,
+        keys::reasons::NOT_READY_DEADLINE_EXCEEDED,
+        "Evaluate",
+        &note,
+    );
     publish_node_event(ctx, node, a.profile.as_deref(), &ev, "not-ready deadline").await;
 }
 
@@ -316,12 +294,11 @@ pub async fn publish_repair_refusal(
     if was || !now {
         return;
     }
-    let ev = Event {
-        type_: EventType::Warning,
-        reason: keys::lifecycle::EVENT_REPAIR_REFUSED.into(),
-        note: Some(note.chars().take(1000).collect()),
-        action: "Evaluate".into(),
-        secondary: None,
-    };
+    let ev = event(
+        EventType::Warning,
+        keys::lifecycle::EVENT_REPAIR_REFUSED,
+        "Evaluate",
+        &note,
+    );
     publish_node_event(ctx, node, a.profile.as_deref(), &ev, "repair refusal").await;
 }

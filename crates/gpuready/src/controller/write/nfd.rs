@@ -43,6 +43,7 @@
 //! `create` too, by name (tests/api/nfd_reconciler.rs checks this role). Check mode
 //! needs only `get`, `list` and `watch`.
 
+use crate::controller::context::event;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -54,7 +55,7 @@ use gpuready_core::nfd_crds::words::{self, state_label};
 use gpuready_core::nfd_crds::{CrdVerdict, NfdCrdCondition, NfdCrdPlan};
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::api::Api;
-use kube::runtime::events::{Event, EventType};
+use kube::runtime::events::EventType;
 use kube::runtime::utils::Backoff;
 use kube::runtime::watcher::ExponentialBackoff;
 use kube::runtime::{WatchStreamExt, watcher};
@@ -368,13 +369,7 @@ async fn publish(ctx: &Context, type_: EventType, reason: &str, message: &str) {
         );
         return;
     }
-    let ev = Event {
-        type_,
-        reason: reason.into(),
-        note: Some(message.chars().take(1000).collect()),
-        action: "ReconcileNfdCrds".into(),
-        secondary: None,
-    };
+    let ev = event(type_, reason, "ReconcileNfdCrds", message);
     for p in profiles {
         publish_profile_event(ctx, &ev, &p, "NFD CRD event").await;
     }
