@@ -269,9 +269,9 @@ pub fn classify(
     }
 
     // Differences gpuready may not apply over, in the order they are reported.
-    let refusals: [(fn(&Difference) -> bool, &str); 2] = [
+    let refusals = [
         (
-            is_immutable,
+            is_immutable as fn(&Difference) -> bool,
             "differs where the API server allows no change",
         ),
         (is_extra, "has what gpuready's CRD lacks"),
