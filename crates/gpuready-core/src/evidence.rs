@@ -278,6 +278,16 @@ pub struct EvidenceIndex<'a> {
     holds: Option<BTreeMap<String, Vec<ExtendedResourceHold>>>,
 }
 
+/// `(node, item)` pairs gathered by node, in the order read: every list the
+/// index keeps is looked up by node name, so each is built the same way.
+fn by_node<K: Ord, V>(pairs: impl IntoIterator<Item = (K, V)>) -> BTreeMap<K, Vec<V>> {
+    let mut out: BTreeMap<K, Vec<V>> = BTreeMap::new();
+    for (node, item) in pairs {
+        out.entry(node).or_default().push(item);
+    }
+    out
+}
+
 impl<'a> EvidenceIndex<'a> {
     pub fn new(
         slices: Option<&'a [ResourceSlice]>,
@@ -285,22 +295,16 @@ impl<'a> EvidenceIndex<'a> {
     ) -> EvidenceIndex<'a> {
         EvidenceIndex {
             slices: slices.map(|all| {
-                let mut by_node: BTreeMap<&str, Vec<&ResourceSlice>> = BTreeMap::new();
-                for s in all {
-                    if let Some(n) = s.spec.node_name.as_deref() {
-                        by_node.entry(n).or_default().push(s);
-                    }
-                }
-                by_node
+                by_node(
+                    all.iter()
+                        .filter_map(|s| s.spec.node_name.as_deref().map(|n| (n, s))),
+                )
             }),
             node_features: node_features.map(|all| {
-                let mut by_node: BTreeMap<&str, Vec<&NodeFeature>> = BTreeMap::new();
-                for f in all {
-                    if let Some(n) = node_feature_node(f) {
-                        by_node.entry(n).or_default().push(f);
-                    }
-                }
-                by_node
+                by_node(
+                    all.iter()
+                        .filter_map(|f| node_feature_node(f).map(|n| (n, f))),
+                )
             }),
             compute_domains: None,
             holds: None,
@@ -310,13 +314,7 @@ impl<'a> EvidenceIndex<'a> {
     /// The same index with the ResourceClaims read (`None`: not read): only
     /// the scheduler's extended-resource claims are kept.
     pub fn with_resource_claims(mut self, claims: Option<&[ResourceClaim]>) -> EvidenceIndex<'a> {
-        self.holds = claims.map(|all| {
-            let mut by_node: BTreeMap<String, Vec<ExtendedResourceHold>> = BTreeMap::new();
-            for (node, h) in all.iter().flat_map(ExtendedResourceHold::of_claim) {
-                by_node.entry(node).or_default().push(h);
-            }
-            by_node
-        });
+        self.holds = claims.map(|all| by_node(all.iter().flat_map(ExtendedResourceHold::of_claim)));
         self
     }
 
@@ -325,13 +323,8 @@ impl<'a> EvidenceIndex<'a> {
         mut self,
         cliques: Option<&[ComputeDomainClique]>,
     ) -> EvidenceIndex<'a> {
-        self.compute_domains = cliques.map(|all| {
-            let mut by_node: BTreeMap<String, Vec<CliqueMembership>> = BTreeMap::new();
-            for (node, m) in all.iter().flat_map(CliqueMembership::of_clique) {
-                by_node.entry(node).or_default().push(m);
-            }
-            by_node
-        });
+        self.compute_domains =
+            cliques.map(|all| by_node(all.iter().flat_map(CliqueMembership::of_clique)));
         self
     }
 

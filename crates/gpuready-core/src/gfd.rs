@@ -300,14 +300,8 @@ fn parse_driver(labels: &BTreeMap<String, String>) -> Field<DriverVersion> {
             None | Some("") => format!("{major}.{minor}"),
             Some(rev) => format!("{major}.{minor}.{rev}"),
         };
-        return match DriverVersion::parse(&joined) {
-            Ok(v) => Field::Present(v),
-            Err(why) => Field::Malformed(Malformed {
-                key: maj_key.into(),
-                value: joined,
-                why: format!("driver version from {maj_key}/{min_key}/{rev_key}: {why}"),
-            }),
-        };
+        let from = format!("driver version from {maj_key}/{min_key}/{rev_key}");
+        return parse_joined(joined, maj_key, &from, DriverVersion::parse);
     }
     Field::Absent
 }
@@ -323,17 +317,30 @@ fn parse_cuda_runtime(labels: &BTreeMap<String, String>) -> Field<MajorMinor> {
         if let Some(major) = labels.get(maj_key) {
             let minor = labels.get(min_key).map(String::as_str).unwrap_or("");
             let joined = format!("{major}.{minor}");
-            return match MajorMinor::parse(&joined) {
-                Ok(v) => Field::Present(v),
-                Err(why) => Field::Malformed(Malformed {
-                    key: maj_key.into(),
-                    value: joined,
-                    why: format!("CUDA version from {maj_key}/{min_key}: {why}"),
-                }),
-            };
+            let from = format!("CUDA version from {maj_key}/{min_key}");
+            return parse_joined(joined, maj_key, &from, MajorMinor::parse);
         }
     }
     Field::Absent
+}
+
+/// A version GFD splits over several labels, parsed once joined. A bad one is
+/// reported on the major label, whose presence chose this label family, and
+/// `from` names every label it was joined from, so the user knows what to fix.
+fn parse_joined<T>(
+    joined: String,
+    maj_key: &str,
+    from: &str,
+    parse: impl Fn(&str) -> Result<T, String>,
+) -> Field<T> {
+    match parse(&joined) {
+        Ok(v) => Field::Present(v),
+        Err(why) => Field::Malformed(Malformed {
+            key: maj_key.into(),
+            value: joined,
+            why: format!("{from}: {why}"),
+        }),
+    }
 }
 
 #[cfg(test)]

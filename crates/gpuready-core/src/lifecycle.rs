@@ -75,20 +75,18 @@ impl Lifecycle {
 
     /// The other gates, short (`NodeWright (nodewright.nvidia.com=…)`), `; `-joined.
     pub fn gates_short(&self) -> String {
-        self.gates
-            .iter()
-            .map(Gate::short)
-            .collect::<Vec<_>>()
-            .join("; ")
+        self.gates_joined(Gate::short)
     }
 
     /// The other gates, each with what it is doing and what releases it.
     pub fn gates_described(&self) -> String {
-        self.gates
-            .iter()
-            .map(Gate::describe)
-            .collect::<Vec<_>>()
-            .join("; ")
+        self.gates_joined(Gate::describe)
+    }
+
+    /// The other gates, each said by `say`, `; `-joined: the short and the
+    /// described list are one list that differs only in how a gate is said.
+    fn gates_joined(&self, say: fn(&Gate) -> String) -> String {
+        self.gates.iter().map(say).collect::<Vec<_>>().join("; ")
     }
 }
 

@@ -268,23 +268,21 @@ pub fn classify(
         return CrdClass::Current;
     }
 
-    let immutable: Vec<&Difference> = diffs.iter().filter(|d| is_immutable(d)).collect();
-    if !immutable.is_empty() {
-        return CrdClass::Newer {
-            reason: format!(
-                "differs where the API server allows no change: {}",
-                listing(immutable.into_iter())
-            ),
-        };
-    }
-    let extra: Vec<&Difference> = diffs.iter().filter(|d| is_extra(d)).collect();
-    if !extra.is_empty() {
-        return CrdClass::Newer {
-            reason: format!(
-                "has what gpuready's CRD lacks: {}",
-                listing(extra.into_iter())
-            ),
-        };
+    // Differences gpuready may not apply over, in the order they are reported.
+    let refusals = [
+        (
+            is_immutable as fn(&Difference) -> bool,
+            "differs where the API server allows no change",
+        ),
+        (is_extra, "has what gpuready's CRD lacks"),
+    ];
+    for (refuses, why) in refusals {
+        let found: Vec<&Difference> = diffs.iter().filter(|d| refuses(d)).collect();
+        if !found.is_empty() {
+            return CrdClass::Newer {
+                reason: format!("{why}: {}", listing(found.into_iter())),
+            };
+        }
     }
     CrdClass::Older {
         installed_release,

@@ -335,27 +335,27 @@ fn extra_conditions(
     generation: Option<i64>,
     now: Timestamp,
 ) -> Vec<Condition> {
+    // Each contribution says its type, status, reason and message in its own
+    // fields; from there on both become a condition the same way.
     let brake = extra.brake.as_ref().map(|b| {
-        condition(
+        (
             keys::CONDITION_SAFETY_BRAKE,
             b.engaged,
             &b.reason,
-            b.message.clone(),
-            generation,
-            now,
+            &b.message,
         )
     });
-    let nfd_crds = extra.nfd_crds.as_ref().map(|n| {
-        condition(
-            keys::CONDITION_NFD_CRDS,
-            n.ready,
-            &n.reason,
-            n.message.clone(),
-            generation,
-            now,
-        )
-    });
-    brake.into_iter().chain(nfd_crds).collect()
+    let nfd_crds = extra
+        .nfd_crds
+        .as_ref()
+        .map(|n| (keys::CONDITION_NFD_CRDS, n.ready, &n.reason, &n.message));
+    brake
+        .into_iter()
+        .chain(nfd_crds)
+        .map(|(type_, status, reason, message)| {
+            condition(type_, status, reason, message.clone(), generation, now)
+        })
+        .collect()
 }
 
 /// Keeps each condition's lastTransitionTime while its status holds.

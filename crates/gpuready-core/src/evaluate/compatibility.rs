@@ -28,9 +28,7 @@ pub(super) fn compatibility_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) 
     if let (Some(cc), Some(d)) = (cc, driver)
         && !compat::driver_supports_architecture(d, cc)
     {
-        let family = compat::family_of(cc)
-            .map(|f| f.to_string())
-            .unwrap_or_else(|| "pre-Turing".into());
+        let family = family_name(cc);
         return not_ready(
             "DriverDropsArchitecture",
             format!(
@@ -67,9 +65,7 @@ pub(super) fn compatibility_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) 
         return missing(gfd, nvidia::GPU_COMPUTE_MAJOR);
     };
     if !compat::cuda_supports_architecture(cuda, cc) {
-        let family = compat::family_of(cc)
-            .map(|f| f.to_string())
-            .unwrap_or_else(|| "pre-Turing".into());
+        let family = family_name(cc);
         return not_ready(
             "CudaDropsArchitecture",
             format!(
@@ -109,4 +105,12 @@ pub(super) fn compatibility_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) 
             format!("CUDA {cuda} fits compute {cc} and driver {driver} (supports CUDA up to {rt})"),
         ),
     }
+}
+
+/// The card's family as the two "drops architecture" messages name it: both
+/// say the same word for a compute capability that the family table lacks.
+fn family_name(cc: MajorMinor) -> String {
+    compat::family_of(cc)
+        .map(|f| f.to_string())
+        .unwrap_or_else(|| "pre-Turing".into())
 }

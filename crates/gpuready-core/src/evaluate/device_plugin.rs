@@ -502,6 +502,12 @@ fn sandbox_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> (Verdict, Opti
     } else {
         spec.sandbox_resources.join(", ")
     };
+    // Both the short and the enough verdict list the chosen resources alike.
+    let listed = chosen
+        .iter()
+        .map(|(k, n)| format!("{k}={n}"))
+        .collect::<Vec<_>>()
+        .join(", ");
     let v = if chosen.is_empty() {
         not_ready(
             reasons::SANDBOX_RESOURCE_MISSING,
@@ -518,26 +524,12 @@ fn sandbox_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> (Verdict, Opti
     } else if total < want {
         not_ready(
             "TooFewDevices",
-            format!(
-                "{} allocatable: {total} < {want} expected",
-                chosen
-                    .iter()
-                    .map(|(k, n)| format!("{k}={n}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            format!("{listed} allocatable: {total} < {want} expected"),
         )
     } else {
         ready(
             reasons::SANDBOX_RESOURCES,
-            format!(
-                "{} allocatable (need {want})",
-                chosen
-                    .iter()
-                    .map(|(k, n)| format!("{k}={n}"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            ),
+            format!("{listed} allocatable (need {want})"),
         )
     };
     // Passthrough hands out whole GPUs, so its total is a GPU count; a vGPU

@@ -104,38 +104,41 @@ fn fabric_verdict(f: &FabricExpectation, facts: &NodeFacts) -> Result<Verdict, V
     .via(Source::ProbeReport))
 }
 
+/// Not ready on what the node's clique label says: each of its checks fails
+/// this way, so the source of those verdicts is set in one place.
+fn not_ready_on_labels(reason: &'static str, message: String) -> Verdict {
+    not_ready(reason, message).via(Source::GfdLabels)
+}
+
 /// The clique label: present, well-formed, and one the profile expects.
 fn expected_clique<'a>(f: &FabricExpectation, facts: &'a NodeFacts) -> Result<Clique<'a>, Verdict> {
     let Some(label) = facts.labels.get(nvidia::GPU_CLIQUE) else {
-        return Err(not_ready(
+        return Err(not_ready_on_labels(
             reasons::CLIQUE_LABEL_MISSING,
             format!(
                 "no {} label: GFD writes it only when the GPUs are attached to an NVLink fabric (registration completed with success) and agree on one cluster UUID and clique ID; check nvidia-fabricmanager / the NVLink switch trays, and that GFD runs on the node",
                 nvidia::GPU_CLIQUE
             ),
-        )
-        .via(Source::GfdLabels));
+        ));
     };
     let Some((cluster, id)) = parse_clique(label) else {
-        return Err(not_ready(
+        return Err(not_ready_on_labels(
             reasons::CLIQUE_LABEL_MALFORMED,
             format!(
                 "{}={label:?} is not <cluster UUID>.<clique ID> as GFD writes it",
                 nvidia::GPU_CLIQUE
             ),
-        )
-        .via(Source::GfdLabels));
+        ));
     };
     if !f.cliques.is_empty() && !f.cliques.iter().any(|c| c == label) {
-        return Err(not_ready(
+        return Err(not_ready_on_labels(
             reasons::UNEXPECTED_CLIQUE,
             format!(
                 "{}={label} is not the profile's NVLink domain ({}): the node's GPUs registered with another NVLink partition or cluster; check the fabric manager's partition and the rack's NVLink switch trays, or fix fabric.cliques",
                 nvidia::GPU_CLIQUE,
                 f.cliques.join(", ")
             ),
-        )
-        .via(Source::GfdLabels));
+        ));
     }
     Ok(Clique { label, cluster, id })
 }

@@ -126,17 +126,13 @@ fn skipped_finding(cr: &ComputeCheckRules, skip_text: Option<&str>, out: &mut Fi
         "no compute check has run on this node's GPUs{}",
         skip_text.map(|t| format!(": {t}")).unwrap_or_default()
     );
-    match policy_status(cr.when_skipped) {
-        Some(status) => out.gate(
-            rank::COMPUTE_SKIPPED,
-            r::COMPUTE_CHECK_SKIPPED,
-            format!(
-                "{message}; the profile's probe.computeCheck.whenSkipped gates on it: free the GPUs (drain the node) or let the check run when they are idle"
-            ),
-            status,
-        ),
-        None => out.notes.push(message),
-    }
+    gate_or_note(
+        out,
+        cr.when_skipped,
+        (rank::COMPUTE_SKIPPED, r::COMPUTE_CHECK_SKIPPED),
+        message,
+        "the profile's probe.computeCheck.whenSkipped gates on it: free the GPUs (drain the node) or let the check run when they are idle",
+    );
 }
 
 /// The latest check no longer vouches for the node (`why`): a finding where
@@ -152,15 +148,27 @@ fn stale_finding(
         "the compute check of {ran} is stale: {why}{}",
         skip_text.map(|t| format!("; {t}")).unwrap_or_default()
     );
-    match policy_status(cr.when_stale) {
-        Some(status) => out.gate(
-            rank::COMPUTE_STALE,
-            r::COMPUTE_CHECK_STALE,
-            format!(
-                "{message}; the profile's probe.computeCheck.whenStale gates on it: let the check run again (idle GPUs, or drain the node)"
-            ),
-            status,
-        ),
+    gate_or_note(
+        out,
+        cr.when_stale,
+        (rank::COMPUTE_STALE, r::COMPUTE_CHECK_STALE),
+        message,
+        "the profile's probe.computeCheck.whenStale gates on it: let the check run again (idle GPUs, or drain the node)",
+    );
+}
+
+/// `message` as a finding (`rank`, `reason`) where `policy` gates on it, with
+/// `gated` saying what the policy asks for; only a note where it is Ignore. A
+/// skipped and a stale check are judged alike, each by its own policy.
+fn gate_or_note(
+    out: &mut Findings,
+    policy: ProbePolicy,
+    (rank, reason): (u8, &'static str),
+    message: String,
+    gated: &str,
+) {
+    match policy_status(policy) {
+        Some(status) => out.gate(rank, reason, format!("{message}; {gated}"), status),
         None => out.notes.push(message),
     }
 }
