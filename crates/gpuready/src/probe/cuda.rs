@@ -130,7 +130,6 @@ fn check_device(ordinal: usize) -> DeviceResult {
         error,
         mismatch,
         bytes: (2 * ELEMENTS * 4) as u64,
-        ..GpuCompute::default()
     };
     device
 }

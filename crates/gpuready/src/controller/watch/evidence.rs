@@ -124,6 +124,12 @@ struct Watch {
 /// reaches it through its own clone of the stores.
 type StateOf<T> = fn(&EvidenceStores) -> &RwLock<SourceState<T>>;
 
+/// How a source's object becomes its per-node entries.
+type Entries<K, T> = Box<dyn Fn(K) -> Vec<(String, T)> + Send + Sync>;
+
+/// What a source does after its index changed, beyond re-queuing.
+type OnChange<T> = Box<dyn Fn(&Index<T>) + Send + Sync>;
+
 /// What one evidence watch does differently from the others; `Watch::start`
 /// supplies the rest, so the five watches are started one way.
 struct Source<K, T> {
@@ -131,11 +137,11 @@ struct Source<K, T> {
     api: Api<K>,
     labels: Option<String>,
     key: fn(&K) -> String,
-    entries: Box<dyn Fn(K) -> Vec<(String, T)> + Send + Sync>,
+    entries: Entries<K, T>,
     state: StateOf<T>,
     /// Its slot in `settled`; `None` where start-up does not wait for it.
     settled: Option<usize>,
-    changed: Box<dyn Fn(&Index<T>) + Send + Sync>,
+    changed: OnChange<T>,
     relist: Option<Arc<Notify>>,
 }
 
