@@ -144,6 +144,26 @@ where
     }
 }
 
+/// Every `K` in the cluster, through [`list_or_none`]: the sources read
+/// cluster-wide and unfiltered differ only in the kind and what is lost.
+async fn list_all<K>(
+    client: &kube::Client,
+    what: &str,
+    unread: impl FnOnce(u16),
+) -> Result<Option<Vec<K>>, LiveError>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug,
+    K::DynamicType: Default,
+{
+    list_or_none(
+        Api::all(client.clone()),
+        &ListParams::default(),
+        what,
+        unread,
+    )
+    .await
+}
+
 /// `resource.k8s.io/v1` ResourceSlices, or `None` where the API is not served
 /// (clusters before 1.34, or DRA turned off): the evidence is then Unknown.
 async fn list_resource_slices(
@@ -166,16 +186,11 @@ async fn list_resource_slices(
 
 /// NFD's NodeFeatures, or `None` where the CRD is not installed.
 async fn list_node_features(client: &kube::Client) -> Result<Option<Vec<NodeFeature>>, LiveError> {
-    list_or_none(
-        Api::all(client.clone()),
-        &ListParams::default(),
-        "nodefeatures",
-        |code| {
-            eprintln!(
-                "warning: NodeFeatures are not served or not readable ({code}): GPU counts on the PCI bus are unavailable"
-            )
-        },
-    )
+    list_all(client, "nodefeatures", |code| {
+        eprintln!(
+            "warning: NodeFeatures are not served or not readable ({code}): GPU counts on the PCI bus are unavailable"
+        )
+    })
     .await
 }
 
@@ -185,14 +200,7 @@ async fn list_node_features(client: &kube::Client) -> Result<Option<Vec<NodeFeat
 async fn list_compute_domain_cliques(
     client: &kube::Client,
 ) -> Result<Option<Vec<ComputeDomainClique>>, LiveError> {
-    let params = ListParams::default();
-    list_or_none(
-        Api::all(client.clone()),
-        &params,
-        "computedomaincliques",
-        |_| {},
-    )
-    .await
+    list_all(client, "computedomaincliques", |_| {}).await
 }
 
 /// The probe report ConfigMaps in `namespace`, selected by label as the
@@ -217,14 +225,7 @@ async fn list_probe_reports(client: &kube::Client, namespace: &str) -> Result<Ca
 async fn list_device_rules(
     client: &kube::Client,
 ) -> Result<Option<Vec<DeviceTaintRule>>, LiveError> {
-    let params = ListParams::default();
-    list_or_none(
-        Api::all(client.clone()),
-        &params,
-        "devicetaintrules",
-        |_| {},
-    )
-    .await
+    list_all(client, "devicetaintrules", |_| {}).await
 }
 
 /// ResourceClaims in every namespace, or `None` where they are not served or
@@ -233,15 +234,10 @@ async fn list_device_rules(
 async fn list_resource_claims(
     client: &kube::Client,
 ) -> Result<Option<Vec<ResourceClaim>>, LiveError> {
-    list_or_none(
-        Api::all(client.clone()),
-        &ListParams::default(),
-        "resourceclaims",
-        |code| {
-            eprintln!(
-                "warning: resource.k8s.io/v1 ResourceClaims are not served or not readable ({code}): pods holding a GPU as a DRA extended resource are not counted"
-            )
-        },
-    )
+    list_all(client, "resourceclaims", |code| {
+        eprintln!(
+            "warning: resource.k8s.io/v1 ResourceClaims are not served or not readable ({code}): pods holding a GPU as a DRA extended resource are not counted"
+        )
+    })
     .await
 }

@@ -177,34 +177,29 @@ fn write_report(
         }
         Ok(())
     };
+    // The report without its nodes, then the nodes spliced in where serde
+    // writes the empty list.
+    let mut splice = |out: &mut dyn Write, text: &str, how: &Splice| -> std::io::Result<()> {
+        let (head, tail) = split_at(text, how.empty)?;
+        out.write_all(head.as_bytes())?;
+        if rows.is_empty() {
+            out.write_all(how.empty.as_bytes())?;
+        } else {
+            out.write_all(how.open)?;
+            copy_parts(out, how.between)?;
+            out.write_all(how.close)?;
+        }
+        out.write_all(tail.as_bytes())
+    };
     match output {
         Output::Json => {
-            // The report without its nodes, then the nodes spliced in where
-            // serde_json writes the empty list.
             let text = serde_json::to_string_pretty(&shell).map_err(std::io::Error::other)?;
-            let (head, tail) = split_at(&text, "\"nodes\": []")?;
-            out.write_all(head.as_bytes())?;
-            if rows.is_empty() {
-                out.write_all(b"\"nodes\": []")?;
-            } else {
-                out.write_all(b"\"nodes\": [\n")?;
-                copy_parts(&mut out, b",\n")?;
-                out.write_all(b"\n  ]")?;
-            }
-            out.write_all(tail.as_bytes())?;
+            splice(&mut out, &text, &JSON_NODES)?;
             writeln!(out)?;
         }
         Output::Yaml => {
             let text = serde_yaml_ng::to_string(&shell).map_err(std::io::Error::other)?;
-            let (head, tail) = split_at(&text, "nodes: []\n")?;
-            out.write_all(head.as_bytes())?;
-            if rows.is_empty() {
-                out.write_all(b"nodes: []\n")?;
-            } else {
-                out.write_all(b"nodes:\n")?;
-                copy_parts(&mut out, b"")?;
-            }
-            out.write_all(tail.as_bytes())?;
+            splice(&mut out, &text, &YAML_NODES)?;
         }
         Output::Table => {
             let table: Vec<TableRow<'_>> = rows
@@ -267,6 +262,29 @@ fn indented(text: &str, first: &str, rest: &str) -> String {
     }
     out
 }
+
+/// Where a format's shell holds the nodes (the empty list serde writes) and
+/// how the spilled parts are written there: JSON and YAML splice alike.
+struct Splice {
+    empty: &'static str,
+    open: &'static [u8],
+    between: &'static [u8],
+    close: &'static [u8],
+}
+
+const JSON_NODES: Splice = Splice {
+    empty: "\"nodes\": []",
+    open: b"\"nodes\": [\n",
+    between: b",\n",
+    close: b"\n  ]",
+};
+
+const YAML_NODES: Splice = Splice {
+    empty: "nodes: []\n",
+    open: b"nodes:\n",
+    between: b"",
+    close: b"",
+};
 
 fn split_at<'a>(text: &'a str, marker: &str) -> std::io::Result<(&'a str, &'a str)> {
     let i = text

@@ -13,7 +13,6 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use futures::StreamExt;
 use gpuready_core::write_step::CrdView;
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
@@ -28,6 +27,7 @@ use tracing::{info, warn};
 use crate::controller::backoff::WatchBackoff;
 use crate::controller::health::Health;
 use crate::controller::metrics::Metrics;
+use crate::controller::watch::next_or_stop;
 
 pub const PROFILE_CRD: &str = "gpunodeprofiles.gpuready.io";
 
@@ -178,14 +178,9 @@ impl CrdGuard {
         let mut stream = std::pin::pin!(
             watcher::watch_object(api, PROFILE_CRD).backoff(WatchBackoff::default())
         );
-        loop {
-            let item = tokio::select! {
-                _ = stop.cancelled() => return,
-                item = stream.next() => item,
-            };
+        while let Some(item) = next_or_stop(&mut stream, &stop).await {
             match item {
-                None => return,
-                Some(Ok(crd)) => {
+                Ok(crd) => {
                     let ok = crd.as_ref().is_some_and(healthy);
                     if let Ok(mut s) = self.state.lock() {
                         if ok {
@@ -197,7 +192,7 @@ impl CrdGuard {
                     }
                     self.set_present(ok);
                 }
-                Some(Err(e)) => {
+                Err(e) => {
                     warn!(error = %e, "watching the GpuNodeProfile CRD failed; retrying")
                 }
             }

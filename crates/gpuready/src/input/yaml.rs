@@ -276,10 +276,7 @@ where
                         self.line
                     )));
                 }
-                if self.top_is_items() {
-                    self.object_start = Some(at);
-                    self.object_error = None;
-                }
+                self.item_may_start(at);
                 let merge = style == ScalarStyle::Plain && tag.is_none() && text == "<<";
                 let value = match resolve(text, style, tag.as_deref()) {
                     Ok(v) => v,
@@ -305,10 +302,7 @@ where
                         self.alias_values, self.line
                     )));
                 }
-                if self.top_is_items() {
-                    self.object_start = Some(at);
-                    self.object_error = None;
-                }
+                self.item_may_start(at);
                 self.complete(value, 0, false)?;
             }
         }
@@ -319,6 +313,15 @@ where
         self.stack.last().is_some_and(|f| f.role == Role::Items)
     }
 
+    /// A value read straight under a List's `items` is one object: it starts
+    /// at `at`, with no error of the item before it.
+    fn item_may_start(&mut self, at: usize) {
+        if self.top_is_items() {
+            self.object_start = Some(at);
+            self.object_error = None;
+        }
+    }
+
     fn push(&mut self, body: Body, anchor: usize, role: Role, at: usize) -> Result<(), Stop<E>> {
         if self.stack.len() >= MAX_DEPTH {
             return Err(self.syntax(format!(
@@ -326,10 +329,7 @@ where
                 self.line
             )));
         }
-        if self.top_is_items() {
-            self.object_start = Some(at);
-            self.object_error = None;
-        }
+        self.item_may_start(at);
         self.stack.push(Frame { body, anchor, role });
         Ok(())
     }

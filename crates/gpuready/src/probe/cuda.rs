@@ -117,28 +117,19 @@ fn check_device(ordinal: usize) -> DeviceResult {
         ordinal: ordinal as u32,
         ..DeviceResult::default()
     };
-    let outcome = run_steps(ordinal, &mut steps, &mut device.uuid);
-    device.result = match outcome {
-        Ok(()) => GpuCompute {
-            outcome: ComputeOutcome::Passed,
-            steps,
-            bytes: (2 * ELEMENTS * 4) as u64,
-            ..GpuCompute::default()
-        },
-        Err(Failure::Cuda(e)) => GpuCompute {
-            outcome: ComputeOutcome::Failed,
-            steps,
-            error: Some(e),
-            bytes: (2 * ELEMENTS * 4) as u64,
-            ..GpuCompute::default()
-        },
-        Err(Failure::Mismatch(m)) => GpuCompute {
-            outcome: ComputeOutcome::Failed,
-            steps,
-            mismatch: Some(m),
-            bytes: (2 * ELEMENTS * 4) as u64,
-            ..GpuCompute::default()
-        },
+    // Every outcome reports the steps run and the bytes a full run moves; a
+    // failure adds what failed.
+    let (outcome, error, mismatch) = match run_steps(ordinal, &mut steps, &mut device.uuid) {
+        Ok(()) => (ComputeOutcome::Passed, None, None),
+        Err(Failure::Cuda(e)) => (ComputeOutcome::Failed, Some(e), None),
+        Err(Failure::Mismatch(m)) => (ComputeOutcome::Failed, None, Some(m)),
+    };
+    device.result = GpuCompute {
+        outcome,
+        steps,
+        error,
+        mismatch,
+        bytes: (2 * ELEMENTS * 4) as u64,
     };
     device
 }

@@ -41,7 +41,7 @@ use tracing::{debug, warn};
 
 use crate::controller::mailbox::RequeueSender;
 use crate::controller::watch::evidence_follow::follow;
-use crate::controller::watch::evidence_index::{SourceState, read};
+use crate::controller::watch::evidence_index::{Index, SourceState, read};
 use crate::readers::{slice_from_dynamic, slice_resource};
 
 /// Evidence indexes the node reconciler reads.
@@ -120,6 +120,109 @@ struct Watch {
     stop: CancellationToken,
 }
 
+/// A source's index in [`EvidenceStores`]: a plain function, so each task
+/// reaches it through its own clone of the stores.
+type StateOf<T> = fn(&EvidenceStores) -> &RwLock<SourceState<T>>;
+
+/// How a source's object becomes its per-node entries.
+type Entries<K, T> = Box<dyn Fn(K) -> Vec<(String, T)> + Send + Sync>;
+
+/// What a source does after its index changed, beyond re-queuing.
+type OnChange<T> = Box<dyn Fn(&Index<T>) + Send + Sync>;
+
+/// What one evidence watch does differently from the others; `Watch::start`
+/// supplies the rest, so the five watches are started one way.
+struct Source<K, T> {
+    kind: &'static str,
+    api: Api<K>,
+    labels: Option<String>,
+    key: fn(&K) -> String,
+    entries: Entries<K, T>,
+    state: StateOf<T>,
+    /// Its slot in `settled`; `None` where start-up does not wait for it.
+    settled: Option<usize>,
+    changed: OnChange<T>,
+    relist: Option<Arc<Notify>>,
+}
+
+impl<K, T> Source<K, T> {
+    /// A source nothing waits for at start-up, unfiltered, with nothing to do
+    /// on a change but re-queue: the builders below add what differs.
+    fn new(
+        kind: &'static str,
+        api: Api<K>,
+        key: fn(&K) -> String,
+        entries: impl Fn(K) -> Vec<(String, T)> + Send + Sync + 'static,
+        state: StateOf<T>,
+    ) -> Self {
+        Source {
+            kind,
+            api,
+            labels: None,
+            key,
+            entries: Box::new(entries),
+            state,
+            settled: None,
+            changed: Box::new(|_| {}),
+            relist: None,
+        }
+    }
+
+    fn labels(mut self, labels: Option<String>) -> Self {
+        self.labels = labels;
+        self
+    }
+
+    fn settles(mut self, slot: usize) -> Self {
+        self.settled = Some(slot);
+        self
+    }
+
+    fn on_change(mut self, changed: impl Fn(&Index<T>) + Send + Sync + 'static) -> Self {
+        self.changed = Box::new(changed);
+        self
+    }
+
+    fn relist(mut self, relist: Arc<Notify>) -> Self {
+        self.relist = Some(relist);
+        self
+    }
+}
+
+impl Watch {
+    /// Spawns `follow` for one source with this watch's clones.
+    fn start<K, T>(&self, s: Source<K, T>) -> tokio::task::JoinHandle<()>
+    where
+        K: kube::Resource + Clone + std::fmt::Debug + serde::de::DeserializeOwned,
+        K: Send + Sync + 'static,
+        T: Send + Sync + 'static,
+    {
+        let w = self.clone();
+        tokio::spawn(async move {
+            let stores = &w.stores;
+            let settle = |a| {
+                if let Some(i) = s.settled {
+                    stores.settled.send_modify(|x| x[i] = a);
+                }
+            };
+            follow(
+                s.kind,
+                s.api,
+                s.labels,
+                s.key,
+                s.entries,
+                (s.state)(stores),
+                settle,
+                s.changed,
+                s.relist,
+                w.requeue,
+                w.stop,
+            )
+            .await;
+        })
+    }
+}
+
 /// Starts the evidence watches. Each node whose evidence changes is sent on
 /// `requeue`; each watch marks its slot of `settled` (0 slices, 1 NodeFeatures,
 /// 2 DeviceTaintRules, 3 ComputeDomainCliques).
@@ -136,121 +239,91 @@ pub fn spawn(
         requeue,
         stop,
     };
-    let w = watch.clone();
-    let slices = tokio::spawn(async move {
-        let api: Api<DynamicObject> = Api::all_with(w.client, &slice_resource());
-        follow(
+    let slices = watch.start(
+        Source::new(
             "ResourceSlice",
-            api,
-            None,
+            Api::all_with(watch.client.clone(), &slice_resource()),
             |o: &DynamicObject| o.name_any(),
             |o| one_node(slice_from_dynamic(o), |s| s.spec.node_name.clone()),
-            &w.stores.slices,
-            |a| w.stores.settled.send_modify(|s| s[0] = a),
-            |_| {},
-            None,
-            w.requeue,
-            w.stop,
+            |s| &s.slices,
         )
-        .await;
-    });
-    let w = watch.clone();
-    let rules = tokio::spawn(async move {
-        let api: Api<DeviceTaintRule> = Api::all(w.client);
-        follow(
-            "DeviceTaintRule",
-            api,
-            owned_rule_selector(),
-            |r: &DeviceTaintRule| r.name_any(),
-            // Only rules with gpuready's label AND name prefix are gpuready's.
-            |r: DeviceTaintRule| {
-                one_node(device_taint_rule::is_owned(&r).then_some(r), |r| {
-                    device_taint_rule::node_of(r).map(str::to_owned)
-                })
-            },
-            &w.stores.rules,
-            |a| w.stores.settled.send_modify(|s| s[2] = a),
-            |idx| {
-                metrics
-                    .device_taint_rules
-                    .set(i64::try_from(idx.len()).unwrap_or(i64::MAX));
-                let devices = no_execute_devices(idx.by_node.values().flat_map(BTreeMap::values));
-                w.stores.no_execute_devices.send_if_modified(|d| {
-                    let changed = *d != devices;
-                    *d = devices;
-                    changed
-                });
-            },
-            None,
-            w.requeue,
-            w.stop,
-        )
-        .await;
-    });
-    let w = watch.clone();
+        .settles(0),
+    );
+    let rules = watch.start(rules_source(&watch, metrics));
     let relist = Arc::new(Notify::new());
     let relister = tokio::spawn(relist_on_growth(
-        w.stores.no_execute_devices.subscribe(),
+        watch.stores.no_execute_devices.subscribe(),
         relist.clone(),
-        w.stop.clone(),
+        watch.stop.clone(),
     ));
-    let claims = tokio::spawn(async move {
-        let api: Api<ResourceClaim> = Api::all(w.client);
-        let wanted = w.stores.no_execute_devices.subscribe();
-        follow(
+    let wanted = watch.stores.no_execute_devices.subscribe();
+    // Not waited for at start-up: until listed, no pod is counted.
+    let claims = watch.start(
+        Source::new(
             "ResourceClaim",
-            api,
-            None,
+            Api::all(watch.client.clone()),
             |c: &ResourceClaim| format!("{}/{}", c.namespace().unwrap_or_default(), c.name_any()),
-            |c| holds_on(&c, &wanted.borrow()),
-            &w.stores.holds,
-            // Not waited for at start-up: until listed, no pod is counted.
-            |_| {},
-            |_| {},
-            Some(relist),
-            w.requeue,
-            w.stop,
+            move |c| holds_on(&c, &wanted.borrow()),
+            |s| &s.holds,
         )
-        .await;
-    });
-    let w = watch.clone();
-    let features = tokio::spawn(async move {
-        let api: Api<NodeFeature> = Api::all(w.client);
-        follow(
+        .relist(relist),
+    );
+    let features = watch.start(
+        Source::new(
             "NodeFeature",
-            api,
-            None,
+            Api::all(watch.client.clone()),
             |f: &NodeFeature| format!("{}/{}", f.namespace().unwrap_or_default(), f.name_any()),
             |f| one_node(Some(f), |f| node_feature_node(f).map(str::to_owned)),
-            &w.stores.features,
-            |a| w.stores.settled.send_modify(|s| s[1] = a),
-            |_| {},
-            None,
-            w.requeue,
-            w.stop,
+            |s| &s.features,
         )
-        .await;
-    });
+        .settles(1),
+    );
     // One ComputeDomainClique names many nodes: indexed by each node it names.
-    let w = watch;
-    let cliques = tokio::spawn(async move {
-        let api: Api<ComputeDomainClique> = Api::all(w.client);
-        follow(
+    let cliques = watch.start(
+        Source::new(
             "ComputeDomainClique",
-            api,
-            None,
+            Api::all(watch.client.clone()),
             ComputeDomainClique::key,
             |c| CliqueMembership::of_clique(&c),
-            &w.stores.cliques,
-            |a| w.stores.settled.send_modify(|s| s[3] = a),
-            |_| {},
-            None,
-            w.requeue,
-            w.stop,
+            |s| &s.cliques,
         )
-        .await;
-    });
+        .settles(3),
+    );
     vec![slices, features, rules, cliques, claims, relister]
+}
+
+/// gpuready's own DeviceTaintRules: each change also updates the rule gauge
+/// and the set of devices tainted `NoExecute`.
+fn rules_source(
+    watch: &Watch,
+    metrics: Arc<crate::controller::metrics::Metrics>,
+) -> Source<DeviceTaintRule, DeviceTaintRule> {
+    let stores = watch.stores.clone();
+    Source::new(
+        "DeviceTaintRule",
+        Api::all(watch.client.clone()),
+        |r: &DeviceTaintRule| r.name_any(),
+        // Only rules with gpuready's label AND name prefix are gpuready's.
+        |r: DeviceTaintRule| {
+            one_node(device_taint_rule::is_owned(&r).then_some(r), |r| {
+                device_taint_rule::node_of(r).map(str::to_owned)
+            })
+        },
+        |s| &s.rules,
+    )
+    .labels(owned_rule_selector())
+    .settles(2)
+    .on_change(move |idx| {
+        metrics
+            .device_taint_rules
+            .set(i64::try_from(idx.len()).unwrap_or(i64::MAX));
+        let devices = no_execute_devices(idx.by_node.values().flat_map(BTreeMap::values));
+        stores.no_execute_devices.send_if_modified(|d| {
+            let changed = *d != devices;
+            *d = devices;
+            changed
+        });
+    })
 }
 
 /// The holds of an extended-resource claim on devices in `wanted`, per node

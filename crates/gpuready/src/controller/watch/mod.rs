@@ -17,3 +17,17 @@ pub mod prune;
 pub mod verdicts;
 pub mod watched;
 pub mod wide_rules;
+
+use tokio_util::sync::CancellationToken;
+
+/// The stream's next item, or `None` once it ends or `stop` is cancelled:
+/// every long-lived watch loop ends on either, so they share this one wait.
+pub(crate) async fn next_or_stop<S>(stream: &mut S, stop: &CancellationToken) -> Option<S::Item>
+where
+    S: futures::Stream + Unpin,
+{
+    tokio::select! {
+        _ = stop.cancelled() => None,
+        item = futures::StreamExt::next(stream) => item,
+    }
+}

@@ -10,7 +10,6 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use futures::StreamExt;
 use gpuready_api::device_taint_rule::DeviceTaintRule;
 use gpuready_core::wide_rules::{WideRule, wide_rule};
 use kube::runtime::WatchStreamExt;
@@ -21,6 +20,7 @@ use tracing::{info, warn};
 
 use crate::controller::metrics::Metrics;
 use crate::controller::watch::evidence_follow::served;
+use crate::controller::watch::next_or_stop;
 
 /// Starts the watch; it ends when `stop` is cancelled.
 pub fn spawn(
@@ -40,18 +40,13 @@ pub fn spawn(
         }
         let mut wide = WideRules::default();
         let mut events = std::pin::pin!(watcher(api, watcher::Config::default()).default_backoff());
-        loop {
-            let ev = tokio::select! {
-                _ = stop.cancelled() => return,
-                ev = events.next() => ev,
-            };
+        while let Some(ev) = next_or_stop(&mut events, &stop).await {
             match ev {
-                None => return,
-                Some(Ok(ev)) => {
+                Ok(ev) => {
                     wide.apply(ev);
                     gauge(wide.now.len());
                 }
-                Some(Err(e)) => {
+                Err(e) => {
                     warn!(error = %e, "DeviceTaintRule watch failed; the watcher retries with backoff")
                 }
             }

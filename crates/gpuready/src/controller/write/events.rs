@@ -15,6 +15,7 @@ use gpuready_core::event_budget::Summary;
 use gpuready_core::{NodeAssessment, NodeFacts};
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::Node;
+use k8s_openapi::api::core::v1::NodeCondition;
 use k8s_openapi::api::events::v1::Event as K8sEvent;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
 use kube::api::{Api, PostParams};
@@ -55,8 +56,24 @@ pub async fn publish_transition(ctx: &Context, node: &Node, facts: &NodeFacts, a
     };
     let note = format!("{}{}", profile_prefix(a.profile.as_deref()), a.message);
     let reason: String = reason.chars().take(128).collect();
-    let ev = event(type_, &reason, "Evaluate", &note);
-    publish_node_event(ctx, node, a.profile.as_deref(), &ev, "GpuReady transition").await;
+    let what = "GpuReady transition";
+    publish_evaluation(ctx, node, a, type_, &reason, &note, what).await;
+}
+
+/// Posts an Event the node's assessment raised (action `Evaluate`) on the
+/// node, through its profile: the GpuReady transition, the deadline and the
+/// repair refusal are built and routed alike.
+async fn publish_evaluation(
+    ctx: &Context,
+    node: &Node,
+    a: &NodeAssessment,
+    type_: EventType,
+    reason: &str,
+    note: &str,
+    what: &str,
+) {
+    let ev = event(type_, reason, "Evaluate", note);
+    publish_node_event(ctx, node, a.profile.as_deref(), &ev, what).await;
 }
 
 /// A Warning Event on the node when the API server refused gpuready's write
@@ -234,17 +251,9 @@ pub async fn publish_deadline(ctx: &Context, node: &Node, facts: &NodeFacts, a: 
     let Some(d) = &a.deadline_passed else {
         return;
     };
-    let was_past = facts.gpu_conditions.iter().any(|c| {
-        c.type_ == keys::CONDITION_GPU_READY
-            && c.reason.as_deref() == Some(keys::reasons::NOT_READY_DEADLINE_EXCEEDED)
-    });
-    let now_past = a.changes.conditions.as_ref().is_some_and(|cs| {
-        cs.set.iter().any(|c| {
-            c.type_ == keys::CONDITION_GPU_READY
-                && c.reason.as_deref() == Some(keys::reasons::NOT_READY_DEADLINE_EXCEEDED)
-        })
-    });
-    if was_past || !now_past {
+    if !gpu_ready_turns(facts, a, |c| {
+        c.reason.as_deref() == Some(keys::reasons::NOT_READY_DEADLINE_EXCEEDED)
+    }) {
         return;
     }
     let note = format!(
@@ -252,13 +261,26 @@ pub async fn publish_deadline(ctx: &Context, node: &Node, facts: &NodeFacts, a: 
         a.profile.as_deref().unwrap_or("-"),
         d.describe()
     );
-    let ev = event(
-        EventType::Warning,
-        keys::reasons::NOT_READY_DEADLINE_EXCEEDED,
-        "Evaluate",
-        &note,
-    );
-    publish_node_event(ctx, node, a.profile.as_deref(), &ev, "not-ready deadline").await;
+    let reason = keys::reasons::NOT_READY_DEADLINE_EXCEEDED;
+    let what = "not-ready deadline";
+    publish_evaluation(ctx, node, a, EventType::Warning, reason, &note, what).await;
+}
+
+/// Whether the `GpuReady` condition this assessment writes is `matches` and
+/// the node's own was not: a node Event marks that moment once, not every
+/// reconcile while it lasts.
+fn gpu_ready_turns(
+    facts: &NodeFacts,
+    a: &NodeAssessment,
+    matches: impl Fn(&NodeCondition) -> bool,
+) -> bool {
+    let any = |cs: &[NodeCondition]| {
+        cs.iter()
+            .any(|c| c.type_ == keys::CONDITION_GPU_READY && matches(c))
+    };
+    let was = any(&facts.gpu_conditions);
+    let now = a.changes.conditions.as_ref().is_some_and(|cs| any(&cs.set));
+    now && !was
 }
 
 /// A Warning Event on the node when gpuready first refuses its repair
@@ -280,25 +302,12 @@ pub async fn publish_repair_refusal(
     else {
         return;
     };
-    let has = |m: Option<&String>| m.is_some_and(|m| m.contains(&note));
-    let was = facts
-        .gpu_conditions
-        .iter()
-        .find(|c| c.type_ == keys::CONDITION_GPU_READY)
-        .is_some_and(|c| has(c.message.as_ref()));
-    let now = a.changes.conditions.as_ref().is_some_and(|cs| {
-        cs.set
-            .iter()
-            .any(|c| c.type_ == keys::CONDITION_GPU_READY && has(c.message.as_ref()))
-    });
-    if was || !now {
+    if !gpu_ready_turns(facts, a, |c| {
+        c.message.as_ref().is_some_and(|m| m.contains(&note))
+    }) {
         return;
     }
-    let ev = event(
-        EventType::Warning,
-        keys::lifecycle::EVENT_REPAIR_REFUSED,
-        "Evaluate",
-        &note,
-    );
-    publish_node_event(ctx, node, a.profile.as_deref(), &ev, "repair refusal").await;
+    let reason = keys::lifecycle::EVENT_REPAIR_REFUSED;
+    let what = "repair refusal";
+    publish_evaluation(ctx, node, a, EventType::Warning, reason, &note, what).await;
 }
