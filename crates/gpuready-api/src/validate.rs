@@ -415,8 +415,6 @@ fn unknown_in(
     use serde_json::Value;
     match value {
         Value::Object(map) => {
-            let props = schema.get("properties").and_then(Value::as_object);
-            let extra = schema.get("additionalProperties").filter(|a| a.is_object());
             if schema
                 .get("x-kubernetes-preserve-unknown-fields")
                 .and_then(Value::as_bool)
@@ -426,10 +424,9 @@ fn unknown_in(
             }
             for (key, v) in map {
                 let here = format!("{path}.{key}");
-                match (props.and_then(|p| p.get(key)), extra) {
-                    (Some(s), _) => unknown_in(v, s, &here, out),
-                    (None, Some(s)) => unknown_in(v, s, &here, out),
-                    (None, None) => out.push(here),
+                match key_schema(schema, key) {
+                    Some(s) => unknown_in(v, s, &here, out),
+                    None => out.push(here),
                 }
             }
         }
@@ -464,6 +461,41 @@ pub fn integral_numbers(raw: &mut serde_json::Value) {
     }
 }
 
+/// The schema of an object's member `key`: its entry in `properties`, else
+/// `additionalProperties` where that is a schema (a map's values). One lookup
+/// so the unknown-field, null-pruning and integer walks read the same tree.
+fn key_schema<'a>(schema: &'a serde_json::Value, key: &str) -> Option<&'a serde_json::Value> {
+    schema
+        .get("properties")
+        .and_then(|p| p.get(key))
+        .or_else(|| schema.get("additionalProperties").filter(|a| a.is_object()))
+}
+
+/// Calls `f` on each member or item of `value` that its schema describes,
+/// with that schema: the descent the null-pruning and integer walks share.
+fn for_each_child(
+    value: &mut serde_json::Value,
+    schema: &serde_json::Value,
+    f: fn(&mut serde_json::Value, &serde_json::Value),
+) {
+    use serde_json::Value;
+    match value {
+        Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                if let Some(sub) = key_schema(schema, key) {
+                    f(v, sub);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(sub) = schema.get("items") {
+                items.iter_mut().for_each(|v| f(v, sub));
+            }
+        }
+        _ => {}
+    }
+}
+
 fn integral_in(value: &mut serde_json::Value, schema: &serde_json::Value) {
     use serde_json::Value;
     match value {
@@ -478,49 +510,21 @@ fn integral_in(value: &mut serde_json::Value, schema: &serde_json::Value) {
                 }
             }
         }
-        Value::Object(map) => {
-            let props = schema.get("properties").and_then(Value::as_object);
-            let extra = schema.get("additionalProperties").filter(|a| a.is_object());
-            for (key, v) in map.iter_mut() {
-                if let Some(sub) = props.and_then(|p| p.get(key)).or(extra) {
-                    integral_in(v, sub);
-                }
-            }
-        }
-        Value::Array(items) => {
-            if let Some(sub) = schema.get("items") {
-                items.iter_mut().for_each(|v| integral_in(v, sub));
-            }
-        }
-        _ => {}
+        _ => for_each_child(value, schema, integral_in),
     }
 }
 
 fn prune_in(value: &mut serde_json::Value, schema: &serde_json::Value) {
     use serde_json::Value;
-    match value {
-        Value::Object(map) => {
-            let props = schema.get("properties").and_then(Value::as_object);
-            let extra = schema.get("additionalProperties").filter(|a| a.is_object());
-            map.retain(|key, v| {
-                let sub = props.and_then(|p| p.get(key)).or(extra);
-                let nullable =
-                    sub.and_then(|s| s.get("nullable")).and_then(Value::as_bool) == Some(true);
-                !(v.is_null() && sub.is_some() && !nullable)
-            });
-            for (key, v) in map.iter_mut() {
-                if let Some(sub) = props.and_then(|p| p.get(key)).or(extra) {
-                    prune_in(v, sub);
-                }
-            }
-        }
-        Value::Array(items) => {
-            if let Some(sub) = schema.get("items") {
-                items.iter_mut().for_each(|v| prune_in(v, sub));
-            }
-        }
-        _ => {}
+    if let Value::Object(map) = value {
+        map.retain(|key, v| {
+            let sub = key_schema(schema, key);
+            let nullable =
+                sub.and_then(|s| s.get("nullable")).and_then(Value::as_bool) == Some(true);
+            !(v.is_null() && sub.is_some() && !nullable)
+        });
     }
+    for_each_child(value, schema, prune_in);
 }
 
 #[cfg(test)]

@@ -2,6 +2,7 @@
 //! `profile.rs` nests them), so each checks its own fields and fits a screen.
 
 use std::collections::BTreeSet;
+use std::ops::RangeInclusive;
 
 use super::{
     FieldError, in_domains, is_condition_type, is_label_value, is_mig_profile, is_owned_key,
@@ -39,6 +40,40 @@ impl Errors<'_> {
         });
     }
 
+    /// A bounded number out of `range`. One rule so every bound reads the same
+    /// way: `unit` names the top in words, like `" (7 days)"`, or is empty.
+    /// `None` (an unset optional field) passes.
+    fn within(
+        &mut self,
+        field: &str,
+        value: impl Into<Option<u32>>,
+        range: RangeInclusive<u32>,
+        unit: &str,
+    ) {
+        if let Some(v) = value.into()
+            && !range.contains(&v)
+        {
+            let (lo, hi) = range.into_inner();
+            self.fail(field, format!("{v} must be between {lo} and {hi}{unit}"));
+        }
+    }
+
+    /// A number above `max`, for numbers whose only bound is the top (a 0 is
+    /// allowed); `unit` as in [`Errors::within`].
+    fn at_most(&mut self, field: &str, value: u32, max: u32, unit: &str) {
+        if value > max {
+            self.fail(field, format!("{value} must be at most {max}{unit}"));
+        }
+    }
+
+    /// A list longer than `max`, saying how long it is (for lists a user may
+    /// have filled from elsewhere, where the count helps).
+    fn count_at_most(&mut self, field: &str, len: usize, max: usize) {
+        if len > max {
+            self.fail(field, format!("{len} entries: at most {max}"));
+        }
+    }
+
     /// An error of the object itself, not of one of its fields.
     fn fail_here(&mut self, message: impl Into<String>) {
         self.list.push(FieldError {
@@ -64,15 +99,12 @@ impl GpuNodeProfileSpec {
         self.validate_versions(errors);
         self.validate_gating_layers(errors);
         self.validate_resources(errors);
-        if self.max_label_age_seconds > 604_800 {
-            errors.fail(
-                "maxLabelAgeSeconds",
-                format!(
-                    "{} must be at most 604800 (7 days)",
-                    self.max_label_age_seconds
-                ),
-            );
-        }
+        errors.at_most(
+            "maxLabelAgeSeconds",
+            self.max_label_age_seconds,
+            604_800,
+            " (7 days)",
+        );
         if let Some(probe) = &self.probe {
             probe.validate_into(&mut errors.at("probe"));
         }
@@ -246,12 +278,7 @@ impl GpuNodeProfileSpec {
     }
 
     fn validate_sandbox_resources(&self, errors: &mut Errors) {
-        if self.sandbox_resources.len() > 16 {
-            errors.fail(
-                "sandboxResources",
-                format!("{} entries: at most 16", self.sandbox_resources.len()),
-            );
-        }
+        errors.count_at_most("sandboxResources", self.sandbox_resources.len(), 16);
         for name in &self.sandbox_resources {
             if name.len() > 253 || !name.contains('/') || !is_qualified_name(name) {
                 errors.fail(
@@ -267,21 +294,18 @@ impl GpuNodeProfileSpec {
 
 impl ProbeExpectation {
     fn validate_into(&self, errors: &mut Errors) {
-        if self.max_report_age_seconds > 86_400 {
-            errors.fail(
-                "maxReportAgeSeconds",
-                format!(
-                    "{} must be at most 86400 (1 day)",
-                    self.max_report_age_seconds
-                ),
-            );
-        }
-        if let Some(cc) = &self.compute_check
-            && cc.max_age_seconds > 31_536_000
-        {
-            errors.fail(
+        errors.at_most(
+            "maxReportAgeSeconds",
+            self.max_report_age_seconds,
+            86_400,
+            " (1 day)",
+        );
+        if let Some(cc) = &self.compute_check {
+            errors.at_most(
                 "computeCheck.maxAgeSeconds",
-                format!("{} must be at most 31536000 (1 year)", cc.max_age_seconds),
+                cc.max_age_seconds,
+                31_536_000,
+                " (1 year)",
             );
         }
         let xids = self.fatal_xids.as_deref().unwrap_or_default();
@@ -309,14 +333,12 @@ impl ProbeExpectation {
 impl GpuExpectation {
     fn validate_into(&self, errors: &mut Errors) {
         self.validate_products(errors);
-        if let Some(m) = self.min_memory_mib
-            && !(1..=16_777_216).contains(&m)
-        {
-            errors.fail(
-                "minMemoryMib",
-                format!("{m} must be between 1 and 16777216 (16 TiB)"),
-            );
-        }
+        errors.within(
+            "minMemoryMib",
+            self.min_memory_mib,
+            1..=16_777_216,
+            " (16 TiB)",
+        );
         self.validate_families(errors);
         if let Some(cc) = &self.min_compute_capability {
             let ok = cc.split_once('.').is_some_and(|(maj, min)| {
@@ -333,19 +355,13 @@ impl GpuExpectation {
                 );
             }
         }
-        if let Some(c) = self.count
-            && !(1..=1024).contains(&c)
-        {
-            errors.fail("count", format!("{c} must be between 1 and 1024"));
-        }
-        if let Some(n) = self.max_gpus_per_numa_node
-            && !(1..=1024).contains(&n)
-        {
-            errors.fail(
-                "maxGpusPerNumaNode",
-                format!("{n} must be between 1 and 1024"),
-            );
-        }
+        errors.within("count", self.count, 1..=1024, "");
+        errors.within(
+            "maxGpusPerNumaNode",
+            self.max_gpus_per_numa_node,
+            1..=1024,
+            "",
+        );
     }
 
     fn validate_products(&self, errors: &mut Errors) {
@@ -378,12 +394,7 @@ impl GpuExpectation {
 
     /// `families` and `excludedFamilies`: their sizes, repeats, and overlap.
     fn validate_families(&self, errors: &mut Errors) {
-        if self.families.len() > 12 {
-            errors.fail(
-                "families",
-                format!("{} entries: at most 12", self.families.len()),
-            );
-        }
+        errors.count_at_most("families", self.families.len(), 12);
         for (field, list) in [
             ("families", &self.families),
             ("excludedFamilies", &self.excluded_families),
@@ -399,12 +410,7 @@ impl GpuExpectation {
                 );
             }
         }
-        if self.excluded_families.len() > 12 {
-            errors.fail(
-                "excludedFamilies",
-                format!("{} entries: at most 12", self.excluded_families.len()),
-            );
-        }
+        errors.count_at_most("excludedFamilies", self.excluded_families.len(), 12);
         if let Some(f) = self
             .families
             .iter()
@@ -456,12 +462,7 @@ impl TaintSpec {
 
 impl NotReadyDeadline {
     fn validate_into(&self, errors: &mut Errors) {
-        if !(60..=2_592_000).contains(&self.seconds) {
-            errors.fail(
-                "seconds",
-                format!("{} must be between 60 and 2592000 (30 days)", self.seconds),
-            );
-        }
+        errors.within("seconds", self.seconds, 60..=2_592_000, " (30 days)");
     }
 }
 
@@ -476,21 +477,14 @@ impl Escalation {
                 "TaintNode needs deviceGating: without it no device escalates, the node's own taint does",
             );
         }
-        if self.max_no_execute_percent > 100 {
-            errors.fail(
-                "maxNoExecutePercent",
-                format!("{} must be between 0 and 100", self.max_no_execute_percent),
-            );
-        }
-        if !(10..=604_800).contains(&self.dry_run_seconds) {
-            errors.fail(
-                "dryRunSeconds",
-                format!(
-                    "{} must be between 10 and 604800 (7 days)",
-                    self.dry_run_seconds
-                ),
-            );
-        }
+        let percent = u32::from(self.max_no_execute_percent);
+        errors.within("maxNoExecutePercent", percent, 0..=100, "");
+        errors.within(
+            "dryRunSeconds",
+            self.dry_run_seconds,
+            10..=604_800,
+            " (7 days)",
+        );
     }
 
     fn validate_reasons(&self, errors: &mut Errors) {
@@ -522,24 +516,18 @@ impl Escalation {
 
 impl MaintenanceRules {
     fn validate_into(&self, errors: &mut Errors) {
-        if let Some(d) = self.deadline_seconds
-            && !(60..=2_592_000).contains(&d)
-        {
-            errors.fail(
-                "deadlineSeconds",
-                format!("{d} must be between 60 and 2592000 (30 days)"),
-            );
-        }
+        errors.within(
+            "deadlineSeconds",
+            self.deadline_seconds,
+            60..=2_592_000,
+            " (30 days)",
+        );
     }
 }
 
 impl DeviceGating {
     fn validate_into(&self, errors: &mut Errors) {
-        if let Some(n) = self.min_ready_gpus
-            && !(1..=1024).contains(&n)
-        {
-            errors.fail("minReadyGpus", format!("{n} must be between 1 and 1024"));
-        }
+        errors.within("minReadyGpus", self.min_ready_gpus, 1..=1024, "");
     }
 }
 
@@ -604,14 +592,12 @@ impl ExternalSignals {
             }
         }
         self.validate_conditions(errors);
-        if let Some(age) = self.max_heartbeat_age_seconds
-            && !(30..=604_800).contains(&age)
-        {
-            errors.fail(
-                "maxHeartbeatAgeSeconds",
-                format!("{age} must be between 30 and 604800 (7 days)"),
-            );
-        }
+        errors.within(
+            "maxHeartbeatAgeSeconds",
+            self.max_heartbeat_age_seconds,
+            30..=604_800,
+            " (7 days)",
+        );
     }
 
     fn validate_conditions(&self, errors: &mut Errors) {
@@ -668,6 +654,7 @@ impl MigExpectation {
                 );
             }
             if !(1..=1024).contains(v) {
+                // Not `within`: the message names the MIG profile, one of many.
                 errors.fail("devices", format!("{k}: {v} must be between 1 and 1024"));
             }
         }

@@ -113,3 +113,45 @@ fn reserved_keys_and_patterns() {
         assert!(!is_product_pattern(bad), "{bad}");
     }
 }
+
+/// The shared bound rules (`within`, `at_most`, `count_at_most`) keep each
+/// field's message as it was written before they were one.
+#[test]
+fn bound_messages_name_the_value_and_the_bounds() {
+    let spec: GpuNodeProfileSpec = serde_yaml_ng::from_str(
+        "nodeSelector: {}
+maxLabelAgeSeconds: 604801
+sandboxResources: [a.io/x, a.io/x, a.io/x, a.io/x, a.io/x, a.io/x, a.io/x, a.io/x, a.io/x, a.io/x, a.io/x, a.io/x, a.io/x, a.io/x, a.io/x, a.io/x, a.io/x]
+gpu: {minMemoryMib: 0, count: 1025, families: [tesla, fermi, kepler, maxwell, pascal, volta, turing, ampere, hopper, blackwell, rubin, tesla, fermi]}
+notReadyDeadline: {seconds: 59}
+escalation: {reasons: [FatalXid], maxNoExecutePercent: 101, dryRunSeconds: 9}
+maintenance: {deadlineSeconds: 2592001}
+deviceGating: {minReadyGpus: 0}
+external: {conditions: [{type: Foo}], maxHeartbeatAgeSeconds: 29}",
+    )
+    .expect("parses");
+    let errors: Vec<String> = spec
+        .validate()
+        .into_iter()
+        .map(|e| format!("{}: {}", e.field, e.message))
+        .filter(|e| e.contains("must be") || e.contains("entries: at most"))
+        .collect();
+    for want in [
+        "spec.maxLabelAgeSeconds: 604801 must be at most 604800 (7 days)",
+        "spec.sandboxResources: 17 entries: at most 16",
+        "spec.gpu.minMemoryMib: 0 must be between 1 and 16777216 (16 TiB)",
+        "spec.gpu.count: 1025 must be between 1 and 1024",
+        "spec.gpu.families: 13 entries: at most 12",
+        "spec.notReadyDeadline.seconds: 59 must be between 60 and 2592000 (30 days)",
+        "spec.escalation.maxNoExecutePercent: 101 must be between 0 and 100",
+        "spec.escalation.dryRunSeconds: 9 must be between 10 and 604800 (7 days)",
+        "spec.maintenance.deadlineSeconds: 2592001 must be between 60 and 2592000 (30 days)",
+        "spec.deviceGating.minReadyGpus: 0 must be between 1 and 1024",
+        "spec.external.maxHeartbeatAgeSeconds: 29 must be between 30 and 604800 (7 days)",
+    ] {
+        assert!(
+            errors.iter().any(|e| e == want),
+            "{want} not in {errors:#?}"
+        );
+    }
+}

@@ -278,28 +278,19 @@ pub fn run(
         .iter()
         .find(|d| d.uuid.is_none() && d.result.outcome != ComputeOutcome::Passed)
         .and_then(|d| d.result.error.clone());
-    let error = error.or(result.error.clone()).or(unmatched);
-    let failed = error.is_some()
-        || result
-            .devices
-            .iter()
-            .any(|d| d.result.outcome != ComputeOutcome::Passed);
+    let error = error.or(result.check.error.clone()).or(unmatched);
+    // The child's node-wide fields (library, CUDA version, cuInit's time) as
+    // it printed them; the verdict and error are judged again here.
     let check = ComputeCheck {
-        outcome: if failed {
-            ComputeOutcome::Failed
-        } else {
-            ComputeOutcome::Passed
-        },
+        outcome: super::cuda::outcome(error.is_some(), &result.devices),
         ran_at: Some(at.to_string()),
         trigger: Some(trigger),
         stack: Some(stack),
-        library: result.library.clone(),
-        cuda_version: result.cuda_version.clone(),
         error,
-        init_millis: result.init_millis,
         millis: Some(millis),
         skipped: None,
         request,
+        ..result.check
     };
     let gpus = result
         .devices

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use cudarc::driver::{CudaContext, CudaStream, DriverError};
-use gpuready_api::probe::{ComputeOutcome, ComputeStep, CudaError, GpuCompute};
+use gpuready_api::probe::{ComputeCheck, ComputeOutcome, ComputeStep, CudaError, GpuCompute};
 use serde::{Deserialize, Serialize};
 
 /// Elements of the test buffer (`u32`): 16 MiB per buffer, two buffers on the
@@ -24,18 +24,18 @@ pub const ELEMENTS: usize = 4 * 1024 * 1024;
 
 /// What the child process prints: the node-wide part and one result per CUDA
 /// device, keyed by UUID so the parent can match NVML's GPUs.
-#[serde_with::skip_serializing_none]
+///
+/// The node-wide part is the report's own [`ComputeCheck`] (flattened, so the
+/// child prints `library`, `cudaVersion`, `error`, `initMillis` and `outcome`
+/// at the top as before): the child fills what it can know, the parent the
+/// rest (when, why, the stack, the whole run's time), and the fields are
+/// listed once.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
 pub struct ChildResult {
-    pub library: Option<String>,
-    pub cuda_version: Option<String>,
-    /// Node-wide failure: library not loadable, cuInit, device count.
-    pub error: Option<CudaError>,
+    #[serde(flatten)]
+    pub check: ComputeCheck,
     #[serde(default)]
     pub devices: Vec<DeviceResult>,
-    /// Wall time of cuInit in milliseconds.
-    pub init_millis: Option<f64>,
 }
 
 #[serde_with::skip_serializing_none]
@@ -64,12 +64,34 @@ pub fn cuda_error(e: &DriverError, step: &str) -> CudaError {
     }
 }
 
+/// Failed when a node-wide error stopped the check or a device did not pass:
+/// one rule for the child's verdict and the parent's (which adds errors only
+/// it can see: a timeout, a crash, a device without a UUID).
+pub fn outcome(node_error: bool, devices: &[DeviceResult]) -> ComputeOutcome {
+    if node_error
+        || devices
+            .iter()
+            .any(|d| d.result.outcome != ComputeOutcome::Passed)
+    {
+        ComputeOutcome::Failed
+    } else {
+        ComputeOutcome::Passed
+    }
+}
+
 /// The compute check in this process (the child). Never panics on a CUDA
 /// error: each is reported by name and number.
 pub fn check() -> ChildResult {
     let mut out = ChildResult::default();
+    run_check(&mut out);
+    out.check.outcome = outcome(out.check.error.is_some(), &out.devices);
+    out
+}
+
+/// [`check`]'s steps, stopping at the first node-wide failure.
+fn run_check(out: &mut ChildResult) {
     if !super::ffi::libcuda_present() {
-        out.error = Some(CudaError {
+        out.check.error = Some(CudaError {
             name: "CUDA_LIBRARY_UNAVAILABLE".into(),
             code: 0,
             step: "load".into(),
@@ -77,28 +99,27 @@ pub fn check() -> ChildResult {
                 "libcuda.so.1 (or libcuda.so) not found by the dynamic loader: no NVIDIA driver, or the container was started without the compute capability".into(),
             ),
         });
-        return out;
+        return;
     }
-    out.library = Some("libcuda.so".into());
+    out.check.library = Some("libcuda.so".into());
     let t = Instant::now();
     let init = cudarc::driver::result::init();
-    out.init_millis = Some(ms(t));
+    out.check.init_millis = Some(ms(t));
     if let Err(e) = init {
-        out.error = Some(cuda_error(&e, "init"));
-        return out;
+        out.check.error = Some(cuda_error(&e, "init"));
+        return;
     }
-    out.cuda_version = driver_version();
+    out.check.cuda_version = driver_version();
     let count = match cudarc::driver::result::device::get_count() {
         Ok(n) => n,
         Err(e) => {
-            out.error = Some(cuda_error(&e, "deviceCount"));
-            return out;
+            out.check.error = Some(cuda_error(&e, "deviceCount"));
+            return;
         }
     };
     for ordinal in 0..count.max(0) {
         out.devices.push(check_device(ordinal as usize));
     }
-    out
 }
 
 fn driver_version() -> Option<String> {
