@@ -10,7 +10,7 @@ use gpuready_core::NodeFacts;
 use gpuready_core::event_budget::EventBudget;
 use k8s_openapi::api::core::v1::Node;
 use kube::core::Selector;
-use kube::runtime::events::{Event, EventType, Recorder};
+use kube::runtime::events::Recorder;
 use kube::runtime::reflector::Store;
 use kube::{Client, ResourceExt};
 use tokio::sync::watch;
@@ -77,30 +77,6 @@ pub struct Caches {
 pub struct Events {
     pub recorder: Recorder,
     pub budget: Mutex<EventBudget>,
-}
-
-/// What the Events API keeps of a note (1 kB): a longer one is cut here, in
-/// one place, so the API server never refuses an Event for its length.
-const NOTE_LIMIT: usize = 1000;
-
-/// An Event about its object alone (no secondary object), its note cut to
-/// what the Events API keeps.
-pub fn event(type_: EventType, reason: &str, action: &str, note: &str) -> Event {
-    Event {
-        type_,
-        reason: reason.into(),
-        note: Some(note.chars().take(NOTE_LIMIT).collect()),
-        action: action.into(),
-        secondary: None,
-    }
-}
-
-/// `GpuNodeProfile <name>: ` before a node Event's note, when a profile
-/// governs the node.
-pub fn profile_prefix(profile: Option<&str>) -> String {
-    profile
-        .map(|p| format!("GpuNodeProfile {p}: "))
-        .unwrap_or_default()
 }
 
 impl Context {

@@ -16,6 +16,7 @@ pub mod config;
 pub mod context;
 pub mod crd_guard;
 pub mod error;
+pub mod event;
 pub mod health;
 pub mod lease;
 pub mod ledger;

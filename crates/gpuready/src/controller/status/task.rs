@@ -17,7 +17,7 @@
 //! after its node left the cache (a reconcile that judged it just before its
 //! Delete) is counted as the node gone, not kept as a ghost.
 
-use crate::controller::context::event;
+use crate::controller::event::event;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;

@@ -13,7 +13,7 @@
 //! the status condition, which is what tells a person which line of the
 //! profile to fix. That path is why this module stays.
 
-use crate::controller::context::event;
+use crate::controller::event::event;
 use std::collections::BTreeMap;
 
 use futures::{Stream, StreamExt};

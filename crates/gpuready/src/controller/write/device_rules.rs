@@ -7,7 +7,7 @@
 //! and gpuready's one condition in the status of a rule it holds, applied
 //! server-side under its own field manager (kubernetes #141290's pods).
 
-use crate::controller::context::{event, profile_prefix};
+use crate::controller::event::{event, profile_prefix};
 use gpuready_api::device_taint_rule::DeviceTaintRule;
 use gpuready_api::keys;
 use gpuready_core::devices::{DeviceRuleChange, RuleAction};

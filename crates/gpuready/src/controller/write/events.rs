@@ -5,7 +5,7 @@
 //! (`gpuready_core::event_budget`); what a burst holds back, [`summarize`]
 //! posts as one Event on the profile.
 
-use crate::controller::context::{event, profile_prefix};
+use crate::controller::event::{event, profile_prefix};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 

@@ -43,7 +43,7 @@
 //! `create` too, by name (tests/api/nfd_reconciler.rs checks this role). Check mode
 //! needs only `get`, `list` and `watch`.
 
-use crate::controller::context::event;
+use crate::controller::event::event;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
