@@ -90,9 +90,19 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
     };
     // First: it may fail the DevicePlugin layer, which the deadline counts.
     escalation::apply_extended_resource_escalation(spec, &mut report);
-    deadline::apply_deadline(spec, facts, now, &mut report);
-    escalation::apply_node_escalation(spec, facts, now, &mut report);
+    let judged = Judged { spec, facts, now };
+    deadline::apply_deadline(&judged, &mut report);
+    escalation::apply_node_escalation(&judged, &mut report);
     report
+}
+
+/// What the rules applied to the assembled report read: the profile, the
+/// node's (repaired) facts and the time. One argument, so each rule's
+/// signature names only what it changes, the report.
+struct Judged<'a> {
+    spec: &'a GpuNodeProfileSpec,
+    facts: &'a NodeFacts,
+    now: Timestamp,
 }
 
 /// The probe report of the facts, when there is a readable one.

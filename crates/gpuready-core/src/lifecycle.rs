@@ -32,6 +32,29 @@ pub struct Maintenance {
     pub message: String,
 }
 
+impl Maintenance {
+    /// A bad end (a failed upgrade or MIG change, stuck maintenance): built in
+    /// one place so every failure record sets `failed` the same way.
+    fn failed(reason: &'static str, detail: String, message: String) -> Self {
+        Self {
+            reason,
+            failed: true,
+            detail,
+            message,
+        }
+    }
+
+    /// Maintenance under way, not a failure: the counterpart of `failed`.
+    fn under_way(reason: &'static str, detail: String, message: String) -> Self {
+        Self {
+            reason,
+            failed: false,
+            detail,
+            message,
+        }
+    }
+}
+
 /// What the node's lifecycle adds to its layers' verdict.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -126,16 +149,15 @@ pub fn judge(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) -> Li
         if left > 0 {
             out.recheck_after_seconds = Some(u64::try_from(left).unwrap_or(u64::MAX));
         } else {
-            let stuck = Maintenance {
-                reason: lc::MAINTENANCE_STUCK,
-                failed: true,
-                detail: m.detail.clone(),
-                message: format!(
+            let stuck = Maintenance::failed(
+                lc::MAINTENANCE_STUCK,
+                m.detail.clone(),
+                format!(
                     "in maintenance for longer than the {} deadline (counting since {since}, when GpuReady left True): {}; look at the GPU operator's upgrade controller or mig-manager (its pod log and Events on the node)",
                     crate::duration::human_seconds(i64::from(limit)),
                     m.message
                 ),
-            };
+            );
             out.maintenance = Some(stuck);
         }
     }
@@ -161,53 +183,49 @@ fn maintenance(facts: &NodeFacts) -> Option<Maintenance> {
     let paused = paused_operands(facts);
     // Bad ends first: they are failures whatever else is going on.
     if upgrade == Some(lc::UPGRADE_FAILED) {
-        return Some(Maintenance {
-            reason: lc::DRIVER_UPGRADE_FAILED,
-            failed: true,
-            detail: lc::UPGRADE_FAILED.to_owned(),
-            message: format!(
+        return Some(Maintenance::failed(
+            lc::DRIVER_UPGRADE_FAILED,
+            lc::UPGRADE_FAILED.to_owned(),
+            format!(
                 "the GPU operator's driver upgrade failed on this node ({}={}): read the driver pod's log and the upgrade controller's Events on the node, fix the cause, then let the controller retry (it moves the node back to {})",
                 lc::DRIVER_UPGRADE_STATE,
                 lc::UPGRADE_FAILED,
                 lc::UPGRADE_REQUIRED
             ),
-        });
+        ));
     }
     if mig == Some(lc::MIG_FAILED) {
-        return Some(Maintenance {
-            reason: reasons::MIG_CONFIG_FAILED,
-            failed: true,
-            detail: lc::MIG_FAILED.to_owned(),
-            message: format!(
+        return Some(Maintenance::failed(
+            reasons::MIG_CONFIG_FAILED,
+            lc::MIG_FAILED.to_owned(),
+            format!(
                 "mig-manager could not apply the MIG configuration {} ({}={}): read the nvidia-mig-manager pod's log on the node, fix the configuration or free the GPUs, and set {} again",
                 label(nvidia::MIG_CONFIG).unwrap_or("(none)"),
                 nvidia::MIG_CONFIG_STATE,
                 lc::MIG_FAILED,
                 nvidia::MIG_CONFIG
             ),
-        });
+        ));
     }
     if let Some(state) = upgrade
         && let Some(i) = upgrade_step(state)
     {
-        return Some(Maintenance {
-            reason: lc::DRIVER_UPGRADE_IN_PROGRESS,
-            failed: false,
-            detail: state.to_owned(),
-            message: format!(
+        return Some(Maintenance::under_way(
+            lc::DRIVER_UPGRADE_IN_PROGRESS,
+            state.to_owned(),
+            format!(
                 "the GPU operator is upgrading the driver ({}={state}, step {} of 9 from cordon to uncordon{}): maintenance, not a failure; gpuready keeps the node gated until the upgrade is done and every layer is Ready",
                 lc::DRIVER_UPGRADE_STATE,
                 i + 1,
                 paused_note(&paused)
             ),
-        });
+        ));
     }
     if let Some(state @ (lc::MIG_PENDING | lc::MIG_REBOOTING)) = mig {
-        return Some(Maintenance {
-            reason: lc::MIG_RECONFIGURING,
-            failed: false,
-            detail: state.to_owned(),
-            message: format!(
+        return Some(Maintenance::under_way(
+            lc::MIG_RECONFIGURING,
+            state.to_owned(),
+            format!(
                 "mig-manager is re-partitioning the GPUs to {} ({}={state}{}{}): maintenance, not a failure; gpuready keeps the node gated until the state is success and every layer is Ready",
                 label(nvidia::MIG_CONFIG).unwrap_or("(no nvidia.com/mig.config)"),
                 nvidia::MIG_CONFIG_STATE,
@@ -218,18 +236,17 @@ fn maintenance(facts: &NodeFacts) -> Option<Maintenance> {
                 },
                 paused_note(&paused)
             ),
-        });
+        ));
     }
     if !paused.is_empty() {
-        return Some(Maintenance {
-            reason: lc::OPERANDS_PAUSED,
-            failed: false,
-            detail: paused.join(", "),
-            message: format!(
+        return Some(Maintenance::under_way(
+            lc::OPERANDS_PAUSED,
+            paused.join(", "),
+            format!(
                 "GPU operator operands are paused ({}) while no upgrade or MIG state explains it: the driver manager or mig-manager paused them and has not restored them yet; if it stays, look at those pods' logs",
                 paused.join(", ")
             ),
-        });
+        ));
     }
     None
 }

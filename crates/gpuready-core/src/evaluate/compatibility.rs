@@ -11,14 +11,12 @@ use crate::version::MajorMinor;
 
 pub(super) fn compatibility_layer(spec: &GpuNodeProfileSpec, facts: &NodeFacts) -> Verdict {
     let gfd = &facts.gfd;
-    if let Some(m) = [
-        gfd.compute.malformed(),
-        gfd.driver.malformed(),
-        gfd.cuda_runtime.malformed(),
-    ]
-    .into_iter()
-    .flatten()
-    .next()
+    // The first bad value among the three this layer reads, in key order.
+    if let Some(m) = gfd
+        .compute
+        .malformed()
+        .or(gfd.driver.malformed())
+        .or(gfd.cuda_runtime.malformed())
     {
         return malformed(m);
     }

@@ -1,22 +1,17 @@
 //! The not-ready deadline: how long a node may stay not ready under the
 //! profile, counted from durable state only.
 
+use gpuready_api::DeadlineStart;
 use gpuready_api::keys::{self};
-use gpuready_api::{DeadlineStart, GpuNodeProfileSpec};
-use jiff::Timestamp;
 
-use crate::facts::NodeFacts;
+use super::Judged;
 use crate::report::{DeadlinePassed, LayerReport};
 
 /// The not-ready deadline: counted from durable state only (the node's
 /// creationTimestamp, or the `GpuReady` condition's lastTransitionTime), so a
 /// restarted gpuready reaches the same verdict.
-pub(super) fn apply_deadline(
-    spec: &GpuNodeProfileSpec,
-    facts: &NodeFacts,
-    now: Timestamp,
-    report: &mut LayerReport,
-) {
+pub(super) fn apply_deadline(judged: &Judged, report: &mut LayerReport) {
+    let Judged { spec, facts, now } = *judged;
     let Some(d) = &spec.not_ready_deadline else {
         return;
     };

@@ -16,15 +16,11 @@ use gpuready_api::keys::{self, reasons};
 use gpuready_api::{ExtendedResourcePods, GpuNodeProfileSpec, Layer, Mode};
 use jiff::Timestamp;
 
-use crate::facts::NodeFacts;
+use super::Judged;
 use crate::report::{LayerReport, NodeEscalation, NodeState, Status};
 
-pub(super) fn apply_node_escalation(
-    spec: &GpuNodeProfileSpec,
-    facts: &NodeFacts,
-    now: Timestamp,
-    report: &mut LayerReport,
-) {
+pub(super) fn apply_node_escalation(judged: &Judged, report: &mut LayerReport) {
+    let Judged { spec, facts, now } = *judged;
     let Some(rules) = &spec.escalation else {
         return;
     };

@@ -119,20 +119,37 @@ fn policy_status(policy: ProbePolicy) -> Option<Status> {
     }
 }
 
+/// How a skipped or a stale check is judged where its policy gates: the
+/// finding's rank and reason, and what the gating asks for. Named once per
+/// case so both share `gate_or_note` without repeating its arguments.
+struct CheckGate {
+    rank: u8,
+    reason: &'static str,
+    gated: &'static str,
+}
+
+/// `probe.computeCheck.whenSkipped`.
+const SKIPPED: CheckGate = CheckGate {
+    rank: rank::COMPUTE_SKIPPED,
+    reason: r::COMPUTE_CHECK_SKIPPED,
+    gated: "the profile's probe.computeCheck.whenSkipped gates on it: free the GPUs (drain the node) or let the check run when they are idle",
+};
+
+/// `probe.computeCheck.whenStale`.
+const STALE: CheckGate = CheckGate {
+    rank: rank::COMPUTE_STALE,
+    reason: r::COMPUTE_CHECK_STALE,
+    gated: "the profile's probe.computeCheck.whenStale gates on it: let the check run again (idle GPUs, or drain the node)",
+};
+
 /// No compute check has run: a finding where `whenSkipped` gates on it, a
 /// note otherwise.
 fn skipped_finding(cr: &ComputeCheckRules, skip_text: Option<&str>, out: &mut Findings) {
     let message = format!(
         "no compute check has run on this node's GPUs{}",
-        skip_text.map(|t| format!(": {t}")).unwrap_or_default()
+        skip_suffix(": ", skip_text)
     );
-    gate_or_note(
-        out,
-        cr.when_skipped,
-        (rank::COMPUTE_SKIPPED, r::COMPUTE_CHECK_SKIPPED),
-        message,
-        "the profile's probe.computeCheck.whenSkipped gates on it: free the GPUs (drain the node) or let the check run when they are idle",
-    );
+    gate_or_note(out, cr.when_skipped, &SKIPPED, message);
 }
 
 /// The latest check no longer vouches for the node (`why`): a finding where
@@ -146,29 +163,28 @@ fn stale_finding(
 ) {
     let message = format!(
         "the compute check of {ran} is stale: {why}{}",
-        skip_text.map(|t| format!("; {t}")).unwrap_or_default()
+        skip_suffix("; ", skip_text)
     );
-    gate_or_note(
-        out,
-        cr.when_stale,
-        (rank::COMPUTE_STALE, r::COMPUTE_CHECK_STALE),
-        message,
-        "the profile's probe.computeCheck.whenStale gates on it: let the check run again (idle GPUs, or drain the node)",
-    );
+    gate_or_note(out, cr.when_stale, &STALE, message);
 }
 
-/// `message` as a finding (`rank`, `reason`) where `policy` gates on it, with
-/// `gated` saying what the policy asks for; only a note where it is Ignore. A
+/// Why the probe skipped the check (`skip_text`) after `sep`, or nothing:
+/// every compute-check message ends with it alike.
+fn skip_suffix(sep: &str, skip_text: Option<&str>) -> String {
+    skip_text.map(|t| format!("{sep}{t}")).unwrap_or_default()
+}
+
+/// `message` as a finding (`gate`'s rank and reason) where `policy` gates on
+/// it, with what the gating asks for; only a note where it is Ignore. A
 /// skipped and a stale check are judged alike, each by its own policy.
-fn gate_or_note(
-    out: &mut Findings,
-    policy: ProbePolicy,
-    (rank, reason): (u8, &'static str),
-    message: String,
-    gated: &str,
-) {
+fn gate_or_note(out: &mut Findings, policy: ProbePolicy, gate: &CheckGate, message: String) {
     match policy_status(policy) {
-        Some(status) => out.gate(rank, reason, format!("{message}; {gated}"), status),
+        Some(status) => out.gate(
+            gate.rank,
+            gate.reason,
+            format!("{message}; {}", gate.gated),
+            status,
+        ),
         None => out.notes.push(message),
     }
 }
@@ -195,9 +211,7 @@ fn passed_note(
                 .is_some_and(|c| c.outcome == ComputeOutcome::Passed))
             .count()
     );
-    if let Some(t) = skip_text {
-        note.push_str(&format!("; {t}"));
-    }
+    note.push_str(&skip_suffix("; ", skip_text));
     note
 }
 
