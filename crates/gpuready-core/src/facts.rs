@@ -148,6 +148,17 @@ pub fn is_outside_condition(type_: &str) -> bool {
 }
 
 impl NodeFacts {
+    /// When gpuready's `GpuReady` condition last left True (its transition
+    /// time while it is not True): where maintenance and an escalation's dry
+    /// run count from.
+    pub fn gpu_ready_left_true(&self) -> Option<jiff::Timestamp> {
+        self.gpu_conditions
+            .iter()
+            .find(|c| c.type_ == keys::CONDITION_GPU_READY && c.status != "True")
+            .and_then(|c| c.last_transition_time.as_ref())
+            .map(|t| t.0)
+    }
+
     /// The same facts with the evidence read beside the Node attached.
     pub fn with_evidence(mut self, evidence: Evidence) -> NodeFacts {
         self.evidence = evidence;

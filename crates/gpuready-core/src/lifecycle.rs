@@ -144,7 +144,9 @@ pub fn judge(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) -> Li
         && !m.failed
         && let Some(limit) = spec.maintenance.as_ref().and_then(|r| r.deadline_seconds)
     {
-        let since = maintenance_since(facts, now);
+        // When the maintenance started, as far as durable state tells: a
+        // node still True (or never judged) enters it now.
+        let since = facts.gpu_ready_left_true().unwrap_or(now);
         let left = since.as_second() + i64::from(limit) - now.as_second();
         if left > 0 {
             out.recheck_after_seconds = Some(u64::try_from(left).unwrap_or(u64::MAX));
@@ -162,18 +164,6 @@ pub fn judge(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) -> Li
         }
     }
     out
-}
-
-/// When the maintenance started, as far as durable state tells: the `GpuReady`
-/// condition's last transition while it is not True; a node still True (or
-/// never judged) enters it now.
-fn maintenance_since(facts: &NodeFacts, now: Timestamp) -> Timestamp {
-    facts
-        .gpu_conditions
-        .iter()
-        .find(|c| c.type_ == keys::CONDITION_GPU_READY && c.status != "True")
-        .and_then(|c| c.last_transition_time.as_ref())
-        .map_or(now, |t| t.0)
 }
 
 fn maintenance(facts: &NodeFacts) -> Option<Maintenance> {

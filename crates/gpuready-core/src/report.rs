@@ -132,6 +132,17 @@ impl DeadlinePassed {
 }
 
 impl LayerReport {
+    /// Brings the next check forward to `left` seconds from now when that is
+    /// sooner and still ahead; false when `left` has already run out.
+    pub fn recheck_within(&mut self, left: i64) -> bool {
+        if left <= 0 {
+            return false;
+        }
+        let left = u64::try_from(left).unwrap_or(u64::MAX);
+        self.recheck_after_seconds = Some(self.recheck_after_seconds.map_or(left, |r| r.min(left)));
+        true
+    }
+
     /// Every gating layer is Ready (what the layers alone say).
     pub fn layers_ready(&self) -> bool {
         self.layers

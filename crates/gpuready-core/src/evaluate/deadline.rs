@@ -41,10 +41,7 @@ pub(super) fn apply_deadline(judged: &Judged, report: &mut LayerReport) {
         return;
     };
     let left = since.as_second() + i64::from(d.seconds) - now.as_second();
-    if left > 0 {
-        let left = u64::try_from(left).unwrap_or(u64::MAX);
-        report.recheck_after_seconds =
-            Some(report.recheck_after_seconds.map_or(left, |r| r.min(left)));
+    if report.recheck_within(left) {
         return;
     }
     report.deadline = Some(DeadlinePassed {

@@ -12,7 +12,7 @@
 //! manager does enforce, planned like any other node taint (the safety brake
 //! included).
 
-use gpuready_api::keys::{self, reasons};
+use gpuready_api::keys::reasons;
 use gpuready_api::{ExtendedResourcePods, GpuNodeProfileSpec, Layer, Mode};
 use jiff::Timestamp;
 
@@ -43,22 +43,13 @@ pub(super) fn apply_node_escalation(judged: &Judged, report: &mut LayerReport) {
     else {
         return;
     };
-    let since = facts
-        .gpu_conditions
-        .iter()
-        .find(|c| c.type_ == keys::CONDITION_GPU_READY && c.status != "True")
-        .and_then(|c| c.last_transition_time.as_ref())
-        .map_or(now, |t| t.0);
+    let since = facts.gpu_ready_left_true().unwrap_or(now);
     let at_second = since
         .as_second()
         .saturating_add(i64::from(rules.dry_run_seconds));
     let at = Timestamp::from_second(at_second).unwrap_or(since);
     let left = at_second - now.as_second();
-    if left > 0 {
-        let left = u64::try_from(left).unwrap_or(u64::MAX);
-        report.recheck_after_seconds =
-            Some(report.recheck_after_seconds.map_or(left, |r| r.min(left)));
-    }
+    report.recheck_within(left);
     report.node_escalation = Some(NodeEscalation {
         reason,
         at: at.to_string(),
