@@ -18,16 +18,23 @@ pub const COMMITTED_GPUREADY_CRD_PATHS: &[&str] = &[
 /// The GpuNodeProfile CRD.
 pub fn gpu_node_profile_crd() -> CustomResourceDefinition {
     let mut crd = GpuNodeProfile::crd();
-    for version in &mut crd.spec.versions {
-        if let Some(schema) = version
-            .schema
-            .as_mut()
-            .and_then(|s| s.open_api_v3_schema.as_mut())
-        {
-            kubernetes_formats(schema);
-        }
-    }
+    for_each_schema(&mut crd, kubernetes_formats);
     crd
+}
+
+/// Applies `f` to the root schema of every version of `crd`: the generated
+/// CRDs (ours and NFD's) are adjusted per version, and a version without a
+/// schema has nothing to adjust.
+pub(crate) fn for_each_schema(
+    crd: &mut CustomResourceDefinition,
+    mut f: impl FnMut(&mut JSONSchemaProps),
+) {
+    let roots = crd
+        .spec
+        .versions
+        .iter_mut()
+        .filter_map(|v| v.schema.as_mut()?.open_api_v3_schema.as_mut());
+    roots.for_each(&mut f);
 }
 
 /// Replaces the integer formats schemars writes for Rust's unsigned and small

@@ -174,6 +174,41 @@ impl<'a> Turn<'a> {
     }
 }
 
+/// What [`NodeBook::step`] decides on: the node's plan as one value, so the
+/// book and the controller's lock wrapper say the signature once.
+#[derive(Clone, Copy, Debug)]
+pub struct PlannedWrite<'a> {
+    pub node: &'a str,
+    /// The governing profile, whose brake may hold the write.
+    pub profile: Option<&'a str>,
+    pub changes: &'a NodeChanges,
+    pub governance: GovernanceKind,
+}
+
+impl<'a> PlannedWrite<'a> {
+    pub fn of(facts: &'a NodeFacts, plan: &'a NodeAssessment) -> Self {
+        PlannedWrite {
+            node: &facts.name,
+            profile: plan.profile.as_deref(),
+            changes: &plan.changes,
+            governance: plan.governance,
+        }
+    }
+}
+
+/// What [`NodeBook::refused`] notes of one refused write, as one value, so
+/// the book and the controller's lock wrapper say the signature once.
+#[derive(Clone, Copy, Debug)]
+pub struct RefusalNote<'a> {
+    /// The profile whose status counts the refusal (empty: none).
+    pub profile: &'a str,
+    /// The API server's reason.
+    pub why: &'a str,
+    pub what: RefusedWrite,
+    /// The changes sent; `None`: nothing is held back.
+    pub changes: Option<&'a NodeChanges>,
+}
+
 /// What [`NodeBook::counts`] decided for a profile.
 #[derive(Debug, PartialEq, Eq)]
 struct Counted {
@@ -369,15 +404,13 @@ impl NodeBook {
     /// The node itself is queued again when the brake its plan assumed was
     /// released in the meantime (its held taint would otherwise wait for a
     /// change).
-    pub fn step(
-        &mut self,
-        node: &str,
-        profile: Option<&str>,
-        changes: &NodeChanges,
-        governance: GovernanceKind,
-        crd: CrdView,
-        now: Timestamp,
-    ) -> WriteStep {
+    pub fn step(&mut self, plan: PlannedWrite<'_>, crd: CrdView, now: Timestamp) -> WriteStep {
+        let PlannedWrite {
+            node,
+            profile,
+            changes,
+            governance,
+        } = plan;
         let decision = match self.refusal_wait(node, changes, now) {
             // The refused taint waits; the rest (labels, conditions) goes.
             Some((secs, RefusedWrite::Taint)) => {
@@ -435,15 +468,13 @@ impl NodeBook {
     /// node at `now`: reported, and backed off (the same changes refused
     /// again wait four times longer, up to five minutes). `changes`: what was
     /// sent (`None`: reported, not held).
-    pub fn refused(
-        &mut self,
-        node: &str,
-        profile: &str,
-        why: &str,
-        what: RefusedWrite,
-        changes: Option<&NodeChanges>,
-        now: Timestamp,
-    ) {
+    pub fn refused(&mut self, node: &str, note: RefusalNote<'_>, now: Timestamp) {
+        let RefusalNote {
+            profile,
+            why,
+            what,
+            changes,
+        } = note;
         let changes = changes.map(timeless);
         let attempts = match self.refused.get(node) {
             Some(r) if changes.is_some() && r.changes == changes => r.attempts.saturating_add(1),

@@ -13,6 +13,7 @@ use super::feature::NodeFeature;
 use super::group::NodeFeatureGroup;
 use super::release::{NFD_CRD_RELEASE_ANNOTATION, NfdCrdRelease};
 use super::rule::NodeFeatureRule;
+use crate::crd::for_each_schema;
 
 /// The NFD CRDs of [`NfdCrdRelease::CARRIED`], in upstream's file order.
 pub fn generate() -> Vec<CustomResourceDefinition> {
@@ -35,15 +36,7 @@ fn shape(mut crd: CustomResourceDefinition) -> CustomResourceDefinition {
     )]));
     // Upstream spells listKind out; the API server would default it to the same.
     crd.spec.names.list_kind = Some(format!("{}List", crd.spec.names.kind));
-    for version in &mut crd.spec.versions {
-        if let Some(root) = version
-            .schema
-            .as_mut()
-            .and_then(|s| s.open_api_v3_schema.as_mut())
-        {
-            shape_root(root);
-        }
-    }
+    for_each_schema(&mut crd, shape_root);
     crd
 }
 

@@ -24,6 +24,30 @@ fn turn(node: &str, state: NodeState) -> Turn<'_> {
     }
 }
 
+/// The plan of a node governed by profile `p`.
+fn governed<'a>(node: &'a str, changes: &'a NodeChanges) -> PlannedWrite<'a> {
+    PlannedWrite {
+        node,
+        profile: Some("p"),
+        changes,
+        governance: GovernanceKind::Governed,
+    }
+}
+
+fn note<'a>(
+    profile: &'a str,
+    why: &'a str,
+    what: RefusedWrite,
+    changes: Option<&'a NodeChanges>,
+) -> RefusalNote<'a> {
+    RefusalNote {
+        profile,
+        why,
+        what,
+        changes,
+    }
+}
+
 fn held_taint() -> NodeChanges {
     NodeChanges {
         conditions: Some(ConditionChange {
@@ -56,14 +80,7 @@ fn reconcile(
     b.start(node);
     let hold = b.turn(&turn(node, state), now);
     let changes = if hold { held_taint() } else { a_taint() };
-    let s = b.step(
-        node,
-        Some("p"),
-        &changes,
-        GovernanceKind::Governed,
-        CrdView::Confirmed,
-        now,
-    );
+    let s = b.step(governed(node, &changes), CrdView::Confirmed, now);
     b.finish(node);
     (hold, s, queued(b))
 }
@@ -146,14 +163,7 @@ fn a_hold_decided_after_the_release_requeues_the_node_itself() {
     assert_eq!(queued(&mut b), ["c"]);
     b.start("c");
     b.finish("c");
-    let s = b.step(
-        "d",
-        Some("p"),
-        &held_taint(),
-        GovernanceKind::Governed,
-        CrdView::Confirmed,
-        at(2),
-    );
+    let s = b.step(governed("d", &held_taint()), CrdView::Confirmed, at(2));
     assert!(matches!(s, WriteStep::HoldByBrake { .. }));
     assert!(queued(&mut b).is_empty(), "d runs: queued, not handed");
     b.finish("d");
@@ -164,16 +174,21 @@ fn a_hold_decided_after_the_release_requeues_the_node_itself() {
 fn a_write_that_passes_clears_the_refusal_and_a_deleted_node_is_forgotten() {
     let mut b = NodeBook::new(CFG);
     let none = NodeChanges::default();
-    b.refused("a", "p", "denied", RefusedWrite::Taint, Some(&none), at(0));
     b.refused(
-        "b",
-        "p",
-        "denied too",
-        RefusedWrite::Other,
-        Some(&none),
+        "a",
+        note("p", "denied", RefusedWrite::Taint, Some(&none)),
         at(0),
     );
-    b.refused("c", "q", "elsewhere", RefusedWrite::Other, None, at(0));
+    b.refused(
+        "b",
+        note("p", "denied too", RefusedWrite::Other, Some(&none)),
+        at(0),
+    );
+    b.refused(
+        "c",
+        note("q", "elsewhere", RefusedWrite::Other, None),
+        at(0),
+    );
     assert_eq!(
         b.refusals_of("p", |_| true),
         Some(RefusedNodes {
@@ -204,22 +219,12 @@ fn refused_changes_back_off_until_they_change() {
     let mut sent = vec![];
     for second in 0..=1200 {
         b.start("a");
-        let s = b.step(
-            "a",
-            Some("p"),
-            &a_taint(),
-            GovernanceKind::Governed,
-            CrdView::Confirmed,
-            at(second),
-        );
+        let s = b.step(governed("a", &a_taint()), CrdView::Confirmed, at(second));
         if matches!(s, WriteStep::Write { .. }) {
             sent.push(second);
             b.refused(
                 "a",
-                "p",
-                "denied",
-                RefusedWrite::Taint,
-                Some(&a_taint()),
+                note("p", "denied", RefusedWrite::Taint, Some(&a_taint())),
                 at(second),
             );
         }
@@ -229,14 +234,7 @@ fn refused_changes_back_off_until_they_change() {
     assert_eq!(refusal_backoff_seconds(40), 300);
     // A changed plan goes at once, and is reported still.
     b.start("a");
-    let s = b.step(
-        "a",
-        Some("p"),
-        &held_taint(),
-        GovernanceKind::Governed,
-        CrdView::Confirmed,
-        at(1201),
-    );
+    let s = b.step(governed("a", &held_taint()), CrdView::Confirmed, at(1201));
     assert!(!matches!(s, WriteStep::HoldByRefusal { .. }));
     assert!(b.refusals_of("p", |_| true).is_some());
     b.finish("a");

@@ -20,11 +20,12 @@ use crate::controller::watch::cached::CachedNode;
 use gpuready_core::brake::BrakeConfig;
 use gpuready_core::clocks::Observation;
 use gpuready_core::no_execute::{self, BudgetView, Grant};
-use gpuready_core::node_book::{NodeBook, RefusedNodes, RefusedWrite, Turn};
+use gpuready_core::node_book::{
+    NodeBook, PlannedWrite, RefusalNote, RefusedNodes, RefusedWrite, Turn,
+};
 use gpuready_core::timeline::ReadyRecord;
 use gpuready_core::write_ledger::{LOOKAHEAD, Trigger};
 use gpuready_core::write_step::{CrdView, WriteStep};
-use gpuready_core::{GovernanceKind, NodeChanges};
 use jiff::Timestamp;
 
 pub struct Ledger {
@@ -210,17 +211,8 @@ impl Ledger {
 
     /// The one write decision for the node's plan, made and recorded under
     /// the lock (so no other reconcile's step slips in between).
-    pub fn step(
-        &self,
-        node: &str,
-        profile: Option<&str>,
-        changes: &NodeChanges,
-        governance: GovernanceKind,
-        crd: CrdView,
-        now: Timestamp,
-    ) -> WriteStep {
-        self.book()
-            .step(node, profile, changes, governance, crd, now)
+    pub fn step(&self, plan: PlannedWrite<'_>, crd: CrdView, now: Timestamp) -> WriteStep {
+        self.book().step(plan, crd, now)
     }
 
     /// A write to the node passed; the profile whose refusal count changes.
@@ -235,16 +227,8 @@ impl Ledger {
 
     /// The API server refused part of a write of `changes` to the node: noted
     /// for the profile's status, and backed off (`NodeBook::refused`).
-    pub fn refused(
-        &self,
-        node: &str,
-        profile: &str,
-        why: &str,
-        what: RefusedWrite,
-        changes: Option<&NodeChanges>,
-        now: Timestamp,
-    ) {
-        self.book().refused(node, profile, why, what, changes, now);
+    pub fn refused(&self, node: &str, note: RefusalNote<'_>, now: Timestamp) {
+        self.book().refused(node, note, now);
     }
 
     /// Whether the API server refused the node's last write.

@@ -3,6 +3,7 @@
 use super::*;
 use futures::StreamExt;
 use gpuready_core::plan::ConditionChange;
+use gpuready_core::{GovernanceKind, NodeChanges};
 
 const CFG: BrakeConfig = BrakeConfig {
     threshold: 0.5,
@@ -35,14 +36,13 @@ async fn a_deferred_node_goes_back_to_kube_when_the_last_taint_work_finishes() {
     };
     {
         let _a = ledger.start("a");
-        let s = ledger.step(
-            "a",
-            Some("p"),
-            &cond_only,
-            GovernanceKind::Governed,
-            CrdView::Confirmed,
-            Timestamp::now(),
-        );
+        let plan = PlannedWrite {
+            node: "a",
+            profile: Some("p"),
+            changes: &cond_only,
+            governance: GovernanceKind::Governed,
+        };
+        let s = ledger.step(plan, CrdView::Confirmed, Timestamp::now());
         assert_eq!(s, WriteStep::Defer, "b is still queued");
     }
     assert_eq!(ledger.deferred(), 1);

@@ -13,7 +13,7 @@ use gpuready_api::GpuNodeProfile;
 use gpuready_api::keys;
 use gpuready_core::clocks::{self, Observation};
 use gpuready_core::devices::{DeviceRuleChange, RuleAction};
-use gpuready_core::node_book::Turn;
+use gpuready_core::node_book::{PlannedWrite, RefusalNote, Turn};
 use gpuready_core::plan::records_taint;
 use gpuready_core::write_step::{WriteStep, needs_crd};
 use gpuready_core::{
@@ -216,14 +216,9 @@ async fn decide(ctx: &Context, node: &Node, now: Timestamp) -> (Decision, WriteS
         .crd
         .view_for(needs_crd(&assessment.changes, assessment.governance))
         .await;
-    let step = ctx.ledger.step(
-        &facts.name,
-        assessment.profile.as_deref(),
-        &assessment.changes,
-        assessment.governance,
-        crd,
-        now,
-    );
+    let step = ctx
+        .ledger
+        .step(PlannedWrite::of(&facts, &assessment), crd, now);
     (
         Decision {
             facts,
@@ -310,8 +305,13 @@ async fn refused(
     whole: Option<&NodeChanges>,
 ) -> Error {
     let profile = d.assessment.profile.clone().unwrap_or_default();
-    ctx.ledger
-        .refused(&d.facts.name, &profile, &why, what, whole, Timestamp::now());
+    let note = RefusalNote {
+        profile: &profile,
+        why: &why,
+        what,
+        changes: whole,
+    };
+    ctx.ledger.refused(&d.facts.name, note, Timestamp::now());
     if !profile.is_empty() {
         ctx.tell(StatusInput::Profile(profile));
     }
