@@ -6,6 +6,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 };
 use kube::CustomResourceExt;
 
+use crate::crd_schemas::for_each_schema;
 use crate::profile::GpuNodeProfile;
 
 /// Where the generated GpuNodeProfile CRD is committed, relative to the repo root.
@@ -20,21 +21,6 @@ pub fn gpu_node_profile_crd() -> CustomResourceDefinition {
     let mut crd = GpuNodeProfile::crd();
     for_each_schema(&mut crd, kubernetes_formats);
     crd
-}
-
-/// Applies `f` to the root schema of every version of `crd`: the generated
-/// CRDs (ours and NFD's) are adjusted per version, and a version without a
-/// schema has nothing to adjust.
-pub(crate) fn for_each_schema(
-    crd: &mut CustomResourceDefinition,
-    mut f: impl FnMut(&mut JSONSchemaProps),
-) {
-    let roots = crd
-        .spec
-        .versions
-        .iter_mut()
-        .filter_map(|v| v.schema.as_mut()?.open_api_v3_schema.as_mut());
-    roots.for_each(&mut f);
 }
 
 /// Replaces the integer formats schemars writes for Rust's unsigned and small

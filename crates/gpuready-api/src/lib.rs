@@ -4,6 +4,7 @@
 pub mod compute_domain;
 pub mod condition;
 pub mod crd;
+mod crd_schemas;
 pub mod device_taint_rule;
 pub mod dra;
 pub mod keys;

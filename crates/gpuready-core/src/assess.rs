@@ -63,17 +63,20 @@ pub enum GovernanceKind {
 }
 
 /// Everything gpuready concludes about one node.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct NodeAssessment {
     pub name: String,
     /// The governing profile; `None` when ungoverned or in conflict.
+    #[serialize_always]
     pub profile: Option<String>,
     pub governance: GovernanceKind,
     /// Profiles that all select the node (only for conflicts).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub conflicting_profiles: Vec<String>,
     /// `None` for an ungoverned node: there is nothing to be ready for.
+    #[serialize_always]
     pub ready: Option<bool>,
     /// First failing gating layer's reason, `Ready`, `Conflict` or `Ungoverned`.
     pub reason: String,
@@ -83,17 +86,14 @@ pub struct NodeAssessment {
     /// The governing profile is in Observe mode: `changes` stays empty.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub observe: bool,
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub recheck_after_seconds: Option<u64>,
     /// Set while the node is past its profile's `notReadyDeadline`.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub deadline_passed: Option<DeadlinePassed>,
     /// Devices gated by gpuready's DeviceTaintRules (`gpu-3 (FatalXid)`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tainted_devices: Vec<String>,
     /// What a governed node counts as: `ready`, `notReady`, `maintenance`,
     /// `waitingForGate` (`None` for a conflict or an ungoverned node).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub state: Option<NodeState>,
     /// Maintenance the node is in and the other readiness gates on it.
     #[serde(skip_serializing_if = "Lifecycle::is_quiet")]
@@ -112,7 +112,6 @@ pub struct NodeAssessment {
     pub not_evicted_pods: usize,
     /// The node's last finished wait for readiness, as its annotation
     /// (`gpuready.io/timeline`) records it (governed nodes only).
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub timeline: Option<ReadyRecord>,
 }
 

@@ -21,6 +21,7 @@ mod fabric;
 mod feature_discovery;
 mod hardware;
 pub mod health;
+mod judged;
 mod node;
 mod profile;
 mod verdict;
@@ -90,19 +91,10 @@ pub fn evaluate(spec: &GpuNodeProfileSpec, facts: &NodeFacts, now: Timestamp) ->
     };
     // First: it may fail the DevicePlugin layer, which the deadline counts.
     escalation::apply_extended_resource_escalation(spec, &mut report);
-    let judged = Judged { spec, facts, now };
+    let judged = judged::Judged { spec, facts, now };
     deadline::apply_deadline(&judged, &mut report);
     escalation::apply_node_escalation(&judged, &mut report);
     report
-}
-
-/// What the rules applied to the assembled report read: the profile, the
-/// node's (repaired) facts and the time. One argument, so each rule's
-/// signature names only what it changes, the report.
-struct Judged<'a> {
-    spec: &'a GpuNodeProfileSpec,
-    facts: &'a NodeFacts,
-    now: Timestamp,
 }
 
 /// The probe report of the facts, when there is a readable one.

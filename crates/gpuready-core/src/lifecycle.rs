@@ -56,10 +56,10 @@ impl Maintenance {
 }
 
 /// What the node's lifecycle adds to its layers' verdict.
+#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Lifecycle {
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub maintenance: Option<Maintenance>,
     /// Other systems' holds on the node, each named with what it is doing
     /// and what releases it; gpuready never touches them.
@@ -67,10 +67,8 @@ pub struct Lifecycle {
     pub gates: Vec<Gate>,
     /// The GPU operator's upgrade cordon: part of the maintenance, so no
     /// other gate, but a hold by a named system all the same.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub upgrade_cordon: Option<Gate>,
     /// The operator's repair annotation and what it did.
-    #[serde(skip_serializing_if = "Option::is_none")]
     pub repair: Option<RepairOutcome>,
     /// Seconds until a maintenance deadline passes.
     #[serde(skip)]

@@ -13,7 +13,7 @@ use super::feature::NodeFeature;
 use super::group::NodeFeatureGroup;
 use super::release::{NFD_CRD_RELEASE_ANNOTATION, NfdCrdRelease};
 use super::rule::NodeFeatureRule;
-use crate::crd::for_each_schema;
+use crate::crd_schemas::for_each_schema;
 
 /// The NFD CRDs of [`NfdCrdRelease::CARRIED`], in upstream's file order.
 pub fn generate() -> Vec<CustomResourceDefinition> {

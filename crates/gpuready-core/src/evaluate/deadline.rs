@@ -4,7 +4,7 @@
 use gpuready_api::DeadlineStart;
 use gpuready_api::keys::{self};
 
-use super::Judged;
+use super::judged::Judged;
 use crate::report::{DeadlinePassed, LayerReport};
 
 /// The not-ready deadline: counted from durable state only (the node's

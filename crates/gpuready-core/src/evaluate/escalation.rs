@@ -16,7 +16,7 @@ use gpuready_api::keys::reasons;
 use gpuready_api::{ExtendedResourcePods, GpuNodeProfileSpec, Layer, Mode};
 use jiff::Timestamp;
 
-use super::Judged;
+use super::judged::Judged;
 use crate::report::{LayerReport, NodeEscalation, NodeState, Status};
 
 pub(super) fn apply_node_escalation(judged: &Judged, report: &mut LayerReport) {
