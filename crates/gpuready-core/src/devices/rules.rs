@@ -59,7 +59,6 @@ pub enum RuleAction {
 
 /// A DeviceTaintRule to create, update or delete: one entry per device rule
 /// in a node's `changes` (`check --output json`).
-#[serde_with::skip_serializing_none]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct DeviceRuleChange {
@@ -68,10 +67,13 @@ pub struct DeviceRuleChange {
     pub pool: String,
     pub device: String,
     /// Why the device is bad (`None` for a delete: it recovered or left the profile).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Why the device is bad, in words (create, update).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub message: Option<String>,
     /// The rule to write (create, update).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub rule: Option<DeviceTaintRule>,
     /// The observed rule's resourceVersion (update) and uid (delete): the
     /// write applies to exactly the object gpuready saw, or fails with 409.
@@ -80,6 +82,7 @@ pub struct DeviceRuleChange {
     #[serde(skip)]
     pub uid: Option<String>,
     /// The condition to apply (status).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub condition: Option<Condition>,
 }
 
