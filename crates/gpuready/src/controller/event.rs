@@ -5,16 +5,18 @@
 
 use kube::runtime::events::{Event, EventType};
 
-/// What the Events API keeps of a note (1 kB): a longer one is cut here, in
-/// one place, so the API server never refuses an Event for its length.
+/// What the Events API keeps of a note (1 kB) and of a reason (128
+/// characters): longer ones are cut here, in one place, so the API server
+/// never refuses an Event for its length.
 const NOTE_LIMIT: usize = 1000;
+const REASON_LIMIT: usize = 128;
 
-/// An Event about its object alone (no secondary object), its note cut to
-/// what the Events API keeps.
+/// An Event about its object alone (no secondary object), its reason and
+/// note cut to what the Events API keeps.
 pub fn event(type_: EventType, reason: &str, action: &str, note: &str) -> Event {
     Event {
         type_,
-        reason: reason.into(),
+        reason: reason.chars().take(REASON_LIMIT).collect(),
         note: Some(note.chars().take(NOTE_LIMIT).collect()),
         action: action.into(),
         secondary: None,

@@ -189,7 +189,7 @@ async fn run_controllers(
         &ctx,
         health,
         shared.requeue,
-        shared.caches_ready,
+        shared.listed,
         shared.status,
         &stop,
     );
@@ -208,7 +208,7 @@ struct Shared {
     ctx: Arc<Context>,
     profiles: reflector::store::Writer<GpuNodeProfile>,
     nodes: reflector::store::Writer<CachedNode>,
-    caches_ready: tokio::sync::watch::Sender<bool>,
+    listed: tokio::sync::watch::Sender<bool>,
     status: StatusReceiver,
     requeue: RequeueSender,
     requeued: RequeueReceiver,
@@ -250,7 +250,7 @@ fn shared(client: Client, args: RunArgs, metrics: Arc<Metrics>, health: Arc<Heal
         }
         None => (None, futures::stream::pending().boxed()),
     };
-    let (caches_ready_tx, caches_ready) = tokio::sync::watch::channel(false);
+    let (listed_tx, listed) = tokio::sync::watch::channel(false);
     let ctx = Arc::new(Context {
         client,
         args,
@@ -262,7 +262,7 @@ fn shared(client: Client, args: RunArgs, metrics: Arc<Metrics>, health: Arc<Heal
         caches: context::Caches {
             profiles: profile_reader,
             nodes: node_reader,
-            listed: caches_ready,
+            listed,
             evidence: Arc::default(),
             // fabric.groupByLabel groups follow every node event (groups.rs).
             groups: Arc::new(watch::groups::Groups::default()),
@@ -276,7 +276,7 @@ fn shared(client: Client, args: RunArgs, metrics: Arc<Metrics>, health: Arc<Heal
         ctx,
         profiles: profile_writer,
         nodes: node_writer,
-        caches_ready: caches_ready_tx,
+        listed: listed_tx,
         status: status_rx,
         requeue,
         requeued,
@@ -396,7 +396,7 @@ impl Tasks {
         ctx: &Arc<Context>,
         health: Arc<Health>,
         requeue: RequeueSender,
-        caches_ready: tokio::sync::watch::Sender<bool>,
+        listed: tokio::sync::watch::Sender<bool>,
         status: StatusReceiver,
         stop: &CancellationToken,
     ) -> Tasks {
@@ -417,7 +417,7 @@ impl Tasks {
             ctx.caches.profiles.clone(),
             ctx.caches.nodes.clone(),
             health,
-            caches_ready,
+            listed,
         ));
         let status_stop = CancellationToken::new();
         // The NFD CRD reconciler hands its condition to the status task; with

@@ -17,7 +17,6 @@
 //! after its node left the cache (a reconcile that judged it just before its
 //! Delete) is counted as the node gone, not kept as a ghost.
 
-use crate::controller::event::event;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 use std::time::Duration;
@@ -43,6 +42,7 @@ use tracing::{debug, info, warn};
 use crate::controller::config::NfdCrdMode;
 use crate::controller::context::Context;
 use crate::controller::error::RefusedWrite;
+use crate::controller::event::event;
 use crate::controller::mailbox::StatusReceiver;
 use crate::controller::metrics::{
     NodeLayer, NodeNotReady, NodeSeries, Profile, ProfileLayer, ProfileNoExecute, ProfileNode,

@@ -13,7 +13,6 @@
 //! the status condition, which is what tells a person which line of the
 //! profile to fix. That path is why this module stays.
 
-use crate::controller::event::event;
 use std::collections::BTreeMap;
 
 use futures::{Stream, StreamExt};
@@ -25,6 +24,7 @@ use kube::runtime::watcher;
 use kube::{Client, Resource};
 use tracing::error;
 
+use crate::controller::event::event;
 use crate::readers::{dynamic_api, to_profile};
 
 type DynEvent = Result<watcher::Event<DynamicObject>, watcher::Error>;

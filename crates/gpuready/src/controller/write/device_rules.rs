@@ -7,7 +7,6 @@
 //! and gpuready's one condition in the status of a rule it holds, applied
 //! server-side under its own field manager (kubernetes #141290's pods).
 
-use crate::controller::event::{event, profile_prefix};
 use gpuready_api::device_taint_rule::DeviceTaintRule;
 use gpuready_api::keys;
 use gpuready_core::devices::{DeviceRuleChange, RuleAction};
@@ -19,6 +18,7 @@ use tracing::{info, warn};
 use super::events::publish_node_event;
 use crate::controller::context::Context;
 use crate::controller::error::Error;
+use crate::controller::event::{event, profile_prefix};
 
 /// Sends the planned rule changes. Returns the changes that took effect (for
 /// Events); a create whose name another writer already holds is skipped.

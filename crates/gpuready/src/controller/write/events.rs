@@ -5,7 +5,6 @@
 //! (`gpuready_core::event_budget`); what a burst holds back, [`summarize`]
 //! posts as one Event on the profile.
 
-use crate::controller::event::{event, profile_prefix};
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
@@ -25,6 +24,7 @@ use kube::{Resource, ResourceExt};
 use tracing::{info, warn};
 
 use crate::controller::context::Context;
+use crate::controller::event::{event, profile_prefix};
 
 /// An Event on the node when its GpuReady verdict changes status.
 pub async fn publish_transition(ctx: &Context, node: &Node, facts: &NodeFacts, a: &NodeAssessment) {
@@ -55,25 +55,8 @@ pub async fn publish_transition(ctx: &Context, node: &Node, facts: &NodeFacts, a
         ),
     };
     let note = format!("{}{}", profile_prefix(a.profile.as_deref()), a.message);
-    let reason: String = reason.chars().take(128).collect();
-    let what = "GpuReady transition";
-    publish_evaluation(ctx, node, a, type_, &reason, &note, what).await;
-}
-
-/// Posts an Event the node's assessment raised (action `Evaluate`) on the
-/// node, through its profile: the GpuReady transition, the deadline and the
-/// repair refusal are built and routed alike.
-async fn publish_evaluation(
-    ctx: &Context,
-    node: &Node,
-    a: &NodeAssessment,
-    type_: EventType,
-    reason: &str,
-    note: &str,
-    what: &str,
-) {
-    let ev = event(type_, reason, "Evaluate", note);
-    publish_node_event(ctx, node, a.profile.as_deref(), &ev, what).await;
+    let ev = event(type_, &reason, "Evaluate", &note);
+    publish_node_event(ctx, node, a.profile.as_deref(), &ev, "GpuReady transition").await;
 }
 
 /// A Warning Event on the node when the API server refused gpuready's write
@@ -262,8 +245,8 @@ pub async fn publish_deadline(ctx: &Context, node: &Node, facts: &NodeFacts, a: 
         d.describe()
     );
     let reason = keys::reasons::NOT_READY_DEADLINE_EXCEEDED;
-    let what = "not-ready deadline";
-    publish_evaluation(ctx, node, a, EventType::Warning, reason, &note, what).await;
+    let ev = event(EventType::Warning, reason, "Evaluate", &note);
+    publish_node_event(ctx, node, a.profile.as_deref(), &ev, "not-ready deadline").await;
 }
 
 /// Whether the `GpuReady` condition this assessment writes is `matches` and
@@ -308,6 +291,6 @@ pub async fn publish_repair_refusal(
         return;
     }
     let reason = keys::lifecycle::EVENT_REPAIR_REFUSED;
-    let what = "repair refusal";
-    publish_evaluation(ctx, node, a, EventType::Warning, reason, &note, what).await;
+    let ev = event(EventType::Warning, reason, "Evaluate", &note);
+    publish_node_event(ctx, node, a.profile.as_deref(), &ev, "repair refusal").await;
 }

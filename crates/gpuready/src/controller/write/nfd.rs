@@ -43,7 +43,6 @@
 //! `create` too, by name (tests/api/nfd_reconciler.rs checks this role). Check mode
 //! needs only `get`, `list` and `watch`.
 
-use crate::controller::event::event;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,6 +64,7 @@ use tracing::{debug, info, warn};
 
 use crate::controller::config::NfdCrdMode;
 use crate::controller::context::Context;
+use crate::controller::event::event;
 use crate::controller::metrics::CrdState;
 use crate::controller::write::events::publish_profile_event;
 use crate::nfd_io::{
